@@ -1,0 +1,2 @@
+//! The command line.
+pub fn main() -> i32 { 0 }

@@ -1,0 +1,629 @@
+//! Simulated hardware: machine topology, measured latencies, and the idle states a
+//! cpuidle driver would advertise.
+//!
+//! Machines are data. Each preset is a TOML file in `src/hw/presets/` (embedded at build
+//! time) and is read by the same [`machine_from_toml`] that reads user-supplied machine
+//! files, so a new machine is one new file plus one line in [`PRESETS`]. Every value in a
+//! preset carries a comment naming its source row in docs/workloads.md section 9.
+//!
+//! Architecture invariant: hardware timing and topology facts only, never kernel policy.
+//! (The kernel's view of the topology, the sched domains, lives in `kernel::sched::topology`.)
+
+pub mod cacheline;
+pub mod cpumask;
+pub mod topology;
+
+use std::fmt;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use self::topology::{Distance, Topology, TopologySpec, RECLAIM_DISTANCE};
+
+/// A measured latency range: each use draws uniformly in `[lo_ns, hi_ns]` (the p10..p90 of
+/// the source measurement).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LatencyNs {
+    pub lo_ns: u64,
+    pub hi_ns: u64,
+}
+
+impl LatencyNs {
+    /// No cost at all.
+    pub const ZERO: LatencyNs = LatencyNs { lo_ns: 0, hi_ns: 0 };
+
+    /// A range; panics if `lo_ns > hi_ns`.
+    pub fn new(lo_ns: u64, hi_ns: u64) -> LatencyNs {
+        assert!(
+            lo_ns <= hi_ns,
+            "latency range [{lo_ns}, {hi_ns}] is reversed"
+        );
+        LatencyNs { lo_ns, hi_ns }
+    }
+
+    /// A fixed cost.
+    pub fn fixed(ns: u64) -> LatencyNs {
+        LatencyNs {
+            lo_ns: ns,
+            hi_ns: ns,
+        }
+    }
+
+    /// Maps one raw 64-bit draw from the caller's PRNG onto `[lo_ns, hi_ns]`, uniformly
+    /// (multiply-high, no floats). Deterministic: the same draw gives the same latency.
+    pub fn pick(&self, raw: u64) -> u64 {
+        debug_assert!(self.lo_ns <= self.hi_ns);
+        let width = u128::from(self.hi_ns - self.lo_ns) + 1;
+        self.lo_ns + ((u128::from(raw) * width) >> 64) as u64
+    }
+
+    /// The midpoint, for cost estimates that must not consume randomness.
+    pub fn mid_ns(&self) -> u64 {
+        self.lo_ns + (self.hi_ns - self.lo_ns) / 2
+    }
+}
+
+impl fmt::Display for LatencyNs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.lo_ns == self.hi_ns {
+            write!(f, "{} ns", self.lo_ns)
+        } else {
+            write!(f, "{}-{} ns", self.lo_ns, self.hi_ns)
+        }
+    }
+}
+
+/// How an idle state waits. `Poll` and `Mwait` are "polling" states: the idle task keeps
+/// TIF_POLLING_NRFLAG set while in them, so a remote CPU can wake it by writing
+/// TIF_NEED_RESCHED instead of sending an IPI. `Hlt` and `IoPort` need an interrupt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IdleKind {
+    /// `poll_idle()`: a `cpu_relax()` loop.
+    Poll,
+    /// MWAIT on the thread-info flags word (intel_idle, ACPI FFH).
+    Mwait,
+    /// HLT (`default_idle`, ACPI C1 "HALT").
+    Hlt,
+    /// ACPI SYSTEMIO: an I/O port read enters the state (AMD C2 "ACPI IOPORT 0x814").
+    IoPort,
+}
+
+impl IdleKind {
+    /// Whether TIF_POLLING_NRFLAG is set while a CPU sits in a state of this kind.
+    pub fn is_polling(self) -> bool {
+        matches!(self, IdleKind::Poll | IdleKind::Mwait)
+    }
+}
+
+/// One cpuidle state as the driver advertises it, plus what the hardware really costs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IdleStateDesc {
+    /// sysfs `name` ("POLL", "C1", ...).
+    pub name: String,
+    /// sysfs `desc` ("ACPI FFH MWAIT 0x0", ...).
+    pub desc: String,
+    pub kind: IdleKind,
+    /// Exit latency as advertised by the driver table (what the governor reads), ns.
+    pub exit_latency_ns: u64,
+    /// Target residency as advertised, ns.
+    pub target_residency_ns: u64,
+    /// Measured hardware time from the wake signal to executing code (what the model
+    /// charges).
+    pub wake: LatencyNs,
+    /// Disabled through sysfs `disable` (the governor never picks it).
+    pub disabled: bool,
+}
+
+/// Hardware costs the model charges.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HwCosts {
+    /// Cache-line transfer, indexed by `Distance as usize` (`Local` costs nothing).
+    pub line: [LatencyNs; 5],
+    /// Sender-side cost of one IPI (x2APIC ICR write), ns.
+    pub ipi_send_ns: u64,
+    /// From the send to the target starting interrupt entry, target awake.
+    pub ipi_delivery: LatencyNs,
+    /// Interrupt entry overhead on the target, ns.
+    pub irq_entry_ns: u64,
+    /// Interrupt exit overhead on the target, ns.
+    pub irq_exit_ns: u64,
+}
+
+impl HwCosts {
+    /// The cache-line transfer cost for a distance class.
+    pub fn line_for(&self, distance: Distance) -> LatencyNs {
+        self.line[distance as usize]
+    }
+}
+
+/// A whole simulated machine.
+#[derive(Clone, Debug)]
+pub struct Machine {
+    pub name: String,
+    pub description: String,
+    pub topo: Topology,
+    pub costs: HwCosts,
+    /// Index 0 is always the POLL state, as on x86 cpuidle drivers.
+    pub idle_states: Vec<IdleStateDesc>,
+    /// Default CONFIG_HZ for the preset (250 unless the preset says otherwise).
+    pub hz: u32,
+}
+
+impl Machine {
+    /// Cache-line transfer cost between CPUs `a` and `b`.
+    pub fn line_cost(&self, a: u32, b: u32) -> LatencyNs {
+        self.costs.line_for(self.topo.distance(a, b))
+    }
+
+    /// One line, e.g. "epyc-7763-2s: 2 sockets, 2 nodes, 16 LLCs, 128 cores, 256 CPUs".
+    pub fn summary(&self) -> String {
+        let t = &self.topo;
+        let count = |n: u32, what: &str| {
+            if n == 1 {
+                format!("1 {what}")
+            } else {
+                format!("{n} {what}s")
+            }
+        };
+        format!(
+            "{}: {}, {}, {}, {}, {}",
+            self.name,
+            count(t.nr_sockets(), "socket"),
+            count(t.nr_nodes(), "node"),
+            count(t.nr_llcs(), "LLC"),
+            count(t.nr_cores(), "core"),
+            count(t.nr_cpus, "CPU"),
+        )
+    }
+
+    /// The index of the idle state called `name`.
+    pub fn idle_state_index(&self, name: &str) -> Option<usize> {
+        self.idle_states.iter().position(|s| s.name == name)
+    }
+}
+
+/// The built-in machines: (name, TOML text).
+pub const PRESETS: &[(&str, &str)] = &[
+    ("epyc-7763-2s", include_str!("presets/epyc-7763-2s.toml")),
+    ("smp-4", include_str!("presets/smp-4.toml")),
+];
+
+const PRESET_NAMES: &[&str] = &["epyc-7763-2s", "smp-4"];
+
+/// Names of the built-in machines, in [`PRESETS`] order.
+pub fn preset_names() -> &'static [&'static str] {
+    PRESET_NAMES
+}
+
+/// A built-in machine by name. The error lists the known names.
+pub fn preset(name: &str) -> Result<Machine, String> {
+    match PRESETS.iter().find(|(preset_name, _)| *preset_name == name) {
+        Some((_, text)) => machine_from_toml(text, &format!("src/hw/presets/{name}.toml")),
+        None => Err(format!(
+            "unknown machine preset `{name}`; known presets: {}",
+            preset_names().join(", ")
+        )),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// TOML form. Private "raw" structs mirror the file one-to-one; `machine_from_toml` checks
+// them and builds the public types. Spans are kept for values that are checked beyond
+// their type, so those errors can name a line too.
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMachine {
+    name: String,
+    description: String,
+    hz: Spanned<u32>,
+    topology: Spanned<RawTopology>,
+    #[serde(default)]
+    numa: RawNuma,
+    costs: RawCosts,
+    #[serde(rename = "idle_state")]
+    idle_states: Spanned<Vec<Spanned<RawIdleState>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTopology {
+    sockets: Spanned<u32>,
+    nodes_per_socket: Spanned<u32>,
+    cores_per_socket: Spanned<u32>,
+    cores_per_llc: Spanned<u32>,
+    threads_per_core: Spanned<u32>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawNuma {
+    node_distance_same_socket: Option<Spanned<u32>>,
+    node_distance_remote: Option<Spanned<u32>>,
+    node_reclaim_distance: Option<Spanned<u32>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCosts {
+    line_smt_ns: Spanned<[u64; 2]>,
+    line_llc_ns: Spanned<[u64; 2]>,
+    line_socket_ns: Spanned<[u64; 2]>,
+    line_remote_ns: Spanned<[u64; 2]>,
+    ipi_send_ns: u64,
+    ipi_delivery_ns: Spanned<[u64; 2]>,
+    irq_entry_ns: u64,
+    irq_exit_ns: u64,
+}
+
+#[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+enum RawKind {
+    Poll,
+    Mwait,
+    Hlt,
+    Ioport,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawIdleState {
+    name: Spanned<String>,
+    desc: String,
+    kind: Spanned<RawKind>,
+    exit_latency_ns: Spanned<u64>,
+    target_residency_ns: Spanned<u64>,
+    wake_ns: Spanned<[u64; 2]>,
+    #[serde(default)]
+    disabled: bool,
+}
+
+/// 1-based line of byte `offset` in `text`.
+fn line_of(text: &str, offset: usize) -> usize {
+    let end = offset.min(text.len());
+    text.as_bytes()[..end]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
+}
+
+/// Parses a machine description. Errors read "<origin>:<line>: <what was expected>" and
+/// cover TOML syntax, missing, unknown and mistyped keys, and values that do not describe
+/// a machine (reversed ranges, uneven NUMA splits, a missing POLL state, ...).
+pub fn machine_from_toml(text: &str, origin: &str) -> Result<Machine, String> {
+    let at =
+        |offset: usize, message: &str| format!("{origin}:{}: {message}", line_of(text, offset));
+    let raw: RawMachine = toml::from_str(text).map_err(|e| {
+        let offset = e.span().map_or(0, |span| span.start);
+        at(offset, e.message().trim_end())
+    })?;
+
+    const HZ_CHOICES: [u32; 4] = [100, 250, 300, 1000];
+    if !HZ_CHOICES.contains(raw.hz.get_ref()) {
+        return Err(at(
+            raw.hz.span().start,
+            &format!(
+                "hz = {} is not a CONFIG_HZ choice (100, 250, 300 or 1000)",
+                raw.hz.get_ref()
+            ),
+        ));
+    }
+
+    // Topology.
+    let rt = raw.topology.get_ref();
+    let numa = &raw.numa;
+    let spec = TopologySpec {
+        sockets: *rt.sockets.get_ref(),
+        nodes_per_socket: *rt.nodes_per_socket.get_ref(),
+        cores_per_socket: *rt.cores_per_socket.get_ref(),
+        cores_per_llc: *rt.cores_per_llc.get_ref(),
+        threads_per_core: *rt.threads_per_core.get_ref(),
+        node_distance_same_socket: numa
+            .node_distance_same_socket
+            .as_ref()
+            .map_or(12, |v| *v.get_ref()),
+        node_distance_remote: numa
+            .node_distance_remote
+            .as_ref()
+            .map_or(32, |v| *v.get_ref()),
+        node_reclaim_distance: numa
+            .node_reclaim_distance
+            .as_ref()
+            .map_or(RECLAIM_DISTANCE, |v| *v.get_ref()),
+    };
+    let topo = Topology::new(&spec).map_err(|e| {
+        let span = match e.field {
+            "sockets" => Some(rt.sockets.span()),
+            "nodes_per_socket" => Some(rt.nodes_per_socket.span()),
+            "cores_per_socket" => Some(rt.cores_per_socket.span()),
+            "cores_per_llc" => Some(rt.cores_per_llc.span()),
+            "threads_per_core" => Some(rt.threads_per_core.span()),
+            "node_distance_same_socket" => {
+                numa.node_distance_same_socket.as_ref().map(|v| v.span())
+            }
+            "node_distance_remote" => numa.node_distance_remote.as_ref().map(|v| v.span()),
+            _ => None,
+        };
+        let offset = span.unwrap_or_else(|| raw.topology.span()).start;
+        at(offset, &format!("topology.{e}"))
+    })?;
+
+    // Costs.
+    let range = |value: &Spanned<[u64; 2]>, key: &str| -> Result<LatencyNs, String> {
+        let [lo, hi] = *value.get_ref();
+        if lo > hi {
+            return Err(at(
+                value.span().start,
+                &format!("{key} = [{lo}, {hi}]: expected [lo, hi] with lo <= hi"),
+            ));
+        }
+        Ok(LatencyNs {
+            lo_ns: lo,
+            hi_ns: hi,
+        })
+    };
+    let c = &raw.costs;
+    let costs = HwCosts {
+        line: [
+            LatencyNs::ZERO,
+            range(&c.line_smt_ns, "costs.line_smt_ns")?,
+            range(&c.line_llc_ns, "costs.line_llc_ns")?,
+            range(&c.line_socket_ns, "costs.line_socket_ns")?,
+            range(&c.line_remote_ns, "costs.line_remote_ns")?,
+        ],
+        ipi_send_ns: c.ipi_send_ns,
+        ipi_delivery: range(&c.ipi_delivery_ns, "costs.ipi_delivery_ns")?,
+        irq_entry_ns: c.irq_entry_ns,
+        irq_exit_ns: c.irq_exit_ns,
+    };
+
+    // Idle states.
+    let states = raw.idle_states.get_ref();
+    if states.is_empty() {
+        return Err(at(
+            raw.idle_states.span().start,
+            "expected at least one [[idle_state]] (the POLL state)",
+        ));
+    }
+    let mut idle_states: Vec<IdleStateDesc> = Vec::with_capacity(states.len());
+    for (index, spanned) in states.iter().enumerate() {
+        let s = spanned.get_ref();
+        let kind = *s.kind.get_ref();
+        if (index == 0) != (kind == RawKind::Poll) {
+            let message = if index == 0 {
+                "idle_state[0] must have kind = \"poll\": x86 cpuidle drivers always put POLL first"
+            } else {
+                "kind = \"poll\" is only allowed for the first idle_state"
+            };
+            return Err(at(s.kind.span().start, message));
+        }
+        if idle_states
+            .iter()
+            .any(|prev| prev.name == *s.name.get_ref())
+        {
+            return Err(at(
+                s.name.span().start,
+                &format!("duplicate idle_state name `{}`", s.name.get_ref()),
+            ));
+        }
+        if let Some(prev) = idle_states.last() {
+            if *s.exit_latency_ns.get_ref() < prev.exit_latency_ns {
+                return Err(at(
+                    s.exit_latency_ns.span().start,
+                    &format!("exit_latency_ns must not decrease from one state to the next (`{}` has {})", prev.name, prev.exit_latency_ns),
+                ));
+            }
+            if *s.target_residency_ns.get_ref() < prev.target_residency_ns {
+                return Err(at(
+                    s.target_residency_ns.span().start,
+                    &format!("target_residency_ns must not decrease from one state to the next (`{}` has {})", prev.name, prev.target_residency_ns),
+                ));
+            }
+        }
+        idle_states.push(IdleStateDesc {
+            name: s.name.get_ref().clone(),
+            desc: s.desc.clone(),
+            kind: match kind {
+                RawKind::Poll => IdleKind::Poll,
+                RawKind::Mwait => IdleKind::Mwait,
+                RawKind::Hlt => IdleKind::Hlt,
+                RawKind::Ioport => IdleKind::IoPort,
+            },
+            exit_latency_ns: *s.exit_latency_ns.get_ref(),
+            target_residency_ns: *s.target_residency_ns.get_ref(),
+            wake: range(&s.wake_ns, &format!("idle_state[{index}].wake_ns"))?,
+            disabled: s.disabled,
+        });
+    }
+
+    Ok(Machine {
+        name: raw.name,
+        description: raw.description,
+        topo,
+        costs,
+        idle_states,
+        hz: *raw.hz.get_ref(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_preset_parses_and_is_named_after_itself() {
+        assert_eq!(preset_names().len(), PRESETS.len());
+        for (&name, &(preset_name, _)) in preset_names().iter().zip(PRESETS) {
+            assert_eq!(name, preset_name);
+            let m = preset(name).unwrap();
+            assert_eq!(m.name, name);
+            assert_eq!(m.idle_states[0].kind, IdleKind::Poll);
+        }
+    }
+
+    #[test]
+    fn epyc_preset_values() {
+        let m = preset("epyc-7763-2s").unwrap();
+        assert_eq!(
+            m.summary(),
+            "epyc-7763-2s: 2 sockets, 2 nodes, 16 LLCs, 128 cores, 256 CPUs"
+        );
+        assert_eq!(m.hz, 250);
+        assert_eq!(m.topo.node_reclaim_distance(), 32);
+        assert_eq!(m.topo.node_distance(0, 1), 32);
+        assert_eq!(m.line_cost(8, 8), LatencyNs::ZERO);
+        assert_eq!(m.line_cost(8, 136), LatencyNs::new(9, 11));
+        assert_eq!(m.line_cost(8, 9), LatencyNs::new(21, 28));
+        assert_eq!(m.line_cost(8, 16), LatencyNs::new(106, 134));
+        assert_eq!(m.line_cost(8, 72), LatencyNs::new(293, 323));
+        assert_eq!(m.costs.ipi_send_ns, 100);
+        assert_eq!(m.costs.ipi_delivery, LatencyNs::new(100, 600));
+        assert_eq!((m.costs.irq_entry_ns, m.costs.irq_exit_ns), (300, 200));
+        let names: Vec<_> = m.idle_states.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["POLL", "C1", "C2"]);
+        let c1 = &m.idle_states[1];
+        assert_eq!(
+            (c1.kind, c1.exit_latency_ns, c1.target_residency_ns),
+            (IdleKind::Mwait, 1_000, 2_000)
+        );
+        assert_eq!(c1.desc, "ACPI FFH MWAIT 0x0");
+        assert!(c1.kind.is_polling() && !c1.disabled);
+        let c2 = &m.idle_states[2];
+        assert_eq!(
+            (c2.kind, c2.exit_latency_ns, c2.target_residency_ns),
+            (IdleKind::IoPort, 400_000, 800_000)
+        );
+        assert_eq!(c2.wake, LatencyNs::new(2_000, 3_000));
+        assert!(!c2.kind.is_polling() && c2.disabled);
+    }
+
+    #[test]
+    fn smp4_preset_values() {
+        let m = preset("smp-4").unwrap();
+        assert_eq!(
+            m.summary(),
+            "smp-4: 1 socket, 1 node, 2 LLCs, 4 cores, 4 CPUs"
+        );
+        assert_eq!(m.topo.llc_mask(1).to_string(), "0-1");
+        assert_eq!(m.topo.node_reclaim_distance(), RECLAIM_DISTANCE);
+        assert!(m.idle_states.iter().all(|s| !s.disabled));
+        assert_eq!(m.idle_state_index("C2"), Some(2));
+    }
+
+    #[test]
+    fn unknown_preset_lists_names() {
+        let err = preset("epyc").unwrap_err();
+        assert!(err.contains("unknown machine preset `epyc`"), "{err}");
+        for name in preset_names() {
+            assert!(err.contains(name), "{err}");
+        }
+    }
+
+    fn smp4_text() -> &'static str {
+        PRESETS.iter().find(|(n, _)| *n == "smp-4").unwrap().1
+    }
+
+    /// Replaces the first line starting with `key` by `replacement`.
+    fn edit(key: &str, replacement: &str) -> String {
+        let mut done = false;
+        let lines: Vec<String> = smp4_text()
+            .lines()
+            .map(|l| {
+                if !done && l.starts_with(key) {
+                    done = true;
+                    replacement.to_string()
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect();
+        assert!(done, "no line starts with {key}");
+        lines.join("\n")
+    }
+
+    fn line_number_of(text: &str, needle: &str) -> usize {
+        text.lines().position(|l| l.starts_with(needle)).unwrap() + 1
+    }
+
+    #[test]
+    fn malformed_toml_names_origin_and_line() {
+        let text = edit("cores_per_llc", "cores_per_llc = = 2");
+        let err = machine_from_toml(&text, "m.toml").unwrap_err();
+        let line = line_number_of(&text, "cores_per_llc");
+        assert!(err.starts_with(&format!("m.toml:{line}: ")), "{err}");
+    }
+
+    #[test]
+    fn wrong_type_names_line() {
+        let text = edit("cores_per_llc", "cores_per_llc = \"two\"");
+        let err = machine_from_toml(&text, "m.toml").unwrap_err();
+        let line = line_number_of(&text, "cores_per_llc");
+        assert!(err.starts_with(&format!("m.toml:{line}: ")), "{err}");
+        assert!(err.contains("expected u32"), "{err}");
+    }
+
+    #[test]
+    fn unknown_key_is_rejected_with_line() {
+        let text = edit("threads_per_core", "threads_per_core = 1\ncache_ways = 16");
+        let err = machine_from_toml(&text, "m.toml").unwrap_err();
+        let line = line_number_of(&text, "cache_ways");
+        assert!(err.starts_with(&format!("m.toml:{line}: ")), "{err}");
+        assert!(err.contains("unknown field `cache_ways`"), "{err}");
+    }
+
+    #[test]
+    fn missing_key_is_named() {
+        let text = edit("irq_exit_ns", "");
+        let err = machine_from_toml(&text, "m.toml").unwrap_err();
+        assert!(err.starts_with("m.toml:"), "{err}");
+        assert!(err.contains("missing field `irq_exit_ns`"), "{err}");
+    }
+
+    #[test]
+    fn semantic_errors_name_the_line() {
+        let text = edit("cores_per_llc", "cores_per_llc = 3");
+        let err = machine_from_toml(&text, "m.toml").unwrap_err();
+        let line = line_number_of(&text, "cores_per_llc");
+        assert!(
+            err.starts_with(&format!("m.toml:{line}: topology.cores_per_llc: ")),
+            "{err}"
+        );
+
+        let text = edit("ipi_delivery_ns", "ipi_delivery_ns = [600, 100]");
+        let err = machine_from_toml(&text, "m.toml").unwrap_err();
+        let line = line_number_of(&text, "ipi_delivery_ns");
+        assert!(
+            err.starts_with(&format!("m.toml:{line}: costs.ipi_delivery_ns")),
+            "{err}"
+        );
+
+        let text = edit("hz", "hz = 200");
+        let err = machine_from_toml(&text, "m.toml").unwrap_err();
+        assert!(
+            err.starts_with(&format!("m.toml:{}: hz = 200", line_number_of(&text, "hz"))),
+            "{err}"
+        );
+
+        let text = edit("kind = \"poll\"", "kind = \"hlt\"");
+        let err = machine_from_toml(&text, "m.toml").unwrap_err();
+        assert!(err.contains("must have kind = \"poll\""), "{err}");
+
+        let text = edit("kind = \"mwait\"", "kind = \"mwiat\"");
+        let err = machine_from_toml(&text, "m.toml").unwrap_err();
+        let line = line_number_of(&text, "kind = \"mwiat\"");
+        assert!(err.starts_with(&format!("m.toml:{line}: ")), "{err}");
+        assert!(err.contains("mwiat"), "{err}");
+    }
+
+    #[test]
+    fn pick_stays_in_range_and_spans_it() {
+        let l = LatencyNs::new(100, 600);
+        assert_eq!(l.pick(0), 100);
+        assert_eq!(l.pick(u64::MAX), 600);
+        assert_eq!(l.pick(u64::MAX / 2), 350);
+        assert_eq!(LatencyNs::fixed(7).pick(12345), 7);
+        assert_eq!(l.mid_ns(), 350);
+        assert_eq!(l.to_string(), "100-600 ns");
+    }
+}

@@ -1,0 +1,127 @@
+//! A kernel variant: a named kernel, patches on top, sched features, HZ and PREEMPT_RT.
+
+use super::kernel::sched::features::{Features, SchedFeat};
+use super::patches::{Patch, KERNELS, PATCHES};
+use std::collections::BTreeSet;
+
+/// The resolved kernel configuration of a run. Read-only for the model.
+#[derive(Debug, Clone)]
+pub struct KernelConfig {
+    /// The named kernel this started from.
+    pub base: String,
+    pub patches: BTreeSet<Patch>,
+    pub features: Features,
+    /// CONFIG_HZ.
+    pub hz: u32,
+    /// CONFIG_PREEMPT_RT.
+    pub preempt_rt: bool,
+}
+
+impl KernelConfig {
+    /// Resolve `kernel` (a named kernel) plus a `+ID,-ID` patch list.
+    pub fn resolve(kernel: &str, patch_spec: &str, hz: u32) -> Result<KernelConfig, String> {
+        let Some(nk) = KERNELS.iter().find(|k| k.name == kernel) else {
+            let names: Vec<&str> = KERNELS.iter().map(|k| k.name).collect();
+            return Err(format!("unknown kernel '{kernel}' (expected one of: {})", names.join(", ")));
+        };
+        let mut patches: BTreeSet<Patch> = nk.patches.iter().copied().collect();
+        for item in patch_spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let (add, id) = match item.as_bytes()[0] {
+                b'+' => (true, &item[1..]),
+                b'-' => (false, &item[1..]),
+                _ => (true, item),
+            };
+            let Some(p) = Patch::from_id(id) else {
+                let ids: Vec<&str> = PATCHES.iter().map(|p| p.id).collect();
+                return Err(format!("unknown patch '{id}' in --patch (expected +ID or -ID with ID one of: {})", ids.join(", ")));
+            };
+            if add {
+                patches.insert(p);
+            } else {
+                patches.remove(&p);
+            }
+        }
+        for p in &patches {
+            for c in p.info().conflicts {
+                if patches.contains(c) {
+                    return Err(format!("patches {} and {} cannot be applied together", p.info().id, c.info().id));
+                }
+            }
+        }
+        if !(100..=1000).contains(&hz) {
+            return Err(format!("HZ={hz} is out of range (expected 100..=1000)"));
+        }
+        Ok(KernelConfig { base: kernel.to_string(), patches, features: Features::default(), hz, preempt_rt: false })
+    }
+
+    #[inline]
+    pub fn has(&self, p: Patch) -> bool {
+        self.patches.contains(&p)
+    }
+
+    #[inline]
+    pub fn feat(&self, f: SchedFeat) -> bool {
+        self.features.has(f)
+    }
+
+    /// b2a02fc43a1f is applied: CSD notifications to polling CPUs set NEED_RESCHED instead of
+    /// sending an IPI.
+    #[inline]
+    pub fn polling_ipi_elision(&self) -> bool {
+        self.has(Patch::B2a02fc43a1f)
+    }
+
+    #[inline]
+    pub fn sm_idle(&self) -> bool {
+        self.has(Patch::Sm3dcac251b066)
+    }
+
+    #[inline]
+    pub fn tif_notify_ipi(&self) -> bool {
+        self.has(Patch::TifNotifyIpiRfc)
+    }
+
+    #[inline]
+    pub fn softirq_flag(&self) -> bool {
+        self.has(Patch::SoftirqFlagRfcV1) || self.has(Patch::SoftirqFlagRfcV1Unaligned)
+    }
+
+    #[inline]
+    pub fn softirq_flag_unaligned(&self) -> bool {
+        self.has(Patch::SoftirqFlagRfcV1Unaligned)
+    }
+
+    /// A short label: the base plus the patch delta, e.g. `v6.10 +3dcac251b066`.
+    pub fn label(&self) -> String {
+        let base = KERNELS.iter().find(|k| k.name == self.base).map(|k| k.patches).unwrap_or(&[]);
+        let mut s = self.base.clone();
+        for p in &self.patches {
+            if !base.contains(p) {
+                s.push_str(&format!(" +{}", p.info().id));
+            }
+        }
+        for p in base {
+            if !self.patches.contains(p) {
+                s.push_str(&format!(" -{}", p.info().id));
+            }
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolve_named_kernels_and_deltas() {
+        let c = KernelConfig::resolve("v6.10", "", 250).unwrap();
+        assert!(c.polling_ipi_elision() && !c.sm_idle());
+        let c = KernelConfig::resolve("v6.10", "+3dcac251b066,-b2a02fc43a1f", 250).unwrap();
+        assert!(c.sm_idle() && !c.polling_ipi_elision());
+        assert_eq!(c.label(), "v6.10 +3dcac251b066 -b2a02fc43a1f");
+        assert!(KernelConfig::resolve("v9.99", "", 250).unwrap_err().contains("unknown kernel"));
+        assert!(KernelConfig::resolve("v6.10", "+nope", 250).unwrap_err().contains("unknown patch"));
+        assert!(KernelConfig::resolve("v6.10", "+rfc-softirq-flag,+rfc-softirq-flag-unaligned", 250).is_err());
+    }
+}

@@ -1,0 +1,2 @@
+//! `drivers/acpi/`.
+pub mod processor_idle;

@@ -1,0 +1,2 @@
+//! `drivers/cpuidle/governors/`.
+pub mod menu;

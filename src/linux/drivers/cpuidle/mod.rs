@@ -1,0 +1,66 @@
+//! Models `drivers/cpuidle/cpuidle.c` @ v6.10: the per-CPU cpuidle device and
+//! `cpuidle_enter_state()`, which calls the selected state's enter routine.
+
+pub mod governors;
+pub mod poll_state;
+
+use crate::hw::IdleKind;
+use crate::linux::engine::Next;
+use crate::linux::{CpuId, Kernel};
+
+/// Number of recent idle intervals the governor remembers (menu's INTERVALS).
+pub const INTERVALS: usize = 8;
+
+/// `struct cpuidle_device` (the fields the model uses) plus menu's per-CPU data.
+#[derive(Debug, Clone)]
+pub struct CpuidleDevice {
+    pub last_residency_ns: u64,
+    /// `poll_time_limit`: the last POLL entry ended on its time limit.
+    pub poll_time_limit: bool,
+    /// menu: the last measured idle intervals (ns) and the ring position.
+    pub intervals: [u64; INTERVALS],
+    pub interval_ptr: usize,
+    pub nr_intervals: usize,
+}
+
+impl CpuidleDevice {
+    pub fn new() -> Self {
+        CpuidleDevice { last_residency_ns: 0, poll_time_limit: false, intervals: [0; INTERVALS], interval_ptr: 0, nr_intervals: 0 }
+    }
+}
+
+impl Default for CpuidleDevice {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// An idle state's enter routine in progress.
+#[derive(Debug, Clone, Copy)]
+pub struct EnterState {
+    /// Index of the state in the machine's table.
+    pub idx: u8,
+    /// Resume point within the routine.
+    pub at: u8,
+    /// When the routine started (poll limit accounting).
+    pub start_ns: u64,
+}
+
+impl EnterState {
+    pub fn new(idx: u8) -> Self {
+        EnterState { idx, at: 0, start_ns: 0 }
+    }
+}
+
+/// Models the `target_state->enter()` call inside `cpuidle_enter_state()` —
+/// drivers/cpuidle/cpuidle.c @ v6.10. The routine depends on the state: `poll_idle()`,
+/// MWAIT through `mwait_idle_with_hints()` (intel_idle or ACPI FFH), `acpi_safe_halt()`, or an
+/// ACPI I/O-port entry.
+pub fn cpuidle_enter_state(k: &mut Kernel, cpu: CpuId, s: &mut EnterState) -> Next {
+    match k.m.idle_states[s.idx as usize].kind {
+        IdleKind::Poll => poll_state::poll_idle(k, cpu, s),
+        IdleKind::Mwait => crate::linux::arch::x86::mwait::mwait_idle_with_hints(k, cpu, s),
+        IdleKind::Hlt => crate::linux::drivers::acpi::processor_idle::acpi_safe_halt(k, cpu, s),
+        IdleKind::IoPort => crate::linux::drivers::acpi::processor_idle::acpi_idle_do_entry_io(k, cpu, s),
+    }
+}

@@ -1,0 +1,3 @@
+//! `drivers/`: cpuidle and the ACPI idle routines.
+pub mod acpi;
+pub mod cpuidle;

@@ -1,0 +1,560 @@
+//! The CPU executor: how a modelled hardware thread runs kernel code paths in virtual time.
+//!
+//! Each CPU runs a stack of [`Frame`]s, one per active kernel function (a hand-written
+//! coroutine: the frame holds the function's resume point and locals). A *step* runs the top
+//! frame up to its next modelled point: its effects on shared state happen at the step's start
+//! instant and the step returns the time until the next one ([`Next`]). Interrupt handlers are
+//! frames pushed on top of whatever was running:
+//!
+//! - an interrupt that arrives while IRQs are enabled preempts the current step, and the
+//!   step's remaining time is resumed when the handler returns;
+//! - an interrupt that arrives while IRQs are disabled is latched and taken at the instant a
+//!   step re-enables IRQs;
+//! - a CPU waiting in an idle state, or spinning on a cache line, blocks until a writer or an
+//!   interrupt wakes it.
+//!
+//! Context switches swap the task part of the stack: a task's frames are saved in its
+//! `task_struct` model and restored when it runs again, exactly where `__schedule()` left it.
+//!
+//! Decision (see ARCHITECTURE.md): explicit state machines rather than async coroutines. They
+//! were measured faster (ecosystem.md §4.2), and a frame is plain `Copy` data that can be
+//! printed, hashed and compared.
+
+use super::kernel::sched::core::{Schedule, ScheduleCaller, TryToWakeUp, TtwuPending};
+use super::kernel::sched::fair::{NewidleBalance, SchedBalanceSoftirq};
+use super::kernel::sched::idle::{CpuidleIdleCall, DoIdle};
+use super::kernel::smp::{FlushQueue, FlushSmpCallFunctionQueue, SmpCallFunction};
+use super::kernel::softirq::{HandleSoftirqs, Ksoftirqd};
+use super::drivers::cpuidle::EnterState;
+use super::arch::x86::HardIrq;
+use super::{CpuId, Kernel};
+use crate::sim::Time;
+use crate::trace::Vector;
+
+/// One active kernel function on a CPU's stack.
+#[derive(Debug, Clone, Copy)]
+pub enum Frame {
+    /// The idle task's `cpu_startup_entry()` / `do_idle()` loop.
+    DoIdle(DoIdle),
+    /// `cpuidle_idle_call()` with `call_cpuidle()`.
+    CpuidleIdleCall(CpuidleIdleCall),
+    /// An idle state's `enter` routine.
+    EnterState(EnterState),
+    /// `schedule()`, `schedule_idle()`, `preempt_schedule_common()`.
+    ScheduleCaller(ScheduleCaller),
+    /// `__schedule()`.
+    Schedule(Schedule),
+    /// `sched_balance_newidle()`.
+    NewidleBalance(NewidleBalance),
+    /// `sched_balance_softirq()`.
+    SchedBalanceSoftirq(SchedBalanceSoftirq),
+    /// `flush_smp_call_function_queue()` (task context).
+    FlushSmpCallFunctionQueue(FlushSmpCallFunctionQueue),
+    /// `__flush_smp_call_function_queue()`.
+    FlushQueue(FlushQueue),
+    /// `smp_call_function_single()` / `smp_call_function_many_cond()`.
+    SmpCallFunction(SmpCallFunction),
+    /// An interrupt handler (entry, the vector's handler, irq exit).
+    HardIrq(HardIrq),
+    /// `handle_softirqs()`.
+    HandleSoftirqs(HandleSoftirqs),
+    /// `try_to_wake_up()`.
+    TryToWakeUp(TryToWakeUp),
+    /// `sched_ttwu_pending()`.
+    TtwuPending(TtwuPending),
+    /// The body of a per-CPU ksoftirqd thread (`smpboot_thread_fn` + `run_ksoftirqd`).
+    Ksoftirqd(Ksoftirqd),
+    /// `ret_from_fork` -> `schedule_tail()` for a task's first run.
+    RetFromFork,
+    /// A workload task's own code (kernel thread body or user program).
+    Workload(crate::workload::TaskFrame),
+}
+
+/// What a step asks the executor to do next.
+#[derive(Debug, Clone, Copy)]
+pub enum Next {
+    /// Run this frame's next step after the given time.
+    Cont(Time),
+    /// Push `Frame` and run its first step after the given time; this frame resumes when it
+    /// returns.
+    Call(Time, Frame),
+    /// This frame returns; the caller's next step runs after the given time.
+    Ret(Time),
+    /// Block until woken; the same step then runs again (and re-checks its condition).
+    Wait(WaitOn),
+    /// The step performed a context switch (it saved and restored the task stacks itself);
+    /// the new top frame runs after the given time.
+    Switched(Time),
+}
+
+/// What a blocked CPU is waiting for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WaitOn {
+    /// MONITOR/MWAIT on the idle task's flag line in idle state `idx`, IRQs off, break on
+    /// interrupt.
+    Mwait { idx: u8 },
+    /// `poll_idle()`: spinning on need_resched with IRQs on.
+    PollIdle,
+    /// `sti; hlt` in idle state `idx` (IRQs on while halted).
+    Hlt { idx: u8 },
+    /// An I/O-port C-state `idx` (IRQs off; only an interrupt wakes).
+    IoPort { idx: u8 },
+    /// Spinning on a cache line (a csd lock word, `p->on_cpu`); woken when it is written.
+    Spin,
+    /// Queued on a contended spinlock; woken by the handover.
+    Lock,
+}
+
+/// Simulator actions. `gen` fences stale actions: a CPU's generation changes whenever what it
+/// is doing changes (an interrupt preempts it, a wait ends).
+#[derive(Debug, Clone, Copy)]
+pub enum Action {
+    /// Run the next step of `cpu` (its current step's time has elapsed, or its wait ended).
+    Resume { cpu: CpuId, gen: u32 },
+    /// An interrupt vector arrives at `cpu`'s local APIC.
+    Irq { cpu: CpuId, vector: Vector },
+    /// The local APIC timer of `cpu` fires (the hrtimer hardware event).
+    ApicTimer { cpu: CpuId, gen: u32 },
+    /// A workload-level action (e.g. the module's init wakes its threads).
+    Workload { what: u32 },
+}
+
+/// Where a CPU's time goes, for the per-phase breakdown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Phase {
+    /// A task's own code.
+    Task = 0,
+    /// Spinning in the kernel for another CPU (csd_lock_wait, lock contention).
+    Spin,
+    /// Asleep or polling in an idle state.
+    IdleState,
+    /// The idle loop's own bookkeeping (do_idle, governor, state entry/exit, tick stop/restart).
+    IdleLoop,
+    /// `flush_smp_call_function_queue()` from the idle task (task context).
+    Flush,
+    /// `__schedule()` and its callers, excluding newidle balance.
+    Schedule,
+    /// `sched_balance_newidle()`.
+    Newidle,
+    /// Hard interrupt handlers.
+    HardIrq,
+    /// Softirq processing.
+    Softirq,
+}
+
+pub const NR_PHASES: usize = 9;
+
+impl Phase {
+    pub const ALL: [Phase; NR_PHASES] = [
+        Phase::Task,
+        Phase::Spin,
+        Phase::IdleState,
+        Phase::IdleLoop,
+        Phase::Flush,
+        Phase::Schedule,
+        Phase::Newidle,
+        Phase::HardIrq,
+        Phase::Softirq,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Task => "task",
+            Phase::Spin => "spin",
+            Phase::IdleState => "idle-state",
+            Phase::IdleLoop => "idle-loop",
+            Phase::Flush => "flush",
+            Phase::Schedule => "schedule",
+            Phase::Newidle => "newidle",
+            Phase::HardIrq => "hardirq",
+            Phase::Softirq => "softirq",
+        }
+    }
+}
+
+/// The executor's per-CPU state.
+#[derive(Debug)]
+pub struct Exec {
+    /// The active frames: the current task's kernel frames, then interrupt frames on top.
+    pub stack: Vec<Frame>,
+    /// Generation; see [`Action`].
+    pub gen: u32,
+    /// Set while blocked.
+    pub waiting: Option<WaitOn>,
+    /// A Resume is scheduled for `deadline`.
+    pub busy: bool,
+    pub deadline: Time,
+    /// Return value register for a frame's callee.
+    pub ret: i64,
+    /// Latched interrupt vectors (bit per [`Vector`]).
+    pub pending: u8,
+    /// Local interrupts disabled.
+    pub irqs_off: bool,
+    pub irqs_off_since: Time,
+    /// The line this CPU watches while blocked (MONITOR target or spin-loop variable).
+    pub watch_line: Option<crate::hw::cacheline::LineId>,
+    /// Phase accounting: what the time since `acct_since` is charged to.
+    pub acct_since: Time,
+    pub acct_phase: Phase,
+}
+
+impl Exec {
+    pub fn new() -> Self {
+        Exec {
+            stack: Vec::with_capacity(16),
+            gen: 0,
+            waiting: None,
+            busy: false,
+            deadline: 0,
+            ret: 0,
+            pending: 0,
+            irqs_off: false,
+            irqs_off_since: 0,
+            watch_line: None,
+            acct_since: 0,
+            acct_phase: Phase::IdleLoop,
+        }
+    }
+}
+
+impl Default for Exec {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn vector_bit(v: Vector) -> u8 {
+    match v {
+        Vector::LocalTimer => 1,
+        Vector::CallFunctionSingle => 2,
+        Vector::Reschedule => 4,
+    }
+}
+
+/// Highest-priority latched vector (x86 services higher vector numbers first).
+fn highest_pending(p: u8) -> Option<Vector> {
+    if p & 4 != 0 {
+        Some(Vector::Reschedule)
+    } else if p & 2 != 0 {
+        Some(Vector::CallFunctionSingle)
+    } else if p & 1 != 0 {
+        Some(Vector::LocalTimer)
+    } else {
+        None
+    }
+}
+
+/// Process one action.
+pub fn dispatch(k: &mut Kernel, a: Action) {
+    match a {
+        Action::Resume { cpu, gen } => {
+            let x = &mut k.cpus[cpu as usize].x;
+            if gen != x.gen {
+                return;
+            }
+            x.busy = false;
+            if x.waiting.take().is_some() {
+                x.gen = x.gen.wrapping_add(1);
+                release_watch(k, cpu);
+            }
+            run_cpu(k, cpu);
+        }
+        Action::Irq { cpu, vector } => irq_arrive(k, cpu, vector),
+        Action::ApicTimer { cpu, gen } => {
+            if k.cpus[cpu as usize].tick.timer_gen == gen {
+                k.cpus[cpu as usize].tick.armed = None;
+                irq_arrive(k, cpu, Vector::LocalTimer);
+            }
+        }
+        Action::Workload { what } => crate::workload::on_action(k, what),
+    }
+}
+
+/// Disable local interrupts on `cpu` (`local_irq_disable()` / `local_irq_save()`).
+#[inline]
+pub fn local_irq_disable(k: &mut Kernel, cpu: CpuId) {
+    let x = &mut k.cpus[cpu as usize].x;
+    if !x.irqs_off {
+        x.irqs_off = true;
+        x.irqs_off_since = k.now;
+    }
+}
+
+/// Enable local interrupts on `cpu`. A latched interrupt is taken by the executor right after
+/// the current step's effects (at this instant).
+#[inline]
+pub fn local_irq_enable(k: &mut Kernel, cpu: CpuId) {
+    let x = &mut k.cpus[cpu as usize].x;
+    if x.irqs_off {
+        x.irqs_off = false;
+        let d = k.now - x.irqs_off_since;
+        k.stats.irqs_off_ns[cpu as usize] += d;
+    }
+}
+
+/// An interrupt reaches `cpu`.
+fn irq_arrive(k: &mut Kernel, cpu: CpuId, vector: Vector) {
+    let c = &mut k.cpus[cpu as usize];
+    c.x.pending |= vector_bit(vector);
+    match c.x.waiting {
+        Some(WaitOn::Mwait { idx }) | Some(WaitOn::Hlt { idx }) | Some(WaitOn::IoPort { idx }) => {
+            // Leave the idle state: the hardware exit latency, then the CPU resumes the idle
+            // routine (and takes the interrupt once IRQs are on).
+            let w = k.m.idle_states[idx as usize].wake;
+            let t = c.rng.range(w.lo_ns, w.hi_ns);
+            wake_at(k, cpu, t);
+        }
+        _ => {
+            if !c.x.irqs_off {
+                take_irq(k, cpu);
+            }
+        }
+    }
+}
+
+/// Preempt whatever `cpu` is doing with its highest latched interrupt.
+fn take_irq(k: &mut Kernel, cpu: CpuId) {
+    account(k, cpu);
+    let now = k.now;
+    let c = &mut k.cpus[cpu as usize];
+    let Some(vector) = highest_pending(c.x.pending) else { return };
+    c.x.pending &= !vector_bit(vector);
+    // A waiting CPU re-runs its wait step after the handler; a CPU in the middle of a step
+    // resumes the rest of that step's time.
+    let was_waiting = c.x.waiting.take().is_some();
+    let saved = if c.x.busy && !was_waiting { c.x.deadline.saturating_sub(now) } else { 0 };
+    c.x.busy = false;
+    if was_waiting {
+        release_watch(k, cpu);
+    }
+    let c = &mut k.cpus[cpu as usize];
+    c.x.gen = c.x.gen.wrapping_add(1);
+    // The CPU disables interrupts when it vectors through the IDT.
+    c.x.irqs_off = true;
+    c.x.irqs_off_since = now;
+    c.x.stack.push(Frame::HardIrq(HardIrq::new(vector, saved)));
+    run_cpu(k, cpu);
+}
+
+/// A waiter on `cpu` should re-check its condition after `delay`.
+pub fn notify(k: &mut Kernel, cpu: CpuId, delay: Time) {
+    let c = &mut k.cpus[cpu as usize];
+    let extra = match c.x.waiting {
+        None => return,
+        Some(WaitOn::Mwait { idx }) => {
+            let w = k.m.idle_states[idx as usize].wake;
+            c.rng.range(w.lo_ns, w.hi_ns)
+        }
+        Some(WaitOn::Hlt { .. }) | Some(WaitOn::IoPort { .. }) => return,
+        Some(_) => 0,
+    };
+    wake_at(k, cpu, delay + extra);
+}
+
+/// Schedule the end of `cpu`'s wait (keeps the earliest if several wake-ups race). Also used
+/// by a step that is about to wait with a timeout (`poll_idle()`'s poll limit).
+pub fn wake_at(k: &mut Kernel, cpu: CpuId, delay: Time) {
+    let now = k.now;
+    let c = &mut k.cpus[cpu as usize];
+    let t = now + delay;
+    if c.x.busy && c.x.deadline <= t {
+        return;
+    }
+    c.x.busy = true;
+    c.x.deadline = t;
+    c.x.gen = c.x.gen.wrapping_add(1);
+    let gen = c.x.gen;
+    // Keep `waiting` set until the Resume runs: a later interrupt still sees the CPU asleep.
+    k.q.push(t, Action::Resume { cpu, gen });
+}
+
+/// Stop watching lines when a wait ends.
+fn release_watch(k: &mut Kernel, cpu: CpuId) {
+    let c = &mut k.cpus[cpu as usize];
+    if let Some(l) = c.x.watch_line.take() {
+        if k.lines.watcher(l) == Some(cpu) {
+            k.lines.set_watcher(l, None);
+        }
+    }
+}
+
+/// Charge the time since the last accounting point to the phase that was running.
+#[inline]
+pub fn account(k: &mut Kernel, cpu: CpuId) {
+    let now = k.now;
+    let x = &mut k.cpus[cpu as usize].x;
+    let d = now - x.acct_since;
+    x.acct_since = now;
+    k.stats.phase_ns[cpu as usize][x.acct_phase as usize] += d;
+}
+
+/// Close the accounting of every CPU at the end of a run.
+pub fn account_all(k: &mut Kernel) {
+    for c in 0..k.cpus.len() as CpuId {
+        account(k, c);
+        if k.cpus[c as usize].x.irqs_off {
+            let s = k.cpus[c as usize].x.irqs_off_since;
+            k.stats.irqs_off_ns[c as usize] += k.now - s;
+            k.cpus[c as usize].x.irqs_off_since = k.now;
+        }
+    }
+}
+
+fn phase_of(f: &Frame, waiting: bool) -> Phase {
+    match f {
+        Frame::DoIdle(_) | Frame::CpuidleIdleCall(_) => Phase::IdleLoop,
+        Frame::EnterState(_) => {
+            if waiting {
+                Phase::IdleState
+            } else {
+                Phase::IdleLoop
+            }
+        }
+        Frame::ScheduleCaller(_) | Frame::Schedule(_) | Frame::RetFromFork => Phase::Schedule,
+        Frame::NewidleBalance(_) => Phase::Newidle,
+        Frame::FlushSmpCallFunctionQueue(_) | Frame::FlushQueue(_) | Frame::TtwuPending(_) => Phase::Flush,
+        Frame::HardIrq(_) => Phase::HardIrq,
+        Frame::HandleSoftirqs(_) | Frame::SchedBalanceSoftirq(_) => Phase::Softirq,
+        Frame::SmpCallFunction(_) | Frame::TryToWakeUp(_) => {
+            if waiting {
+                Phase::Spin
+            } else {
+                Phase::Task
+            }
+        }
+        Frame::Ksoftirqd(_) | Frame::Workload(_) => Phase::Task,
+    }
+}
+
+/// Phase of a frame deeper in the stack decides the charge when an interrupt frame is on top
+/// of a flush or schedule; we charge by the top frame, except that interrupt frames on top of
+/// anything charge to HardIrq/Softirq.
+fn top_phase(k: &Kernel, cpu: CpuId) -> Phase {
+    let x = &k.cpus[cpu as usize].x;
+    // Work done in hardirq/softirq context is charged to those phases whatever runs inside.
+    for f in x.stack.iter().rev() {
+        match f {
+            Frame::HardIrq(_) => return Phase::HardIrq,
+            Frame::HandleSoftirqs(_) => return Phase::Softirq,
+            _ => {}
+        }
+    }
+    match x.stack.last() {
+        Some(f) => phase_of(f, x.waiting.is_some()),
+        None => Phase::IdleLoop,
+    }
+}
+
+/// Run `cpu`'s steps until it has to wait for time to pass or for something to happen.
+pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
+    // Bound the number of zero-time steps to catch a modelling loop early.
+    let mut guard = 0u32;
+    loop {
+        // An interrupt latched while IRQs were off is taken the instant they are on again.
+        {
+            let x = &k.cpus[cpu as usize].x;
+            if !x.irqs_off && x.pending != 0 {
+                take_irq(k, cpu);
+                return;
+            }
+        }
+        account(k, cpu);
+        let Some(mut frame) = k.cpus[cpu as usize].x.stack.pop() else {
+            panic!("cpu {cpu}: empty stack at {}", k.now);
+        };
+        let next = step(k, cpu, &mut frame);
+        let delay = match next {
+            Next::Cont(t) => {
+                k.cpus[cpu as usize].x.stack.push(frame);
+                t
+            }
+            Next::Call(t, callee) => {
+                let st = &mut k.cpus[cpu as usize].x.stack;
+                st.push(frame);
+                st.push(callee);
+                t
+            }
+            Next::Ret(t) => t,
+            Next::Switched(t) => t,
+            Next::Wait(on) => {
+                let x = &mut k.cpus[cpu as usize].x;
+                x.stack.push(frame);
+                x.waiting = Some(on);
+                let (irqs_off, pending) = (x.irqs_off, x.pending);
+                k.cpus[cpu as usize].x.acct_phase = top_phase(k, cpu);
+                if pending != 0 {
+                    match on {
+                        // MWAIT with a pending (even masked) interrupt, or HLT/port entry with
+                        // one latched, falls straight through: no sleep.
+                        WaitOn::Mwait { .. } | WaitOn::Hlt { .. } | WaitOn::IoPort { .. } => wake_at(k, cpu, 0),
+                        _ if !irqs_off => take_irq(k, cpu),
+                        _ => {}
+                    }
+                }
+                return;
+            }
+        };
+        k.cpus[cpu as usize].x.acct_phase = top_phase(k, cpu);
+        if delay > 0 {
+            let x = &k.cpus[cpu as usize].x;
+            if !x.irqs_off && x.pending != 0 {
+                // IRQs were enabled by this step with an interrupt latched: it is taken now and
+                // the rest of this step's time runs after the handler.
+                let c = &mut k.cpus[cpu as usize];
+                c.x.busy = true;
+                c.x.deadline = k.now + delay;
+                take_irq(k, cpu);
+                return;
+            }
+            let now = k.now;
+            let c = &mut k.cpus[cpu as usize];
+            c.x.busy = true;
+            c.x.deadline = now + delay;
+            c.x.gen = c.x.gen.wrapping_add(1);
+            let gen = c.x.gen;
+            k.q.push(now + delay, Action::Resume { cpu, gen });
+            return;
+        }
+        guard += 1;
+        assert!(guard < 10_000, "cpu {cpu}: zero-time step loop at {} in {:?}", k.now, k.cpus[cpu as usize].x.stack.last());
+    }
+}
+
+/// Run one step of `frame` on `cpu`.
+fn step(k: &mut Kernel, cpu: CpuId, frame: &mut Frame) -> Next {
+    use super::kernel::sched::{core, fair, idle};
+    use super::kernel::{smp, softirq};
+    match frame {
+        Frame::DoIdle(s) => idle::do_idle(k, cpu, s),
+        Frame::CpuidleIdleCall(s) => idle::cpuidle_idle_call(k, cpu, s),
+        Frame::EnterState(s) => super::drivers::cpuidle::cpuidle_enter_state(k, cpu, s),
+        Frame::ScheduleCaller(s) => core::schedule_caller(k, cpu, s),
+        Frame::Schedule(s) => core::__schedule(k, cpu, s),
+        Frame::NewidleBalance(s) => fair::sched_balance_newidle(k, cpu, s),
+        Frame::SchedBalanceSoftirq(s) => fair::sched_balance_softirq(k, cpu, s),
+        Frame::FlushSmpCallFunctionQueue(s) => smp::flush_smp_call_function_queue(k, cpu, s),
+        Frame::FlushQueue(s) => smp::__flush_smp_call_function_queue(k, cpu, s),
+        Frame::SmpCallFunction(s) => smp::smp_call_function(k, cpu, s),
+        Frame::HardIrq(s) => super::arch::x86::irq_handler(k, cpu, s),
+        Frame::HandleSoftirqs(s) => softirq::handle_softirqs(k, cpu, s),
+        Frame::TryToWakeUp(s) => core::try_to_wake_up(k, cpu, s),
+        Frame::TtwuPending(s) => core::sched_ttwu_pending(k, cpu, s),
+        Frame::Ksoftirqd(s) => softirq::run_ksoftirqd(k, cpu, s),
+        Frame::RetFromFork => core::schedule_tail(k, cpu),
+        Frame::Workload(s) => crate::workload::task_step(k, cpu, s),
+    }
+}
+
+/// Start watching `line` for writes by other CPUs (MONITOR, or a spin loop's reads).
+pub fn watch(k: &mut Kernel, cpu: CpuId, line: crate::hw::cacheline::LineId) {
+    k.lines.set_watcher(line, Some(cpu));
+    k.cpus[cpu as usize].x.watch_line = Some(line);
+}
+
+/// Send an interrupt from `from` to `to`: the target's APIC receives it after the measured
+/// delivery latency. Returns the sender-side cost (the ICR write).
+pub fn send_ipi(k: &mut Kernel, from: CpuId, to: CpuId, vector: Vector) -> Time {
+    let d = k.m.costs.ipi_delivery;
+    let t = k.cpus[from as usize].rng.range(d.lo_ns, d.hi_ns);
+    k.q.push(k.now + t, Action::Irq { cpu: to, vector });
+    k.m.costs.ipi_send_ns
+}

@@ -1,0 +1,5 @@
+//! `kernel/`: the core kernel files the model mirrors.
+pub mod sched;
+pub mod smp;
+pub mod softirq;
+pub mod time;

@@ -1,0 +1,679 @@
+//! Models `kernel/sched/core.c` @ v6.10: NEED_RESCHED and polling primitives, `__schedule()`
+//! and its callers, the wakeup path, and `sched_tick()`.
+
+use super::{
+    idle_cpu, need_resched, Task, TASK_DEAD, TASK_RUNNING, TASK_WAKING, TIF_NEED_RESCHED, TIF_NOTIFY_IPI,
+    TIF_POLLING_NRFLAG, WF_MIGRATED, WF_TTWU,
+};
+use crate::linux::engine::{local_irq_disable, local_irq_enable, notify, send_ipi, Frame, Next, WaitOn};
+use crate::linux::kernel::sched::fair::NewidleBalance;
+use crate::linux::kernel::sched::features::SchedFeat;
+use crate::linux::kernel::smp::__smp_call_single_queue;
+use crate::linux::{CpuId, Kernel, TaskId};
+use crate::sim::Time;
+use crate::trace::{Event, Sym, Vector};
+
+// ---------------------------------------------------------------------------------------
+// Locks
+// ---------------------------------------------------------------------------------------
+
+/// Models `raw_spin_rq_lock()` (a queued spinlock) — kernel/sched/core.c @ v6.10. Returns
+/// the acquisition cost, or `None` if `cpu` was queued behind the owner: the caller then
+/// waits with [`WaitOn::Lock`] and re-runs its step, which finds the lock handed over.
+pub fn raw_spin_rq_lock(k: &mut Kernel, cpu: CpuId, rq_cpu: CpuId) -> Option<Time> {
+    let rq = &mut k.cpus[rq_cpu as usize].rq;
+    match rq.lock_owner {
+        Some(o) if o == cpu => {}
+        None => rq.lock_owner = Some(cpu),
+        Some(_) => {
+            if !rq.lock_waiters.contains(&cpu) {
+                rq.lock_waiters.push(cpu);
+            }
+            return None;
+        }
+    }
+    k.cpus[cpu as usize].preempt_count += 1;
+    let line = k.cpus[rq_cpu as usize].rq.lock_line;
+    Some(k.line_write(cpu, line))
+}
+
+/// Models `raw_spin_rq_unlock()`: hands the lock to the first queued waiter. Returns the cost.
+pub fn raw_spin_rq_unlock(k: &mut Kernel, cpu: CpuId, rq_cpu: CpuId) -> Time {
+    let rq = &mut k.cpus[rq_cpu as usize].rq;
+    debug_assert_eq!(rq.lock_owner, Some(cpu), "unlock of a rq lock this CPU does not hold");
+    k.cpus[cpu as usize].preempt_count -= 1;
+    let rq = &mut k.cpus[rq_cpu as usize].rq;
+    if rq.lock_waiters.is_empty() {
+        rq.lock_owner = None;
+        return 0;
+    }
+    let w = rq.lock_waiters.remove(0);
+    rq.lock_owner = Some(w);
+    let lat = k.m.line_cost(cpu, w);
+    let t = k.cpus[cpu as usize].rng.range(lat.lo_ns, lat.hi_ns);
+    notify(k, w, t);
+    0
+}
+
+// ---------------------------------------------------------------------------------------
+// NEED_RESCHED and polling
+// ---------------------------------------------------------------------------------------
+
+/// Models `set_nr_and_not_polling()` — kernel/sched/core.c @ v6.10: one atomic fetch-or of
+/// NEED_RESCHED. Returns (the caller must send an IPI, cost).
+pub fn set_nr_and_not_polling(k: &mut Kernel, cpu: CpuId, p: TaskId) -> (bool, Time) {
+    let t = &mut k.tasks[p as usize];
+    let old = t.ti_flags;
+    t.ti_flags |= TIF_NEED_RESCHED;
+    let line = t.ti_line;
+    let c = k.line_write(cpu, line);
+    (old & TIF_POLLING_NRFLAG == 0, c)
+}
+
+/// Models `set_nr_if_polling()` — kernel/sched/core.c @ v6.10: if `p` polls, set
+/// NEED_RESCHED with a cmpxchg and return true (no IPI needed); otherwise return false. A
+/// concurrent clear of POLL makes the cmpxchg fail and the answer false, so no wakeup is lost.
+pub fn set_nr_if_polling(k: &mut Kernel, cpu: CpuId, p: TaskId) -> (bool, Time) {
+    let t = &k.tasks[p as usize];
+    let (flags, line) = (t.ti_flags, t.ti_line);
+    if flags & TIF_POLLING_NRFLAG == 0 {
+        return (false, k.line_read(cpu, line));
+    }
+    if flags & TIF_NEED_RESCHED != 0 {
+        return (true, k.line_read(cpu, line));
+    }
+    k.tasks[p as usize].ti_flags |= TIF_NEED_RESCHED;
+    (true, k.line_write(cpu, line))
+}
+
+/// Models `notify_ipi_if_polling()` of the TIF_NOTIFY_IPI RFC: like [`set_nr_if_polling`] but
+/// sets TIF_NOTIFY_IPI, and returns true without writing if NEED_RESCHED or NOTIFY_IPI is set.
+pub fn notify_ipi_if_polling(k: &mut Kernel, cpu: CpuId, p: TaskId) -> (bool, Time) {
+    let t = &k.tasks[p as usize];
+    let (flags, line) = (t.ti_flags, t.ti_line);
+    if flags & TIF_POLLING_NRFLAG == 0 {
+        return (false, k.line_read(cpu, line));
+    }
+    if flags & (TIF_NEED_RESCHED | TIF_NOTIFY_IPI) != 0 {
+        return (true, k.line_read(cpu, line));
+    }
+    k.tasks[p as usize].ti_flags |= TIF_NOTIFY_IPI;
+    (true, k.line_write(cpu, line))
+}
+
+/// Models `call_function_single_prep_ipi()` — kernel/sched/core.c @ v6.10 (with the RFC,
+/// `notify_ipi_if_polling()` instead of `set_nr_if_polling()`). True: no IPI needed.
+pub fn call_function_single_prep_ipi(k: &mut Kernel, cpu: CpuId, target: CpuId) -> (bool, Time) {
+    let idle = k.cpus[target as usize].rq.idle;
+    if k.cfg.tif_notify_ipi() {
+        notify_ipi_if_polling(k, cpu, idle)
+    } else {
+        set_nr_if_polling(k, cpu, idle)
+    }
+}
+
+/// Models `resched_curr()` — kernel/sched/core.c @ v6.10. Requires `rq_cpu`'s lock. Locally it
+/// sets NEED_RESCHED and PREEMPT_NEED_RESCHED; remotely it sets NEED_RESCHED and sends a
+/// RESCHEDULE IPI unless the target polls.
+pub fn resched_curr(k: &mut Kernel, cpu: CpuId, rq_cpu: CpuId, callsite: Sym) -> Time {
+    let curr = k.cpus[rq_cpu as usize].rq.curr;
+    if k.tasks[curr as usize].ti_flags & TIF_NEED_RESCHED != 0 {
+        return 0;
+    }
+    if rq_cpu == cpu {
+        let t = &mut k.tasks[curr as usize];
+        t.ti_flags |= TIF_NEED_RESCHED;
+        let line = t.ti_line;
+        k.cpus[cpu as usize].pnr = true;
+        return k.line_write(cpu, line);
+    }
+    let (ipi, mut c) = set_nr_and_not_polling(k, cpu, curr);
+    if ipi {
+        k.tp(cpu, Event::IpiSendCpu { cpu: rq_cpu, callsite, callback: Sym::Null });
+        k.stats.resched_ipis_sent += 1;
+        c += send_ipi(k, cpu, rq_cpu, Vector::Reschedule);
+    } else {
+        k.tp(cpu, Event::SchedWakeIdleWithoutIpi { cpu: rq_cpu });
+        k.stats.ipis_avoided += 1;
+    }
+    c
+}
+
+// ---------------------------------------------------------------------------------------
+// __schedule() and its callers
+// ---------------------------------------------------------------------------------------
+
+/// `enum sched_mode` (v6.10 plus SM_IDLE from 3dcac251b066).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SchedMode {
+    /// SM_IDLE (-1): `schedule_idle()` with 3dcac251b066.
+    Idle,
+    /// SM_NONE (0).
+    None,
+    /// SM_PREEMPT (1).
+    Preempt,
+    /// SM_RTLOCK_WAIT (2).
+    RtlockWait,
+}
+
+/// Which caller of `__schedule()`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Caller {
+    /// `schedule()`.
+    Schedule,
+    /// `schedule_idle()`.
+    ScheduleIdle,
+    /// `preempt_schedule_common()` (from `cond_resched()`).
+    PreemptScheduleCommon,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct ScheduleCaller {
+    pub caller: Caller,
+    pub at: u8,
+}
+
+impl ScheduleCaller {
+    pub fn schedule() -> Self {
+        ScheduleCaller { caller: Caller::Schedule, at: 0 }
+    }
+    pub fn schedule_idle() -> Self {
+        ScheduleCaller { caller: Caller::ScheduleIdle, at: 0 }
+    }
+    pub fn preempt_schedule_common() -> Self {
+        ScheduleCaller { caller: Caller::PreemptScheduleCommon, at: 0 }
+    }
+    /// The frame of a task that is asleep inside `schedule()` (it resumes after the call).
+    pub fn asleep_in_schedule() -> Self {
+        ScheduleCaller { caller: Caller::Schedule, at: 1 }
+    }
+}
+
+/// Models `schedule()`, `schedule_idle()` and `preempt_schedule_common()` —
+/// kernel/sched/core.c @ v6.10: loop `__schedule()` while NEED_RESCHED is set.
+pub fn schedule_caller(k: &mut Kernel, cpu: CpuId, s: &mut ScheduleCaller) -> Next {
+    let c = &mut k.cpus[cpu as usize];
+    match s.at {
+        0 => {
+            let mode = match s.caller {
+                Caller::Schedule => SchedMode::None,
+                Caller::ScheduleIdle => {
+                    if k.cfg.sm_idle() {
+                        SchedMode::Idle
+                    } else {
+                        SchedMode::None
+                    }
+                }
+                Caller::PreemptScheduleCommon => SchedMode::Preempt,
+            };
+            if s.caller != Caller::ScheduleIdle {
+                // preempt_disable() (the idle task runs with preemption disabled already).
+                c.preempt_count += 1;
+            }
+            s.at = 1;
+            Next::Call(0, Frame::Schedule(Schedule::new(mode)))
+        }
+        _ => {
+            if s.caller != Caller::ScheduleIdle {
+                c.preempt_count -= 1;
+            }
+            if need_resched(k, cpu) {
+                s.at = 0;
+                return Next::Cont(0);
+            }
+            Next::Ret(0)
+        }
+    }
+}
+
+/// `__schedule()` resume points.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScheduleAt {
+    Enter,
+    Pick,
+    AfterNewidle,
+    Picked,
+    /// `finish_task_switch()` on the next task's stack.
+    Finish,
+    /// prev == next: callbacks and unlock.
+    Unlock,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Schedule {
+    pub mode: SchedMode,
+    pub at: ScheduleAt,
+    pub prev: TaskId,
+    pub next: TaskId,
+}
+
+impl Schedule {
+    pub fn new(mode: SchedMode) -> Self {
+        Schedule { mode, at: ScheduleAt::Enter, prev: 0, next: 0 }
+    }
+    /// A task that was switched out resumes here.
+    pub fn switched_out() -> Self {
+        Schedule { mode: SchedMode::None, at: ScheduleAt::Finish, prev: 0, next: 0 }
+    }
+}
+
+/// Enqueue `p` on `rq_cpu` (`activate_task` -> `enqueue_task` -> `add_nr_running`).
+pub fn activate_task(k: &mut Kernel, rq_cpu: CpuId, p: TaskId) {
+    let rq = &mut k.cpus[rq_cpu as usize].rq;
+    rq.nr_running += 1;
+    rq.cfs_h_nr_running += 1;
+    rq.cfs_queue.push(p);
+    if rq.nr_running >= 2 {
+        // add_nr_running(): set rd->overloaded when a rq reaches two runnable tasks.
+        k.rd.overloaded = true;
+    }
+    let t = &mut k.tasks[p as usize];
+    t.on_rq = true;
+    t.cpu = rq_cpu;
+}
+
+/// Dequeue the running task `p` (`deactivate_task` with DEQUEUE_SLEEP).
+fn deactivate_task(k: &mut Kernel, rq_cpu: CpuId, p: TaskId) {
+    let rq = &mut k.cpus[rq_cpu as usize].rq;
+    rq.nr_running -= 1;
+    rq.cfs_h_nr_running -= 1;
+    rq.cfs_queue.retain(|&t| t != p);
+    k.tasks[p as usize].on_rq = false;
+}
+
+/// Models `__schedule()` — kernel/sched/core.c @ v6.10, with SM_IDLE (3dcac251b066, v6.12).
+///
+/// Context: preemption disabled; IRQs are off from entry until the final unlock, including the
+/// whole of `pick_next_task()` and a newidle balance. `prev == next` takes the unlock branch
+/// with no switch. Simplifications: the fair pick is FIFO over the runnable fair tasks (the
+/// fair class of the wakeup issue replaces it); only the fair and idle classes exist here.
+pub fn __schedule(k: &mut Kernel, cpu: CpuId, s: &mut Schedule) -> Next {
+    match s.at {
+        ScheduleAt::Enter => {
+            local_irq_disable(k, cpu);
+            let Some(lc) = raw_spin_rq_lock(k, cpu, cpu) else {
+                return Next::Wait(WaitOn::Lock);
+            };
+            let rq = &mut k.cpus[cpu as usize].rq;
+            rq.clock = k.now;
+            let prev = rq.curr;
+            s.prev = prev;
+            // Only a plain schedule() (SM_NONE) deactivates a task that set a sleep state;
+            // preemption, SM_IDLE and (on !RT) SM_RTLOCK_WAIT do not.
+            let deactivates = match s.mode {
+                SchedMode::None => true,
+                SchedMode::RtlockWait => k.cfg.preempt_rt,
+                SchedMode::Preempt | SchedMode::Idle => false,
+            };
+            if deactivates && k.tasks[prev as usize].state != TASK_RUNNING && k.tasks[prev as usize].on_rq {
+                deactivate_task(k, cpu, prev);
+            }
+            if s.mode == SchedMode::Idle && k.cpus[cpu as usize].rq.nr_running == 0 {
+                // SM_IDLE fast path: nothing to pick, keep running the idle task.
+                s.next = prev;
+                s.at = ScheduleAt::Picked;
+            } else {
+                s.at = ScheduleAt::Pick;
+            }
+            Next::Cont(k.costs.schedule_enter + lc)
+        }
+        ScheduleAt::Pick => {
+            // __pick_next_task() fast path: only fair tasks, so pick_next_task_fair().
+            let prev = s.prev;
+            let rq = &mut k.cpus[cpu as usize].rq;
+            let queued: Option<usize> = rq.cfs_queue.iter().position(|&t| t != prev);
+            let prev_runnable = prev != rq.idle && k.tasks[prev as usize].on_rq;
+            if let Some(i) = queued {
+                let next = rq.cfs_queue.remove(i);
+                if prev_runnable && !rq.cfs_queue.contains(&prev) {
+                    rq.cfs_queue.push(prev);
+                }
+                s.next = next;
+                s.at = ScheduleAt::Picked;
+                return Next::Cont(k.costs.pick_fair_task);
+            }
+            if prev_runnable {
+                // prev is the only runnable fair task: it keeps the CPU.
+                s.next = prev;
+                s.at = ScheduleAt::Picked;
+                return Next::Cont(k.costs.pick_fair_task);
+            }
+            // pick_next_task_fair() found nothing: the `idle:` label runs the newidle balance.
+            s.at = ScheduleAt::AfterNewidle;
+            Next::Call(k.costs.pick_fair_empty, Frame::NewidleBalance(NewidleBalance::default()))
+        }
+        ScheduleAt::AfterNewidle => {
+            let pulled = k.cpus[cpu as usize].x.ret;
+            if pulled != 0 {
+                // Tasks appeared (pulled or enqueued while the lock was dropped), or RETRY_TASK.
+                s.at = ScheduleAt::Pick;
+                return Next::Cont(0);
+            }
+            // put_prev_task() + pick_next_task_idle() -> set_next_task_idle().
+            s.next = k.cpus[cpu as usize].rq.idle;
+            s.at = ScheduleAt::Picked;
+            Next::Cont(k.costs.pick_idle)
+        }
+        ScheduleAt::Picked => {
+            let (prev, next) = (s.prev, s.next);
+            // clear_tsk_need_resched(prev); clear_preempt_need_resched().
+            let line = k.tasks[prev as usize].ti_line;
+            k.tasks[prev as usize].ti_flags &= !TIF_NEED_RESCHED;
+            let mut c = k.line_write(cpu, line);
+            k.cpus[cpu as usize].pnr = false;
+            if prev == next {
+                s.at = ScheduleAt::Unlock;
+                return Next::Cont(c);
+            }
+            k.cpus[cpu as usize].rq.nr_switches += 1;
+            k.stats.context_switches += 1;
+            k.cpus[cpu as usize].rq.curr = next;
+            k.tasks[next as usize].on_cpu = true;
+            let pt = &k.tasks[prev as usize];
+            let prev_state = task_state_index(pt, s.mode);
+            let (prev_pid, prev_prio) = (pt.pid, pt.prio);
+            let nt = &k.tasks[next as usize];
+            let (next_pid, next_prio) = (nt.pid, nt.prio);
+            // The switch record is taken on prev's side (curr is already next in the rq, but
+            // the tracepoint runs in prev's context).
+            k.cpus[cpu as usize].rq.curr = prev;
+            k.tp(cpu, Event::SchedSwitch { prev_pid, prev_prio, prev_state, next_pid, next_prio });
+            k.cpus[cpu as usize].rq.curr = next;
+            // context_switch(): save prev's stack, switch to next's.
+            let now = k.now;
+            k.tasks[prev as usize].sum_exec_runtime += now - k.tasks[prev as usize].exec_start;
+            k.tasks[next as usize].exec_start = now;
+            s.at = ScheduleAt::Finish;
+            let mut this = *s;
+            this.at = ScheduleAt::Finish;
+            let c_ = &mut k.cpus[cpu as usize];
+            c_.x.stack.push(Frame::Schedule(this));
+            let saved = std::mem::take(&mut c_.x.stack);
+            c_.switch_prev = prev;
+            k.tasks[prev as usize].saved = saved;
+            let restored = std::mem::take(&mut k.tasks[next as usize].saved);
+            debug_assert!(!restored.is_empty(), "task {next} has no saved stack");
+            k.cpus[cpu as usize].x.stack = restored;
+            c += k.costs.context_switch;
+            Next::Switched(c)
+        }
+        ScheduleAt::Finish => {
+            finish_task_switch(k, cpu);
+            Next::Ret(k.costs.schedule_exit)
+        }
+        ScheduleAt::Unlock => {
+            // __balance_callbacks(); raw_spin_rq_unlock_irq().
+            let c = raw_spin_rq_unlock(k, cpu, cpu);
+            local_irq_enable(k, cpu);
+            Next::Ret(k.costs.schedule_exit + c)
+        }
+    }
+}
+
+/// Models `finish_task_switch()` — kernel/sched/core.c @ v6.10, running on the new task's
+/// stack: balance callbacks, unlock with IRQs on, `finish_task(prev)` (`prev->on_cpu = 0`).
+fn finish_task_switch(k: &mut Kernel, cpu: CpuId) {
+    raw_spin_rq_unlock(k, cpu, cpu);
+    local_irq_enable(k, cpu);
+    let prev = k.cpus[cpu as usize].switch_prev;
+    k.tasks[prev as usize].on_cpu = false;
+    if k.tasks[prev as usize].state == TASK_DEAD {
+        k.tasks[prev as usize].saved.clear();
+    }
+}
+
+/// Models `schedule_tail()` — kernel/sched/core.c @ v6.10: a new task's first run.
+pub fn schedule_tail(k: &mut Kernel, cpu: CpuId) -> Next {
+    finish_task_switch(k, cpu);
+    // preempt_enable() after the switch.
+    k.cpus[cpu as usize].preempt_count -= 1;
+    Next::Ret(k.costs.schedule_exit)
+}
+
+/// The `prev_state` field of `sched_switch` (`__trace_sched_switch_state`).
+fn task_state_index(p: &Task, mode: SchedMode) -> u32 {
+    if mode == SchedMode::Preempt {
+        return 0x100; // TASK_REPORT_MAX: "R+"
+    }
+    match p.state {
+        TASK_RUNNING | TASK_WAKING => 0,
+        s if s == super::TASK_IDLE => 0x80,
+        s => s & 0x7f,
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Wakeups
+// ---------------------------------------------------------------------------------------
+
+/// `try_to_wake_up()` resume points.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TtwuAt {
+    Start,
+    /// `ttwu_queue()` direct path: holding the target rq lock.
+    Locked,
+    Done,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct TryToWakeUp {
+    pub p: TaskId,
+    pub wake_flags: u32,
+    pub at: TtwuAt,
+    pub target: CpuId,
+    /// IRQs were on at entry (restored at the end, `raw_spin_unlock_irqrestore`).
+    pub irqs_were_on: bool,
+    pub cost: Time,
+}
+
+impl TryToWakeUp {
+    pub fn new(p: TaskId, wake_flags: u32) -> Self {
+        TryToWakeUp { p, wake_flags, at: TtwuAt::Start, target: 0, irqs_were_on: false, cost: 0 }
+    }
+}
+
+/// Models `ttwu_queue_cond()` — kernel/sched/core.c @ v6.10 (after f3dd3f674555): use the
+/// wakelist if the target does not share the LLC, or if it is idle (nr_running == 0) and not
+/// this CPU.
+pub fn ttwu_queue_cond(k: &Kernel, cpu: CpuId, target: CpuId) -> bool {
+    if !k.sd.cpus_share_cache(cpu, target) {
+        return true;
+    }
+    cpu != target && k.cpus[target as usize].rq.nr_running == 0
+}
+
+/// Models `ttwu_queue_wakelist()` + `__ttwu_queue_wakelist()` — kernel/sched/core.c @ v6.10:
+/// write `ttwu_pending` first, then queue the task's wake_entry. Returns the cost if queued.
+pub fn ttwu_queue_wakelist(k: &mut Kernel, cpu: CpuId, p: TaskId, target: CpuId, wake_flags: u32) -> Option<Time> {
+    if !k.cfg.feat(SchedFeat::TTWU_QUEUE) || !ttwu_queue_cond(k, cpu, target) {
+        return None;
+    }
+    k.tasks[p as usize].sched_remote_wakeup = wake_flags & WF_MIGRATED != 0;
+    k.cpus[target as usize].rq.ttwu_pending = true;
+    let line = k.cpus[target as usize].rq.lock_line;
+    let mut c = k.line_write(cpu, line);
+    let entry = k.tasks[p as usize].wake_entry;
+    k.csds[entry as usize].flags = crate::linux::csd_flags::CSD_TYPE_TTWU;
+    c += __smp_call_single_queue(k, cpu, target, entry, Sym::TtwuQueueWakelist);
+    Some(c)
+}
+
+/// Models `ttwu_do_activate()` — kernel/sched/core.c @ v6.10: enqueue, `wakeup_preempt()`,
+/// TASK_RUNNING, and the `avg_idle` sample. Requires `rq_cpu`'s lock. Returns the cost.
+pub fn ttwu_do_activate(k: &mut Kernel, cpu: CpuId, rq_cpu: CpuId, p: TaskId) -> Time {
+    activate_task(k, rq_cpu, p);
+    // wakeup_preempt(): a fair task always preempts the idle task. (Fair-vs-fair wakeup
+    // preemption belongs to the fair class.)
+    let curr = k.cpus[rq_cpu as usize].rq.curr;
+    let mut c = k.costs.ttwu_activate;
+    if curr == k.cpus[rq_cpu as usize].rq.idle {
+        c += resched_curr(k, cpu, rq_cpu, Sym::WakeupPreempt);
+    }
+    k.tasks[p as usize].state = TASK_RUNNING;
+    let (pid, prio) = (k.tasks[p as usize].pid, k.tasks[p as usize].prio);
+    k.tp(cpu, Event::SchedWakeup { pid, prio, target_cpu: rq_cpu });
+    let rq = &mut k.cpus[rq_cpu as usize].rq;
+    if rq.idle_stamp != 0 {
+        let delta = rq.clock.saturating_sub(rq.idle_stamp) as i64;
+        let max = 2 * rq.max_idle_balance_cost as i64;
+        // update_avg(): avg += (sample - avg) / 8.
+        let avg = rq.avg_idle as i64;
+        let new = (avg + (delta - avg) / 8).min(max).max(0);
+        rq.avg_idle = new as u64;
+        rq.idle_stamp = 0;
+    }
+    c
+}
+
+/// Models `try_to_wake_up()` — kernel/sched/core.c @ v6.10.
+///
+/// Context: any; takes `p->pi_lock` with IRQs saved. Placement: the task's allowed CPU if
+/// pinned, else its previous CPU (`select_task_rq_fair()` belongs to the wakeup issue).
+pub fn try_to_wake_up(k: &mut Kernel, cpu: CpuId, s: &mut TryToWakeUp) -> Next {
+    let p = s.p;
+    match s.at {
+        TtwuAt::Start => {
+            s.irqs_were_on = !k.cpus[cpu as usize].x.irqs_off;
+            // preempt_disable(); raw_spin_lock_irqsave(&p->pi_lock).
+            k.cpus[cpu as usize].preempt_count += 2;
+            local_irq_disable(k, cpu);
+            s.cost = k.costs.ttwu;
+            let t = &k.tasks[p as usize];
+            if t.state == TASK_RUNNING {
+                // Nothing to do (already woken); ttwu_state_match() fails.
+                s.at = TtwuAt::Done;
+                return Next::Cont(0);
+            }
+            let (pid, prio, tcpu) = (t.pid, t.prio, t.cpu);
+            k.tp(cpu, Event::SchedWaking { pid, prio, target_cpu: tcpu });
+            if k.tasks[p as usize].kind == super::TaskKind::Ksoftirqd {
+                k.stats.ksoftirqd_wakeups += 1;
+            }
+            if k.tasks[p as usize].on_rq {
+                // ttwu_runnable(): still queued, it has not scheduled out yet.
+                k.tasks[p as usize].state = TASK_RUNNING;
+                s.at = TtwuAt::Done;
+                return Next::Cont(0);
+            }
+            k.tasks[p as usize].state = TASK_WAKING;
+            let prev_cpu = k.tasks[p as usize].cpu;
+            if k.tasks[p as usize].on_cpu {
+                // Still switching out on its old CPU: queue there; it is activated when that
+                // CPU takes the IPI after the switch.
+                if let Some(c) = ttwu_queue_wakelist(k, cpu, p, prev_cpu, s.wake_flags | WF_TTWU) {
+                    s.cost += c;
+                    s.at = TtwuAt::Done;
+                    return Next::Cont(0);
+                }
+            }
+            // select_task_rq()
+            let target = k.tasks[p as usize].pinned.unwrap_or(prev_cpu);
+            let mut wf = s.wake_flags | WF_TTWU;
+            if target != prev_cpu {
+                wf |= WF_MIGRATED;
+                let (pid, prio) = (k.tasks[p as usize].pid, k.tasks[p as usize].prio);
+                k.tp(cpu, Event::SchedMigrateTask { pid, prio, orig_cpu: prev_cpu, dest_cpu: target });
+                k.tasks[p as usize].cpu = target;
+            }
+            s.target = target;
+            s.wake_flags = wf;
+            if let Some(c) = ttwu_queue_wakelist(k, cpu, p, target, wf) {
+                s.cost += c;
+                s.at = TtwuAt::Done;
+                return Next::Cont(0);
+            }
+            s.at = TtwuAt::Locked;
+            Next::Cont(0)
+        }
+        TtwuAt::Locked => {
+            // ttwu_queue() direct path: lock the target rq and activate.
+            let Some(lc) = raw_spin_rq_lock(k, cpu, s.target) else {
+                return Next::Wait(WaitOn::Lock);
+            };
+            k.cpus[s.target as usize].rq.clock = k.now;
+            s.cost += lc + ttwu_do_activate(k, cpu, s.target, p);
+            s.cost += raw_spin_rq_unlock(k, cpu, s.target);
+            s.at = TtwuAt::Done;
+            Next::Cont(0)
+        }
+        TtwuAt::Done => {
+            k.cpus[cpu as usize].preempt_count -= 2;
+            if s.irqs_were_on {
+                local_irq_enable(k, cpu);
+            }
+            Next::Ret(s.cost)
+        }
+    }
+}
+
+/// `sched_ttwu_pending()` in progress.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TtwuPending {
+    pub at: u8,
+    /// Next index into the CPU's flush list.
+    pub i: u16,
+}
+
+/// Models `sched_ttwu_pending()` — kernel/sched/core.c @ v6.10 (flush pass 3): activate the
+/// queued wakees under the rq lock, then clear `ttwu_pending` (d6962c4fe8f9; its switch
+/// arrives with the wakeup issue).
+///
+/// Context: IRQs off, from `__flush_smp_call_function_queue()`.
+pub fn sched_ttwu_pending(k: &mut Kernel, cpu: CpuId, s: &mut TtwuPending) -> Next {
+    use crate::linux::csd_flags::{CSD_FLAG_TYPE_MASK, CSD_TYPE_TTWU};
+    match s.at {
+        0 => {
+            let Some(lc) = raw_spin_rq_lock(k, cpu, cpu) else {
+                return Next::Wait(WaitOn::Lock);
+            };
+            k.cpus[cpu as usize].rq.clock = k.now;
+            s.at = 1;
+            Next::Cont(lc)
+        }
+        1 => {
+            let list = &k.cpus[cpu as usize].flush_list;
+            while (s.i as usize) < list.len() {
+                let e = list[s.i as usize];
+                s.i += 1;
+                if k.csds[e as usize].flags & CSD_FLAG_TYPE_MASK != CSD_TYPE_TTWU {
+                    continue;
+                }
+                let crate::linux::CsdFunc::TtwuEntry(p) = k.csds[e as usize].func else { continue };
+                let entry_line = k.csds[e as usize].line;
+                let c = k.line_read(cpu, entry_line) + ttwu_do_activate(k, cpu, cpu, p);
+                return Next::Cont(c);
+            }
+            k.cpus[cpu as usize].rq.ttwu_pending = false;
+            let c = raw_spin_rq_unlock(k, cpu, cpu);
+            Next::Ret(c)
+        }
+        _ => unreachable!(),
+    }
+}
+
+/// Models `wake_up_new_task()` for a kthread created by a workload: activate on its CPU and
+/// preempt the idle task there. Performed by `cpu` (the CPU running the module init).
+pub fn wake_up_new_task(k: &mut Kernel, cpu: CpuId, p: TaskId) {
+    let target = k.tasks[p as usize].pinned.unwrap_or(cpu);
+    k.tasks[p as usize].cpu = target;
+    k.tasks[p as usize].state = TASK_RUNNING;
+    activate_task(k, target, p);
+    let (pid, prio) = (k.tasks[p as usize].pid, k.tasks[p as usize].prio);
+    k.tp(cpu, Event::SchedWakeupNew { pid, prio, target_cpu: target });
+    resched_curr(k, cpu, target, Sym::WakeupPreempt);
+}
+
+// ---------------------------------------------------------------------------------------
+// The tick
+// ---------------------------------------------------------------------------------------
+
+/// Models `sched_tick()` — kernel/sched/core.c @ v6.10, from the tick's hardirq: clock update
+/// and `task_tick` under the rq lock (uncontended here), then `rq->idle_balance = idle_cpu()`
+/// and `sched_balance_trigger()`. Returns the cost.
+pub fn sched_tick(k: &mut Kernel, cpu: CpuId) -> Time {
+    k.cpus[cpu as usize].rq.clock = k.now;
+    let ib = idle_cpu(k, cpu);
+    k.cpus[cpu as usize].rq.idle_balance = ib;
+    let c = crate::linux::kernel::sched::fair::sched_balance_trigger(k, cpu);
+    k.costs.sched_tick + c
+}

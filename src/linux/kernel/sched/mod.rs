@@ -1,0 +1,231 @@
+//! Models `kernel/sched/sched.h` @ v6.10: the runqueue, the root domain, the nohz state, and
+//! the flag vocabulary shared by the scheduler files; plus the parts of `task_struct` and
+//! `thread_info` the model needs.
+
+pub mod core;
+pub mod fair;
+pub mod features;
+pub mod idle;
+pub mod topology;
+
+use crate::hw::cacheline::LineId;
+use crate::linux::engine::Frame;
+use crate::linux::{CpuId, CsdId, Kernel, TaskId};
+use crate::sim::Time;
+
+// Thread flags (arch/x86/include/asm/thread_info.h bit numbers).
+/// TIF_NEED_RESCHED: rescheduling necessary.
+pub const TIF_NEED_RESCHED: u32 = 1 << 3;
+/// TIF_POLLING_NRFLAG: the idle task is polling TIF_NEED_RESCHED (no IPI needed to wake it).
+pub const TIF_POLLING_NRFLAG: u32 = 1 << 21;
+/// TIF_NOTIFY_IPI (the 2024 RFC): an IPI is pending for a polling idle CPU.
+pub const TIF_NOTIFY_IPI: u32 = 1 << 22;
+
+// Task states (include/linux/sched.h).
+pub const TASK_RUNNING: u32 = 0x0000;
+pub const TASK_INTERRUPTIBLE: u32 = 0x0001;
+pub const TASK_UNINTERRUPTIBLE: u32 = 0x0002;
+pub const TASK_DEAD: u32 = 0x0080;
+pub const TASK_WAKING: u32 = 0x0200;
+pub const TASK_NOLOAD: u32 = 0x0400;
+/// TASK_IDLE: how idle kthreads wait (reported as 'I').
+pub const TASK_IDLE: u32 = TASK_UNINTERRUPTIBLE | TASK_NOLOAD;
+
+/// The csd type of a task's `wake_entry`.
+pub const CSD_TTWU_TYPE: u32 = crate::linux::csd_flags::CSD_TYPE_TTWU;
+
+// rq->nohz_flags (kernel/sched/sched.h).
+pub const NOHZ_BALANCE_KICK: u32 = 1 << 0;
+pub const NOHZ_STATS_KICK: u32 = 1 << 1;
+pub const NOHZ_NEWILB_KICK: u32 = 1 << 2;
+pub const NOHZ_NEXT_KICK: u32 = 1 << 3;
+pub const NOHZ_KICK_MASK: u32 = NOHZ_BALANCE_KICK | NOHZ_STATS_KICK | NOHZ_NEXT_KICK;
+
+// Wake flags.
+pub const WF_TTWU: u32 = 0x08;
+pub const WF_MIGRATED: u32 = 0x20;
+
+/// `sysctl_sched_migration_cost`, ns.
+pub const SYSCTL_SCHED_MIGRATION_COST: u64 = 500_000;
+
+/// What kind of task this is (what its kernel or user code is).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskKind {
+    /// The per-CPU idle task (`swapper/N`, pid 0).
+    Idle,
+    /// A per-CPU `ksoftirqd/N` thread.
+    Ksoftirqd,
+    /// A workload task.
+    Workload,
+}
+
+/// The parts of `task_struct` and `thread_info` the model reads and writes.
+#[derive(Debug, Clone)]
+pub struct Task {
+    pub pid: u32,
+    pub comm: String,
+    pub prio: i32,
+    pub kind: TaskKind,
+    /// `__state`.
+    pub state: u32,
+    /// `on_rq` (queued, including the running task).
+    pub on_rq: bool,
+    /// `on_cpu`: running or still being switched out.
+    pub on_cpu: bool,
+    /// `task_cpu(p)`.
+    pub cpu: CpuId,
+    /// The CPU this task is bound to (`kthread_bind`), if any.
+    pub pinned: Option<CpuId>,
+    /// `thread_info.flags` and the line it lives on.
+    pub ti_flags: u32,
+    pub ti_line: LineId,
+    /// `wake_entry`, the task's TTWU csd.
+    pub wake_entry: CsdId,
+    /// `sched_remote_wakeup`.
+    pub sched_remote_wakeup: bool,
+    /// The task's kernel stack while it is not running.
+    pub saved: Vec<Frame>,
+    /// Accumulated run time and the start of the current run.
+    pub sum_exec_runtime: Time,
+    pub exec_start: Time,
+}
+
+impl Task {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(pid: u32, comm: String, prio: i32, kind: TaskKind, cpu: CpuId, pinned: Option<CpuId>, ti_line: LineId, wake_entry: CsdId) -> Task {
+        Task {
+            pid,
+            comm,
+            prio,
+            kind,
+            state: TASK_RUNNING,
+            on_rq: false,
+            on_cpu: false,
+            cpu,
+            pinned,
+            ti_flags: 0,
+            ti_line,
+            wake_entry,
+            sched_remote_wakeup: false,
+            saved: Vec::new(),
+            sum_exec_runtime: 0,
+            exec_start: 0,
+        }
+    }
+}
+
+/// `struct rq` (the fields the modelled paths use).
+#[derive(Debug)]
+pub struct Rq {
+    pub cpu: CpuId,
+    pub curr: TaskId,
+    pub idle: TaskId,
+    /// This CPU's ksoftirqd.
+    pub ksoftirqd: TaskId,
+    /// `nr_running`: all runnable tasks, including curr.
+    pub nr_running: u32,
+    /// `cfs.h_nr_running`.
+    pub cfs_h_nr_running: u32,
+    /// Runnable CFS tasks not currently running, in pick order.
+    pub cfs_queue: Vec<TaskId>,
+    /// `ttwu_pending`.
+    pub ttwu_pending: bool,
+    /// `__lock`: the CPU holding it, waiters in arrival order, and its line.
+    pub lock_owner: Option<CpuId>,
+    pub lock_waiters: Vec<CpuId>,
+    pub lock_line: LineId,
+    /// `clock` (updated by `update_rq_clock`).
+    pub clock: Time,
+    /// `idle_stamp`, `avg_idle`, `max_idle_balance_cost` (ns).
+    pub idle_stamp: Time,
+    pub avg_idle: u64,
+    pub max_idle_balance_cost: u64,
+    /// `next_balance` (jiffies).
+    pub next_balance: u64,
+    /// `idle_balance`: snapshot of idle_cpu() at the last tick or nohz kick.
+    pub idle_balance: bool,
+    /// `nohz_idle_balance` flags for the next SCHED_SOFTIRQ.
+    pub nohz_idle_balance: u32,
+    /// `nohz_flags` (atomic).
+    pub nohz_flags: u32,
+    /// `nohz_tick_stopped`.
+    pub nohz_tick_stopped: bool,
+    /// `nr_switches`.
+    pub nr_switches: u64,
+}
+
+impl Rq {
+    pub fn new(cpu: CpuId, idle: TaskId, lock_line: LineId) -> Rq {
+        Rq {
+            cpu,
+            curr: idle,
+            idle,
+            ksoftirqd: idle,
+            nr_running: 0,
+            cfs_h_nr_running: 0,
+            cfs_queue: Vec::new(),
+            ttwu_pending: false,
+            lock_owner: None,
+            lock_waiters: Vec::new(),
+            lock_line,
+            clock: 0,
+            idle_stamp: 0,
+            // sched_init(): avg_idle = 2 * migration cost; max_idle_balance_cost = migration cost.
+            avg_idle: 2 * SYSCTL_SCHED_MIGRATION_COST,
+            max_idle_balance_cost: SYSCTL_SCHED_MIGRATION_COST,
+            next_balance: 0,
+            idle_balance: true,
+            nohz_idle_balance: 0,
+            nohz_flags: 0,
+            nohz_tick_stopped: false,
+            nr_switches: 0,
+        }
+    }
+}
+
+/// `struct root_domain` (the fields the model uses).
+#[derive(Debug, Default)]
+pub struct RootDomain {
+    /// `overloaded`: some rq has had two or more runnable tasks (set eagerly, cleared only by
+    /// a root-level `update_sd_lb_stats`).
+    pub overloaded: bool,
+    pub overutilized: bool,
+}
+
+/// The global `nohz` structure (kernel/sched/fair.c).
+#[derive(Debug)]
+pub struct Nohz {
+    pub idle_cpus_mask: crate::hw::cpumask::CpuMask,
+    pub nr_cpus: u32,
+    pub has_blocked: bool,
+    pub needs_update: bool,
+    pub next_balance: u64,
+    pub next_blocked: u64,
+}
+
+impl Nohz {
+    pub fn new(nr: u32) -> Nohz {
+        Nohz { idle_cpus_mask: crate::hw::cpumask::CpuMask::new(nr), nr_cpus: 0, has_blocked: false, needs_update: false, next_balance: 0, next_blocked: 0 }
+    }
+}
+
+/// Models `idle_cpu()` — kernel/sched/core.c @ v6.10. Lock-free and racy by design: it reads
+/// curr, nr_running and ttwu_pending at this instant.
+pub fn idle_cpu(k: &Kernel, cpu: CpuId) -> bool {
+    let rq = &k.cpus[cpu as usize].rq;
+    rq.curr == rq.idle && rq.nr_running == 0 && !rq.ttwu_pending
+}
+
+/// Models `tif_need_resched()` / `need_resched()` for the current task of `cpu`.
+#[inline]
+pub fn need_resched(k: &Kernel, cpu: CpuId) -> bool {
+    k.tasks[k.curr(cpu) as usize].ti_flags & TIF_NEED_RESCHED != 0
+}
+
+/// Models `need_resched_or_ipi()` of the TIF_NOTIFY_IPI RFC: true if NEED_RESCHED, or (with
+/// the RFC) NOTIFY_IPI, is set on the current task.
+#[inline]
+pub fn need_resched_or_ipi(k: &Kernel, cpu: CpuId) -> bool {
+    let f = k.tasks[k.curr(cpu) as usize].ti_flags;
+    f & TIF_NEED_RESCHED != 0 || (k.cfg.tif_notify_ipi() && f & TIF_NOTIFY_IPI != 0)
+}

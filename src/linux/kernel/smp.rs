@@ -1,0 +1,300 @@
+//! Models `kernel/smp.c` @ v6.10: single-target SMP function calls, the call-single queue
+//! with its notify-once coalescing, the three-pass flush, and csd locking.
+
+use crate::linux::csd_flags::*;
+use crate::linux::engine::{local_irq_disable, local_irq_enable, send_ipi, watch, Frame, Next, WaitOn};
+use crate::linux::kernel::sched::core::call_function_single_prep_ipi;
+use crate::linux::kernel::sched::core::TtwuPending;
+use crate::linux::kernel::softirq;
+use crate::linux::{CpuId, CsdFunc, CsdId, Kernel};
+use crate::sim::Time;
+use crate::trace::{Event, Sym, Vector};
+
+/// The symbol a csd's function prints as.
+pub fn csd_func_sym(f: CsdFunc) -> Sym {
+    match f {
+        CsdFunc::DoNothingIpi => Sym::DoNothingIpi,
+        CsdFunc::NohzCsdFunc(_) => Sym::NohzCsdFunc,
+        CsdFunc::TtwuEntry(_) => Sym::SchedTtwuPending,
+    }
+}
+
+/// Models `send_call_function_single_ipi()` — kernel/smp.c @ v6.10: with b2a02fc43a1f, a
+/// polling target only gets NEED_RESCHED (`call_function_single_prep_ipi()`); otherwise a
+/// CALL_FUNCTION_SINGLE IPI. Returns the sender's cost.
+pub fn send_call_function_single_ipi(k: &mut Kernel, cpu: CpuId, target: CpuId, callsite: Sym) -> Time {
+    let mut c = 0;
+    if k.cfg.polling_ipi_elision() {
+        let (polling, pc) = call_function_single_prep_ipi(k, cpu, target);
+        c += pc;
+        if polling {
+            k.tp(cpu, Event::SchedWakeIdleWithoutIpi { cpu: target });
+            k.stats.ipis_avoided += 1;
+            return c;
+        }
+    }
+    k.tp(cpu, Event::IpiSendCpu { cpu: target, callsite, callback: Sym::GenericSmpCallFunctionSingleInterrupt });
+    k.stats.ipis_sent += 1;
+    c + send_ipi(k, cpu, target, Vector::CallFunctionSingle)
+}
+
+/// Models `__smp_call_single_queue()` — kernel/smp.c @ v6.10: `llist_add()` the entry to the
+/// target's call_single_queue and notify the target only if the list was empty; later
+/// producers piggy-back on that notification until the target's `llist_del_all()`.
+pub fn __smp_call_single_queue(k: &mut Kernel, cpu: CpuId, target: CpuId, csd: CsdId, callsite: Sym) -> Time {
+    let func = csd_func_sym(k.csds[csd as usize].func);
+    let addr = k.csds[csd as usize].addr;
+    k.tp(cpu, Event::CsdQueueCpu { cpu: target, callsite, func, csd: addr });
+    let line = k.cpus[target as usize].csq_line;
+    let mut c = k.line_write(cpu, line);
+    let q = &mut k.cpus[target as usize].csq;
+    let was_empty = q.is_empty();
+    q.push(csd);
+    if was_empty {
+        c += send_call_function_single_ipi(k, cpu, target, callsite);
+    }
+    c
+}
+
+/// `smp_call_function_single()` in progress.
+#[derive(Debug, Clone, Copy)]
+pub struct SmpCallFunction {
+    pub target: CpuId,
+    pub wait: bool,
+    pub func: CsdFunc,
+    pub csd: CsdId,
+    pub at: u8,
+}
+
+impl SmpCallFunction {
+    pub fn single(target: CpuId, func: CsdFunc, wait: bool) -> Self {
+        SmpCallFunction { target, wait, func, csd: 0, at: 0 }
+    }
+}
+
+/// Models `smp_call_function_single()` + `generic_exec_single()` — kernel/smp.c @ v6.10.
+///
+/// Context: task, IRQs on, preemption disabled by `get_cpu()`. With `wait`, an on-stack csd
+/// marked LOCK|SYNC and a spin in `csd_lock_wait()` for the whole remote latency; without,
+/// the per-CPU `csd_data` after `csd_lock()`.
+pub fn smp_call_function(k: &mut Kernel, cpu: CpuId, s: &mut SmpCallFunction) -> Next {
+    match s.at {
+        0 => {
+            k.cpus[cpu as usize].preempt_count += 1; // get_cpu()
+            if s.target == cpu {
+                // generic_exec_single() on the local CPU: run the function with IRQs off.
+                s.at = 3;
+                return Next::Cont(k.costs.smp_call_setup + k.costs.csd_call);
+            }
+            s.csd = if s.wait { k.cpus[cpu as usize].stack_csd } else { k.cpus[cpu as usize].csd_data };
+            s.at = 1;
+            Next::Cont(0)
+        }
+        1 => {
+            let csd = s.csd;
+            if !s.wait && k.csds[csd as usize].flags & CSD_FLAG_LOCK != 0 {
+                // csd_lock(): wait for the previous use of csd_data to be released.
+                let line = k.csds[csd as usize].line;
+                watch(k, cpu, line);
+                return Next::Wait(WaitOn::Spin);
+            }
+            let ty = if s.wait { CSD_TYPE_SYNC } else { CSD_TYPE_ASYNC };
+            let d = &mut k.csds[csd as usize];
+            d.flags = CSD_FLAG_LOCK | ty;
+            d.func = s.func;
+            let line = d.line;
+            let mut c = k.line_write(cpu, line) + k.costs.smp_call_setup;
+            c += __smp_call_single_queue(k, cpu, s.target, csd, Sym::GenericExecSingle);
+            s.at = 2;
+            Next::Cont(c)
+        }
+        2 => {
+            if !s.wait {
+                s.at = 3;
+                return Next::Cont(0);
+            }
+            // csd_lock_wait(): acquire-spin on the lock word.
+            let line = k.csds[s.csd as usize].line;
+            let c = k.line_read(cpu, line);
+            if k.csds[s.csd as usize].flags & CSD_FLAG_LOCK != 0 {
+                watch(k, cpu, line);
+                return Next::Wait(WaitOn::Spin);
+            }
+            s.at = 3;
+            Next::Cont(c)
+        }
+        _ => {
+            k.cpus[cpu as usize].preempt_count -= 1; // put_cpu()
+            Next::Ret(0)
+        }
+    }
+}
+
+/// `flush_smp_call_function_queue()` in progress.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FlushSmpCallFunctionQueue {
+    pub at: u8,
+    pub was_pending: u32,
+    pub irqs_were_on: bool,
+}
+
+/// Models `flush_smp_call_function_queue()` — kernel/smp.c @ v6.10, the task-context flush
+/// run by the idle loop: IRQs saved off, the flush, then `do_softirq_post_smp_call_flush()`.
+/// With the softirq RFC v1, the per-CPU `will_do_softirq_post_flush` flag is set around the
+/// flush (a store to its line each time, which false-shares when unaligned).
+///
+/// Context: task (the idle task); `in_interrupt()` is false here.
+pub fn flush_smp_call_function_queue(k: &mut Kernel, cpu: CpuId, s: &mut FlushSmpCallFunctionQueue) -> Next {
+    match s.at {
+        0 => {
+            let line = k.cpus[cpu as usize].csq_line;
+            let mut c = k.line_read(cpu, line);
+            if k.cpus[cpu as usize].csq.is_empty() {
+                return Next::Ret(c);
+            }
+            s.irqs_were_on = !k.cpus[cpu as usize].x.irqs_off;
+            local_irq_disable(k, cpu);
+            s.was_pending = k.cpus[cpu as usize].softirq_pending;
+            if k.cfg.softirq_flag() {
+                k.cpus[cpu as usize].will_do_softirq_post_flush = true;
+                let fl = k.cpus[cpu as usize].softirq_flag_line;
+                c += k.line_write(cpu, fl);
+            }
+            s.at = 1;
+            Next::Call(c + k.costs.flush, Frame::FlushQueue(FlushQueue::default()))
+        }
+        1 => {
+            let mut c = 0;
+            if k.cfg.softirq_flag() {
+                k.cpus[cpu as usize].will_do_softirq_post_flush = false;
+                let fl = k.cpus[cpu as usize].softirq_flag_line;
+                c += k.line_write(cpu, fl);
+            }
+            s.at = 2;
+            if k.cpus[cpu as usize].softirq_pending != 0 {
+                if let Some(f) = softirq::do_softirq_post_smp_call_flush(k, cpu, s.was_pending) {
+                    return Next::Call(c, f);
+                }
+            }
+            Next::Cont(c)
+        }
+        _ => {
+            if s.irqs_were_on {
+                local_irq_enable(k, cpu);
+            }
+            Next::Ret(0)
+        }
+    }
+}
+
+/// `__flush_smp_call_function_queue()` in progress: pass 1 (SYNC), pass 2 (ASYNC/IRQ_WORK),
+/// pass 3 (TTWU batch).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FlushQueue {
+    pub pass: u8,
+    pub i: u16,
+    /// Between a function's entry and exit records.
+    pub in_func: bool,
+}
+
+/// Models `__flush_smp_call_function_queue()` — kernel/smp.c @ v6.10: take the whole queue
+/// with `llist_del_all()`, reverse it to FIFO, then run SYNC entries (function, then unlock:
+/// the waiter is released after the function), then ASYNC entries (unlock first, so the csd
+/// can be reused while the function runs), then hand the TTWU entries to
+/// `sched_ttwu_pending()` in one batch.
+///
+/// Context: IRQs off (hardirq or the idle task's flush).
+pub fn __flush_smp_call_function_queue(k: &mut Kernel, cpu: CpuId, s: &mut FlushQueue) -> Next {
+    if s.pass == 0 {
+        debug_assert!(k.cpus[cpu as usize].flush_list.is_empty());
+        let line = k.cpus[cpu as usize].csq_line;
+        let c = k.line_write(cpu, line);
+        let c_ = &mut k.cpus[cpu as usize];
+        // Our queue vector is already in arrival (FIFO) order.
+        c_.flush_list = std::mem::take(&mut c_.csq);
+        s.pass = 1;
+        s.i = 0;
+        return Next::Cont(c + k.costs.flush);
+    }
+    if s.pass <= 2 {
+        loop {
+            let list = &k.cpus[cpu as usize].flush_list;
+            if s.i as usize >= list.len() {
+                s.pass += 1;
+                s.i = 0;
+                return Next::Cont(0);
+            }
+            let e = list[s.i as usize];
+            let ty = k.csds[e as usize].flags & CSD_FLAG_TYPE_MASK;
+            let ours = if s.pass == 1 { ty == CSD_TYPE_SYNC } else { ty == CSD_TYPE_ASYNC || ty == CSD_TYPE_IRQ_WORK };
+            if !ours {
+                s.i += 1;
+                continue;
+            }
+            let func = k.csds[e as usize].func;
+            let sym = csd_func_sym(func);
+            let addr = k.csds[e as usize].addr;
+            let line = k.csds[e as usize].line;
+            if !s.in_func {
+                // Fetch the csd (func, info) from wherever it lives, then call.
+                let mut c = k.line_read(cpu, line);
+                if s.pass == 2 {
+                    c += csd_unlock(k, cpu, e);
+                }
+                k.tp(cpu, Event::CsdFunctionEntry { func: sym, csd: addr });
+                c += run_csd_func(k, cpu, func);
+                s.in_func = true;
+                return Next::Cont(c + k.costs.csd_call);
+            }
+            k.tp(cpu, Event::CsdFunctionExit { func: sym, csd: addr });
+            s.in_func = false;
+            s.i += 1;
+            let c = if s.pass == 1 { csd_unlock(k, cpu, e) } else { 0 };
+            return Next::Cont(c);
+        }
+    }
+    if s.pass == 3 {
+        s.pass = 4;
+        let any_ttwu = k.cpus[cpu as usize].flush_list.iter().any(|&e| k.csds[e as usize].flags & CSD_FLAG_TYPE_MASK == CSD_TYPE_TTWU);
+        if any_ttwu {
+            let first = k.cpus[cpu as usize].flush_list.iter().copied().find(|&e| k.csds[e as usize].flags & CSD_FLAG_TYPE_MASK == CSD_TYPE_TTWU).unwrap_or(0);
+            let addr = k.csds[first as usize].addr;
+            k.tp(cpu, Event::CsdFunctionEntry { func: Sym::SchedTtwuPending, csd: addr });
+            s.i = first as u16;
+            return Next::Call(0, Frame::TtwuPending(TtwuPending::default()));
+        }
+        return Next::Cont(0);
+    }
+    // Done.
+    let list = std::mem::take(&mut k.cpus[cpu as usize].flush_list);
+    if let Some(&first) = list.iter().find(|&&e| k.csds[e as usize].flags & CSD_FLAG_TYPE_MASK == CSD_TYPE_TTWU) {
+        let addr = k.csds[first as usize].addr;
+        k.tp(cpu, Event::CsdFunctionExit { func: Sym::SchedTtwuPending, csd: addr });
+    }
+    // Give the Vec's storage back for the next flush.
+    let mut list = list;
+    list.clear();
+    k.cpus[cpu as usize].flush_list = list;
+    Next::Ret(0)
+}
+
+/// Models `csd_unlock()` — kernel/smp.c @ v6.10: a release store clearing CSD_FLAG_LOCK; the
+/// sender spinning in `csd_lock_wait()` sees it after the line transfer.
+fn csd_unlock(k: &mut Kernel, cpu: CpuId, e: CsdId) -> Time {
+    k.csds[e as usize].flags &= !CSD_FLAG_LOCK;
+    let line = k.csds[e as usize].line;
+    k.line_write(cpu, line)
+}
+
+/// Run a csd's function (the indirect call in the flush). Returns its cost.
+fn run_csd_func(k: &mut Kernel, cpu: CpuId, f: CsdFunc) -> Time {
+    match f {
+        // ipistorm's callback does nothing.
+        CsdFunc::DoNothingIpi => 0,
+        CsdFunc::NohzCsdFunc(_) => 0,
+        CsdFunc::TtwuEntry(_) => {
+            let _ = cpu;
+            0
+        }
+    }
+}

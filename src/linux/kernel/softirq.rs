@@ -1,0 +1,217 @@
+//! Models `kernel/softirq.c` @ v6.10: raising softirqs, when ksoftirqd is woken, irq-exit
+//! processing, `handle_softirqs()` and the ksoftirqd threads.
+
+use super::sched::core::{ScheduleCaller, TryToWakeUp};
+use super::sched::{need_resched, TASK_INTERRUPTIBLE, TASK_RUNNING};
+use crate::linux::engine::{local_irq_disable, local_irq_enable, Frame, Next};
+use crate::linux::preempt::{HARDIRQ_MASK, NMI_MASK, SOFTIRQ_MASK, SOFTIRQ_OFFSET};
+use crate::linux::{CpuId, Kernel};
+use crate::trace::Event;
+
+pub const TIMER_SOFTIRQ: u32 = 1;
+pub const SCHED_SOFTIRQ: u32 = 7;
+pub const RCU_SOFTIRQ: u32 = 9;
+/// MAX_SOFTIRQ_RESTART.
+const MAX_SOFTIRQ_RESTART: u8 = 10;
+
+/// Models `in_interrupt()`: hardirq, softirq (serving or BH-disabled) or NMI.
+#[inline]
+pub fn in_interrupt(k: &Kernel, cpu: CpuId) -> bool {
+    k.cpus[cpu as usize].preempt_count & (HARDIRQ_MASK | SOFTIRQ_MASK | NMI_MASK) != 0
+}
+
+/// Models `__raise_softirq_irqoff()` — kernel/softirq.c @ v6.10: set the pending bit, nothing
+/// else.
+pub fn __raise_softirq_irqoff(k: &mut Kernel, cpu: CpuId, nr: u32) {
+    k.tp(cpu, Event::SoftirqRaise { vec: nr });
+    k.cpus[cpu as usize].softirq_pending |= 1 << nr;
+}
+
+/// Models `should_wake_ksoftirqd()` — kernel/softirq.c @ v6.10: always on !RT, unless the
+/// softirq RFC v1 flag says the flush will process softirqs; on RT, only outside a
+/// BH-disabled section (`softirq_ctrl.cnt == 0`).
+pub fn should_wake_ksoftirqd(k: &Kernel, cpu: CpuId) -> bool {
+    let c = &k.cpus[cpu as usize];
+    if k.cfg.preempt_rt {
+        return c.softirq_ctrl_cnt == 0;
+    }
+    if k.cfg.softirq_flag() {
+        return !c.will_do_softirq_post_flush;
+    }
+    true
+}
+
+/// Models `wakeup_softirqd()`: `wake_up_process()` of this CPU's ksoftirqd, as a frame to call.
+pub fn wakeup_softirqd(k: &Kernel, cpu: CpuId) -> Frame {
+    Frame::TryToWakeUp(TryToWakeUp::new(k.cpus[cpu as usize].rq.ksoftirqd, 0))
+}
+
+/// Models `raise_softirq_irqoff()` — kernel/softirq.c @ v6.10: set the bit; outside interrupt
+/// context, wake ksoftirqd if `should_wake_ksoftirqd()`. Returns the wakeup to call, if any.
+pub fn raise_softirq_irqoff(k: &mut Kernel, cpu: CpuId, nr: u32) -> Option<Frame> {
+    __raise_softirq_irqoff(k, cpu, nr);
+    if !in_interrupt(k, cpu) && should_wake_ksoftirqd(k, cpu) {
+        return Some(wakeup_softirqd(k, cpu));
+    }
+    None
+}
+
+/// Models `invoke_softirq()` — kernel/softirq.c @ v6.10: !RT runs the softirqs inline on the
+/// irq stack; RT wakes ksoftirqd (when `should_wake_ksoftirqd()`).
+pub fn invoke_softirq(k: &mut Kernel, cpu: CpuId) -> Option<Frame> {
+    if k.cfg.preempt_rt {
+        return should_wake_ksoftirqd(k, cpu).then(|| wakeup_softirqd(k, cpu));
+    }
+    Some(Frame::HandleSoftirqs(HandleSoftirqs::default()))
+}
+
+/// The softirq part of `__irq_exit_rcu()` — kernel/softirq.c @ v6.10: after dropping the
+/// hardirq count, run pending softirqs unless still in interrupt context.
+pub fn irq_exit_softirqs(k: &mut Kernel, cpu: CpuId) -> Option<Frame> {
+    if !in_interrupt(k, cpu) && k.cpus[cpu as usize].softirq_pending != 0 {
+        return invoke_softirq(k, cpu);
+    }
+    None
+}
+
+/// Models `do_softirq_post_smp_call_flush()` — kernel/softirq.c @ v6.10. !RT: the inline
+/// `do_softirq()`, which runs pending softirqs here in the idle task. RT: WARN_ON_ONCE if
+/// softirqs were raised during the flush, then `invoke_softirq()`.
+pub fn do_softirq_post_smp_call_flush(k: &mut Kernel, cpu: CpuId, was_pending: u32) -> Option<Frame> {
+    if k.cfg.preempt_rt {
+        if was_pending != k.cpus[cpu as usize].softirq_pending {
+            k.warn_on_once(cpu, crate::trace::WarnSite::DoSoftirqPostSmpCallFlush);
+        }
+        return invoke_softirq(k, cpu);
+    }
+    // do_softirq(): nothing if in interrupt context or nothing pending.
+    if in_interrupt(k, cpu) || k.cpus[cpu as usize].softirq_pending == 0 {
+        return None;
+    }
+    Some(Frame::HandleSoftirqs(HandleSoftirqs::default()))
+}
+
+/// `handle_softirqs()` in progress.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HandleSoftirqs {
+    pub at: u8,
+    /// The pending mask being processed.
+    pub pending: u32,
+    /// The vector being run.
+    pub vec: u32,
+    pub restarts: u8,
+    pub end_jiffies: u64,
+}
+
+/// Models `handle_softirqs()` — kernel/softirq.c @ v6.10: snapshot and clear the pending
+/// mask, enable IRQs, run the handlers in bit order, and restart while new bits appear (at
+/// most 10 times, within 2 ms, without NEED_RESCHED); otherwise wake ksoftirqd.
+///
+/// Context: softirq (SOFTIRQ_OFFSET held), IRQs on inside the handlers.
+pub fn handle_softirqs(k: &mut Kernel, cpu: CpuId, s: &mut HandleSoftirqs) -> Next {
+    match s.at {
+        0 => {
+            // __local_bh_disable_ip(SOFTIRQ_OFFSET); MAX_SOFTIRQ_TIME is msecs_to_jiffies(2).
+            k.cpus[cpu as usize].preempt_count += SOFTIRQ_OFFSET;
+            s.end_jiffies = k.jiffies() + (2 * k.cfg.hz as u64).div_ceil(1000);
+            s.restarts = MAX_SOFTIRQ_RESTART;
+            s.at = 1;
+            Next::Cont(0)
+        }
+        1 => {
+            // Restart point: take the pending mask, IRQs on.
+            let c = &mut k.cpus[cpu as usize];
+            s.pending = c.softirq_pending;
+            c.softirq_pending = 0;
+            local_irq_enable(k, cpu);
+            s.at = 2;
+            Next::Cont(k.costs.softirq)
+        }
+        2 => {
+            if s.pending == 0 {
+                s.at = 4;
+                return Next::Cont(0);
+            }
+            let vec = s.pending.trailing_zeros();
+            s.pending &= !(1 << vec);
+            s.vec = vec;
+            k.tp(cpu, Event::SoftirqEntry { vec });
+            s.at = 3;
+            if vec == SCHED_SOFTIRQ {
+                return Next::Call(0, Frame::SchedBalanceSoftirq(Default::default()));
+            }
+            Next::Cont(0)
+        }
+        3 => {
+            k.tp(cpu, Event::SoftirqExit { vec: s.vec });
+            s.at = 2;
+            Next::Cont(0)
+        }
+        4 => {
+            local_irq_disable(k, cpu);
+            s.at = 5;
+            if k.cpus[cpu as usize].softirq_pending != 0 {
+                s.restarts -= 1;
+                if k.jiffies() < s.end_jiffies && !need_resched(k, cpu) && s.restarts > 0 {
+                    s.at = 1;
+                    return Next::Cont(0);
+                }
+                return Next::Call(0, wakeup_softirqd(k, cpu));
+            }
+            Next::Cont(0)
+        }
+        _ => {
+            k.cpus[cpu as usize].preempt_count -= SOFTIRQ_OFFSET;
+            Next::Ret(0)
+        }
+    }
+}
+
+/// The ksoftirqd thread body in progress.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Ksoftirqd {
+    pub at: u8,
+}
+
+/// The saved stack of a ksoftirqd thread asleep in `schedule()` (its state at boot).
+pub fn ksoftirqd_initial_stack() -> Vec<Frame> {
+    vec![
+        Frame::Ksoftirqd(Ksoftirqd { at: 1 }),
+        Frame::ScheduleCaller(ScheduleCaller::asleep_in_schedule()),
+        Frame::Schedule(super::sched::core::Schedule::switched_out()),
+    ]
+}
+
+/// Models `smpboot_thread_fn()` with ksoftirqd's `ksoftirqd_should_run()` and
+/// `run_ksoftirqd()` — kernel/smpboot.c, kernel/softirq.c @ v6.10.
+///
+/// Context: the per-CPU ksoftirqd task.
+pub fn run_ksoftirqd(k: &mut Kernel, cpu: CpuId, s: &mut Ksoftirqd) -> Next {
+    let me = k.curr(cpu) as usize;
+    match s.at {
+        0 => {
+            k.tasks[me].state = TASK_INTERRUPTIBLE;
+            if k.cpus[cpu as usize].softirq_pending == 0 {
+                s.at = 1;
+                return Next::Call(0, Frame::ScheduleCaller(ScheduleCaller::schedule()));
+            }
+            k.tasks[me].state = TASK_RUNNING;
+            // run_ksoftirqd(): IRQs off, handle_softirqs(true).
+            local_irq_disable(k, cpu);
+            s.at = 2;
+            Next::Call(0, Frame::HandleSoftirqs(HandleSoftirqs::default()))
+        }
+        1 => {
+            s.at = 0;
+            Next::Cont(0)
+        }
+        _ => {
+            local_irq_enable(k, cpu);
+            s.at = 0;
+            if need_resched(k, cpu) {
+                return Next::Call(k.costs.cond_resched, Frame::ScheduleCaller(ScheduleCaller::preempt_schedule_common()));
+            }
+            Next::Cont(k.costs.cond_resched)
+        }
+    }
+}

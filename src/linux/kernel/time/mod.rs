@@ -1,0 +1,2 @@
+//! `kernel/time/`.
+pub mod tick_sched;

@@ -1,0 +1,152 @@
+//! Models the periodic tick and its nohz-idle control, `kernel/time/tick-sched.c` @ v6.10,
+//! with the per-CPU hrtimer queue reduced to what the model uses: the tick itself and task
+//! sleep timers.
+//!
+//! Simplifications: jiffies are derived from virtual time (the timekeeping CPU's tick is
+//! exact); ticks of all CPUs are aligned (`sched_skew_tick=0`, the default).
+
+use crate::linux::engine::Action;
+use crate::linux::{CpuId, Kernel, TaskId};
+use crate::sim::{Time, NSEC_PER_SEC};
+
+/// Per-CPU tick state (`struct tick_sched` plus the hrtimer base).
+#[derive(Debug, Clone)]
+pub struct TickSched {
+    /// The tick is stopped (`ts->tick_stopped`).
+    pub stopped: bool,
+    /// Expiry of the next periodic tick.
+    pub next_tick: Time,
+    /// Armed task sleep timers: (expiry, task).
+    pub sleepers: Vec<(Time, TaskId)>,
+    /// Timers that expired in the current interrupt and still have a task to wake.
+    pub expired: Vec<TaskId>,
+    /// Expiry programmed into the local APIC timer, and its generation.
+    pub armed: Option<Time>,
+    pub timer_gen: u32,
+    /// The first tick stop has happened (nohz_balance_enter_idle runs on it).
+    pub was_stopped_once: bool,
+}
+
+impl TickSched {
+    pub fn new(_hz: u32, _cpu: CpuId) -> Self {
+        TickSched { stopped: false, next_tick: 0, sleepers: Vec::new(), expired: Vec::new(), armed: None, timer_gen: 0, was_stopped_once: false }
+    }
+}
+
+fn next_boundary(k: &Kernel) -> Time {
+    let t = k.tick_nsec();
+    (k.now / t + 1) * t
+}
+
+/// Program the local APIC timer for the earliest pending expiry.
+pub fn tick_program(k: &mut Kernel, cpu: CpuId) {
+    let ts = &k.cpus[cpu as usize].tick;
+    let mut next = if ts.stopped { None } else { Some(ts.next_tick) };
+    for &(t, _) in &ts.sleepers {
+        next = Some(next.map_or(t, |n: Time| n.min(t)));
+    }
+    if next == ts.armed {
+        return;
+    }
+    let ts = &mut k.cpus[cpu as usize].tick;
+    ts.armed = next;
+    ts.timer_gen = ts.timer_gen.wrapping_add(1);
+    if let Some(t) = next {
+        let gen = ts.timer_gen;
+        k.q.push(t.max(k.now), Action::ApicTimer { cpu, gen });
+    }
+}
+
+/// Start the periodic tick at boot.
+pub fn tick_start(k: &mut Kernel, cpu: CpuId) {
+    k.cpus[cpu as usize].tick.next_tick = next_boundary(k);
+    tick_program(k, cpu);
+}
+
+/// Arm a sleep timer for task `p` on `cpu` (`hrtimer_start` of an hrtimer_sleeper).
+pub fn hrtimer_start_sleeper(k: &mut Kernel, cpu: CpuId, expires: Time, p: TaskId) {
+    k.cpus[cpu as usize].tick.sleepers.push((expires, p));
+    tick_program(k, cpu);
+}
+
+/// Models `hrtimer_interrupt()` — kernel/time/hrtimer.c @ v6.10: run the expired timers of
+/// this CPU (the tick's `tick_sched_timer()`; sleepers are queued in `expired` for the
+/// handler to wake) and reprogram. Returns the handler's cost.
+pub fn hrtimer_interrupt(k: &mut Kernel, cpu: CpuId) -> Time {
+    let now = k.now;
+    let nb = next_boundary(k);
+    let mut cost = 0;
+    let ts = &mut k.cpus[cpu as usize].tick;
+    ts.armed = None;
+    // Expired sleepers, in expiry order.
+    let mut i = 0;
+    let mut fired: Vec<(Time, TaskId)> = Vec::new();
+    while i < ts.sleepers.len() {
+        if ts.sleepers[i].0 <= now {
+            fired.push(ts.sleepers.swap_remove(i));
+        } else {
+            i += 1;
+        }
+    }
+    fired.sort_unstable();
+    // The handler pops from the end: push in reverse so the earliest is woken first.
+    for &(_, p) in fired.iter().rev() {
+        ts.expired.push(p);
+    }
+    if !ts.stopped && ts.next_tick <= now {
+        ts.next_tick = nb;
+        cost += tick_sched_timer(k, cpu);
+    }
+    tick_program(k, cpu);
+    cost
+}
+
+/// Models `tick_sched_timer()` -> `tick_sched_handle()` -> `update_process_times()` ->
+/// `sched_tick()` — kernel/time/tick-sched.c, kernel/time/timer.c @ v6.10.
+fn tick_sched_timer(k: &mut Kernel, cpu: CpuId) -> Time {
+    k.stats.ticks += 1;
+    crate::linux::kernel::sched::core::sched_tick(k, cpu)
+}
+
+/// Models `tick_nohz_idle_enter()` — kernel/time/tick-sched.c @ v6.10 (bookkeeping only; its
+/// cost is part of `do_idle()` entry).
+pub fn tick_nohz_idle_enter(_k: &mut Kernel, _cpu: CpuId) {}
+
+/// Models `tick_nohz_get_sleep_length()`: time to the next timer event if the tick were
+/// stopped. Timers the model does not carry (RCU, workqueues, ...) are represented by a 1 s
+/// horizon.
+pub fn tick_nohz_get_sleep_length(k: &Kernel, cpu: CpuId) -> Time {
+    let ts = &k.cpus[cpu as usize].tick;
+    let mut next = k.now + NSEC_PER_SEC;
+    for &(t, _) in &ts.sleepers {
+        next = next.min(t);
+    }
+    next.saturating_sub(k.now)
+}
+
+/// Models `tick_nohz_idle_stop_tick()` -> `tick_nohz_stop_tick()`: stop the periodic tick on
+/// idle entry; on the first stop, `nohz_balance_enter_idle()`. Returns the cost.
+pub fn tick_nohz_idle_stop_tick(k: &mut Kernel, cpu: CpuId) -> Time {
+    if k.cpus[cpu as usize].tick.stopped {
+        return 0;
+    }
+    k.cpus[cpu as usize].tick.stopped = true;
+    k.stats.tick_stops += 1;
+    crate::linux::kernel::sched::fair::nohz_balance_enter_idle(k, cpu);
+    tick_program(k, cpu);
+    k.costs.tick_stop
+}
+
+/// Models `tick_nohz_idle_exit()`: restart a stopped tick (hrtimer reprogram). Returns the
+/// cost beyond the do_idle exit bookkeeping.
+pub fn tick_nohz_idle_exit(k: &mut Kernel, cpu: CpuId) -> Time {
+    if !k.cpus[cpu as usize].tick.stopped {
+        return 0;
+    }
+    let nb = next_boundary(k);
+    let ts = &mut k.cpus[cpu as usize].tick;
+    ts.stopped = false;
+    ts.next_tick = nb;
+    tick_program(k, cpu);
+    k.costs.tick_restart
+}

@@ -1,0 +1,363 @@
+//! The kernel model. This directory mirrors the Linux source tree: the model of
+//! `kernel/sched/core.c: try_to_wake_up()` is `linux/kernel/sched/core.rs: try_to_wake_up`,
+//! the model of `drivers/cpuidle/poll_state.c: poll_idle()` is
+//! `linux/drivers/cpuidle/poll_state.rs: poll_idle`, and so on.
+//!
+//! [`Kernel`] holds the whole simulated machine: per-CPU execution state ([`engine`]), the
+//! runqueues and tasks, the modelled cache lines, the trace buffer and the counters.
+//!
+//! Architecture invariants: nothing here does I/O, reads the wall clock, iterates a hash map,
+//! or uses floating point; the only randomness is the per-CPU [`Prng`] streams derived from the
+//! run's seed.
+
+pub mod arch;
+pub mod config;
+pub mod cost;
+pub mod drivers;
+pub mod engine;
+pub mod kernel;
+pub mod patches;
+pub mod stats;
+
+use crate::hw::cacheline::{LineId, Lines};
+use crate::hw::Machine;
+use crate::sim::{ActionQueue, Prng, Time};
+use crate::trace::{self, Event, Record, TraceBuf};
+use crate::workload::Workload;
+pub use config::KernelConfig;
+pub use engine::{Action, Frame, Next, WaitOn};
+use kernel::sched::topology::{build_sched_domains, SchedDomains};
+use kernel::sched::{Nohz, RootDomain, Rq, Task, TaskKind};
+use stats::Stats;
+
+/// A CPU id (Linux numbering).
+pub type CpuId = u32;
+/// Index of a task in [`Kernel::tasks`] (not its pid).
+pub type TaskId = u32;
+/// Index of a call-single-data entry in [`Kernel::csds`].
+pub type CsdId = u32;
+
+/// `preempt_count` layout (include/linux/preempt.h).
+pub mod preempt {
+    pub const PREEMPT_MASK: u32 = 0x0000_00ff;
+    pub const SOFTIRQ_OFFSET: u32 = 0x0000_0100;
+    pub const SOFTIRQ_DISABLE_OFFSET: u32 = 0x0000_0200;
+    pub const SOFTIRQ_MASK: u32 = 0x0000_ff00;
+    pub const HARDIRQ_OFFSET: u32 = 0x0001_0000;
+    pub const HARDIRQ_MASK: u32 = 0x000f_0000;
+    pub const NMI_MASK: u32 = 0x00f0_0000;
+}
+
+/// CSD flags and types (include/linux/smp_types.h).
+pub mod csd_flags {
+    pub const CSD_FLAG_LOCK: u32 = 0x01;
+    pub const CSD_TYPE_ASYNC: u32 = 0x00;
+    pub const CSD_TYPE_SYNC: u32 = 0x10;
+    pub const CSD_TYPE_IRQ_WORK: u32 = 0x20;
+    pub const CSD_TYPE_TTWU: u32 = 0x30;
+    pub const CSD_FLAG_TYPE_MASK: u32 = 0xF0;
+}
+
+/// What a queued call-single-data entry runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CsdFunc {
+    /// ipistorm's empty callback.
+    DoNothingIpi,
+    /// `nohz_csd_func(rq)` for the rq of this CPU.
+    NohzCsdFunc(CpuId),
+    /// A task's `wake_entry` (`CSD_TYPE_TTWU`), consumed by `sched_ttwu_pending()`.
+    TtwuEntry(TaskId),
+}
+
+/// A `call_single_data_t`.
+#[derive(Debug, Clone)]
+pub struct Csd {
+    /// `node.u_flags`: CSD_FLAG_LOCK plus a CSD_TYPE_*.
+    pub flags: u32,
+    pub func: CsdFunc,
+    /// The line holding the csd (on the sender's stack, in per-CPU data, or in `task_struct`).
+    pub line: LineId,
+    /// A hashed address, as `%p` prints it.
+    pub addr: u64,
+}
+
+/// Per-CPU state: the executor's view of the hardware thread plus the kernel's per-CPU data.
+#[derive(Debug)]
+pub struct Cpu {
+    pub id: CpuId,
+    /// Execution state of the hardware thread (frames, IRQ latch, waits).
+    pub x: engine::Exec,
+    /// `struct rq`.
+    pub rq: Rq,
+    /// `preempt_count` (per-CPU on x86).
+    pub preempt_count: u32,
+    /// PREEMPT_NEED_RESCHED, folded into the per-CPU preempt_count on x86.
+    pub pnr: bool,
+    /// `call_single_queue`: entries in llist_add order (the head is the last element).
+    pub csq: Vec<CsdId>,
+    /// The line of the `call_single_queue` head.
+    pub csq_line: LineId,
+    /// Scratch list of `__flush_smp_call_function_queue()` (entries taken by `llist_del_all`).
+    pub flush_list: Vec<CsdId>,
+    /// `irq_stat.__softirq_pending`.
+    pub softirq_pending: u32,
+    /// The per-CPU `csd_data` used by non-waiting `smp_call_function_single()`.
+    pub csd_data: CsdId,
+    /// The on-stack csd of waiting `smp_call_function_single()` (one stack slot per CPU).
+    pub stack_csd: CsdId,
+    /// The softirq RFC v1 per-CPU flag `will_do_softirq_post_flush` and its line.
+    pub will_do_softirq_post_flush: bool,
+    pub softirq_flag_line: LineId,
+    /// PREEMPT_RT `softirq_ctrl.cnt`.
+    pub softirq_ctrl_cnt: u32,
+    /// The per-CPU tick/hrtimer state (kernel/time).
+    pub tick: kernel::time::tick_sched::TickSched,
+    /// The cpuidle device of this CPU.
+    pub idle_dev: drivers::cpuidle::CpuidleDevice,
+    /// The CPU's random stream (hardware latency jitter).
+    pub rng: Prng,
+    /// The task this CPU switched away from in the last context switch (`prev` as seen by
+    /// `finish_task_switch()` running on `next`'s stack).
+    pub switch_prev: TaskId,
+}
+
+/// The whole simulated machine.
+pub struct Kernel {
+    pub now: Time,
+    pub q: ActionQueue<Action>,
+    pub m: Machine,
+    pub cfg: KernelConfig,
+    pub costs: cost::PathCosts,
+    pub cpus: Vec<Cpu>,
+    pub tasks: Vec<Task>,
+    pub csds: Vec<Csd>,
+    pub lines: Lines,
+    pub sd: SchedDomains,
+    pub rd: RootDomain,
+    pub nohz: Nohz,
+    pub trace: TraceBuf,
+    pub stats: Stats,
+    pub wl: Workload,
+    /// Number of actions processed (the simulator's unit of work).
+    pub actions: u64,
+    /// Set by the workload when it has finished; the run stops.
+    pub finished: bool,
+    next_pid: u32,
+    seed: u64,
+}
+
+impl Kernel {
+    /// Build a machine in its boot state: every CPU in its idle task's `do_idle()` loop,
+    /// per-CPU ksoftirqd threads asleep.
+    pub fn new(m: Machine, cfg: KernelConfig, seed: u64, wl: Workload) -> Kernel {
+        let nr = m.topo.nr_cpus;
+        let sd = build_sched_domains(&m.topo);
+        let mut k = Kernel {
+            now: 0,
+            q: ActionQueue::new(),
+            costs: cost::PathCosts::default(),
+            cpus: Vec::with_capacity(nr as usize),
+            tasks: Vec::new(),
+            csds: Vec::new(),
+            lines: Lines::default(),
+            sd,
+            rd: RootDomain::default(),
+            nohz: Nohz::new(nr),
+            trace: TraceBuf::default(),
+            stats: Stats::new(nr),
+            wl,
+            actions: 0,
+            finished: false,
+            next_pid: 2,
+            seed,
+            m,
+            cfg,
+        };
+        for c in 0..nr {
+            let idle = k.new_task(TaskKind::Idle, format!("swapper/{c}"), 0, 120, Some(c));
+            k.tasks[idle as usize].pid = 0;
+            let rq_lock_line = k.lines.alloc(c);
+            let csq_line = k.lines.alloc(c);
+            // The RFC v1 flag: cacheline-aligned gets a line of its own; unaligned shares the
+            // line of this CPU's call_single_queue head (see patches.rs).
+            let softirq_flag_line = if k.cfg.softirq_flag_unaligned() { csq_line } else { k.lines.alloc(c) };
+            let csd_line = k.lines.alloc(c);
+            let csd_data = k.new_csd(CsdFunc::DoNothingIpi, csd_line, 0);
+            let stack_line = k.lines.alloc(c);
+            let stack_csd = k.new_csd(CsdFunc::DoNothingIpi, stack_line, 0);
+            let tick = kernel::time::tick_sched::TickSched::new(k.m.hz, c);
+            let rng = Prng::new(seed, 1 + c as u64);
+            k.cpus.push(Cpu {
+                id: c,
+                x: engine::Exec::new(),
+                rq: Rq::new(c, idle, rq_lock_line),
+                preempt_count: 1,
+                pnr: false,
+                csq: Vec::new(),
+                csq_line,
+                flush_list: Vec::new(),
+                softirq_pending: 0,
+                csd_data,
+                stack_csd,
+                will_do_softirq_post_flush: false,
+                softirq_flag_line,
+                softirq_ctrl_cnt: 0,
+                tick,
+                idle_dev: drivers::cpuidle::CpuidleDevice::new(),
+                rng,
+                switch_prev: idle,
+            });
+            k.tasks[idle as usize].on_cpu = true;
+            k.tasks[idle as usize].on_rq = true;
+        }
+        for c in 0..nr {
+            let t = k.new_task(TaskKind::Ksoftirqd, format!("ksoftirqd/{c}"), 0, 120, Some(c));
+            k.tasks[t as usize].state = kernel::sched::TASK_INTERRUPTIBLE;
+            k.tasks[t as usize].saved = kernel::softirq::ksoftirqd_initial_stack();
+            k.cpus[c as usize].rq.ksoftirqd = t;
+        }
+        // Boot: every CPU enters cpu_startup_entry() -> do_idle() at a seed-dependent phase of
+        // its first tick, so runs with different seeds differ in their alignment.
+        for c in 0..nr {
+            let idle = k.cpus[c as usize].rq.idle;
+            k.cpus[c as usize].x.stack.push(Frame::DoIdle(Default::default()));
+            let _ = idle;
+            kernel::time::tick_sched::tick_start(&mut k, c);
+            k.q.push(0, Action::Resume { cpu: c, gen: 0 });
+            k.cpus[c as usize].x.busy = true;
+        }
+        crate::workload::start(&mut k);
+        k
+    }
+
+    /// Allocate a task. `pinned` binds it to one CPU (`kthread_bind`).
+    pub fn new_task(&mut self, kind: TaskKind, comm: String, _policy: u32, prio: i32, pinned: Option<CpuId>) -> TaskId {
+        let id = self.tasks.len() as TaskId;
+        let pid = self.next_pid;
+        self.next_pid += 1;
+        let home = pinned.unwrap_or(0);
+        let ti_line = self.lines.alloc(home);
+        let wake_line = self.lines.alloc(home);
+        let wake_entry = self.new_csd(CsdFunc::TtwuEntry(id), wake_line, kernel::sched::CSD_TTWU_TYPE);
+        self.tasks.push(Task::new(pid, comm, prio, kind, home, pinned, ti_line, wake_entry));
+        id
+    }
+
+    fn new_csd(&mut self, func: CsdFunc, line: LineId, flags: u32) -> CsdId {
+        let id = self.csds.len() as CsdId;
+        // A deterministic stand-in for the kernel's hashed %p value.
+        let mut s = self.seed ^ (0xC5D0_0000 + id as u64);
+        let addr = crate::sim::rng::splitmix64(&mut s) & 0x0000_0000_ffff_ffff;
+        self.csds.push(Csd { flags, func, line, addr });
+        id
+    }
+
+    /// jiffies at the current instant (the timekeeping CPU's tick is modelled as exact).
+    #[inline]
+    pub fn jiffies(&self) -> u64 {
+        self.now / self.tick_nsec()
+    }
+
+    /// TICK_NSEC for the configured HZ.
+    #[inline]
+    pub fn tick_nsec(&self) -> Time {
+        crate::sim::NSEC_PER_SEC / self.cfg.hz as u64
+    }
+
+    /// The current task on `cpu`.
+    #[inline]
+    pub fn curr(&self, cpu: CpuId) -> TaskId {
+        self.cpus[cpu as usize].rq.curr
+    }
+
+    /// Sample a cache-line transfer for a line access that missed.
+    #[inline]
+    pub fn line_ns(&mut self, cpu: CpuId, d: Option<crate::hw::topology::Distance>) -> Time {
+        match d {
+            None => 0,
+            Some(d) => {
+                let r = self.m.costs.line[d as usize];
+                self.cpus[cpu as usize].rng.range(r.lo_ns, r.hi_ns)
+            }
+        }
+    }
+
+    /// `cpu` reads `line`; returns the cost in ns.
+    #[inline]
+    pub fn line_read(&mut self, cpu: CpuId, line: LineId) -> Time {
+        let d = self.lines.read(line, cpu, &self.m.topo);
+        self.line_ns(cpu, d)
+    }
+
+    /// `cpu` writes `line`; returns the cost in ns and wakes a CPU spinning on or monitoring it.
+    #[inline]
+    pub fn line_write(&mut self, cpu: CpuId, line: LineId) -> Time {
+        let d = self.lines.write(line, cpu, &self.m.topo);
+        let cost = self.line_ns(cpu, d);
+        if let Some(w) = self.lines.watcher(line) {
+            if w != cpu {
+                // The invalidation reaches the watcher with this write; it then re-reads the
+                // line itself (and pays that transfer in its own step).
+                engine::notify(self, w, cost);
+            }
+        }
+        cost
+    }
+
+    /// Record a trace event on `cpu` with the flags computed from the modelled CPU state.
+    #[inline]
+    pub fn tp(&mut self, cpu: CpuId, event: Event) {
+        if !self.trace.enabled {
+            return;
+        }
+        let c = &self.cpus[cpu as usize];
+        let curr = &self.tasks[c.rq.curr as usize];
+        let mut flags = 0u8;
+        if c.x.irqs_off {
+            flags |= trace::flags::IRQS_OFF;
+        }
+        if curr.ti_flags & kernel::sched::TIF_NEED_RESCHED != 0 {
+            flags |= trace::flags::NEED_RESCHED;
+        }
+        if c.pnr {
+            flags |= trace::flags::PREEMPT_RESCHED;
+        }
+        if c.preempt_count & preempt::HARDIRQ_MASK != 0 {
+            flags |= trace::flags::HARDIRQ;
+        }
+        if c.preempt_count & preempt::SOFTIRQ_OFFSET != 0 {
+            flags |= trace::flags::SOFTIRQ;
+        }
+        if c.preempt_count & preempt::SOFTIRQ_DISABLE_OFFSET != 0 && c.preempt_count & preempt::SOFTIRQ_OFFSET == 0 {
+            flags |= trace::flags::BH_OFF;
+        }
+        let pc = (c.preempt_count & preempt::PREEMPT_MASK).min(15) as u8;
+        self.trace.records.push(Record { ts_ns: self.now, cpu, pid: curr.pid, flags, preempt_count: pc, event });
+    }
+
+    /// A modelled `WARN_ON_ONCE()` firing: a finding of the run, recorded in the trace and the
+    /// counters; the run goes on.
+    pub fn warn_on_once(&mut self, cpu: CpuId, site: trace::WarnSite) {
+        self.stats.warns += 1;
+        if self.stats.warned_sites.contains(&site) {
+            return;
+        }
+        self.stats.warned_sites.push(site);
+        self.stats.first_warn_ns.get_or_insert(self.now);
+        self.tp(cpu, Event::Warning { site });
+    }
+
+    /// Run until the workload finishes, `limit` of simulated time passes, or nothing is left.
+    pub fn run(&mut self, limit: Time) {
+        while let Some((t, a)) = self.q.pop() {
+            if t > limit || self.finished {
+                break;
+            }
+            debug_assert!(t >= self.now, "time went backwards");
+            self.now = t;
+            self.actions += 1;
+            engine::dispatch(self, a);
+        }
+        engine::account_all(self);
+    }
+}

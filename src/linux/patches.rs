@@ -1,0 +1,127 @@
+//! Upstream patches as switches, keyed by commit id (or, for RFCs that were never merged, by
+//! their posting). Each row names exactly one code path change; the model reads
+//! `k.cfg.has(Patch::X)` at the place the patch touches.
+
+/// A modelled patch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Patch {
+    /// b2a02fc43a1f: `send_call_function_single_ipi()` sets NEED_RESCHED on a polling idle
+    /// CPU instead of sending an IPI (kernel/smp.c, `call_function_single_prep_ipi()`).
+    B2a02fc43a1f,
+    /// 3dcac251b066: `schedule_idle()` passes SM_IDLE; `__schedule()` skips the pick when the
+    /// idle task reschedules with nothing runnable.
+    Sm3dcac251b066,
+    /// The TIF_NOTIFY_IPI RFC: polling CPUs are told of a pending IPI with TIF_NOTIFY_IPI, and
+    /// the idle loop calls `schedule_idle()` only for a real NEED_RESCHED.
+    TifNotifyIpiRfc,
+    /// Softirq RFC v1 (patch 3/3 of the 2024-07 series): a per-CPU, cacheline-aligned flag
+    /// set around `__flush_smp_call_function_queue()` stops `raise_softirq_irqoff()` from
+    /// waking ksoftirqd there.
+    SoftirqFlagRfcV1,
+    /// The same RFC with the flag placed without alignment: it shares the line of the CPU's
+    /// `call_single_queue` head, which every sender writes.
+    SoftirqFlagRfcV1Unaligned,
+}
+
+/// One row of the patch table.
+#[derive(Debug)]
+pub struct PatchInfo {
+    pub patch: Patch,
+    /// Commit id (12 hex digits) or the RFC's key.
+    pub id: &'static str,
+    pub subject: &'static str,
+    /// Kernel release it was merged for, or where it was posted.
+    pub merged: &'static str,
+    /// Patches this one cannot be combined with.
+    pub conflicts: &'static [Patch],
+}
+
+pub const PATCHES: &[PatchInfo] = &[
+    PatchInfo {
+        patch: Patch::B2a02fc43a1f,
+        id: "b2a02fc43a1f",
+        subject: "smp: Optimize send_call_function_single_ipi()",
+        merged: "v5.8",
+        conflicts: &[],
+    },
+    PatchInfo {
+        patch: Patch::Sm3dcac251b066,
+        id: "3dcac251b066",
+        subject: "sched/core: Introduce SM_IDLE and an idle re-entry fast-path in __schedule()",
+        merged: "v6.12",
+        conflicts: &[],
+    },
+    PatchInfo {
+        patch: Patch::TifNotifyIpiRfc,
+        id: "rfc-tif-notify-ipi",
+        subject: "[RFC] sched: Introduce TIF_NOTIFY_IPI (posted 2024-02-20)",
+        merged: "not merged",
+        conflicts: &[],
+    },
+    PatchInfo {
+        patch: Patch::SoftirqFlagRfcV1,
+        id: "rfc-softirq-flag",
+        subject: "[RFC 3/3] softirq: Avoid waking up ksoftirqd from flush_smp_call_function_queue() (posted 2024-07-10, cacheline-aligned flag)",
+        merged: "not merged",
+        conflicts: &[Patch::SoftirqFlagRfcV1Unaligned],
+    },
+    PatchInfo {
+        patch: Patch::SoftirqFlagRfcV1Unaligned,
+        id: "rfc-softirq-flag-unaligned",
+        subject: "[RFC 3/3] as rfc-softirq-flag, with the per-CPU flag not cacheline-aligned",
+        merged: "not merged",
+        conflicts: &[Patch::SoftirqFlagRfcV1],
+    },
+];
+
+impl Patch {
+    pub fn info(self) -> &'static PatchInfo {
+        PATCHES.iter().find(|p| p.patch == self).expect("every patch has a row")
+    }
+
+    /// Look a patch up by id; a unique prefix of at least 7 characters of a commit id works.
+    pub fn from_id(id: &str) -> Option<Patch> {
+        if let Some(p) = PATCHES.iter().find(|p| p.id == id) {
+            return Some(p.patch);
+        }
+        if id.len() >= 7 {
+            let m: Vec<_> = PATCHES.iter().filter(|p| p.id.starts_with(id)).collect();
+            if m.len() == 1 {
+                return Some(m[0].patch);
+            }
+        }
+        None
+    }
+}
+
+/// A named kernel: a base plus the patches it contains.
+#[derive(Debug)]
+pub struct NamedKernel {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub patches: &'static [Patch],
+}
+
+pub const KERNELS: &[NamedKernel] = &[
+    NamedKernel { name: "v6.10", description: "Linux 6.10 (the model's baseline)", patches: &[Patch::B2a02fc43a1f] },
+    NamedKernel {
+        name: "v6.12",
+        description: "Linux 6.12: v6.10 + SM_IDLE",
+        patches: &[Patch::B2a02fc43a1f, Patch::Sm3dcac251b066],
+    },
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_unique_and_resolve() {
+        for p in PATCHES {
+            assert_eq!(Patch::from_id(p.id), Some(p.patch));
+            assert_eq!(PATCHES.iter().filter(|q| q.id == p.id).count(), 1);
+        }
+        assert_eq!(Patch::from_id("b2a02fc"), Some(Patch::B2a02fc43a1f));
+        assert_eq!(Patch::from_id("deadbeef"), None);
+    }
+}

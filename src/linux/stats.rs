@@ -1,0 +1,46 @@
+//! Counters of a run. Plain integers, updated at the modelled points.
+
+use super::engine::NR_PHASES;
+use crate::trace::WarnSite;
+
+#[derive(Debug, Clone, Default)]
+pub struct Stats {
+    /// Real CALL_FUNCTION_SINGLE IPIs sent.
+    pub ipis_sent: u64,
+    /// RESCHEDULE IPIs sent.
+    pub resched_ipis_sent: u64,
+    /// Notifications that only set a flag on a polling CPU (`sched_wake_idle_without_ipi`).
+    pub ipis_avoided: u64,
+    /// `do_idle()` loop exits (the idle task leaving the idle loop).
+    pub idle_exits: u64,
+    /// Idle-state entries and exits (`cpuidle_enter_state()` with a real state).
+    pub idle_state_entries: u64,
+    /// `schedule_idle()` calls.
+    pub schedule_idle_calls: u64,
+    /// `sched_balance_newidle()` calls, those that walked the domains, and time spent.
+    pub newidle_calls: u64,
+    pub newidle_balances: u64,
+    pub newidle_ns: u64,
+    /// ksoftirqd wakeups.
+    pub ksoftirqd_wakeups: u64,
+    /// Context switches (`rq->nr_switches` summed).
+    pub context_switches: u64,
+    /// Tick interrupts handled.
+    pub ticks: u64,
+    /// Tick stops on idle entry.
+    pub tick_stops: u64,
+    /// Modelled WARN_ON_ONCE hits (all, including repeats after the first of a site).
+    pub warns: u64,
+    pub warned_sites: Vec<WarnSite>,
+    pub first_warn_ns: Option<u64>,
+    /// Time with IRQs disabled, per CPU (ns).
+    pub irqs_off_ns: Vec<u64>,
+    /// Time per phase, per CPU (ns).
+    pub phase_ns: Vec<[u64; NR_PHASES]>,
+}
+
+impl Stats {
+    pub fn new(nr_cpus: u32) -> Stats {
+        Stats { irqs_off_ns: vec![0; nr_cpus as usize], phase_ns: vec![[0; NR_PHASES]; nr_cpus as usize], ..Default::default() }
+    }
+}

@@ -1,0 +1,191 @@
+//! One simulation run: resolve the inputs, build the machine, run it, collect the results.
+
+use crate::hw;
+use crate::linux::stats::Stats;
+use crate::linux::{Kernel, KernelConfig};
+use crate::sim::{Time, NSEC_PER_SEC};
+use crate::trace::{ftrace, Record};
+use crate::workload::ipistorm::{Ipistorm, IpistormParams};
+use crate::workload::params::Params;
+use crate::workload::Workload;
+
+/// Everything that decides a run.
+#[derive(Debug, Clone)]
+pub struct RunSpec {
+    pub machine: String,
+    pub kernel: String,
+    /// `+ID,-ID` on top of the named kernel.
+    pub patches: String,
+    /// Sched features (`NAME` / `NO_NAME`).
+    pub features: Vec<String>,
+    pub hz: Option<u32>,
+    pub seed: u64,
+    pub workload: String,
+    pub params: Params,
+    /// Idle states to enable or disable by name, e.g. ("C2", false).
+    pub idle_states: Vec<(String, bool)>,
+    /// Stop after this much simulated time even if the workload is not done.
+    pub limit_ns: Time,
+    /// Keep trace records.
+    pub trace: bool,
+}
+
+impl RunSpec {
+    pub fn new(workload: &str) -> RunSpec {
+        RunSpec {
+            machine: "epyc-7763-2s".into(),
+            kernel: "v6.10".into(),
+            patches: String::new(),
+            features: Vec::new(),
+            hz: None,
+            seed: 1,
+            workload: workload.into(),
+            params: Params::default(),
+            idle_states: Vec::new(),
+            limit_ns: 120 * NSEC_PER_SEC,
+            trace: false,
+        }
+    }
+}
+
+pub const WORKLOADS: &[(&str, &str)] = &[
+    ("ipistorm", "Anton Blanchard's IPI stress module: kthreads issuing smp_call_function_single()"),
+    ("idle", "nothing runs; the machine idles (ticks, idle states)"),
+];
+
+/// Build the machine for a spec (validating every input).
+pub fn build(spec: &RunSpec) -> Result<Kernel, String> {
+    let mut m = hw::preset(&spec.machine)?;
+    for (name, on) in &spec.idle_states {
+        let Some(i) = m.idle_states.iter().position(|s| &s.name == name) else {
+            let names: Vec<&str> = m.idle_states.iter().map(|s| s.name.as_str()).collect();
+            return Err(format!("machine {} has no idle state '{name}' (expected one of: {})", m.name, names.join(", ")));
+        };
+        if i == 0 && !on {
+            return Err("idle state POLL cannot be disabled".into());
+        }
+        m.idle_states[i].disabled = !on;
+    }
+    let hz = spec.hz.unwrap_or(m.hz);
+    let mut cfg = KernelConfig::resolve(&spec.kernel, &spec.patches, hz)?;
+    for f in &spec.features {
+        cfg.features.apply(f)?;
+    }
+    let nr = m.topo.nr_cpus;
+    let wl = match spec.workload.as_str() {
+        "ipistorm" => Workload::Ipistorm(Ipistorm::new(IpistormParams::parse(&spec.params, nr)?)),
+        "idle" => {
+            spec.params.check_known("idle", &[])?;
+            Workload::Idle
+        }
+        w => {
+            let names: Vec<&str> = WORKLOADS.iter().map(|w| w.0).collect();
+            return Err(format!("unknown workload '{w}' (expected one of: {})", names.join(", ")));
+        }
+    };
+    let mut k = Kernel::new(m, cfg, spec.seed, wl);
+    k.trace.enabled = spec.trace;
+    Ok(k)
+}
+
+/// The outcome of a run.
+pub struct RunResult {
+    pub kernel_label: String,
+    pub machine: String,
+    pub nr_cpus: u32,
+    pub seed: u64,
+    /// Simulated time at the end.
+    pub sim_ns: Time,
+    /// Actions the engine processed.
+    pub actions: u64,
+    pub stats: Stats,
+    pub workload: Workload,
+    pub trace: Vec<Record>,
+    /// pid -> comm, for the trace.
+    pub comms: Vec<(u32, String)>,
+    pub finished: bool,
+}
+
+/// Run a spec to completion.
+pub fn execute(spec: &RunSpec) -> Result<RunResult, String> {
+    let mut k = build(spec)?;
+    k.run(spec.limit_ns);
+    let comms = k.tasks.iter().filter(|t| t.pid != 0).map(|t| (t.pid, t.comm.clone())).collect();
+    Ok(RunResult {
+        kernel_label: k.cfg.label(),
+        machine: k.m.name.clone(),
+        nr_cpus: k.m.topo.nr_cpus,
+        seed: spec.seed,
+        sim_ns: k.now,
+        actions: k.actions,
+        stats: std::mem::take(&mut k.stats),
+        workload: k.wl.clone(),
+        trace: std::mem::take(&mut k.trace.records),
+        comms,
+        finished: k.finished,
+    })
+}
+
+/// Task names for the ftrace writer.
+pub struct Comms<'a> {
+    by_pid: std::collections::BTreeMap<u32, &'a str>,
+    swapper: Vec<String>,
+}
+
+impl<'a> Comms<'a> {
+    pub fn new(r: &'a RunResult) -> Comms<'a> {
+        Comms {
+            by_pid: r.comms.iter().map(|(p, c)| (*p, c.as_str())).collect(),
+            swapper: (0..r.nr_cpus).map(|c| format!("swapper/{c}")).collect(),
+        }
+    }
+}
+
+impl ftrace::Names for Comms<'_> {
+    fn comm(&self, pid: u32, cpu: u32) -> &str {
+        if pid == 0 {
+            return self.swapper.get(cpu as usize).map_or("swapper", |s| s.as_str());
+        }
+        self.by_pid.get(&pid).copied().unwrap_or("<...>")
+    }
+}
+
+/// Write the run's trace as ftrace text to `path`, completely or not at all (a temporary file
+/// renamed into place).
+pub fn write_trace_file(r: &RunResult, path: &std::path::Path) -> Result<(), String> {
+    let tmp = path.with_extension("partial");
+    let res = (|| -> std::io::Result<()> {
+        let f = std::fs::File::create(&tmp)?;
+        let mut w = std::io::BufWriter::new(f);
+        ftrace::write_trace(&mut w, &r.trace, &Comms::new(r), r.nr_cpus)?;
+        let f = w.into_inner().map_err(|e| e.into_error())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if let Err(e) = res {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(format!("cannot write trace file {}: {e}", path.display()));
+    }
+    Ok(())
+}
+
+/// A 64-bit FNV-1a hash of the trace records (for determinism checks).
+pub fn trace_hash(records: &[Record]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut eat = |x: u64| {
+        for b in x.to_le_bytes() {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    };
+    for r in records {
+        eat(r.ts_ns);
+        eat(((r.cpu as u64) << 32) | r.pid as u64);
+        eat(((r.flags as u64) << 8) | r.preempt_count as u64);
+        // The event's Debug form is stable and covers every field.
+        for b in format!("{:?}", r.event).bytes() {
+            eat(b as u64);
+        }
+    }
+    h
+}

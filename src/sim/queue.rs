@@ -1,0 +1,168 @@
+//! The action queue: a binary heap keyed by `(time, seq)`.
+//!
+//! `seq` is a monotonic insertion counter, so actions due at the same instant come out in the
+//! order they were scheduled (FIFO) unless a [`Chooser`] other than FIFO picks another one.
+
+use super::Time;
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+#[derive(Debug)]
+struct Entry<A> {
+    time: Time,
+    seq: u64,
+    action: A,
+}
+
+impl<A> PartialEq for Entry<A> {
+    fn eq(&self, other: &Self) -> bool {
+        self.time == other.time && self.seq == other.seq
+    }
+}
+impl<A> Eq for Entry<A> {}
+impl<A> PartialOrd for Entry<A> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl<A> Ord for Entry<A> {
+    fn cmp(&self, other: &Self) -> Ordering {
+        // BinaryHeap is a max-heap: invert so the earliest (time, seq) is on top.
+        (other.time, other.seq).cmp(&(self.time, self.seq))
+    }
+}
+
+/// Decides which of several actions due at the same instant runs first.
+///
+/// This is the interface a later interleaving explorer plugs into: a run is fully described by
+/// its seed plus the list of choices made here. [`Chooser::Fifo`] is the default and makes no
+/// choice at all (it is never consulted), so the common path costs nothing.
+#[derive(Debug, Clone, Default)]
+pub enum Chooser {
+    /// Same-time actions run in the order they were scheduled.
+    #[default]
+    Fifo,
+    /// Replay recorded choices: at the n-th choice point pick index `choices[n]` (taken modulo
+    /// the number of candidates); past the end of the list, FIFO.
+    Replay { choices: Vec<u32>, next: usize },
+    /// Record the choices made (all FIFO) so that a run can be replayed or mutated.
+    Record { choices: Vec<u32> },
+}
+
+impl Chooser {
+    fn choose(&mut self, candidates: usize) -> usize {
+        match self {
+            Chooser::Fifo => 0,
+            Chooser::Replay { choices, next } => {
+                let c = choices.get(*next).copied().unwrap_or(0) as usize % candidates;
+                *next += 1;
+                c
+            }
+            Chooser::Record { choices } => {
+                choices.push(0);
+                0
+            }
+        }
+    }
+}
+
+/// The queue of pending actions.
+#[derive(Debug)]
+pub struct ActionQueue<A> {
+    heap: BinaryHeap<Entry<A>>,
+    seq: u64,
+    /// How same-time actions are ordered.
+    pub chooser: Chooser,
+    /// Number of choice points met (instants with more than one action due).
+    pub choice_points: u64,
+}
+
+impl<A> Default for ActionQueue<A> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<A> ActionQueue<A> {
+    pub fn new() -> Self {
+        ActionQueue { heap: BinaryHeap::with_capacity(1024), seq: 0, chooser: Chooser::Fifo, choice_points: 0 }
+    }
+
+    /// Schedule `action` at absolute time `time`.
+    #[inline]
+    pub fn push(&mut self, time: Time, action: A) {
+        let seq = self.seq;
+        self.seq += 1;
+        self.heap.push(Entry { time, seq, action });
+    }
+
+    /// Number of pending actions.
+    pub fn len(&self) -> usize {
+        self.heap.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.heap.is_empty()
+    }
+
+    /// Time of the earliest pending action.
+    pub fn peek_time(&self) -> Option<Time> {
+        self.heap.peek().map(|e| e.time)
+    }
+
+    /// Take the next action. When several are due at the same instant and the chooser is not
+    /// FIFO, the chooser picks among them; the others stay queued with their original order.
+    #[inline]
+    pub fn pop(&mut self) -> Option<(Time, A)> {
+        let first = self.heap.pop()?;
+        if matches!(self.chooser, Chooser::Fifo) {
+            return Some((first.time, first.action));
+        }
+        let t = first.time;
+        let mut same = vec![first];
+        while self.heap.peek().is_some_and(|e| e.time == t) {
+            same.push(self.heap.pop().expect("peeked"));
+        }
+        if same.len() == 1 {
+            let e = same.pop().expect("one");
+            return Some((e.time, e.action));
+        }
+        self.choice_points += 1;
+        let idx = self.chooser.choose(same.len());
+        let chosen = same.swap_remove(idx);
+        for e in same {
+            self.heap.push(e);
+        }
+        Some((chosen.time, chosen.action))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn same_time_actions_are_fifo() {
+        let mut q = ActionQueue::new();
+        q.push(10, 'a');
+        q.push(5, 'b');
+        q.push(10, 'c');
+        q.push(10, 'd');
+        let order: Vec<char> = std::iter::from_fn(|| q.pop().map(|(_, a)| a)).collect();
+        assert_eq!(order, vec!['b', 'a', 'c', 'd']);
+    }
+
+    #[test]
+    fn replay_chooser_reorders_same_time_actions() {
+        let mut q = ActionQueue::new();
+        q.chooser = Chooser::Replay { choices: vec![2], next: 0 };
+        q.push(10, 'a');
+        q.push(10, 'b');
+        q.push(10, 'c');
+        let order: Vec<char> = std::iter::from_fn(|| q.pop().map(|(_, a)| a)).collect();
+        // First choice picks index 2 ('c'); afterwards FIFO among the rest.
+        assert_eq!(order[0], 'c');
+        assert_eq!(q.choice_points, 2);
+        assert_eq!(&order[1..], &['a', 'b']);
+    }
+}

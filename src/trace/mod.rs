@@ -1,0 +1,139 @@
+//! Trace records: the compact, binary form of the kernel trace events the model emits.
+//!
+//! Records are appended in the simulator's hot loop as small `Copy` values; all text formatting
+//! happens afterwards, in [`ftrace`]. Architecture invariant: the kernel model never formats
+//! text; it only pushes [`Record`]s.
+
+pub mod ftrace;
+
+/// `common_flags` bits of a trace entry (include/linux/trace_events.h, 6.13+ numbering).
+pub mod flags {
+    pub const IRQS_OFF: u8 = 0x01;
+    pub const NEED_RESCHED_LAZY: u8 = 0x02;
+    /// TIF_NEED_RESCHED of the current task.
+    pub const NEED_RESCHED: u8 = 0x04;
+    pub const HARDIRQ: u8 = 0x08;
+    pub const SOFTIRQ: u8 = 0x10;
+    /// PREEMPT_NEED_RESCHED folded into the per-CPU preempt_count.
+    pub const PREEMPT_RESCHED: u8 = 0x20;
+    pub const NMI: u8 = 0x40;
+    pub const BH_OFF: u8 = 0x80;
+}
+
+/// Kernel symbols that appear as `callsite=`, `callback=` or `func=` in trace lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Sym {
+    /// `callback=0x0` of a plain reschedule IPI.
+    Null,
+    GenericSmpCallFunctionSingleInterrupt,
+    TtwuQueueWakelist,
+    WakeupPreempt,
+    ReschedCurr,
+    SmpCallFunctionSingle,
+    SmpCallFunctionSingleAsync,
+    GenericExecSingle,
+    KickIlb,
+    /// The callback of ipistorm's calls.
+    DoNothingIpi,
+    SchedTtwuPending,
+    NohzCsdFunc,
+}
+
+/// x86 interrupt vectors that the model delivers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Vector {
+    /// LOCAL_TIMER_VECTOR, 236.
+    LocalTimer,
+    /// CALL_FUNCTION_SINGLE_VECTOR, 251.
+    CallFunctionSingle,
+    /// RESCHEDULE_VECTOR, 253.
+    Reschedule,
+}
+
+impl Vector {
+    pub const fn number(self) -> u32 {
+        match self {
+            Vector::LocalTimer => 236,
+            Vector::CallFunctionSingle => 251,
+            Vector::Reschedule => 253,
+        }
+    }
+}
+
+/// Modelled kernel warnings (`WARN_ON_ONCE` sites). A warning is a finding of the run, not a
+/// crash of the simulator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WarnSite {
+    /// kernel/softirq.c `do_softirq_post_smp_call_flush()` (PREEMPT_RT).
+    DoSoftirqPostSmpCallFlush,
+    /// kernel/sched/core.c `nohz_csd_func()`: kicked without a kick bit.
+    NohzCsdFuncNoKick,
+}
+
+/// One trace event with its kernel fields. Task names are resolved from pids at format time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Event {
+    /// `sched_switch`. `prev_state` is the kernel's TASK_REPORT encoding: 0 = R, 1 = S, 2 = D,
+    /// 0x80 = I; `| 0x100` (TASK_REPORT_MAX) marks a preempted task (`R+`).
+    SchedSwitch { prev_pid: u32, prev_prio: i32, prev_state: u32, next_pid: u32, next_prio: i32 },
+    SchedWaking { pid: u32, prio: i32, target_cpu: u32 },
+    SchedWakeup { pid: u32, prio: i32, target_cpu: u32 },
+    SchedWakeupNew { pid: u32, prio: i32, target_cpu: u32 },
+    SchedMigrateTask { pid: u32, prio: i32, orig_cpu: u32, dest_cpu: u32 },
+    SchedWakeIdleWithoutIpi { cpu: u32 },
+    IpiSendCpu { cpu: u32, callsite: Sym, callback: Sym },
+    /// `csd` is the address of the csd; it prints hashed like `%p`.
+    CsdQueueCpu { cpu: u32, callsite: Sym, func: Sym, csd: u64 },
+    CsdFunctionEntry { func: Sym, csd: u64 },
+    CsdFunctionExit { func: Sym, csd: u64 },
+    /// `cpu_idle`; `state` is `u32::MAX` (PWR_EVENT_EXIT) on exit.
+    CpuIdle { state: u32, cpu_id: u32 },
+    /// `local_timer_entry`, `call_function_single_entry`, `reschedule_entry`.
+    VectorEntry { vector: Vector },
+    VectorExit { vector: Vector },
+    SoftirqRaise { vec: u32 },
+    SoftirqEntry { vec: u32 },
+    SoftirqExit { vec: u32 },
+    /// A modelled `WARN_ON_ONCE` firing.
+    Warning { site: WarnSite },
+}
+
+/// One trace record: the common header plus the event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Record {
+    /// Time of the event, ns since the start of the run.
+    pub ts_ns: u64,
+    /// CPU the event was recorded on.
+    pub cpu: u32,
+    /// `current`'s pid on that CPU (0 for the idle task).
+    pub pid: u32,
+    /// `common_flags` ([`flags`]).
+    pub flags: u8,
+    /// `common_preempt_count`: low nibble preempt depth, high nibble migrate-disable depth.
+    pub preempt_count: u8,
+    pub event: Event,
+}
+
+/// The names the formatter needs for a pid.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskName {
+    pub pid: u32,
+    pub comm: String,
+}
+
+/// An append-only trace buffer. Recording can be switched off, in which case `push` is one
+/// predictable branch.
+#[derive(Debug, Default)]
+pub struct TraceBuf {
+    pub enabled: bool,
+    pub records: Vec<Record>,
+}
+
+impl TraceBuf {
+    #[inline]
+    pub fn push(&mut self, r: Record) {
+        if self.enabled {
+            self.records.push(r);
+        }
+    }
+}

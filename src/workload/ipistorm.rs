@@ -1,0 +1,240 @@
+//! ipistorm (Anton Blanchard, github.com/antonblanchard/ipistorm @ 6d93af8, 2021-05-02), as
+//! the kernel module behaves, plus the `numipi` parameter of the modified version used for
+//! the published SM_IDLE runs (workloads.md §1).
+//!
+//! One kthread per CPU of `cpulist`, bound to it (SCHED_NORMAL, nice 0). Each computes its
+//! target as `((cpu & ~mask) + ((cpu + offset) & mask)) % nr_cpu_ids` when `mask` is set and
+//! `(cpu + offset) % nr_cpu_ids` otherwise — the published run (`offset=8 cpulist=8`) goes
+//! CPU8 -> CPU16, which upstream's `% num_cpus` cannot give, so the modified module must use
+//! `nr_cpu_ids` (an inference, workloads.md §1.2). It then issues
+//! `smp_call_function_single(target, do_nothing_ipi, NULL, wait)` (or `smp_call_function()`
+//! to all others with `single=0`) and, between calls, `cond_resched()` or, with `delay`,
+//! `usleep_range(delay, delay + 1)`. It stops after `numipi` calls, or after `timeout`
+//! seconds when `numipi=0` (upstream behaviour).
+
+use super::params::Params;
+use super::{TaskFrame, Workload};
+use crate::hw::cpumask::{parse_cpulist, CpuMask};
+use crate::linux::engine::{Action, Frame, Next};
+use crate::linux::kernel::sched::core::{wake_up_new_task, ScheduleCaller};
+use crate::linux::kernel::sched::{need_resched, TaskKind, TASK_DEAD, TASK_UNINTERRUPTIBLE};
+use crate::linux::kernel::smp::SmpCallFunction;
+use crate::linux::kernel::time::tick_sched::hrtimer_start_sleeper;
+use crate::linux::{CpuId, CsdFunc, Kernel, TaskId};
+use crate::sim::{Time, NSEC_PER_MSEC, NSEC_PER_SEC, NSEC_PER_USEC};
+
+/// The module parameters.
+#[derive(Debug, Clone)]
+pub struct IpistormParams {
+    pub numipi: u64,
+    pub timeout_s: u64,
+    pub wait: bool,
+    pub single: bool,
+    pub offset: u64,
+    pub mask: u64,
+    pub delay_us: u64,
+    pub cpulist: CpuMask,
+}
+
+pub const PARAM_NAMES: &[&str] = &["numipi", "timeout", "wait", "single", "offset", "mask", "delay", "cpulist"];
+
+impl IpistormParams {
+    /// Parse module parameters for a machine with `nr_cpus` CPUs. Defaults are the module's
+    /// (`timeout=30 wait=1 single=0 offset=1 mask=0 delay=0`, all CPUs), plus `numipi=0`.
+    pub fn parse(p: &Params, nr_cpus: u32) -> Result<IpistormParams, String> {
+        p.check_known("ipistorm", PARAM_NAMES)?;
+        let cpulist = match p.get("cpulist") {
+            None | Some("") => CpuMask::full(nr_cpus),
+            Some(s) => parse_cpulist(s, nr_cpus).map_err(|e| format!("{}: parameter cpulist='{s}': {e}", p.origin))?,
+        };
+        if cpulist.is_empty() {
+            return Err(format!("{}: parameter cpulist is empty", p.origin));
+        }
+        let out = IpistormParams {
+            numipi: p.u64_or("numipi", 0)?,
+            timeout_s: p.u64_or("timeout", 30)?,
+            wait: p.bool_or("wait", true)?,
+            single: p.bool_or("single", false)?,
+            offset: p.u64_or("offset", 1)?,
+            mask: p.u64_or("mask", 0)?,
+            delay_us: p.u64_or("delay", 0)?,
+            cpulist,
+        };
+        if !out.single {
+            return Err(format!(
+                "{}: single=0 (smp_call_function() to every other CPU) is not modelled yet; use single=1",
+                p.origin
+            ));
+        }
+        if out.numipi == 0 && out.timeout_s == 0 {
+            return Err(format!("{}: numipi=0 and timeout=0: the run would never send anything", p.origin));
+        }
+        Ok(out)
+    }
+
+    /// The target of the thread on `cpu`.
+    pub fn target(&self, cpu: CpuId, nr_cpus: u32) -> CpuId {
+        let c = cpu as u64;
+        let t = if self.mask != 0 { (c & !self.mask) + ((c + self.offset) & self.mask) } else { c + self.offset };
+        (t % nr_cpus as u64) as CpuId
+    }
+}
+
+/// Per-run state and results.
+#[derive(Debug, Clone)]
+pub struct Ipistorm {
+    pub p: IpistormParams,
+    pub threads: Vec<TaskId>,
+    /// When the module's init woke the threads.
+    pub load_ns: Time,
+    /// First call issued / last call completed.
+    pub first_call_ns: Option<Time>,
+    pub last_done_ns: Time,
+    pub running: u32,
+    /// Calls whose notification was a flag on a polling CPU, or a real IPI, or neither
+    /// (coalesced behind an earlier entry).
+    pub calls_polling: u64,
+    pub calls_ipi: u64,
+    pub calls_coalesced: u64,
+    /// Total call latency (smp_call_function_single entry to return) by kind.
+    pub ns_polling: u64,
+    pub ns_ipi: u64,
+    pub ns_coalesced: u64,
+}
+
+impl Ipistorm {
+    pub fn new(p: IpistormParams) -> Ipistorm {
+        Ipistorm {
+            p,
+            threads: Vec::new(),
+            load_ns: 0,
+            first_call_ns: None,
+            last_done_ns: 0,
+            running: 0,
+            calls_polling: 0,
+            calls_ipi: 0,
+            calls_coalesced: 0,
+            ns_polling: 0,
+            ns_ipi: 0,
+            ns_coalesced: 0,
+        }
+    }
+
+    pub fn calls(&self) -> u64 {
+        self.calls_polling + self.calls_ipi + self.calls_coalesced
+    }
+
+    /// Time from the first call to the last completion.
+    pub fn total_ns(&self) -> Time {
+        self.last_done_ns.saturating_sub(self.first_call_ns.unwrap_or(0))
+    }
+}
+
+fn st(k: &mut Kernel) -> &mut Ipistorm {
+    match &mut k.wl {
+        Workload::Ipistorm(s) => s,
+        _ => unreachable!(),
+    }
+}
+
+/// `module_init`: create the threads; they are woken at a seed-dependent instant in the
+/// first tick after 1 ms, so seeds differ in the phase of the run against the tick.
+pub fn start(k: &mut Kernel) {
+    let cpus: Vec<CpuId> = st(k).p.cpulist.iter().collect();
+    let mut threads = Vec::new();
+    for c in cpus {
+        let t = k.new_task(TaskKind::Workload, format!("ipistorm/{c}"), 0, 120, Some(c));
+        k.tasks[t as usize].saved = vec![Frame::Workload(TaskFrame::default()), Frame::RetFromFork];
+        threads.push(t);
+    }
+    let tick = k.tick_nsec();
+    let mut r = crate::sim::Prng::new(k.cpus[0].rng.next_u64(), 0x1D5);
+    let load = NSEC_PER_MSEC + r.range(0, tick - 1);
+    let s = st(k);
+    s.threads = threads;
+    s.load_ns = load;
+    k.q.push(load, Action::Workload { what: 0 });
+}
+
+/// The module init wakes every thread (`wake_up_process` after `kthread_create`), from CPU 0.
+pub fn on_action(k: &mut Kernel, _what: u32) {
+    let threads = st(k).threads.clone();
+    for t in threads {
+        wake_up_new_task(k, 0, t);
+    }
+}
+
+/// One step of an ipistorm kthread.
+pub fn kthread_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
+    let nr = k.m.topo.nr_cpus;
+    match s.at {
+        0 => {
+            // atomic_inc(&running); the wait for all threads to start is not modelled beyond
+            // the wakeup itself.
+            st(k).running += 1;
+            s.at = 1;
+            s.mark[0] = k.now; // loop start, for the timeout
+            Next::Cont(0)
+        }
+        1 => {
+            let now = k.now;
+            let p = &st(k).p;
+            let done = if p.numipi > 0 { s.i >= p.numipi } else { now >= s.mark[0] + p.timeout_s * NSEC_PER_SEC };
+            if done {
+                let w = st(k);
+                w.running -= 1;
+                if w.running == 0 {
+                    k.finished = true;
+                }
+                let me = k.curr(cpu) as usize;
+                k.tasks[me].state = TASK_DEAD;
+                s.at = 4;
+                return Next::Call(0, Frame::ScheduleCaller(ScheduleCaller::schedule()));
+            }
+            let target = p.target(cpu, nr);
+            let wait = p.wait;
+            s.t0 = now;
+            s.mark[1] = k.stats.ipis_sent;
+            s.mark[2] = k.stats.ipis_avoided;
+            let w = st(k);
+            w.first_call_ns.get_or_insert(now);
+            s.at = 2;
+            Next::Call(0, Frame::SmpCallFunction(SmpCallFunction::single(target, CsdFunc::DoNothingIpi, wait)))
+        }
+        2 => {
+            let now = k.now;
+            let dt = now - s.t0;
+            let (before_ipis, before_avoided) = (s.mark[1], s.mark[2]);
+            let (ipis, avoided) = (k.stats.ipis_sent, k.stats.ipis_avoided);
+            let w = st(k);
+            if ipis > before_ipis {
+                w.calls_ipi += 1;
+                w.ns_ipi += dt;
+            } else if avoided > before_avoided {
+                w.calls_polling += 1;
+                w.ns_polling += dt;
+            } else {
+                w.calls_coalesced += 1;
+                w.ns_coalesced += dt;
+            }
+            w.last_done_ns = now;
+            s.i += 1;
+            let delay = w.p.delay_us;
+            if delay > 0 {
+                // usleep_range(delay, delay + 1): an hrtimer sleep, then schedule().
+                let me = k.curr(cpu);
+                k.tasks[me as usize].state = TASK_UNINTERRUPTIBLE;
+                hrtimer_start_sleeper(k, cpu, now + (delay + 1) * NSEC_PER_USEC, me);
+                s.at = 1;
+                return Next::Call(k.costs.cond_resched, Frame::ScheduleCaller(ScheduleCaller::schedule()));
+            }
+            // cond_resched()
+            s.at = 1;
+            if need_resched(k, cpu) {
+                return Next::Call(k.costs.cond_resched, Frame::ScheduleCaller(ScheduleCaller::preempt_schedule_common()));
+            }
+            Next::Cont(k.costs.cond_resched)
+        }
+        _ => unreachable!("ipistorm thread ran after exit"),
+    }
+}
