@@ -3,7 +3,7 @@ use schedsim::workload::params::Params;
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut s = RunSpec::new("ipistorm");
-    s.params = Params::parse(["numipi=100000", "single=1", "offset=8", "cpulist=8", "wait=1"], "cli").unwrap();
+    s.params = Params::parse(["numipi=30", "single=1", "offset=8", "cpulist=8", "wait=1"], "cli").unwrap();
     if let Some(p) = args.first() { s.patches = p.clone(); }
     if let Some(m) = args.get(1) { s.machine = m.clone(); if m == "smp-4" { s.params = Params::parse(["numipi=2000","single=1","offset=1","cpulist=1"], "cli").unwrap(); } }
     s.trace = args.get(2).is_some();

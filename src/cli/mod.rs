@@ -1,2 +1,538 @@
-//! The command line.
-pub fn main() -> i32 { 0 }
+//! The command line: `schedsim run | compare | reproduce | list | bench`. The only module that
+//! does I/O or reads the wall clock.
+
+pub mod scenario;
+
+use crate::experiments::{self, ExpOpts};
+use crate::linux::engine::Phase;
+use crate::report::{self, CompareRow, Comparison};
+use crate::run::{self, RunResult, RunSpec};
+use crate::workload::params::Params;
+use crate::workload::Workload;
+use clap::{Args, Parser, Subcommand};
+use serde_json::json;
+use std::path::PathBuf;
+
+#[derive(Parser, Debug)]
+#[command(name = "schedsim", version, about = "Deterministic simulator of the Linux scheduler's SMP machinery (wakeups, IPIs, idle, softirqs, balancing)")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Run one scenario and print the workload's output and perf-stat-style counters.
+    Run(RunArgs),
+    /// Run a scenario on several kernels over N seeds: an mmtests-style table.
+    Compare(CompareArgs),
+    /// Run built-in experiments with the published figures beside the simulated ones.
+    Reproduce(ReproduceArgs),
+    /// List machines, kernels, patches, sched features, workloads, scenarios and experiments.
+    List,
+    /// Measure the simulator's speed: actions per second and simulated time per wall second.
+    Bench(BenchArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+struct SpecArgs {
+    /// Machine preset (see `schedsim list`).
+    #[arg(long)]
+    machine: Option<String>,
+    /// Named kernel (v6.10, v6.12).
+    #[arg(long)]
+    kernel: Option<String>,
+    /// Patches on top of the kernel: +ID,-ID (commit ids or RFC keys).
+    #[arg(long, allow_hyphen_values = true)]
+    patch: Option<String>,
+    /// Sched feature, NAME or NO_NAME (repeatable).
+    #[arg(long = "feature")]
+    features: Vec<String>,
+    /// CONFIG_HZ.
+    #[arg(long)]
+    hz: Option<u32>,
+    /// Enable or disable an idle state: NAME=on|off (repeatable), e.g. C2=off.
+    #[arg(long = "cstate")]
+    cstates: Vec<String>,
+    /// Stop after this much simulated time (ms).
+    #[arg(long)]
+    limit_ms: Option<u64>,
+}
+
+#[derive(Args, Debug)]
+struct RunArgs {
+    /// Built-in scenario (ipistorm, idle); ignored with --scenario.
+    #[arg(default_value = "ipistorm")]
+    scenario: String,
+    /// Workload parameters, key=value (e.g. numipi=1000 offset=8).
+    params: Vec<String>,
+    /// A TOML scenario file instead of a built-in scenario.
+    #[arg(long = "scenario", value_name = "FILE")]
+    scenario_file: Option<PathBuf>,
+    #[command(flatten)]
+    spec: SpecArgs,
+    /// Seed of the run.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Write the ftrace text of the run to FILE.
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
+    /// Print one JSON document instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug)]
+struct CompareArgs {
+    /// Built-in scenario.
+    #[arg(default_value = "ipistorm")]
+    scenario: String,
+    /// Workload parameters, key=value.
+    params: Vec<String>,
+    /// Kernels to compare, comma-separated; each NAME[+ID][-ID]... e.g. v6.10,v6.10+3dcac251b066
+    #[arg(long, default_value = "v6.10,v6.12", allow_hyphen_values = true)]
+    kernels: String,
+    /// Seeds per kernel.
+    #[arg(long, default_value_t = 5)]
+    runs: usize,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Worker threads (independent runs only).
+    #[arg(long, default_value_t = 2)]
+    jobs: usize,
+    #[arg(long = "scenario", value_name = "FILE")]
+    scenario_file: Option<PathBuf>,
+    #[command(flatten)]
+    spec: SpecArgs,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug)]
+struct ReproduceArgs {
+    /// Experiments to run (default: all).
+    experiments: Vec<String>,
+    /// Seeds per variant.
+    #[arg(long, default_value_t = 5)]
+    runs: usize,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    #[arg(long, default_value_t = 2)]
+    jobs: usize,
+    /// Override a workload parameter of the experiment, key=value (repeatable).
+    #[arg(long = "param")]
+    params: Vec<String>,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug)]
+struct BenchArgs {
+    /// Repetitions of each measured run.
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+}
+
+/// Parse, run, and return the process exit code (2 for bad input).
+pub fn main() -> i32 {
+    let cli = Cli::parse();
+    let res = match cli.cmd {
+        Cmd::Run(a) => cmd_run(a),
+        Cmd::Compare(a) => cmd_compare(a),
+        Cmd::Reproduce(a) => cmd_reproduce(a),
+        Cmd::List => {
+            print!("{}", list_text());
+            Ok(())
+        }
+        Cmd::Bench(a) => cmd_bench(a),
+    };
+    match res {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("schedsim: error: {e}");
+            2
+        }
+    }
+}
+
+fn apply_spec_args(s: &mut RunSpec, a: &SpecArgs) -> Result<(), String> {
+    if let Some(m) = &a.machine {
+        s.machine = m.clone();
+    }
+    if let Some(k) = &a.kernel {
+        s.kernel = k.clone();
+    }
+    if let Some(p) = &a.patch {
+        s.patches = if s.patches.is_empty() { p.clone() } else { format!("{},{p}", s.patches) };
+    }
+    s.features.extend(a.features.iter().cloned());
+    if a.hz.is_some() {
+        s.hz = a.hz;
+    }
+    for c in &a.cstates {
+        let Some((name, v)) = c.split_once('=') else {
+            return Err(format!("--cstate '{c}': expected NAME=on or NAME=off"));
+        };
+        let on = match v {
+            "on" | "1" | "enable" => true,
+            "off" | "0" | "disable" => false,
+            _ => return Err(format!("--cstate '{c}': expected NAME=on or NAME=off")),
+        };
+        s.idle_states.retain(|(n, _)| n != name);
+        s.idle_states.push((name.to_string(), on));
+    }
+    if let Some(l) = a.limit_ms {
+        s.limit_ns = l * crate::sim::NSEC_PER_MSEC;
+    }
+    Ok(())
+}
+
+fn base_spec(name: &str, file: &Option<PathBuf>, params: &[String]) -> Result<RunSpec, String> {
+    let mut s = match file {
+        Some(p) => {
+            let text = std::fs::read_to_string(p).map_err(|e| format!("cannot read scenario file {}: {e}", p.display()))?;
+            scenario::parse(&text, &p.display().to_string())?
+        }
+        None => scenario::builtin(name)?,
+    };
+    if !params.is_empty() {
+        let extra = Params::parse(params.iter().map(String::as_str), "command line")?;
+        let mut pairs = s.params.pairs().to_vec();
+        pairs.extend(extra.pairs().iter().cloned());
+        s.params = Params::from_pairs(pairs, "command line");
+    }
+    Ok(s)
+}
+
+fn cmd_run(a: RunArgs) -> Result<(), String> {
+    let mut s = base_spec(&a.scenario, &a.scenario_file, &a.params)?;
+    apply_spec_args(&mut s, &a.spec)?;
+    if let Some(seed) = a.seed {
+        s.seed = seed;
+    }
+    s.trace = a.trace.is_some();
+    let r = run::execute(&s)?;
+    if let Some(path) = &a.trace {
+        run::write_trace_file(&r, path)?;
+    }
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&run_json(&s, &r)).expect("serializable"));
+    } else {
+        print!("{}", run_text(&s, &r));
+        if let Some(path) = &a.trace {
+            println!("\ntrace: {} records written to {}", r.trace.len(), path.display());
+        }
+    }
+    Ok(())
+}
+
+fn counters_json(r: &RunResult) -> serde_json::Value {
+    let st = &r.stats;
+    let phases: serde_json::Map<String, serde_json::Value> = Phase::ALL
+        .iter()
+        .map(|p| (p.name().to_string(), json!(st.phase_ns.iter().map(|c| c[*p as usize]).sum::<u64>())))
+        .collect();
+    json!({
+        "ipis_sent": st.ipis_sent,
+        "resched_ipis_sent": st.resched_ipis_sent,
+        "ipis_avoided_by_polling": st.ipis_avoided,
+        "idle_exits": st.idle_exits,
+        "idle_state_entries": st.idle_state_entries,
+        "schedule_idle_calls": st.schedule_idle_calls,
+        "newidle_calls": st.newidle_calls,
+        "newidle_balances": st.newidle_balances,
+        "newidle_ns": st.newidle_ns,
+        "ksoftirqd_wakeups": st.ksoftirqd_wakeups,
+        "context_switches": st.context_switches,
+        "ticks": st.ticks,
+        "tick_stops": st.tick_stops,
+        "warns": st.warns,
+        "irqs_off_ns_per_cpu": st.irqs_off_ns,
+        "phase_ns_all_cpus": phases,
+    })
+}
+
+fn workload_json(r: &RunResult) -> serde_json::Value {
+    match &r.workload {
+        Workload::Ipistorm(w) => json!({
+            "name": "ipistorm",
+            "calls": w.calls(),
+            "total_ns": w.total_ns(),
+            "calls_polling": w.calls_polling,
+            "calls_ipi": w.calls_ipi,
+            "calls_coalesced": w.calls_coalesced,
+            "mean_call_ns_polling": w.ns_polling.checked_div(w.calls_polling),
+            "mean_call_ns_ipi": w.ns_ipi.checked_div(w.calls_ipi),
+        }),
+        Workload::Idle => json!({"name": "idle"}),
+    }
+}
+
+fn run_json(s: &RunSpec, r: &RunResult) -> serde_json::Value {
+    json!({
+        "scenario": s.workload,
+        "machine": r.machine,
+        "kernel": r.kernel_label,
+        "seed": r.seed,
+        "finished": r.finished,
+        "sim_ns": r.sim_ns,
+        "actions": r.actions,
+        "workload": workload_json(r),
+        "counters": counters_json(r),
+    })
+}
+
+fn run_text(s: &RunSpec, r: &RunResult) -> String {
+    let mut o = String::new();
+    let params: Vec<String> = s.params.pairs().iter().map(|(k, v)| format!("{k}={v}")).collect();
+    o.push_str(&format!("# schedsim run {} {} --machine {} --kernel '{}' --seed {}\n", s.workload, params.join(" "), r.machine, r.kernel_label, r.seed));
+    match &r.workload {
+        Workload::Ipistorm(w) => {
+            for c in w.p.cpulist.iter() {
+                o.push_str(&format!("ipistorm: {c} -> {}\n", w.p.target(c, r.nr_cpus)));
+            }
+            o.push_str(&format!("ipistorm: {} calls in {:.3} ms ({:.0} ns per call)\n", w.calls(), w.total_ns() as f64 / 1e6, w.total_ns() as f64 / w.calls().max(1) as f64));
+            let pct = |n: u64| 100.0 * n as f64 / w.calls().max(1) as f64;
+            o.push_str(&format!(
+                "ipistorm: {:.1}% of calls notified by polling (mean {} ns), {:.1}% by a real IPI (mean {} ns), {:.1}% coalesced\n",
+                pct(w.calls_polling),
+                w.ns_polling.checked_div(w.calls_polling).unwrap_or(0),
+                pct(w.calls_ipi),
+                w.ns_ipi.checked_div(w.calls_ipi).unwrap_or(0),
+                pct(w.calls_coalesced)
+            ));
+        }
+        Workload::Idle => o.push_str(&format!("idle: {:.3} ms simulated\n", r.sim_ns as f64 / 1e6)),
+    }
+    if !r.finished && !matches!(r.workload, Workload::Idle) {
+        o.push_str("warning: the workload did not finish before the time limit\n");
+    }
+    let st = &r.stats;
+    let total_irqs_off: u64 = st.irqs_off_ns.iter().sum();
+    o.push_str(&format!("\n Performance counter stats (simulated {:.3} ms, {} CPUs):\n\n", r.sim_ns as f64 / 1e6, r.nr_cpus));
+    let line = |o: &mut String, v: String, name: &str| o.push_str(&format!("{v:>18}      {name}\n"));
+    line(&mut o, st.ipis_sent.to_string(), "ipis-sent (CALL_FUNCTION_SINGLE)");
+    line(&mut o, st.resched_ipis_sent.to_string(), "ipis-sent (RESCHEDULE)");
+    line(&mut o, st.ipis_avoided.to_string(), "ipis-avoided (sched_wake_idle_without_ipi)");
+    line(&mut o, st.idle_exits.to_string(), "idle-exits (do_idle)");
+    line(&mut o, st.schedule_idle_calls.to_string(), "schedule-idle-calls");
+    line(&mut o, st.newidle_calls.to_string(), "newidle-balance-calls");
+    line(&mut o, format!("{:.3}", st.newidle_ns as f64 / 1e6), "newidle-balance-msec");
+    line(&mut o, st.ksoftirqd_wakeups.to_string(), "ksoftirqd-wakeups");
+    line(&mut o, st.context_switches.to_string(), "context-switches");
+    line(&mut o, format!("{:.3}", total_irqs_off as f64 / 1e6), "irqs-off-msec (all CPUs)");
+    line(&mut o, st.warns.to_string(), "kernel-warnings");
+    // The busiest CPUs by IRQ-off time.
+    let mut busy: Vec<(usize, u64)> = st.irqs_off_ns.iter().copied().enumerate().filter(|(_, v)| *v > 0).collect();
+    busy.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    o.push_str("\n Time by phase on the busiest CPUs (ms):\n");
+    let mut header = vec!["cpu".to_string(), "irqs-off".to_string()];
+    header.extend(Phase::ALL.iter().map(|p| p.name().to_string()));
+    let rows: Vec<Vec<String>> = busy
+        .iter()
+        .take(4)
+        .map(|(c, off)| {
+            let mut row = vec![c.to_string(), format!("{:.3}", *off as f64 / 1e6)];
+            row.extend(Phase::ALL.iter().map(|p| format!("{:.3}", st.phase_ns[*c][*p as usize] as f64 / 1e6)));
+            row
+        })
+        .collect();
+    o.push_str(&report::render_grid(&header, &rows));
+    o
+}
+
+fn cmd_compare(a: CompareArgs) -> Result<(), String> {
+    if a.runs == 0 {
+        return Err("--runs must be at least 1".into());
+    }
+    let mut base = base_spec(&a.scenario, &a.scenario_file, &a.params)?;
+    apply_spec_args(&mut base, &a.spec)?;
+    let kernels: Vec<&str> = a.kernels.split(',').map(str::trim).filter(|k| !k.is_empty()).collect();
+    if kernels.is_empty() {
+        return Err("--kernels is empty".into());
+    }
+    let mut specs = Vec::new();
+    for kspec in &kernels {
+        // NAME[+ID][-ID]...
+        let cut = kspec.find(['+', '-']).unwrap_or(kspec.len());
+        let (name, rest) = kspec.split_at(cut);
+        let mut patches = Vec::new();
+        let mut cur = String::new();
+        for ch in rest.chars() {
+            if (ch == '+' || ch == '-') && !cur.is_empty() {
+                patches.push(std::mem::take(&mut cur));
+            }
+            cur.push(ch);
+        }
+        if !cur.is_empty() {
+            patches.push(cur);
+        }
+        for i in 0..a.runs {
+            let mut s = base.clone();
+            s.kernel = name.to_string();
+            if !patches.is_empty() {
+                s.patches = if s.patches.is_empty() { patches.join(",") } else { format!("{},{}", s.patches, patches.join(",")) };
+            }
+            s.seed = a.seed + i as u64;
+            specs.push(s);
+        }
+    }
+    for s in specs.iter().step_by(a.runs) {
+        run::build(s)?;
+    }
+    let results = experiments::run_all(&specs, a.jobs)?;
+    let (metric, unit) = ("time", "ms");
+    let mut rows = Vec::new();
+    for (ki, kspec) in kernels.iter().enumerate() {
+        let rs = &results[ki * a.runs..(ki + 1) * a.runs];
+        let v: Vec<f64> = rs
+            .iter()
+            .map(|r| match &r.workload {
+                Workload::Ipistorm(w) => w.total_ns() as f64 / 1e6,
+                Workload::Idle => r.sim_ns as f64 / 1e6,
+            })
+            .collect();
+        let (mean, stddev) = report::mean_stddev(&v);
+        let patches = crate::linux::KernelConfig::resolve(&specs[ki * a.runs].kernel, &specs[ki * a.runs].patches, 250)?;
+        rows.push(CompareRow {
+            variant: kspec.to_string(),
+            kernel: rs[0].kernel_label.clone(),
+            patches: patches.patches.iter().map(|p| p.info().id.to_string()).collect(),
+            runs: a.runs,
+            mean,
+            stddev,
+            normalized: 0.0,
+            published: None,
+            extra: Default::default(),
+        });
+    }
+    report::normalize(&mut rows);
+    let params: Vec<String> = base.params.pairs().iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let c = Comparison {
+        experiment: base.workload.clone(),
+        machine: base.machine.clone(),
+        metric: metric.into(),
+        unit: unit.into(),
+        lower_is_better: true,
+        rows,
+        title: format!("{} {}", base.workload, params.join(" ")),
+        notes: vec![],
+    };
+    print_comparison(&c, a.json);
+    Ok(())
+}
+
+fn print_comparison(c: &Comparison, json: bool) {
+    if json {
+        println!("{}", serde_json::to_string_pretty(c).expect("serializable"));
+    } else {
+        print!("{}", report::render_table(c));
+    }
+}
+
+fn cmd_reproduce(a: ReproduceArgs) -> Result<(), String> {
+    if a.runs == 0 {
+        return Err("--runs must be at least 1".into());
+    }
+    let names: Vec<String> = if a.experiments.is_empty() { experiments::EXPERIMENTS.iter().map(|e| e.name.to_string()).collect() } else { a.experiments.clone() };
+    let exps: Vec<_> = names.iter().map(|n| experiments::find(n)).collect::<Result<_, _>>()?;
+    let params = Params::parse(a.params.iter().map(String::as_str), "--param")?;
+    let o = ExpOpts { runs: a.runs, seed: a.seed, jobs: a.jobs, params: params.pairs().to_vec() };
+    let mut docs = Vec::new();
+    for e in exps {
+        let c = (e.run)(&o)?;
+        if a.json {
+            docs.push(c);
+        } else {
+            print_comparison(&c, false);
+            println!();
+        }
+    }
+    if a.json {
+        if docs.len() == 1 {
+            println!("{}", serde_json::to_string_pretty(&docs[0]).expect("serializable"));
+        } else {
+            println!("{}", serde_json::to_string_pretty(&docs).expect("serializable"));
+        }
+    }
+    Ok(())
+}
+
+fn cmd_bench(a: BenchArgs) -> Result<(), String> {
+    use std::time::Instant;
+    println!("schedsim bench: simulator speed (wall clock of this machine; median of {} runs)\n", a.runs);
+    let mut rows = Vec::new();
+    let cases: Vec<(&str, RunSpec)> = vec![
+        ("ipistorm epyc-7763-2s v6.10 numipi=100000", scenario::builtin("ipistorm")?),
+        ("ipistorm epyc-7763-2s v6.12 numipi=100000", {
+            let mut s = scenario::builtin("ipistorm")?;
+            s.kernel = "v6.12".into();
+            s
+        }),
+        ("idle epyc-7763-2s 100 ms", scenario::builtin("idle")?),
+    ];
+    for (name, spec) in cases {
+        let mut samples = Vec::new();
+        for _ in 0..a.runs.max(1) {
+            let t = Instant::now();
+            let r = run::execute(&spec)?;
+            let wall = t.elapsed().as_secs_f64();
+            samples.push((wall, r.actions, r.sim_ns));
+        }
+        samples.sort_by(|x, y| x.0.total_cmp(&y.0));
+        let (wall, actions, sim_ns) = samples[samples.len() / 2];
+        rows.push(vec![
+            name.to_string(),
+            actions.to_string(),
+            format!("{:.3}", wall),
+            format!("{:.2}", actions as f64 / wall / 1e6),
+            format!("{:.4}", sim_ns as f64 / 1e9 / wall),
+        ]);
+    }
+    let header: Vec<String> = ["case", "actions", "wall(s)", "Mactions/s", "sim-s per wall-s"].iter().map(|s| s.to_string()).collect();
+    print!("{}", report::render_grid(&header, &rows));
+    let t = Instant::now();
+    experiments::ipistorm::reproduce(&ExpOpts::default())?;
+    println!("\nreproduce ipistorm (6 variants x 5 seeds, 2 jobs): {:.2} s wall", t.elapsed().as_secs_f64());
+    Ok(())
+}
+
+/// The text of `schedsim list`.
+pub fn list_text() -> String {
+    use crate::linux::kernel::sched::features::SCHED_FEATURES;
+    use crate::linux::patches::{KERNELS, PATCHES};
+    let mut o = String::new();
+    o.push_str("Machines:\n");
+    for n in crate::hw::preset_names() {
+        if let Ok(m) = crate::hw::preset(n) {
+            let states: Vec<String> = m.idle_states.iter().map(|s| format!("{}{}", s.name, if s.disabled { "(off)" } else { "" })).collect();
+            o.push_str(&format!("  {:<16} {} [idle: {}]\n", n, m.summary(), states.join(" ")));
+        }
+    }
+    o.push_str("\nKernels:\n");
+    for k in KERNELS {
+        let ids: Vec<&str> = k.patches.iter().map(|p| p.info().id).collect();
+        o.push_str(&format!("  {:<16} {} [{}]\n", k.name, k.description, ids.join(" ")));
+    }
+    o.push_str("\nPatches (--patch +ID/-ID):\n");
+    for p in PATCHES {
+        o.push_str(&format!("  {:<28} {:<12} {}\n", p.id, p.merged, p.subject));
+    }
+    o.push_str("\nSched features (--feature NAME / NO_NAME):\n");
+    for (_, name, on, doc) in SCHED_FEATURES {
+        o.push_str(&format!("  {:<20} {:<5} {}\n", name, on, doc.trim()));
+    }
+    o.push_str("\nWorkloads:\n");
+    for (n, d) in run::WORKLOADS {
+        o.push_str(&format!("  {n:<16} {d}\n"));
+    }
+    o.push_str("\nScenarios (schedsim run NAME):\n");
+    for (n, d, _) in scenario::BUILTIN {
+        o.push_str(&format!("  {n:<16} {d}\n"));
+    }
+    o.push_str("\nExperiments (schedsim reproduce NAME):\n");
+    for e in experiments::EXPERIMENTS {
+        o.push_str(&format!("  {:<16} {}\n", e.name, e.description));
+    }
+    o
+}

@@ -1,1 +1,68 @@
-//! Built-in experiments.
+//! The built-in experiments (`schedsim reproduce NAME`): each runs its variants over several
+//! seeds and prints the table with the published figures beside the simulated ones.
+
+pub mod ipistorm;
+
+use crate::report::Comparison;
+use crate::run::{execute, RunResult, RunSpec};
+
+/// Options shared by all experiments.
+#[derive(Debug, Clone)]
+pub struct ExpOpts {
+    /// Seeds per variant.
+    pub runs: usize,
+    /// First seed (the runs use `seed .. seed + runs`).
+    pub seed: u64,
+    /// Worker threads for independent runs (never inside one run).
+    pub jobs: usize,
+    /// Workload parameters overriding the experiment's (e.g. a smaller numipi).
+    pub params: Vec<(String, String)>,
+}
+
+impl Default for ExpOpts {
+    fn default() -> Self {
+        ExpOpts { runs: 5, seed: 1, jobs: 2, params: Vec::new() }
+    }
+}
+
+/// An experiment of the acceptance suite.
+pub struct Experiment {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub run: fn(&ExpOpts) -> Result<Comparison, String>,
+}
+
+pub const EXPERIMENTS: &[Experiment] = &[Experiment {
+    name: "ipistorm",
+    description: "CPU8 sends 100k waiting smp_call_function_single() to CPU16 on a 2S EPYC 7763 (C2 off): v6.10, SM_IDLE, revert of b2a02fc43a1f, TIF_NOTIFY_IPI RFC, softirq-flag RFC aligned/unaligned",
+    run: ipistorm::reproduce,
+}];
+
+pub fn find(name: &str) -> Result<&'static Experiment, String> {
+    EXPERIMENTS.iter().find(|e| e.name == name).ok_or_else(|| {
+        let names: Vec<&str> = EXPERIMENTS.iter().map(|e| e.name).collect();
+        format!("unknown experiment '{name}' (expected one of: {})", names.join(", "))
+    })
+}
+
+/// Run many independent specs on `jobs` threads; results come back in input order. Each run
+/// is single-threaded and deterministic, so the result does not depend on `jobs`.
+pub fn run_all(specs: &[RunSpec], jobs: usize) -> Result<Vec<RunResult>, String> {
+    let jobs = jobs.max(1).min(specs.len().max(1));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut out: Vec<Option<Result<RunResult, String>>> = (0..specs.len()).map(|_| None).collect();
+    let slots = std::sync::Mutex::new(&mut out);
+    std::thread::scope(|sc| {
+        for _ in 0..jobs {
+            sc.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if i >= specs.len() {
+                    break;
+                }
+                let r = execute(&specs[i]);
+                slots.lock().expect("no panics hold the lock")[i] = Some(r);
+            });
+        }
+    });
+    out.into_iter().map(|r| r.expect("every spec ran")).collect()
+}

@@ -21,11 +21,28 @@ pub struct CpuidleDevice {
     pub intervals: [u64; INTERVALS],
     pub interval_ptr: usize,
     pub nr_intervals: usize,
+    /// menu: correction factors per bucket, the bucket and timer distance of the current
+    /// selection, and whether the last period still has to be folded in.
+    pub correction_factor: [u64; governors::menu::BUCKETS],
+    pub bucket: usize,
+    pub next_timer_ns: u64,
+    pub needs_update: bool,
 }
 
 impl CpuidleDevice {
     pub fn new() -> Self {
-        CpuidleDevice { last_residency_ns: 0, poll_time_limit: false, intervals: [0; INTERVALS], interval_ptr: 0, nr_intervals: 0 }
+        CpuidleDevice {
+            last_residency_ns: 0,
+            poll_time_limit: false,
+            intervals: [0; INTERVALS],
+            interval_ptr: 0,
+            nr_intervals: 0,
+            // menu_enable_device(): every factor starts at 1.0 (RESOLUTION * DECAY).
+            correction_factor: [1024 * 8; governors::menu::BUCKETS],
+            bucket: 0,
+            next_timer_ns: 0,
+            needs_update: false,
+        }
     }
 }
 

@@ -193,7 +193,8 @@ pub fn cpuidle_idle_call(k: &mut Kernel, cpu: CpuId, s: &mut CpuidleIdleCall) ->
             // (window W1), senders must send a real IPI.
             let (nr, c) = current_clr_polling_and_test(k, cpu);
             if nr {
-                k.cpus[cpu as usize].idle_dev.last_residency_ns = 0;
+                // -EBUSY: cpuidle_reflect() still runs, with a zero residency.
+                cpuidle::governors::menu::menu_reflect(k, cpu, 0);
                 local_irq_enable(k, cpu);
                 s.at = IdleCallAt::Exit;
                 return Next::Cont(c + k.costs.cpuidle_exit);

@@ -1,7 +1,8 @@
-//! Models the menu governor, `drivers/cpuidle/governors/menu.c` @ v6.10, simplified: the
-//! prediction is the smaller of the time to the next timer and the "typical interval" of the
-//! last 8 idle periods (with menu's outlier rejection); there is no correction-factor bucket
-//! table and no PM QoS latency limit. Integer arithmetic only.
+//! Models the menu governor, `drivers/cpuidle/governors/menu.c` @ v6.10: the prediction is
+//! the smaller of the time to the next timer scaled by a per-bucket correction factor, and the
+//! "typical interval" of the last 8 idle periods (with menu's outlier rejection).
+//! Simplifications: no iowait buckets, no PM QoS latency limit, no tick-wakeup special case.
+//! Integer arithmetic only.
 
 use super::super::INTERVALS;
 use crate::linux::kernel::time::tick_sched;
@@ -32,15 +33,49 @@ pub fn get_typical_interval(ints: &[u64]) -> Option<u64> {
     }
 }
 
-/// Models `menu_select()`: returns the state index and whether to stop the tick.
+/// menu's RESOLUTION and DECAY: the correction factor is a fixed-point ratio scaled by
+/// RESOLUTION * DECAY.
+const RESOLUTION: u64 = 1024;
+const DECAY: u64 = 8;
+/// Idle periods longer than this count as perfect predictions (MAX_INTERESTING, 50 ms).
+const MAX_INTERESTING_NS: u64 = 50_000_000;
+/// Number of correction-factor buckets (no iowait split in the model).
+pub const BUCKETS: usize = 6;
+
+/// Models `which_bucket()`: the decade of the time to the next timer.
+fn which_bucket(duration_ns: u64) -> usize {
+    match duration_ns {
+        d if d < 10_000 => 0,
+        d if d < 100_000 => 1,
+        d if d < 1_000_000 => 2,
+        d if d < 10_000_000 => 3,
+        d if d < 100_000_000 => 4,
+        _ => 5,
+    }
+}
+
+/// Models `menu_select()`: returns the state index and whether to stop the tick. First folds
+/// in the previous idle period (`menu_update()`), then predicts this one as the smaller of
+/// the corrected time to the next timer and the typical recent interval.
 pub fn menu_select(k: &mut Kernel, cpu: CpuId) -> (u8, bool) {
+    menu_update(k, cpu);
     let next_timer_ns = tick_sched::tick_nohz_get_sleep_length(k, cpu);
-    let dev = &k.cpus[cpu as usize].idle_dev;
+    let tick_stopped = k.cpus[cpu as usize].tick.stopped;
+    let states = &k.m.idle_states;
+    let first_deeper = states.iter().skip(1).find(|s| !s.disabled);
+    let dev = &mut k.cpus[cpu as usize].idle_dev;
+    dev.next_timer_ns = next_timer_ns;
+    dev.bucket = which_bucket(next_timer_ns);
+    if first_deeper.is_none_or(|s| next_timer_ns < s.target_residency_ns) {
+        // State 0 will be used whatever the prediction; keep the tick if it polls.
+        return (0, !states[0].kind.is_polling());
+    }
     let n = dev.nr_intervals.min(INTERVALS);
     let typical = if n == INTERVALS { get_typical_interval(&dev.intervals[..n]) } else { None };
-    let predicted = typical.map_or(next_timer_ns, |t| t.min(next_timer_ns));
+    let corrected = (next_timer_ns as u128 * dev.correction_factor[dev.bucket] as u128 / (RESOLUTION * DECAY) as u128) as u64;
+    let predicted = typical.map_or(corrected, |t| t.min(corrected));
     let mut idx = 0u8;
-    for (i, s) in k.m.idle_states.iter().enumerate() {
+    for (i, s) in states.iter().enumerate() {
         if s.disabled {
             continue;
         }
@@ -49,17 +84,39 @@ pub fn menu_select(k: &mut Kernel, cpu: CpuId) -> (u8, bool) {
         }
         idx = i as u8;
     }
-    let polling = matches!(k.m.idle_states[idx as usize].kind, crate::hw::IdleKind::Poll);
-    let tick_stopped = k.cpus[cpu as usize].tick.stopped;
+    let polling = states[idx as usize].kind.is_polling();
     let stop_tick = !((polling || predicted < k.tick_nsec()) && !tick_stopped);
     (idx, stop_tick)
 }
 
-/// Models `menu_reflect()` + `menu_update()`: record the measured idle interval.
+/// Models `menu_reflect()`: note the residency of the period that just ended (0 when the
+/// state was not entered because NEED_RESCHED was already set); `menu_update()` folds it in
+/// at the next selection.
 pub fn menu_reflect(k: &mut Kernel, cpu: CpuId, residency_ns: u64) {
     let dev = &mut k.cpus[cpu as usize].idle_dev;
     dev.last_residency_ns = residency_ns;
-    dev.intervals[dev.interval_ptr] = residency_ns;
+    dev.needs_update = true;
+}
+
+/// Models `menu_update()`: update the correction factor of the bucket used and the ring of
+/// recent intervals.
+fn menu_update(k: &mut Kernel, cpu: CpuId) {
+    let dev = &mut k.cpus[cpu as usize].idle_dev;
+    if !dev.needs_update {
+        return;
+    }
+    dev.needs_update = false;
+    let measured = dev.last_residency_ns;
+    let b = dev.bucket;
+    let mut f = dev.correction_factor[b];
+    f -= f / DECAY;
+    if dev.next_timer_ns > 0 && measured < MAX_INTERESTING_NS {
+        f += RESOLUTION * measured / dev.next_timer_ns;
+    } else {
+        f += RESOLUTION;
+    }
+    dev.correction_factor[b] = f.max(1);
+    dev.intervals[dev.interval_ptr] = measured;
     dev.interval_ptr = (dev.interval_ptr + 1) % INTERVALS;
     dev.nr_intervals += 1;
 }

@@ -1,0 +1,111 @@
+//! Scenarios: the built-in ones (embedded, so the main job needs no files) and TOML scenario
+//! files, parsed strictly with errors that name the file and line.
+
+use crate::run::RunSpec;
+use crate::workload::params::Params;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+/// Built-in scenarios: (name, description, TOML).
+pub const BUILTIN: &[(&str, &str, &str)] = &[
+    ("ipistorm", "the published ipistorm run: CPU8 -> CPU16, 100k waiting calls, EPYC 7763 2S, C2 off", include_str!("../../scenarios/ipistorm.toml")),
+    ("idle", "an idle EPYC 7763 2S for 100 ms (ticks, idle states, nohz)", include_str!("../../scenarios/idle.toml")),
+];
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScenarioFile {
+    workload: String,
+    machine: Option<String>,
+    kernel: Option<String>,
+    #[serde(default)]
+    patches: Vec<String>,
+    #[serde(default)]
+    features: Vec<String>,
+    hz: Option<u32>,
+    seed: Option<u64>,
+    limit_ms: Option<u64>,
+    #[serde(default)]
+    params: BTreeMap<String, toml::Value>,
+    #[serde(default)]
+    idle_states: BTreeMap<String, bool>,
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].bytes().filter(|&b| b == b'\n').count() + 1
+}
+
+/// Parse a scenario file's text into a run spec. `origin` names it in errors.
+pub fn parse(text: &str, origin: &str) -> Result<RunSpec, String> {
+    let f: ScenarioFile = toml::from_str(text).map_err(|e| {
+        let line = e.span().map(|s| line_of(text, s.start)).unwrap_or(1);
+        let msg = e.message().replace('\n', " ");
+        format!("{origin}:{line}: {msg}")
+    })?;
+    let mut s = RunSpec::new(&f.workload);
+    if let Some(m) = f.machine {
+        s.machine = m;
+    }
+    if let Some(k) = f.kernel {
+        s.kernel = k;
+    }
+    s.patches = f.patches.join(",");
+    s.features = f.features;
+    s.hz = f.hz;
+    if let Some(seed) = f.seed {
+        s.seed = seed;
+    }
+    if let Some(l) = f.limit_ms {
+        s.limit_ns = l * crate::sim::NSEC_PER_MSEC;
+    }
+    let mut pairs = Vec::new();
+    for (k, v) in f.params {
+        let v = match v {
+            toml::Value::String(s) => s,
+            toml::Value::Integer(i) => i.to_string(),
+            toml::Value::Boolean(b) => (b as u8).to_string(),
+            other => {
+                let needle = format!("{k}");
+                let line = text.find(&needle).map(|o| line_of(text, o)).unwrap_or(1);
+                return Err(format!("{origin}:{line}: params.{k} = {other}: expected a string, integer or boolean"));
+            }
+        };
+        pairs.push((k, v));
+    }
+    s.params = Params::from_pairs(pairs, &format!("{origin} [params]"));
+    s.idle_states = f.idle_states.into_iter().collect();
+    Ok(s)
+}
+
+/// A built-in scenario by name.
+pub fn builtin(name: &str) -> Result<RunSpec, String> {
+    let Some((_, _, text)) = BUILTIN.iter().find(|(n, ..)| *n == name) else {
+        let names: Vec<&str> = BUILTIN.iter().map(|b| b.0).collect();
+        return Err(format!("unknown scenario '{name}' (expected one of: {}, or --scenario FILE)", names.join(", ")));
+    };
+    parse(text, &format!("<built-in {name}>"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtins_parse_and_build() {
+        for (name, ..) in BUILTIN {
+            let s = builtin(name).unwrap();
+            crate::run::build(&s).unwrap();
+        }
+    }
+
+    #[test]
+    fn errors_name_file_and_line() {
+        let e = parse("workload = \"ipistorm\"\nmachine = \"epyc-7763-2s\"\nbogus = 3\n", "x.toml").unwrap_err();
+        assert!(e.starts_with("x.toml:3:"), "{e}");
+        let e = parse("workload = \"ipistorm\"\nseed = \"one\"\n", "y.toml").unwrap_err();
+        assert!(e.starts_with("y.toml:2:"), "{e}");
+        let s = parse("workload = \"ipistorm\"\n[params]\nnumipi = 10\nsingle = 1\nbad = 2\n", "z.toml").unwrap();
+        let e = crate::run::build(&s).err().unwrap();
+        assert!(e.contains("unknown ipistorm parameter 'bad'"), "{e}");
+    }
+}
