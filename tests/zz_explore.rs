@@ -1,31 +1,24 @@
-use schedsim::run::{build, RunSpec};
+use schedsim::run::{build, execute, RunSpec};
 use schedsim::workload::params::Params;
-use schedsim::linux::engine::dispatch;
 
-fn walk(kernel: &str, patches: &str) {
+fn go(p: &[&str]) {
     let mut s = RunSpec::new("ipistorm");
-    s.machine = "epyc-7763-2s".into();
-    s.kernel = kernel.into();
-    s.patches = patches.into();
-    s.params = Params::parse(["numipi=1000", "single=1", "offset=8", "cpulist=8"], "t").unwrap();
-    s.trace = true;
-    let mut k = build(&s).unwrap();
-    println!("=== {kernel} {patches}");
-    let mut last = String::new();
-    while let Some((t, a)) = k.q.pop() {
-        if k.finished { break; }
-        k.now = t;
-        dispatch(&mut k, a);
-        if t > 3_527_000 && t < 3_531_000 {
-            let st: Vec<String> = k.cpus[16].x.stack.iter().map(|f| { let s = format!("{:?}", f); s.chars().take(60).collect() }).collect();
-            let cur = format!("{:?} w={:?} flags={:x}", st, k.cpus[16].x.waiting, k.tasks[k.cpus[16].rq.idle as usize].ti_flags);
-            if cur != last { println!("{t} {cur}"); last = cur; }
-        }
+    s.machine = "smp-4".into();
+    s.params = Params::parse(p.iter().copied(), "t").unwrap();
+    s.idle_states = vec![("C2".into(), false)];
+    let r = execute(&s).unwrap();
+    if let schedsim::workload::Workload::Ipistorm(w) = &r.workload {
+        println!("{p:?} finished={} sim_ns={} calls={} running={}", r.finished, r.sim_ns, w.calls(), w.running);
     }
+    let mut k = build(&s).unwrap();
+    k.run(s.limit_ns);
+    let idle0 = k.cpus[0].rq.idle as usize;
+    println!("  cpu0 idle flags={:x} waiting={:?} pnr={} nr_running={} qlen={}", k.tasks[idle0].ti_flags, k.cpus[0].x.waiting, k.cpus[0].pnr, k.cpus[0].rq.nr_running, k.q.len());
 }
 
 #[test]
 fn explore() {
-    walk("v6.10", "+rfc-tif-notify-ipi");
-    walk("v6.12", "");
+    go(&["numipi=5", "single=1", "cpulist=0"]);
+    go(&["numipi=5", "single=1", "cpulist=0-1"]);
+    go(&["numipi=5", "single=1", "cpulist=1"]);
 }

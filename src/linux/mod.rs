@@ -142,6 +142,8 @@ pub struct Kernel {
     pub actions: u64,
     /// Set by the workload when it has finished; the run stops.
     pub finished: bool,
+    /// The run's simulated-time limit (actions after it are not processed).
+    pub limit: Time,
     next_pid: u32,
     seed: u64,
 }
@@ -168,6 +170,7 @@ impl Kernel {
             wl,
             actions: 0,
             finished: false,
+            limit: Time::MAX,
             next_pid: 2,
             seed,
             m,
@@ -349,6 +352,7 @@ impl Kernel {
 
     /// Run until the workload finishes, `limit` of simulated time passes, or nothing is left.
     pub fn run(&mut self, limit: Time) {
+        self.limit = limit;
         while let Some((t, a)) = self.q.pop() {
             if t > limit || self.finished {
                 break;

@@ -96,6 +96,12 @@ impl<A> ActionQueue<A> {
         self.heap.push(Entry { time, seq, action });
     }
 
+    /// True when same-time actions simply run in scheduling order (no chooser consulted).
+    #[inline]
+    pub fn is_fifo(&self) -> bool {
+        matches!(self.chooser, Chooser::Fifo)
+    }
+
     /// Number of pending actions.
     pub fn len(&self) -> usize {
         self.heap.len()
