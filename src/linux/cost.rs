@@ -12,10 +12,10 @@
 //!   CONTEXT_SWITCH` below sums to 0.6 us.
 //! - Interrupt processing ~1212 cycles on the receiving core (Shinjuku, §9.2): in the
 //!   machine's `irq_entry_ns`/`irq_exit_ns`, not here.
-//! - Upper bounds from the 6.18 KVM trace in shared/data, measured with
-//!   `schedsim calibrate` (medians, us resolution, tracing on): idle exit -> sched_switch
-//!   2 us; switch to idle -> cpu_idle entry 3 us; a `sched_ttwu_pending` csd 4 us. The model's
-//!   bare-metal figures are each well below those.
+//! - Upper bounds from the real 6.18 KVM trace in tests/fixtures (medians, us resolution,
+//!   tracing on; method in docs/costs.md): idle exit -> sched_switch 2 us; switch to idle ->
+//!   cpu_idle entry 3 us; a `sched_ttwu_pending` csd 4 us. The model's bare-metal figures are
+//!   each well below those.
 //! - `perf bench syscall basic` 0.079 us per syscall (§9.4) bounds the cheapest paths.
 
 use crate::sim::Time;

@@ -825,9 +825,9 @@ mod tests {
     use std::collections::BTreeSet;
 
     /// `cat /sys/kernel/tracing/trace` on 6.18.44: header plus 324 contiguous lines.
-    const REAL_SAMPLE: &str = include_str!("../../../shared/data/real-trace-sample.txt");
+    const REAL_SAMPLE: &str = include_str!("../../tests/fixtures/real-trace-sample.txt");
     /// Rarer lines from the same capture (not contiguous), after a `#` comment line.
-    const REAL_EXTRAS: &str = include_str!("../../../shared/data/real-trace-extras.txt");
+    const REAL_EXTRAS: &str = include_str!("../../tests/fixtures/real-trace-extras.txt");
 
     // --------------------------------------------------------------------------------------------
     // A test-only parser: one ftrace line back into a Record.
@@ -1745,44 +1745,6 @@ mod tests {
                 "{} bytes: {}",
                 out.len(),
                 String::from_utf8_lossy(&out)
-            );
-        }
-    }
-
-    /// Formatting throughput over the real sample's records (1M lines). Run with
-    /// `cargo test --release -- --ignored --nocapture format_speed`.
-    #[test]
-    #[ignore]
-    fn format_speed() {
-        let parsed: Vec<Record> = data_lines(REAL_SAMPLE)
-            .filter_map(|l| parse_line(l).ok().map(|(r, _)| r))
-            .collect();
-        let records: Vec<Record> = parsed.iter().cycle().take(1_000_000).copied().collect();
-        let names = DenseNames::from(&TestNames::new(2));
-        for round in 0..3 {
-            let mut sink = CountingSink(0);
-            let t = std::time::Instant::now();
-            write_trace(&mut sink, &records, &names, 2).unwrap();
-            let dt = t.elapsed();
-            println!(
-                "round {round}: write_trace to a sink: {} lines, {} bytes, {:.1} ns/line",
-                records.len(),
-                sink.0,
-                dt.as_nanos() as f64 / records.len() as f64
-            );
-            let mut out = Vec::with_capacity(1 << 20);
-            let t = std::time::Instant::now();
-            for chunk in records.chunks(1000) {
-                out.clear();
-                for r in chunk {
-                    write_record(&mut out, r, &names);
-                }
-                std::hint::black_box(&out);
-            }
-            let dt = t.elapsed();
-            println!(
-                "round {round}: write_record into a reused Vec: {:.1} ns/line",
-                dt.as_nanos() as f64 / records.len() as f64
             );
         }
     }
