@@ -1,7 +1,7 @@
 //! A kernel variant: a named kernel, patches on top, sched features, HZ and PREEMPT_RT.
 
 use super::kernel::sched::features::{Features, SchedFeat};
-use super::patches::{Patch, KERNELS, PATCHES};
+use super::patches::{FairClass, Patch, KERNELS, PATCHES};
 use std::collections::BTreeSet;
 
 /// The resolved kernel configuration of a run. Read-only for the model.
@@ -15,6 +15,8 @@ pub struct KernelConfig {
     pub hz: u32,
     /// CONFIG_PREEMPT_RT.
     pub preempt_rt: bool,
+    /// The fair class (EEVDF from v6.6, CFS before); `--fair` overrides the kernel's.
+    pub fair: FairClass,
 }
 
 impl KernelConfig {
@@ -51,7 +53,7 @@ impl KernelConfig {
         if !(100..=1000).contains(&hz) {
             return Err(format!("HZ={hz} is out of range (expected 100..=1000)"));
         }
-        Ok(KernelConfig { base: kernel.to_string(), patches, features: Features::default(), hz, preempt_rt: false })
+        Ok(KernelConfig { base: kernel.to_string(), patches, features: Features::default(), hz, preempt_rt: false, fair: nk.fair })
     }
 
     #[inline]

@@ -134,6 +134,8 @@ pub struct Kernel {
     pub lines: Lines,
     pub sd: SchedDomains,
     pub rd: RootDomain,
+    /// `sd_llc_shared`, indexed by `sd_llc_id` (the LLC's first CPU).
+    pub llc_shared: Vec<kernel::sched::fair::SdShared>,
     pub nohz: Nohz,
     pub trace: TraceBuf,
     pub stats: Stats,
@@ -164,6 +166,7 @@ impl Kernel {
             lines: Lines::default(),
             sd,
             rd: RootDomain::default(),
+            llc_shared: Vec::new(),
             nohz: Nohz::new(nr),
             trace: TraceBuf::default(),
             stats: Stats::new(nr),
@@ -213,6 +216,11 @@ impl Kernel {
             k.tasks[idle as usize].on_cpu = true;
             k.tasks[idle as usize].on_rq = true;
         }
+        // sd_llc_shared: the machine has been up for a while and idle, so periodic balancing
+        // has computed the full SIS_UTIL scan budget, every CPU is idle and cores are idle.
+        k.llc_shared = (0..nr)
+            .map(|c| kernel::sched::fair::SdShared { nr_busy_cpus: 0, has_idle_cores: true, nr_idle_scan: k.sd.sd_llc_size[c as usize] })
+            .collect();
         for c in 0..nr {
             let t = k.new_task(TaskKind::Ksoftirqd, format!("ksoftirqd/{c}"), 0, 120, Some(c));
             k.tasks[t as usize].state = kernel::sched::TASK_INTERRUPTIBLE;

@@ -11,6 +11,13 @@ pub enum Patch {
     /// 3dcac251b066: `schedule_idle()` passes SM_IDLE; `__schedule()` skips the pick when the
     /// idle task reschedules with nothing runnable.
     Sm3dcac251b066,
+    /// f3dd3f674555: `ttwu_queue_cond()` queues on the wakelist whenever the target is idle;
+    /// before it, a same-LLC wakeup used the wakelist only for a task still on its CPU
+    /// (WF_ON_CPU) with at most one task there.
+    F3dd3f674555,
+    /// d6962c4fe8f9: `sched_ttwu_pending()` clears `rq->ttwu_pending` after the enqueue;
+    /// before it, the flag was cleared before taking the rq lock.
+    D6962c4fe8f9,
     /// The TIF_NOTIFY_IPI RFC: polling CPUs are told of a pending IPI with TIF_NOTIFY_IPI, and
     /// the idle loop calls `schedule_idle()` only for a real NEED_RESCHED.
     TifNotifyIpiRfc,
@@ -49,6 +56,20 @@ pub const PATCHES: &[PatchInfo] = &[
         id: "3dcac251b066",
         subject: "sched/core: Introduce SM_IDLE and an idle re-entry fast-path in __schedule()",
         merged: "v6.12",
+        conflicts: &[],
+    },
+    PatchInfo {
+        patch: Patch::F3dd3f674555,
+        id: "f3dd3f674555",
+        subject: "sched: Remove the limitation of WF_ON_CPU on wakelist if wakee cpu is idle",
+        merged: "v6.0",
+        conflicts: &[],
+    },
+    PatchInfo {
+        patch: Patch::D6962c4fe8f9,
+        id: "d6962c4fe8f9",
+        subject: "sched: Clear ttwu_pending after enqueue_task()",
+        merged: "v6.2",
         conflicts: &[],
     },
     PatchInfo {
@@ -94,20 +115,48 @@ impl Patch {
     }
 }
 
+/// The fair class a kernel uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FairClass {
+    /// EEVDF (v6.6 and later).
+    Eevdf,
+    /// CFS (before v6.6).
+    Cfs,
+}
+
 /// A named kernel: a base plus the patches it contains.
 #[derive(Debug)]
 pub struct NamedKernel {
     pub name: &'static str,
     pub description: &'static str,
     pub patches: &'static [Patch],
+    pub fair: FairClass,
 }
 
 pub const KERNELS: &[NamedKernel] = &[
-    NamedKernel { name: "v6.10", description: "Linux 6.10 (the model's baseline)", patches: &[Patch::B2a02fc43a1f] },
+    NamedKernel {
+        name: "v6.1",
+        description: "Linux 6.1 (the 2022 base of the ttwu_pending fix; CFS)",
+        patches: &[Patch::B2a02fc43a1f, Patch::F3dd3f674555],
+        fair: FairClass::Cfs,
+    },
+    NamedKernel {
+        name: "v6.2",
+        description: "Linux 6.2: v6.1 + the ttwu_pending fix (CFS)",
+        patches: &[Patch::B2a02fc43a1f, Patch::F3dd3f674555, Patch::D6962c4fe8f9],
+        fair: FairClass::Cfs,
+    },
+    NamedKernel {
+        name: "v6.10",
+        description: "Linux 6.10 (the model's baseline; EEVDF)",
+        patches: &[Patch::B2a02fc43a1f, Patch::F3dd3f674555, Patch::D6962c4fe8f9],
+        fair: FairClass::Eevdf,
+    },
     NamedKernel {
         name: "v6.12",
         description: "Linux 6.12: v6.10 + SM_IDLE",
-        patches: &[Patch::B2a02fc43a1f, Patch::Sm3dcac251b066],
+        patches: &[Patch::B2a02fc43a1f, Patch::F3dd3f674555, Patch::D6962c4fe8f9, Patch::Sm3dcac251b066],
+        fair: FairClass::Eevdf,
     },
 ];
 

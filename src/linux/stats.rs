@@ -23,6 +23,17 @@ pub struct Stats {
     pub newidle_ns: u64,
     /// ksoftirqd wakeups.
     pub ksoftirqd_wakeups: u64,
+    /// Wakeups by path: wakelist with a polling kick, wakelist with a real IPI, wakelist
+    /// behind an earlier entry (coalesced), and direct remote/local enqueue.
+    pub wakeups_wakelist_polling: u64,
+    pub wakeups_wakelist_ipi: u64,
+    pub wakeups_wakelist_coalesced: u64,
+    pub wakeups_direct: u64,
+    /// Wakeups placed on a CPU that already had a pending wakee while another CPU of its LLC
+    /// was idle.
+    pub stacking_wakeups: u64,
+    /// Task migrations (`set_task_cpu()` to another CPU).
+    pub cpu_migrations: u64,
     /// Context switches (`rq->nr_switches` summed).
     pub context_switches: u64,
     /// Tick interrupts handled.

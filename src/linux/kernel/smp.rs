@@ -287,14 +287,10 @@ fn csd_unlock(k: &mut Kernel, cpu: CpuId, e: CsdId) -> Time {
 }
 
 /// Run a csd's function (the indirect call in the flush). Returns its cost.
-fn run_csd_func(k: &mut Kernel, cpu: CpuId, f: CsdFunc) -> Time {
+fn run_csd_func(_k: &mut Kernel, _cpu: CpuId, f: CsdFunc) -> Time {
     match f {
-        // ipistorm's callback does nothing.
-        CsdFunc::DoNothingIpi => 0,
-        CsdFunc::NohzCsdFunc(_) => 0,
-        CsdFunc::TtwuEntry(_) => {
-            let _ = cpu;
-            0
-        }
+        // ipistorm's callback does nothing; nohz_csd_func arrives with the balancing work;
+        // TTWU entries never come here (pass 3 hands them to sched_ttwu_pending()).
+        CsdFunc::DoNothingIpi | CsdFunc::NohzCsdFunc(_) | CsdFunc::TtwuEntry(_) => 0,
     }
 }

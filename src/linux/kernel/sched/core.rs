@@ -3,7 +3,7 @@
 
 use super::{
     idle_cpu, need_resched, Task, TASK_DEAD, TASK_RUNNING, TASK_WAKING, TIF_NEED_RESCHED, TIF_NOTIFY_IPI,
-    TIF_POLLING_NRFLAG, WF_MIGRATED, WF_TTWU,
+    TIF_POLLING_NRFLAG, WF_MIGRATED, WF_ON_CPU, WF_SYNC, WF_TTWU,
 };
 use crate::linux::engine::{local_irq_disable, local_irq_enable, notify, send_ipi, Frame, Next, WaitOn};
 use crate::linux::kernel::sched::fair::NewidleBalance;
@@ -365,6 +365,9 @@ pub fn __schedule(k: &mut Kernel, cpu: CpuId, s: &mut Schedule) -> Next {
                 s.at = ScheduleAt::Unlock;
                 return Next::Cont(c);
             }
+            if next != k.cpus[cpu as usize].rq.idle {
+                k.cpus[cpu as usize].rq.wakees_placed = 0;
+            }
             k.cpus[cpu as usize].rq.nr_switches += 1;
             k.stats.context_switches += 1;
             k.cpus[cpu as usize].rq.curr = next;
@@ -475,9 +478,15 @@ impl TryToWakeUp {
 /// Models `ttwu_queue_cond()` — kernel/sched/core.c @ v6.10 (after f3dd3f674555): use the
 /// wakelist if the target does not share the LLC, or if it is idle (nr_running == 0) and not
 /// this CPU.
-pub fn ttwu_queue_cond(k: &Kernel, cpu: CpuId, target: CpuId) -> bool {
+///
+/// Without f3dd3f674555 (before v6.0) a same-LLC target used the wakelist only for a task
+/// still running on it (WF_ON_CPU) with at most one task queued there.
+pub fn ttwu_queue_cond(k: &Kernel, cpu: CpuId, target: CpuId, wake_flags: u32) -> bool {
     if !k.sd.cpus_share_cache(cpu, target) {
         return true;
+    }
+    if !k.cfg.has(crate::linux::patches::Patch::F3dd3f674555) {
+        return wake_flags & WF_ON_CPU != 0 && k.cpus[target as usize].rq.nr_running <= 1;
     }
     cpu != target && k.cpus[target as usize].rq.nr_running == 0
 }
@@ -485,7 +494,7 @@ pub fn ttwu_queue_cond(k: &Kernel, cpu: CpuId, target: CpuId) -> bool {
 /// Models `ttwu_queue_wakelist()` + `__ttwu_queue_wakelist()` — kernel/sched/core.c @ v6.10:
 /// write `ttwu_pending` first, then queue the task's wake_entry. Returns the cost if queued.
 pub fn ttwu_queue_wakelist(k: &mut Kernel, cpu: CpuId, p: TaskId, target: CpuId, wake_flags: u32) -> Option<Time> {
-    if !k.cfg.feat(SchedFeat::TTWU_QUEUE) || !ttwu_queue_cond(k, cpu, target) {
+    if !k.cfg.feat(SchedFeat::TTWU_QUEUE) || !ttwu_queue_cond(k, cpu, target, wake_flags) {
         return None;
     }
     k.tasks[p as usize].sched_remote_wakeup = wake_flags & WF_MIGRATED != 0;
@@ -494,7 +503,15 @@ pub fn ttwu_queue_wakelist(k: &mut Kernel, cpu: CpuId, p: TaskId, target: CpuId,
     let mut c = k.line_write(cpu, line);
     let entry = k.tasks[p as usize].wake_entry;
     k.csds[entry as usize].flags = crate::linux::csd_flags::CSD_TYPE_TTWU;
+    let (ipis, avoided) = (k.stats.ipis_sent, k.stats.ipis_avoided);
     c += __smp_call_single_queue(k, cpu, target, entry, Sym::TtwuQueueWakelist);
+    if k.stats.ipis_sent > ipis {
+        k.stats.wakeups_wakelist_ipi += 1;
+    } else if k.stats.ipis_avoided > avoided {
+        k.stats.wakeups_wakelist_polling += 1;
+    } else {
+        k.stats.wakeups_wakelist_coalesced += 1;
+    }
     Some(c)
 }
 
@@ -560,21 +577,31 @@ pub fn try_to_wake_up(k: &mut Kernel, cpu: CpuId, s: &mut TryToWakeUp) -> Next {
             if k.tasks[p as usize].on_cpu {
                 // Still switching out on its old CPU: queue there; it is activated when that
                 // CPU takes the IPI after the switch.
-                if let Some(c) = ttwu_queue_wakelist(k, cpu, p, prev_cpu, s.wake_flags | WF_TTWU) {
+                if let Some(c) = ttwu_queue_wakelist(k, cpu, p, prev_cpu, s.wake_flags | WF_TTWU | WF_ON_CPU) {
                     s.cost += c;
                     s.at = TtwuAt::Done;
                     return Next::Cont(0);
                 }
             }
-            // select_task_rq()
-            let target = k.tasks[p as usize].pinned.unwrap_or(prev_cpu);
+            // select_task_rq(): the class hook for a task allowed on several CPUs.
+            let target = match k.tasks[p as usize].pinned {
+                Some(c) => c,
+                None => {
+                    let sync = s.wake_flags & WF_SYNC != 0;
+                    let (t, c) = crate::linux::kernel::sched::fair::select_task_rq_fair(k, cpu, p, prev_cpu, sync);
+                    s.cost += c;
+                    t
+                }
+            };
             let mut wf = s.wake_flags | WF_TTWU;
             if target != prev_cpu {
                 wf |= WF_MIGRATED;
                 let (pid, prio) = (k.tasks[p as usize].pid, k.tasks[p as usize].prio);
                 k.tp(cpu, Event::SchedMigrateTask { pid, prio, orig_cpu: prev_cpu, dest_cpu: target });
                 k.tasks[p as usize].cpu = target;
+                k.stats.cpu_migrations += 1;
             }
+            note_placement(k, target);
             s.target = target;
             s.wake_flags = wf;
             if let Some(c) = ttwu_queue_wakelist(k, cpu, p, target, wf) {
@@ -591,6 +618,7 @@ pub fn try_to_wake_up(k: &mut Kernel, cpu: CpuId, s: &mut TryToWakeUp) -> Next {
                 return Next::Wait(WaitOn::Lock);
             };
             k.cpus[s.target as usize].rq.clock = k.now;
+            k.stats.wakeups_direct += 1;
             s.cost += lc + ttwu_do_activate(k, cpu, s.target, p);
             s.cost += raw_spin_rq_unlock(k, cpu, s.target);
             s.at = TtwuAt::Done;
@@ -614,23 +642,46 @@ pub struct TtwuPending {
     pub i: u16,
 }
 
+/// Count a "stacking" wakeup: the target was idle, already chosen for another wakee that
+/// has not started running, while another CPU of its LLC was idle at this instant.
+fn note_placement(k: &mut Kernel, target: CpuId) {
+    let rq = &k.cpus[target as usize].rq;
+    if rq.curr == rq.idle && rq.wakees_placed > 0 {
+        let llc = k.sd.sd_llc[target as usize];
+        let other_idle = llc.is_some_and(|l| k.sd.domains(target)[l].span.iter().any(|c| c != target && idle_cpu(k, c)));
+        if other_idle {
+            k.stats.stacking_wakeups += 1;
+        }
+    }
+    k.cpus[target as usize].rq.wakees_placed += 1;
+}
+
 /// Models `sched_ttwu_pending()` — kernel/sched/core.c @ v6.10 (flush pass 3): activate the
-/// queued wakees under the rq lock, then clear `ttwu_pending` (d6962c4fe8f9; its switch
-/// arrives with the wakeup issue).
+/// queued wakees under the rq lock, then clear `ttwu_pending` (d6962c4fe8f9; without it the
+/// flag is cleared first, before the lock).
 ///
 /// Context: IRQs off, from `__flush_smp_call_function_queue()`.
 pub fn sched_ttwu_pending(k: &mut Kernel, cpu: CpuId, s: &mut TtwuPending) -> Next {
     use crate::linux::csd_flags::{CSD_FLAG_TYPE_MASK, CSD_TYPE_TTWU};
     match s.at {
         0 => {
+            if !k.cfg.has(crate::linux::patches::Patch::D6962c4fe8f9) {
+                // Before d6962c4fe8f9: cleared before the lock and the enqueue, opening a
+                // window where idle_cpu() says "idle" for a CPU about to receive tasks.
+                k.cpus[cpu as usize].rq.ttwu_pending = false;
+            }
+            s.at = 1;
+            Next::Cont(0)
+        }
+        1 => {
             let Some(lc) = raw_spin_rq_lock(k, cpu, cpu) else {
                 return Next::Wait(WaitOn::Lock);
             };
             k.cpus[cpu as usize].rq.clock = k.now;
-            s.at = 1;
+            s.at = 2;
             Next::Cont(lc)
         }
-        1 => {
+        2 => {
             let list = &k.cpus[cpu as usize].flush_list;
             while (s.i as usize) < list.len() {
                 let e = list[s.i as usize];
@@ -643,7 +694,9 @@ pub fn sched_ttwu_pending(k: &mut Kernel, cpu: CpuId, s: &mut TtwuPending) -> Ne
                 let c = k.line_read(cpu, entry_line) + ttwu_do_activate(k, cpu, cpu, p);
                 return Next::Cont(c);
             }
-            k.cpus[cpu as usize].rq.ttwu_pending = false;
+            if k.cfg.has(crate::linux::patches::Patch::D6962c4fe8f9) {
+                k.cpus[cpu as usize].rq.ttwu_pending = false;
+            }
             let c = raw_spin_rq_unlock(k, cpu, cpu);
             Next::Ret(c)
         }

@@ -235,3 +235,332 @@ pub fn sched_balance_softirq(k: &mut Kernel, cpu: CpuId, _s: &mut SchedBalanceSo
     rq.next_balance = next_balance;
     Next::Ret(cost)
 }
+
+// ---------------------------------------------------------------------------------------
+// Wakeup placement: select_task_rq_fair() and the idle-sibling search
+// ---------------------------------------------------------------------------------------
+
+use super::topology::{SD_SHARE_CPUCAPACITY, SD_WAKE_AFFINE};
+use super::available_idle_cpu;
+use crate::linux::TaskId;
+use crate::linux::kernel::sched::features::SchedFeat;
+
+/// `sd_llc_shared`: the per-LLC shared state (`struct sched_domain_shared`).
+#[derive(Debug, Clone, Default)]
+pub struct SdShared {
+    /// `nr_busy_cpus` (maintained by the nohz idle bookkeeping).
+    pub nr_busy_cpus: u32,
+    /// `has_idle_cores`: a hint that some core of the LLC is fully idle.
+    pub has_idle_cores: bool,
+    /// `nr_idle_scan`: the SIS_UTIL scan budget, written by `update_idle_cpu_scan()`.
+    pub nr_idle_scan: u32,
+}
+
+/// The CPU whose `sd_llc_shared` `cpu` uses.
+#[inline]
+fn llc_of(k: &Kernel, cpu: CpuId) -> usize {
+    k.sd.sd_llc_id[cpu as usize] as usize
+}
+
+/// Reading another CPU's runqueue fields costs a line transfer: returns that cost.
+#[inline]
+fn peek_rq(k: &mut Kernel, cpu: CpuId, other: CpuId) -> Time {
+    let line = k.cpus[other as usize].rq.lock_line;
+    k.line_read(cpu, line)
+}
+
+/// Models `record_wakee()` — kernel/sched/fair.c @ v6.10: the waker's `wakee_flips` count
+/// wakee changes, halved at most once a second.
+pub fn record_wakee(k: &mut Kernel, cpu: CpuId, p: TaskId) {
+    let j = k.jiffies();
+    let hz = k.cfg.hz as u64;
+    let curr = k.curr(cpu) as usize;
+    let t = &mut k.tasks[curr];
+    if j > t.wakee_flip_decay_ts + hz {
+        t.wakee_flips >>= 1;
+        t.wakee_flip_decay_ts = j;
+    }
+    if t.last_wakee != Some(p) {
+        t.last_wakee = Some(p);
+        t.wakee_flips += 1;
+    }
+}
+
+/// Models `wake_wide()` — kernel/sched/fair.c @ v6.10: spread (no affine wakeup) when both
+/// the waker and the wakee switch partners more often than the LLC has CPUs.
+pub fn wake_wide(k: &Kernel, cpu: CpuId, p: TaskId) -> bool {
+    let mut master = k.tasks[k.curr(cpu) as usize].wakee_flips;
+    let mut slave = k.tasks[p as usize].wakee_flips;
+    let factor = k.sd.sd_llc_size[cpu as usize];
+    if master < slave {
+        std::mem::swap(&mut master, &mut slave);
+    }
+    !(slave < factor || master < slave * factor)
+}
+
+/// `cpu_load()`: the runqueue's PELT load average.
+pub fn cpu_load(k: &Kernel, cpu: CpuId) -> u64 {
+    k.cpus[cpu as usize].rq.cfs_load_avg
+}
+
+/// `task_h_load()` without cgroups: the task's PELT load average.
+pub fn task_h_load(k: &Kernel, p: TaskId) -> u64 {
+    k.tasks[p as usize].load_avg
+}
+
+/// Models `wake_affine_idle()` — kernel/sched/fair.c @ v6.10. `None` is "no opinion".
+fn wake_affine_idle(k: &Kernel, this_cpu: CpuId, prev_cpu: CpuId, sync: bool) -> Option<CpuId> {
+    if available_idle_cpu(k, this_cpu) && k.sd.cpus_share_cache(this_cpu, prev_cpu) {
+        return Some(if available_idle_cpu(k, prev_cpu) { prev_cpu } else { this_cpu });
+    }
+    if sync && k.cpus[this_cpu as usize].rq.nr_running == 1 {
+        return Some(this_cpu);
+    }
+    if available_idle_cpu(k, prev_cpu) {
+        return Some(prev_cpu);
+    }
+    None
+}
+
+/// Models `wake_affine_weight()` — kernel/sched/fair.c @ v6.10 (capacities equal: no
+/// asymmetric CPUs in the model's machines).
+fn wake_affine_weight(k: &Kernel, imbalance_pct: u32, p: TaskId, this_cpu: CpuId, prev_cpu: CpuId, sync: bool) -> Option<CpuId> {
+    let task_load = task_h_load(k, p) as i64;
+    let mut this_eff = cpu_load(k, this_cpu) as i64;
+    if sync {
+        let current_load = task_h_load(k, k.curr(this_cpu)) as i64;
+        if current_load > this_eff {
+            return Some(this_cpu);
+        }
+        this_eff -= current_load;
+    }
+    this_eff += task_load;
+    if k.cfg.feat(SchedFeat::WA_BIAS) {
+        this_eff *= 100;
+    }
+    this_eff *= 1024;
+    let mut prev_eff = cpu_load(k, prev_cpu) as i64 - task_load;
+    if k.cfg.feat(SchedFeat::WA_BIAS) {
+        prev_eff *= 100 + (imbalance_pct as i64 - 100) / 2;
+    }
+    prev_eff *= 1024;
+    if sync {
+        prev_eff += 1;
+    }
+    (this_eff < prev_eff).then_some(this_cpu)
+}
+
+/// Models `wake_affine()` — kernel/sched/fair.c @ v6.10: this CPU or the wakee's previous one.
+fn wake_affine(k: &Kernel, imbalance_pct: u32, p: TaskId, this_cpu: CpuId, prev_cpu: CpuId, sync: bool) -> CpuId {
+    let mut target = None;
+    if k.cfg.feat(SchedFeat::WA_IDLE) {
+        target = wake_affine_idle(k, this_cpu, prev_cpu, sync);
+    }
+    if target.is_none() && k.cfg.feat(SchedFeat::WA_WEIGHT) {
+        target = wake_affine_weight(k, imbalance_pct, p, this_cpu, prev_cpu, sync);
+    }
+    if target == Some(this_cpu) {
+        this_cpu
+    } else {
+        prev_cpu
+    }
+}
+
+/// Models `test_idle_cores()`.
+fn test_idle_cores(k: &Kernel, cpu: CpuId) -> bool {
+    k.llc_shared[llc_of(k, cpu)].has_idle_cores
+}
+
+/// Models `set_idle_cores()`.
+fn set_idle_cores(k: &mut Kernel, cpu: CpuId, val: bool) {
+    let l = llc_of(k, cpu);
+    k.llc_shared[l].has_idle_cores = val;
+}
+
+/// Models `__update_idle_core()` — kernel/sched/fair.c @ v6.10, from `set_next_task_idle()`:
+/// if every SMT sibling of this CPU is idle, mark the LLC as having an idle core. Returns the
+/// cost of reading the siblings' runqueues.
+pub fn __update_idle_core(k: &mut Kernel, cpu: CpuId) -> Time {
+    if k.m.topo.smt_mask(cpu).weight() < 2 || test_idle_cores(k, cpu) {
+        return 0;
+    }
+    let mut cost = 0;
+    let sibs: Vec<CpuId> = k.m.topo.smt_mask(cpu).iter().filter(|&c| c != cpu).collect();
+    for s in sibs {
+        cost += peek_rq(k, cpu, s);
+        if !available_idle_cpu(k, s) {
+            return cost;
+        }
+    }
+    set_idle_cores(k, cpu, true);
+    cost
+}
+
+/// Models `select_idle_core()`: `Ok(core)` if the whole core is idle; otherwise records the
+/// first idle sibling in `idle_cpu`.
+fn select_idle_core(k: &mut Kernel, cpu: CpuId, core: CpuId, allowed: &dyn Fn(CpuId) -> bool, idle_cpu: &mut Option<CpuId>, cost: &mut Time) -> bool {
+    let mut idle = true;
+    let sibs: Vec<CpuId> = k.m.topo.smt_mask(core).iter().collect();
+    for s in sibs {
+        *cost += peek_rq(k, cpu, s);
+        if !available_idle_cpu(k, s) {
+            idle = false;
+            if idle_cpu.is_none() && allowed(s) {
+                // sched_idle_cpu() is never true here (no SCHED_IDLE tasks modelled).
+            }
+            continue;
+        }
+        if idle_cpu.is_none() && allowed(s) {
+            *idle_cpu = Some(s);
+        }
+    }
+    idle && allowed(core)
+}
+
+/// Models `select_idle_cpu()` — kernel/sched/fair.c @ v6.10: scan the LLC from target+1,
+/// whole cores first when one is known idle, else CPU by CPU within the SIS_UTIL budget.
+fn select_idle_cpu(k: &mut Kernel, cpu: CpuId, p: TaskId, has_idle_core: bool, target: CpuId, cost: &mut Time) -> Option<CpuId> {
+    let llc = k.sd.sd_llc[target as usize];
+    let Some(llc) = llc else { return None };
+    let span = k.sd.domains(target)[llc].span.clone();
+    let pinned = k.tasks[p as usize].pinned;
+    let allowed = move |c: CpuId| pinned.is_none_or(|x| x == c);
+    let mut nr: i64 = i64::MAX;
+    if k.cfg.feat(SchedFeat::SIS_UTIL) && !has_idle_core {
+        nr = k.llc_shared[llc_of(k, target)].nr_idle_scan as i64 + 1;
+        if nr == 1 {
+            return None;
+        }
+    }
+    let mut idle_cpu = None;
+    let mut skip = crate::hw::cpumask::CpuMask::new(k.m.topo.nr_cpus);
+    let n = k.m.topo.nr_cpus;
+    for c in span.iter_wrap((target + 1) % n) {
+        if !allowed(c) || skip.test(c) {
+            continue;
+        }
+        if has_idle_core {
+            if select_idle_core(k, cpu, c, &allowed, &mut idle_cpu, cost) {
+                return Some(c);
+            }
+            for s in k.m.topo.smt_mask(c).iter() {
+                skip.set(s);
+            }
+        } else {
+            nr -= 1;
+            if nr <= 0 {
+                return None;
+            }
+            *cost += peek_rq(k, cpu, c);
+            if available_idle_cpu(k, c) {
+                return Some(c);
+            }
+        }
+    }
+    if has_idle_core {
+        set_idle_cores(k, target, false);
+    }
+    idle_cpu
+}
+
+/// Models `select_idle_smt()`: an idle SMT sibling of `target` inside the LLC.
+fn select_idle_smt(k: &mut Kernel, cpu: CpuId, p: TaskId, target: CpuId, cost: &mut Time) -> Option<CpuId> {
+    let sibs: Vec<CpuId> = k.m.topo.smt_mask(target).iter().filter(|&c| c != target).collect();
+    for s in sibs {
+        if k.tasks[p as usize].pinned.is_some_and(|x| x != s) {
+            continue;
+        }
+        *cost += peek_rq(k, cpu, s);
+        if available_idle_cpu(k, s) {
+            return Some(s);
+        }
+    }
+    None
+}
+
+/// Models `select_idle_sibling()` — kernel/sched/fair.c @ v6.10. Every idle test is
+/// `available_idle_cpu()`, which reads `ttwu_pending`, so a CPU that already has a wakee
+/// queued does not look idle (unless `ttwu_pending` was cleared early, pre-d6962c4fe8f9).
+pub fn select_idle_sibling(k: &mut Kernel, cpu: CpuId, p: TaskId, prev: CpuId, target: CpuId, cost: &mut Time) -> CpuId {
+    *cost += peek_rq(k, cpu, target);
+    if available_idle_cpu(k, target) {
+        return target;
+    }
+    if prev != target && k.sd.cpus_share_cache(prev, target) {
+        *cost += peek_rq(k, cpu, prev);
+        if available_idle_cpu(k, prev) {
+            return prev;
+        }
+    }
+    // A per-CPU kthread waking a task on its own CPU (IO completion): stack on prev.
+    let curr = k.curr(cpu);
+    let kthread_waker = k.tasks[curr as usize].pinned == Some(cpu) && k.tasks[curr as usize].kind != super::TaskKind::Idle;
+    if kthread_waker && prev == cpu && k.cpus[cpu as usize].rq.nr_running <= 1 && k.cpus[cpu as usize].preempt_count & crate::linux::preempt::HARDIRQ_MASK == 0 {
+        return prev;
+    }
+    let recent = k.tasks[p as usize].recent_used_cpu;
+    k.tasks[p as usize].recent_used_cpu = Some(prev);
+    if let Some(r) = recent {
+        if r != prev && r != target && k.sd.cpus_share_cache(r, target) && k.tasks[p as usize].pinned.is_none_or(|x| x == r) {
+            *cost += peek_rq(k, cpu, r);
+            if available_idle_cpu(k, r) {
+                return r;
+            }
+        }
+    }
+    if k.sd.sd_llc[target as usize].is_none() {
+        return target;
+    }
+    let smt = k.sd.domains(target).first().is_some_and(|d| d.flags & SD_SHARE_CPUCAPACITY != 0);
+    let mut has_idle_core = false;
+    if smt {
+        has_idle_core = test_idle_cores(k, target);
+        if !has_idle_core && k.sd.cpus_share_cache(prev, target) {
+            if let Some(i) = select_idle_smt(k, cpu, p, prev, cost) {
+                return i;
+            }
+        }
+    }
+    if let Some(i) = select_idle_cpu(k, cpu, p, has_idle_core, target, cost) {
+        return i;
+    }
+    target
+}
+
+/// Models `select_task_rq_fair()` for a wakeup (WF_TTWU) — kernel/sched/fair.c @ v6.10: the
+/// wake-affine decision at the first SD_WAKE_AFFINE domain spanning both CPUs, then the
+/// idle-sibling search. Returns (CPU, cost of the search). Simplifications: no EAS, no
+/// SD_BALANCE_WAKE slow path (off by default on every domain).
+pub fn select_task_rq_fair(k: &mut Kernel, cpu: CpuId, p: TaskId, prev_cpu: CpuId, sync: bool) -> (CpuId, Time) {
+    record_wakee(k, cpu, p);
+    let allowed_here = k.tasks[p as usize].pinned.is_none_or(|x| x == cpu);
+    let want_affine = !wake_wide(k, cpu, p) && allowed_here;
+    let mut new_cpu = prev_cpu;
+    let mut cost = 0;
+    if want_affine {
+        let found = k.sd.domains(cpu).iter().find(|d| d.flags & SD_WAKE_AFFINE != 0 && d.span.test(prev_cpu)).map(|d| d.imbalance_pct);
+        if let Some(pct) = found {
+            if cpu != prev_cpu {
+                new_cpu = wake_affine(k, pct, p, cpu, prev_cpu, sync);
+            }
+        }
+    }
+    let t = select_idle_sibling(k, cpu, p, prev_cpu, new_cpu, &mut cost);
+    (t, cost)
+}
+
+/// Models `update_idle_cpu_scan()` — kernel/sched/fair.c @ v6.10: the SIS_UTIL budget from
+/// the LLC's summed utilization, computed by periodic/idle balancing at the LLC level.
+pub fn update_idle_cpu_scan(k: &mut Kernel, cpu: CpuId, sum_util: u64) {
+    let Some(llc) = k.sd.sd_llc[cpu as usize] else { return };
+    let d = &k.sd.domains(cpu)[llc];
+    let llc_weight = d.span_weight as u64;
+    let pct = d.imbalance_pct as u64;
+    // x = sum_util / llc_weight; y = 1024 - min(1024, x^2 * pct^2 / (10000 * 1024)).
+    let x = sum_util / llc_weight.max(1);
+    let tmp = (x * x).saturating_mul(pct * pct) / (10000 * 1024);
+    let y = 1024 - tmp.min(1024);
+    let nr = (y * llc_weight / 1024) as u32;
+    let l = llc_of(k, cpu);
+    k.llc_shared[l].nr_idle_scan = nr;
+}

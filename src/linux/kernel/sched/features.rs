@@ -24,6 +24,12 @@ sched_features! {
     SIS_UTIL = true,
     /// Allow wakeup preemption of the fair class.
     WAKEUP_PREEMPTION = true,
+    /// wake_affine: prefer an idle CPU between the waker's and the wakee's previous one.
+    WA_IDLE = true,
+    /// wake_affine: compare the two CPUs' loads.
+    WA_WEIGHT = true,
+    /// wake_affine: bias the load comparison toward the previous CPU by imbalance_pct/2.
+    WA_BIAS = true,
 }
 
 /// The set of enabled features.

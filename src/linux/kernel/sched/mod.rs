@@ -41,9 +41,13 @@ pub const NOHZ_NEWILB_KICK: u32 = 1 << 2;
 pub const NOHZ_NEXT_KICK: u32 = 1 << 3;
 pub const NOHZ_KICK_MASK: u32 = NOHZ_BALANCE_KICK | NOHZ_STATS_KICK | NOHZ_NEXT_KICK;
 
-// Wake flags.
+// Wake flags (kernel/sched/sched.h; WF_ON_CPU as in v5.19, removed by f3dd3f674555's series).
 pub const WF_TTWU: u32 = 0x08;
+/// A synchronous wakeup: the waker is about to sleep.
+pub const WF_SYNC: u32 = 0x10;
 pub const WF_MIGRATED: u32 = 0x20;
+/// The wakee is still on its CPU (descheduling).
+pub const WF_ON_CPU: u32 = 0x40;
 
 /// `sysctl_sched_migration_cost`, ns.
 pub const SYSCTL_SCHED_MIGRATION_COST: u64 = 500_000;
@@ -85,6 +89,14 @@ pub struct Task {
     pub sched_remote_wakeup: bool,
     /// The task's kernel stack while it is not running.
     pub saved: Vec<Frame>,
+    /// `wakee_flips`, `wakee_flip_decay_ts` (jiffies), `last_wakee` (record_wakee/wake_wide).
+    pub wakee_flips: u32,
+    pub wakee_flip_decay_ts: u64,
+    pub last_wakee: Option<TaskId>,
+    /// `recent_used_cpu`.
+    pub recent_used_cpu: Option<CpuId>,
+    /// PELT load average of the task (`se.avg.load_avg`).
+    pub load_avg: u64,
     /// Accumulated run time and the start of the current run.
     pub sum_exec_runtime: Time,
     pub exec_start: Time,
@@ -107,6 +119,11 @@ impl Task {
             ti_line,
             wake_entry,
             sched_remote_wakeup: false,
+            wakee_flips: 0,
+            wakee_flip_decay_ts: 0,
+            last_wakee: None,
+            recent_used_cpu: None,
+            load_avg: 0,
             saved: Vec::new(),
             sum_exec_runtime: 0,
             exec_start: 0,
@@ -152,6 +169,10 @@ pub struct Rq {
     pub nohz_tick_stopped: bool,
     /// `nr_switches`.
     pub nr_switches: u64,
+    /// PELT load average of the CFS runqueue (`cfs.avg.load_avg`).
+    pub cfs_load_avg: u64,
+    /// Wakees placed on this CPU since it last switched to a task (stacking detection).
+    pub wakees_placed: u32,
 }
 
 impl Rq {
@@ -179,6 +200,8 @@ impl Rq {
             nohz_flags: 0,
             nohz_tick_stopped: false,
             nr_switches: 0,
+            cfs_load_avg: 0,
+            wakees_placed: 0,
         }
     }
 }
@@ -214,6 +237,12 @@ impl Nohz {
 pub fn idle_cpu(k: &Kernel, cpu: CpuId) -> bool {
     let rq = &k.cpus[cpu as usize].rq;
     rq.curr == rq.idle && rq.nr_running == 0 && !rq.ttwu_pending
+}
+
+/// Models `available_idle_cpu()` — kernel/sched/core.c @ v6.10: `idle_cpu()` and the vCPU is
+/// not preempted by its host (never, in the model).
+pub fn available_idle_cpu(k: &Kernel, cpu: CpuId) -> bool {
+    idle_cpu(k, cpu)
 }
 
 /// Models `tif_need_resched()` / `need_resched()` for the current task of `cpu`.
