@@ -76,7 +76,10 @@ pub fn render_table(c: &Comparison) -> String {
     s.push_str(&format!("Test          : {}\n", c.title));
     s.push_str(&format!("Machine       : {}\n", c.machine));
     s.push_str(&format!("Units         : Normalized {} ({} in {})\n", c.metric, c.metric, c.unit));
-    s.push_str(&format!("Interpretation: {}\n", if c.lower_is_better { "Lower is better" } else { "Higher is better" }));
+    s.push_str(&format!(
+        "Interpretation: {}\n",
+        if c.lower_is_better { "Lower is better" } else { "Higher is better" }
+    ));
     s.push_str("Statistic     : AMean\n");
     s.push_str(&bar);
     s.push('\n');
@@ -94,7 +97,10 @@ pub fn render_table(c: &Comparison) -> String {
         let name = format!("{} ({})", r.variant, r.kernel);
         let norm = format!("{:.2} {}", r.normalized, pct_imp(c, r, i));
         let publ = r.published.map_or("-".to_string(), |p| format!("{p:.2}"));
-        s.push_str(&format!("{:<kw$}  {:>12.3}  {:>10.3}  {:>4}  {:>24}  {:>9}\n", name, r.mean, r.stddev, r.runs, norm, publ));
+        s.push_str(&format!(
+            "{:<kw$}  {:>12.3}  {:>10.3}  {:>4}  {:>24}  {:>9}\n",
+            name, r.mean, r.stddev, r.runs, norm, publ
+        ));
     }
     for n in &c.notes {
         s.push('\n');

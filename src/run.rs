@@ -59,7 +59,11 @@ pub fn build(spec: &RunSpec) -> Result<Kernel, String> {
     for (name, on) in &spec.idle_states {
         let Some(i) = m.idle_states.iter().position(|s| &s.name == name) else {
             let names: Vec<&str> = m.idle_states.iter().map(|s| s.name.as_str()).collect();
-            return Err(format!("machine {} has no idle state '{name}' (expected one of: {})", m.name, names.join(", ")));
+            return Err(format!(
+                "machine {} has no idle state '{name}' (expected one of: {})",
+                m.name,
+                names.join(", ")
+            ));
         };
         if i == 0 && !on {
             return Err("idle state POLL cannot be disabled".into());
@@ -104,6 +108,8 @@ pub struct RunResult {
     /// pid -> comm, for the trace.
     pub comms: Vec<(u32, String)>,
     pub finished: bool,
+    /// CPU time of the workload's tasks (perf's task-clock).
+    pub task_clock_ns: u64,
 }
 
 /// Run a spec to completion.
@@ -111,6 +117,13 @@ pub fn execute(spec: &RunSpec) -> Result<RunResult, String> {
     let mut k = build(spec)?;
     k.run(spec.limit_ns);
     let comms = k.tasks.iter().filter(|t| t.pid != 0).map(|t| (t.pid, t.comm.clone())).collect();
+    let now = k.now;
+    let task_clock_ns = k
+        .tasks
+        .iter()
+        .filter(|t| t.kind == crate::linux::kernel::sched::TaskKind::Workload)
+        .map(|t| t.sum_exec_runtime + if t.on_cpu { now - t.exec_start } else { 0 })
+        .sum();
     Ok(RunResult {
         kernel_label: k.cfg.label(),
         machine: k.m.name.clone(),
@@ -123,6 +136,7 @@ pub fn execute(spec: &RunSpec) -> Result<RunResult, String> {
         trace: std::mem::take(&mut k.trace.records),
         comms,
         finished: k.finished,
+        task_clock_ns,
     })
 }
 

@@ -14,7 +14,11 @@ use serde_json::json;
 use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
-#[command(name = "schedsim", version, about = "Deterministic simulator of the Linux scheduler's SMP machinery (wakeups, IPIs, idle, softirqs, balancing)")]
+#[command(
+    name = "schedsim",
+    version,
+    about = "Deterministic simulator of the Linux scheduler's SMP machinery (wakeups, IPIs, idle, softirqs, balancing)"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -190,7 +194,8 @@ fn apply_spec_args(s: &mut RunSpec, a: &SpecArgs) -> Result<(), String> {
 fn base_spec(name: &str, file: &Option<PathBuf>, params: &[String]) -> Result<RunSpec, String> {
     let mut s = match file {
         Some(p) => {
-            let text = std::fs::read_to_string(p).map_err(|e| format!("cannot read scenario file {}: {e}", p.display()))?;
+            let text =
+                std::fs::read_to_string(p).map_err(|e| format!("cannot read scenario file {}: {e}", p.display()))?;
             scenario::parse(&text, &p.display().to_string())?
         }
         None => scenario::builtin(name)?,
@@ -244,11 +249,34 @@ fn counters_json(r: &RunResult) -> serde_json::Value {
         "newidle_ns": st.newidle_ns,
         "ksoftirqd_wakeups": st.ksoftirqd_wakeups,
         "context_switches": st.context_switches,
+        "cpu_migrations": st.cpu_migrations,
+        "wakeups_wakelist_polling": st.wakeups_wakelist_polling,
+        "wakeups_wakelist_ipi": st.wakeups_wakelist_ipi,
+        "wakeups_wakelist_coalesced": st.wakeups_wakelist_coalesced,
+        "wakeups_direct": st.wakeups_direct,
+        "stacking_wakeups": st.stacking_wakeups,
+        "task_clock_ns": r.task_clock_ns,
+        "wakeup_latency_ns": latency_json(&st.wakeup_latency),
         "ticks": st.ticks,
         "tick_stops": st.tick_stops,
         "warns": st.warns,
         "irqs_off_ns_per_cpu": st.irqs_off_ns,
         "phase_ns_all_cpus": phases,
+    })
+}
+
+fn latency_json(h: &hdrhistogram::Histogram<u64>) -> serde_json::Value {
+    if h.is_empty() {
+        return json!(null);
+    }
+    json!({
+        "samples": h.len(),
+        "min": h.min(),
+        "p50": h.value_at_quantile(0.50),
+        "p90": h.value_at_quantile(0.90),
+        "p99": h.value_at_quantile(0.99),
+        "p99.9": h.value_at_quantile(0.999),
+        "max": h.max(),
     })
 }
 
@@ -285,13 +313,25 @@ fn run_json(s: &RunSpec, r: &RunResult) -> serde_json::Value {
 fn run_text(s: &RunSpec, r: &RunResult) -> String {
     let mut o = String::new();
     let params: Vec<String> = s.params.pairs().iter().map(|(k, v)| format!("{k}={v}")).collect();
-    o.push_str(&format!("# schedsim run {} {} --machine {} --kernel '{}' --seed {}\n", s.workload, params.join(" "), r.machine, r.kernel_label, r.seed));
+    o.push_str(&format!(
+        "# schedsim run {} {} --machine {} --kernel '{}' --seed {}\n",
+        s.workload,
+        params.join(" "),
+        r.machine,
+        r.kernel_label,
+        r.seed
+    ));
     match &r.workload {
         Workload::Ipistorm(w) => {
             for c in w.p.cpulist.iter() {
                 o.push_str(&format!("ipistorm: {c} -> {}\n", w.p.target(c, r.nr_cpus)));
             }
-            o.push_str(&format!("ipistorm: {} calls in {:.3} ms ({:.0} ns per call)\n", w.calls(), w.total_ns() as f64 / 1e6, w.total_ns() as f64 / w.calls().max(1) as f64));
+            o.push_str(&format!(
+                "ipistorm: {} calls in {:.3} ms ({:.0} ns per call)\n",
+                w.calls(),
+                w.total_ns() as f64 / 1e6,
+                w.total_ns() as f64 / w.calls().max(1) as f64
+            ));
             let pct = |n: u64| 100.0 * n as f64 / w.calls().max(1) as f64;
             o.push_str(&format!(
                 "ipistorm: {:.1}% of calls notified by polling (mean {} ns), {:.1}% by a real IPI (mean {} ns), {:.1}% coalesced\n",
@@ -309,7 +349,11 @@ fn run_text(s: &RunSpec, r: &RunResult) -> String {
     }
     let st = &r.stats;
     let total_irqs_off: u64 = st.irqs_off_ns.iter().sum();
-    o.push_str(&format!("\n Performance counter stats (simulated {:.3} ms, {} CPUs):\n\n", r.sim_ns as f64 / 1e6, r.nr_cpus));
+    o.push_str(&format!(
+        "\n Performance counter stats (simulated {:.3} ms, {} CPUs):\n\n",
+        r.sim_ns as f64 / 1e6,
+        r.nr_cpus
+    ));
     let line = |o: &mut String, v: String, name: &str| o.push_str(&format!("{v:>18}      {name}\n"));
     line(&mut o, st.ipis_sent.to_string(), "ipis-sent (CALL_FUNCTION_SINGLE)");
     line(&mut o, st.resched_ipis_sent.to_string(), "ipis-sent (RESCHEDULE)");
@@ -319,9 +363,29 @@ fn run_text(s: &RunSpec, r: &RunResult) -> String {
     line(&mut o, st.newidle_calls.to_string(), "newidle-balance-calls");
     line(&mut o, format!("{:.3}", st.newidle_ns as f64 / 1e6), "newidle-balance-msec");
     line(&mut o, st.ksoftirqd_wakeups.to_string(), "ksoftirqd-wakeups");
+    line(&mut o, format!("{:.3}", r.task_clock_ns as f64 / 1e6), "task-clock (msec, workload tasks)");
     line(&mut o, st.context_switches.to_string(), "context-switches");
+    line(&mut o, st.cpu_migrations.to_string(), "cpu-migrations");
+    line(&mut o, st.wakeups_wakelist_polling.to_string(), "wakeups (wakelist, polling kick)");
+    line(&mut o, st.wakeups_wakelist_ipi.to_string(), "wakeups (wakelist, IPI)");
+    line(&mut o, st.wakeups_wakelist_coalesced.to_string(), "wakeups (wakelist, coalesced)");
+    line(&mut o, st.wakeups_direct.to_string(), "wakeups (direct enqueue)");
+    line(&mut o, st.stacking_wakeups.to_string(), "stacking-wakeups");
     line(&mut o, format!("{:.3}", total_irqs_off as f64 / 1e6), "irqs-off-msec (all CPUs)");
     line(&mut o, st.warns.to_string(), "kernel-warnings");
+    let h = &st.wakeup_latency;
+    if !h.is_empty() {
+        o.push_str(&format!(
+            "\n Wakeup latency (waking -> running, us): samples {}  min {:.1}  p50 {:.1}  p90 {:.1}  p99 {:.1}  p99.9 {:.1}  max {:.1}\n",
+            h.len(),
+            h.min() as f64 / 1e3,
+            h.value_at_quantile(0.5) as f64 / 1e3,
+            h.value_at_quantile(0.9) as f64 / 1e3,
+            h.value_at_quantile(0.99) as f64 / 1e3,
+            h.value_at_quantile(0.999) as f64 / 1e3,
+            h.max() as f64 / 1e3
+        ));
+    }
     // The busiest CPUs by IRQ-off time.
     let mut busy: Vec<(usize, u64)> = st.irqs_off_ns.iter().copied().enumerate().filter(|(_, v)| *v > 0).collect();
     busy.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
@@ -371,7 +435,11 @@ fn cmd_compare(a: CompareArgs) -> Result<(), String> {
             let mut s = base.clone();
             s.kernel = name.to_string();
             if !patches.is_empty() {
-                s.patches = if s.patches.is_empty() { patches.join(",") } else { format!("{},{}", s.patches, patches.join(",")) };
+                s.patches = if s.patches.is_empty() {
+                    patches.join(",")
+                } else {
+                    format!("{},{}", s.patches, patches.join(","))
+                };
             }
             s.seed = a.seed + i as u64;
             specs.push(s);
@@ -393,7 +461,8 @@ fn cmd_compare(a: CompareArgs) -> Result<(), String> {
             })
             .collect();
         let (mean, stddev) = report::mean_stddev(&v);
-        let patches = crate::linux::KernelConfig::resolve(&specs[ki * a.runs].kernel, &specs[ki * a.runs].patches, 250)?;
+        let patches =
+            crate::linux::KernelConfig::resolve(&specs[ki * a.runs].kernel, &specs[ki * a.runs].patches, 250)?;
         rows.push(CompareRow {
             variant: kspec.to_string(),
             kernel: rs[0].kernel_label.clone(),
@@ -434,7 +503,11 @@ fn cmd_reproduce(a: ReproduceArgs) -> Result<(), String> {
     if a.runs == 0 {
         return Err("--runs must be at least 1".into());
     }
-    let names: Vec<String> = if a.experiments.is_empty() { experiments::EXPERIMENTS.iter().map(|e| e.name.to_string()).collect() } else { a.experiments.clone() };
+    let names: Vec<String> = if a.experiments.is_empty() {
+        experiments::EXPERIMENTS.iter().map(|e| e.name.to_string()).collect()
+    } else {
+        a.experiments.clone()
+    };
     let exps: Vec<_> = names.iter().map(|n| experiments::find(n)).collect::<Result<_, _>>()?;
     let params = Params::parse(a.params.iter().map(String::as_str), "--param")?;
     let o = ExpOpts { runs: a.runs, seed: a.seed, jobs: a.jobs, params: params.pairs().to_vec() };
@@ -489,7 +562,8 @@ fn cmd_bench(a: BenchArgs) -> Result<(), String> {
             format!("{:.4}", sim_ns as f64 / 1e9 / wall),
         ]);
     }
-    let header: Vec<String> = ["case", "actions", "wall(s)", "Mactions/s", "sim-s per wall-s"].iter().map(|s| s.to_string()).collect();
+    let header: Vec<String> =
+        ["case", "actions", "wall(s)", "Mactions/s", "sim-s per wall-s"].iter().map(|s| s.to_string()).collect();
     print!("{}", report::render_grid(&header, &rows));
     let t = Instant::now();
     experiments::ipistorm::reproduce(&ExpOpts::default())?;
@@ -505,7 +579,8 @@ pub fn list_text() -> String {
     o.push_str("Machines:\n");
     for n in crate::hw::preset_names() {
         if let Ok(m) = crate::hw::preset(n) {
-            let states: Vec<String> = m.idle_states.iter().map(|s| format!("{}{}", s.name, if s.disabled { "(off)" } else { "" })).collect();
+            let states: Vec<String> =
+                m.idle_states.iter().map(|s| format!("{}{}", s.name, if s.disabled { "(off)" } else { "" })).collect();
             o.push_str(&format!("  {:<16} {} [idle: {}]\n", n, m.summary(), states.join(" ")));
         }
     }

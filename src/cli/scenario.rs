@@ -8,7 +8,11 @@ use std::collections::BTreeMap;
 
 /// Built-in scenarios: (name, description, TOML).
 pub const BUILTIN: &[(&str, &str, &str)] = &[
-    ("ipistorm", "the published ipistorm run: CPU8 -> CPU16, 100k waiting calls, EPYC 7763 2S, C2 off", include_str!("../../scenarios/ipistorm.toml")),
+    (
+        "ipistorm",
+        "the published ipistorm run: CPU8 -> CPU16, 100k waiting calls, EPYC 7763 2S, C2 off",
+        include_str!("../../scenarios/ipistorm.toml"),
+    ),
     ("idle", "an idle EPYC 7763 2S for 100 ms (ticks, idle states, nohz)", include_str!("../../scenarios/idle.toml")),
 ];
 
@@ -65,7 +69,7 @@ pub fn parse(text: &str, origin: &str) -> Result<RunSpec, String> {
             toml::Value::Integer(i) => i.to_string(),
             toml::Value::Boolean(b) => (b as u8).to_string(),
             other => {
-                let needle = format!("{k}");
+                let needle = k.to_string();
                 let line = text.find(&needle).map(|o| line_of(text, o)).unwrap_or(1);
                 return Err(format!("{origin}:{line}: params.{k} = {other}: expected a string, integer or boolean"));
             }

@@ -11,7 +11,8 @@ use crate::workload::Workload;
 use serde_json::json;
 
 /// The published run's module parameters.
-pub const PUBLISHED_PARAMS: &[(&str, &str)] = &[("numipi", "100000"), ("single", "1"), ("offset", "8"), ("cpulist", "8"), ("wait", "1")];
+pub const PUBLISHED_PARAMS: &[(&str, &str)] =
+    &[("numipi", "100000"), ("single", "1"), ("offset", "8"), ("cpulist", "8"), ("wait", "1")];
 
 /// (label, base kernel, patches, published normalized runtime)
 pub const VARIANTS: &[(&str, &str, &str, Option<f64>)] = &[
@@ -35,7 +36,8 @@ pub fn spec(kernel: &str, patches: &str, seed: u64, overrides: &[(String, String
     s.patches = patches.into();
     s.seed = seed;
     s.idle_states = vec![("C2".into(), false)];
-    let mut pairs: Vec<(String, String)> = PUBLISHED_PARAMS.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let mut pairs: Vec<(String, String)> =
+        PUBLISHED_PARAMS.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
     pairs.extend(overrides.iter().cloned());
     s.params = Params::from_pairs(pairs, "ipistorm experiment");
     s
@@ -107,7 +109,8 @@ pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
     let mut breakdown_rows = Vec::new();
     let mut phase_rows = Vec::new();
     for (vi, (label, kernel, patches, published)) in VARIANTS.iter().enumerate() {
-        let samples: Vec<Sample> = results[vi * o.runs..(vi + 1) * o.runs].iter().map(sample).collect::<Result<_, _>>()?;
+        let samples: Vec<Sample> =
+            results[vi * o.runs..(vi + 1) * o.runs].iter().map(sample).collect::<Result<_, _>>()?;
         let totals: Vec<f64> = samples.iter().map(|s| s.total_ms).collect();
         let (mean, stddev) = mean_stddev(&totals);
         let calls = avg(&samples, |s| s.calls);
@@ -138,10 +141,18 @@ pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
                 "newidle_calls": avg(&samples, |s| s.newidle_calls),
             }),
         );
-        let patch_ids: Vec<String> = crate::linux::KernelConfig::resolve(kernel, patches, 250)?.patches.iter().map(|p| p.info().id.to_string()).collect();
+        let patch_ids: Vec<String> = crate::linux::KernelConfig::resolve(kernel, patches, 250)?
+            .patches
+            .iter()
+            .map(|p| p.info().id.to_string())
+            .collect();
         rows.push(CompareRow {
             variant: label.to_string(),
-            kernel: if patches.is_empty() { kernel.to_string() } else { format!("{kernel} {}", patches.replace(',', " ")) },
+            kernel: if patches.is_empty() {
+                kernel.to_string()
+            } else {
+                format!("{kernel} {}", patches.replace(',', " "))
+            },
             patches: patch_ids,
             runs: o.runs,
             mean,
@@ -161,7 +172,15 @@ pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
             format!("{:.0}", avg(&samples, |s| s.newidle_calls)),
         ]);
         let mut pr = vec![label.to_string()];
-        for p in [Phase::IdleState, Phase::IdleLoop, Phase::Flush, Phase::Schedule, Phase::Newidle, Phase::HardIrq, Phase::Softirq] {
+        for p in [
+            Phase::IdleState,
+            Phase::IdleLoop,
+            Phase::Flush,
+            Phase::Schedule,
+            Phase::Newidle,
+            Phase::HardIrq,
+            Phase::Softirq,
+        ] {
             pr.push(format!("{:.0}", avg(&samples, |s| s.target_phase_ns[p as usize])));
         }
         pr.push(format!("{:.0}", avg(&samples, |s| s.sender_phase_ns[Phase::Spin as usize])));
@@ -172,11 +191,36 @@ pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
     let notes = vec![
         format!(
             "Per call: how the target was notified, and what a call costs the sender (ns)\n{}",
-            render_grid(&s(&["variant", "polling", "real IPI", "call(polling)", "call(IPI)", "CPU16 irqs-off", "schedule_idle", "newidle"]), &breakdown_rows)
+            render_grid(
+                &s(&[
+                    "variant",
+                    "polling",
+                    "real IPI",
+                    "call(polling)",
+                    "call(IPI)",
+                    "CPU16 irqs-off",
+                    "schedule_idle",
+                    "newidle"
+                ]),
+                &breakdown_rows
+            )
         ),
         format!(
             "Where each call's time goes on CPU16 (ns per call), and the sender's csd_lock_wait spin\n{}",
-            render_grid(&s(&["variant", "idle-state", "idle-loop", "flush", "schedule", "newidle", "hardirq", "softirq", "CPU8 spin"]), &phase_rows)
+            render_grid(
+                &s(&[
+                    "variant",
+                    "idle-state",
+                    "idle-loop",
+                    "flush",
+                    "schedule",
+                    "newidle",
+                    "hardirq",
+                    "softirq",
+                    "CPU8 spin"
+                ]),
+                &phase_rows
+            )
         ),
     ];
     let params: Vec<String> = specs[0].params.pairs().iter().map(|(k, v)| format!("{k}={v}")).collect();

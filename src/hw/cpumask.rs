@@ -24,10 +24,7 @@ pub struct CpuMask {
 impl CpuMask {
     /// An empty mask able to hold CPUs `0..nr_cpus`.
     pub fn new(nr_cpus: u32) -> CpuMask {
-        CpuMask {
-            nr_cpus,
-            words: vec![0; nr_cpus.div_ceil(BITS) as usize],
-        }
+        CpuMask { nr_cpus, words: vec![0; nr_cpus.div_ceil(BITS) as usize] }
     }
 
     /// A mask with every CPU `0..nr_cpus` set.
@@ -59,21 +56,13 @@ impl CpuMask {
 
     /// Adds `cpu`. Panics if `cpu >= nr_cpus`.
     pub fn set(&mut self, cpu: u32) {
-        assert!(
-            cpu < self.nr_cpus,
-            "cpu {cpu} out of range (nr_cpus {})",
-            self.nr_cpus
-        );
+        assert!(cpu < self.nr_cpus, "cpu {cpu} out of range (nr_cpus {})", self.nr_cpus);
         self.words[(cpu / BITS) as usize] |= 1u64 << (cpu % BITS);
     }
 
     /// Removes `cpu`. Panics if `cpu >= nr_cpus`.
     pub fn clear(&mut self, cpu: u32) {
-        assert!(
-            cpu < self.nr_cpus,
-            "cpu {cpu} out of range (nr_cpus {})",
-            self.nr_cpus
-        );
+        assert!(cpu < self.nr_cpus, "cpu {cpu} out of range (nr_cpus {})", self.nr_cpus);
         self.words[(cpu / BITS) as usize] &= !(1u64 << (cpu % BITS));
     }
 
@@ -149,46 +138,22 @@ impl CpuMask {
     /// CPUs in both masks (`cpumask_and()`).
     pub fn and(&self, other: &CpuMask) -> CpuMask {
         self.check_same_size(other);
-        let words = self
-            .words
-            .iter()
-            .zip(&other.words)
-            .map(|(a, b)| a & b)
-            .collect();
-        CpuMask {
-            nr_cpus: self.nr_cpus,
-            words,
-        }
+        let words = self.words.iter().zip(&other.words).map(|(a, b)| a & b).collect();
+        CpuMask { nr_cpus: self.nr_cpus, words }
     }
 
     /// CPUs in either mask (`cpumask_or()`).
     pub fn or(&self, other: &CpuMask) -> CpuMask {
         self.check_same_size(other);
-        let words = self
-            .words
-            .iter()
-            .zip(&other.words)
-            .map(|(a, b)| a | b)
-            .collect();
-        CpuMask {
-            nr_cpus: self.nr_cpus,
-            words,
-        }
+        let words = self.words.iter().zip(&other.words).map(|(a, b)| a | b).collect();
+        CpuMask { nr_cpus: self.nr_cpus, words }
     }
 
     /// CPUs in `self` but not in `other` (`cpumask_andnot()`).
     pub fn andnot(&self, other: &CpuMask) -> CpuMask {
         self.check_same_size(other);
-        let words = self
-            .words
-            .iter()
-            .zip(&other.words)
-            .map(|(a, b)| a & !b)
-            .collect();
-        CpuMask {
-            nr_cpus: self.nr_cpus,
-            words,
-        }
+        let words = self.words.iter().zip(&other.words).map(|(a, b)| a & !b).collect();
+        CpuMask { nr_cpus: self.nr_cpus, words }
     }
 
     /// Adds every CPU of `other` to `self` in place.
@@ -208,10 +173,7 @@ impl CpuMask {
     /// Whether every CPU of `self` is in `other` (`cpumask_subset(self, other)`).
     pub fn is_subset(&self, other: &CpuMask) -> bool {
         self.check_same_size(other);
-        self.words
-            .iter()
-            .zip(&other.words)
-            .all(|(a, b)| a & !b == 0)
+        self.words.iter().zip(&other.words).all(|(a, b)| a & !b == 0)
     }
 }
 
@@ -257,12 +219,10 @@ pub fn parse_cpulist(s: &str, nr_cpus: u32) -> Result<CpuMask, String> {
             return Err(format!("cpulist `{s}`: empty element"));
         }
         let parse_cpu = |text: &str| -> Result<u32, String> {
-            let cpu: u32 = text.trim().parse().map_err(|_| {
-                format!(
-                    "cpulist `{s}`: `{element}`: `{}` is not a CPU number",
-                    text.trim()
-                )
-            })?;
+            let cpu: u32 = text
+                .trim()
+                .parse()
+                .map_err(|_| format!("cpulist `{s}`: `{element}`: `{}` is not a CPU number", text.trim()))?;
             if cpu >= nr_cpus {
                 return Err(format!(
                     "cpulist `{s}`: `{element}`: CPU {cpu} out of range (machine has {nr_cpus} CPUs, 0-{})",
@@ -279,9 +239,7 @@ pub fn parse_cpulist(s: &str, nr_cpus: u32) -> Result<CpuMask, String> {
             }
         };
         if lo > hi {
-            return Err(format!(
-                "cpulist `{s}`: `{element}`: range start {lo} is above its end {hi}"
-            ));
+            return Err(format!("cpulist `{s}`: `{element}`: range start {lo} is above its end {hi}"));
         }
         for cpu in lo..=hi {
             mask.set(cpu);

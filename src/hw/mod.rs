@@ -34,19 +34,13 @@ impl LatencyNs {
 
     /// A range; panics if `lo_ns > hi_ns`.
     pub fn new(lo_ns: u64, hi_ns: u64) -> LatencyNs {
-        assert!(
-            lo_ns <= hi_ns,
-            "latency range [{lo_ns}, {hi_ns}] is reversed"
-        );
+        assert!(lo_ns <= hi_ns, "latency range [{lo_ns}, {hi_ns}] is reversed");
         LatencyNs { lo_ns, hi_ns }
     }
 
     /// A fixed cost.
     pub fn fixed(ns: u64) -> LatencyNs {
-        LatencyNs {
-            lo_ns: ns,
-            hi_ns: ns,
-        }
+        LatencyNs { lo_ns: ns, hi_ns: ns }
     }
 
     /// Maps one raw 64-bit draw from the caller's PRNG onto `[lo_ns, hi_ns]`, uniformly
@@ -183,10 +177,8 @@ impl Machine {
 }
 
 /// The built-in machines: (name, TOML text).
-pub const PRESETS: &[(&str, &str)] = &[
-    ("epyc-7763-2s", include_str!("presets/epyc-7763-2s.toml")),
-    ("smp-4", include_str!("presets/smp-4.toml")),
-];
+pub const PRESETS: &[(&str, &str)] =
+    &[("epyc-7763-2s", include_str!("presets/epyc-7763-2s.toml")), ("smp-4", include_str!("presets/smp-4.toml"))];
 
 const PRESET_NAMES: &[&str] = &["epyc-7763-2s", "smp-4"];
 
@@ -199,10 +191,7 @@ pub fn preset_names() -> &'static [&'static str] {
 pub fn preset(name: &str) -> Result<Machine, String> {
     match PRESETS.iter().find(|(preset_name, _)| *preset_name == name) {
         Some((_, text)) => machine_from_toml(text, &format!("src/hw/presets/{name}.toml")),
-        None => Err(format!(
-            "unknown machine preset `{name}`; known presets: {}",
-            preset_names().join(", ")
-        )),
+        None => Err(format!("unknown machine preset `{name}`; known presets: {}", preset_names().join(", "))),
     }
 }
 
@@ -281,19 +270,14 @@ struct RawIdleState {
 /// 1-based line of byte `offset` in `text`.
 fn line_of(text: &str, offset: usize) -> usize {
     let end = offset.min(text.len());
-    text.as_bytes()[..end]
-        .iter()
-        .filter(|&&b| b == b'\n')
-        .count()
-        + 1
+    text.as_bytes()[..end].iter().filter(|&&b| b == b'\n').count() + 1
 }
 
 /// Parses a machine description. Errors read "<origin>:<line>: <what was expected>" and
 /// cover TOML syntax, missing, unknown and mistyped keys, and values that do not describe
 /// a machine (reversed ranges, uneven NUMA splits, a missing POLL state, ...).
 pub fn machine_from_toml(text: &str, origin: &str) -> Result<Machine, String> {
-    let at =
-        |offset: usize, message: &str| format!("{origin}:{}: {message}", line_of(text, offset));
+    let at = |offset: usize, message: &str| format!("{origin}:{}: {message}", line_of(text, offset));
     let raw: RawMachine = toml::from_str(text).map_err(|e| {
         let offset = e.span().map_or(0, |span| span.start);
         at(offset, e.message().trim_end())
@@ -303,10 +287,7 @@ pub fn machine_from_toml(text: &str, origin: &str) -> Result<Machine, String> {
     if !HZ_CHOICES.contains(raw.hz.get_ref()) {
         return Err(at(
             raw.hz.span().start,
-            &format!(
-                "hz = {} is not a CONFIG_HZ choice (100, 250, 300 or 1000)",
-                raw.hz.get_ref()
-            ),
+            &format!("hz = {} is not a CONFIG_HZ choice (100, 250, 300 or 1000)", raw.hz.get_ref()),
         ));
     }
 
@@ -319,18 +300,9 @@ pub fn machine_from_toml(text: &str, origin: &str) -> Result<Machine, String> {
         cores_per_socket: *rt.cores_per_socket.get_ref(),
         cores_per_llc: *rt.cores_per_llc.get_ref(),
         threads_per_core: *rt.threads_per_core.get_ref(),
-        node_distance_same_socket: numa
-            .node_distance_same_socket
-            .as_ref()
-            .map_or(12, |v| *v.get_ref()),
-        node_distance_remote: numa
-            .node_distance_remote
-            .as_ref()
-            .map_or(32, |v| *v.get_ref()),
-        node_reclaim_distance: numa
-            .node_reclaim_distance
-            .as_ref()
-            .map_or(RECLAIM_DISTANCE, |v| *v.get_ref()),
+        node_distance_same_socket: numa.node_distance_same_socket.as_ref().map_or(12, |v| *v.get_ref()),
+        node_distance_remote: numa.node_distance_remote.as_ref().map_or(32, |v| *v.get_ref()),
+        node_reclaim_distance: numa.node_reclaim_distance.as_ref().map_or(RECLAIM_DISTANCE, |v| *v.get_ref()),
     };
     let topo = Topology::new(&spec).map_err(|e| {
         let span = match e.field {
@@ -339,9 +311,7 @@ pub fn machine_from_toml(text: &str, origin: &str) -> Result<Machine, String> {
             "cores_per_socket" => Some(rt.cores_per_socket.span()),
             "cores_per_llc" => Some(rt.cores_per_llc.span()),
             "threads_per_core" => Some(rt.threads_per_core.span()),
-            "node_distance_same_socket" => {
-                numa.node_distance_same_socket.as_ref().map(|v| v.span())
-            }
+            "node_distance_same_socket" => numa.node_distance_same_socket.as_ref().map(|v| v.span()),
             "node_distance_remote" => numa.node_distance_remote.as_ref().map(|v| v.span()),
             _ => None,
         };
@@ -353,15 +323,9 @@ pub fn machine_from_toml(text: &str, origin: &str) -> Result<Machine, String> {
     let range = |value: &Spanned<[u64; 2]>, key: &str| -> Result<LatencyNs, String> {
         let [lo, hi] = *value.get_ref();
         if lo > hi {
-            return Err(at(
-                value.span().start,
-                &format!("{key} = [{lo}, {hi}]: expected [lo, hi] with lo <= hi"),
-            ));
+            return Err(at(value.span().start, &format!("{key} = [{lo}, {hi}]: expected [lo, hi] with lo <= hi")));
         }
-        Ok(LatencyNs {
-            lo_ns: lo,
-            hi_ns: hi,
-        })
+        Ok(LatencyNs { lo_ns: lo, hi_ns: hi })
     };
     let c = &raw.costs;
     let costs = HwCosts {
@@ -381,10 +345,7 @@ pub fn machine_from_toml(text: &str, origin: &str) -> Result<Machine, String> {
     // Idle states.
     let states = raw.idle_states.get_ref();
     if states.is_empty() {
-        return Err(at(
-            raw.idle_states.span().start,
-            "expected at least one [[idle_state]] (the POLL state)",
-        ));
+        return Err(at(raw.idle_states.span().start, "expected at least one [[idle_state]] (the POLL state)"));
     }
     let mut idle_states: Vec<IdleStateDesc> = Vec::with_capacity(states.len());
     for (index, spanned) in states.iter().enumerate() {
@@ -398,26 +359,26 @@ pub fn machine_from_toml(text: &str, origin: &str) -> Result<Machine, String> {
             };
             return Err(at(s.kind.span().start, message));
         }
-        if idle_states
-            .iter()
-            .any(|prev| prev.name == *s.name.get_ref())
-        {
-            return Err(at(
-                s.name.span().start,
-                &format!("duplicate idle_state name `{}`", s.name.get_ref()),
-            ));
+        if idle_states.iter().any(|prev| prev.name == *s.name.get_ref()) {
+            return Err(at(s.name.span().start, &format!("duplicate idle_state name `{}`", s.name.get_ref())));
         }
         if let Some(prev) = idle_states.last() {
             if *s.exit_latency_ns.get_ref() < prev.exit_latency_ns {
                 return Err(at(
                     s.exit_latency_ns.span().start,
-                    &format!("exit_latency_ns must not decrease from one state to the next (`{}` has {})", prev.name, prev.exit_latency_ns),
+                    &format!(
+                        "exit_latency_ns must not decrease from one state to the next (`{}` has {})",
+                        prev.name, prev.exit_latency_ns
+                    ),
                 ));
             }
             if *s.target_residency_ns.get_ref() < prev.target_residency_ns {
                 return Err(at(
                     s.target_residency_ns.span().start,
-                    &format!("target_residency_ns must not decrease from one state to the next (`{}` has {})", prev.name, prev.target_residency_ns),
+                    &format!(
+                        "target_residency_ns must not decrease from one state to the next (`{}` has {})",
+                        prev.name, prev.target_residency_ns
+                    ),
                 ));
             }
         }
@@ -437,14 +398,7 @@ pub fn machine_from_toml(text: &str, origin: &str) -> Result<Machine, String> {
         });
     }
 
-    Ok(Machine {
-        name: raw.name,
-        description: raw.description,
-        topo,
-        costs,
-        idle_states,
-        hz: *raw.hz.get_ref(),
-    })
+    Ok(Machine { name: raw.name, description: raw.description, topo, costs, idle_states, hz: *raw.hz.get_ref() })
 }
 
 #[cfg(test)]
@@ -465,10 +419,7 @@ mod tests {
     #[test]
     fn epyc_preset_values() {
         let m = preset("epyc-7763-2s").unwrap();
-        assert_eq!(
-            m.summary(),
-            "epyc-7763-2s: 2 sockets, 2 nodes, 16 LLCs, 128 cores, 256 CPUs"
-        );
+        assert_eq!(m.summary(), "epyc-7763-2s: 2 sockets, 2 nodes, 16 LLCs, 128 cores, 256 CPUs");
         assert_eq!(m.hz, 250);
         assert_eq!(m.topo.node_reclaim_distance(), 32);
         assert_eq!(m.topo.node_distance(0, 1), 32);
@@ -483,17 +434,11 @@ mod tests {
         let names: Vec<_> = m.idle_states.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, ["POLL", "C1", "C2"]);
         let c1 = &m.idle_states[1];
-        assert_eq!(
-            (c1.kind, c1.exit_latency_ns, c1.target_residency_ns),
-            (IdleKind::Mwait, 1_000, 2_000)
-        );
+        assert_eq!((c1.kind, c1.exit_latency_ns, c1.target_residency_ns), (IdleKind::Mwait, 1_000, 2_000));
         assert_eq!(c1.desc, "ACPI FFH MWAIT 0x0");
         assert!(c1.kind.is_polling() && !c1.disabled);
         let c2 = &m.idle_states[2];
-        assert_eq!(
-            (c2.kind, c2.exit_latency_ns, c2.target_residency_ns),
-            (IdleKind::IoPort, 400_000, 800_000)
-        );
+        assert_eq!((c2.kind, c2.exit_latency_ns, c2.target_residency_ns), (IdleKind::IoPort, 400_000, 800_000));
         assert_eq!(c2.wake, LatencyNs::new(2_000, 3_000));
         assert!(!c2.kind.is_polling() && c2.disabled);
     }
@@ -501,10 +446,7 @@ mod tests {
     #[test]
     fn smp4_preset_values() {
         let m = preset("smp-4").unwrap();
-        assert_eq!(
-            m.summary(),
-            "smp-4: 1 socket, 1 node, 2 LLCs, 4 cores, 4 CPUs"
-        );
+        assert_eq!(m.summary(), "smp-4: 1 socket, 1 node, 2 LLCs, 4 cores, 4 CPUs");
         assert_eq!(m.topo.llc_mask(1).to_string(), "0-1");
         assert_eq!(m.topo.node_reclaim_distance(), RECLAIM_DISTANCE);
         assert!(m.idle_states.iter().all(|s| !s.disabled));
@@ -585,25 +527,16 @@ mod tests {
         let text = edit("cores_per_llc", "cores_per_llc = 3");
         let err = machine_from_toml(&text, "m.toml").unwrap_err();
         let line = line_number_of(&text, "cores_per_llc");
-        assert!(
-            err.starts_with(&format!("m.toml:{line}: topology.cores_per_llc: ")),
-            "{err}"
-        );
+        assert!(err.starts_with(&format!("m.toml:{line}: topology.cores_per_llc: ")), "{err}");
 
         let text = edit("ipi_delivery_ns", "ipi_delivery_ns = [600, 100]");
         let err = machine_from_toml(&text, "m.toml").unwrap_err();
         let line = line_number_of(&text, "ipi_delivery_ns");
-        assert!(
-            err.starts_with(&format!("m.toml:{line}: costs.ipi_delivery_ns")),
-            "{err}"
-        );
+        assert!(err.starts_with(&format!("m.toml:{line}: costs.ipi_delivery_ns")), "{err}");
 
         let text = edit("hz", "hz = 200");
         let err = machine_from_toml(&text, "m.toml").unwrap_err();
-        assert!(
-            err.starts_with(&format!("m.toml:{}: hz = 200", line_number_of(&text, "hz"))),
-            "{err}"
-        );
+        assert!(err.starts_with(&format!("m.toml:{}: hz = 200", line_number_of(&text, "hz"))), "{err}");
 
         let text = edit("kind = \"poll\"", "kind = \"hlt\"");
         let err = machine_from_toml(&text, "m.toml").unwrap_err();

@@ -159,14 +159,9 @@ impl Topology {
                 ),
             );
         }
-        let nr_cpus = u64::from(spec.sockets)
-            * u64::from(spec.cores_per_socket)
-            * u64::from(spec.threads_per_core);
+        let nr_cpus = u64::from(spec.sockets) * u64::from(spec.cores_per_socket) * u64::from(spec.threads_per_core);
         if nr_cpus > u64::from(MAX_CPUS) {
-            return err(
-                "sockets",
-                format!("machine would have {nr_cpus} CPUs; at most {MAX_CPUS} are supported"),
-            );
+            return err("sockets", format!("machine would have {nr_cpus} CPUs; at most {MAX_CPUS} are supported"));
         }
         for (field, value) in [
             ("node_distance_same_socket", spec.node_distance_same_socket),
@@ -194,16 +189,9 @@ impl Topology {
             let thread = cpu / nr_cores;
             let core = cpu % nr_cores;
             let socket = core / spec.cores_per_socket;
-            let node =
-                socket * spec.nodes_per_socket + (core % spec.cores_per_socket) / cores_per_node;
+            let node = socket * spec.nodes_per_socket + (core % spec.cores_per_socket) / cores_per_node;
             let llc = core / spec.cores_per_llc;
-            cpus.push(CpuTopo {
-                socket,
-                node,
-                llc,
-                core,
-                thread,
-            });
+            cpus.push(CpuTopo { socket, node, llc, core, thread });
             smt_masks[core as usize].set(cpu);
             llc_masks[llc as usize].set(cpu);
             node_masks[node as usize].set(cpu);
@@ -226,16 +214,7 @@ impl Topology {
             })
             .collect();
 
-        Ok(Topology {
-            nr_cpus,
-            cpus,
-            spec: spec.clone(),
-            smt_masks,
-            llc_masks,
-            node_masks,
-            socket_masks,
-            slit,
-        })
+        Ok(Topology { nr_cpus, cpus, spec: spec.clone(), smt_masks, llc_masks, node_masks, socket_masks, slit })
     }
 
     /// How far apart CPUs `a` and `b` are.
@@ -340,44 +319,14 @@ mod tests {
     fn x86_numbering_on_2s_epyc() {
         let t = epyc();
         assert_eq!(t.nr_cpus, 256);
-        assert_eq!(
-            t.cpus[8],
-            CpuTopo {
-                socket: 0,
-                node: 0,
-                llc: 1,
-                core: 8,
-                thread: 0
-            }
-        );
-        assert_eq!(
-            t.cpus[136],
-            CpuTopo {
-                socket: 0,
-                node: 0,
-                llc: 1,
-                core: 8,
-                thread: 1
-            }
-        );
-        assert_eq!(
-            t.cpus[72],
-            CpuTopo {
-                socket: 1,
-                node: 1,
-                llc: 9,
-                core: 72,
-                thread: 0
-            }
-        );
+        assert_eq!(t.cpus[8], CpuTopo { socket: 0, node: 0, llc: 1, core: 8, thread: 0 });
+        assert_eq!(t.cpus[136], CpuTopo { socket: 0, node: 0, llc: 1, core: 8, thread: 1 });
+        assert_eq!(t.cpus[72], CpuTopo { socket: 1, node: 1, llc: 9, core: 72, thread: 0 });
         assert_eq!(t.smt_mask(8).to_string(), "8,136");
         assert_eq!(t.llc_mask(8).to_string(), "8-15,136-143");
         assert_eq!(t.node_mask(8).to_string(), "0-63,128-191");
         assert_eq!(t.socket_mask(200).to_string(), "64-127,192-255");
-        assert_eq!(
-            (t.nr_sockets(), t.nr_nodes(), t.nr_llcs(), t.nr_cores()),
-            (2, 2, 16, 128)
-        );
+        assert_eq!((t.nr_sockets(), t.nr_nodes(), t.nr_llcs(), t.nr_cores()), (2, 2, 16, 128));
     }
 
     #[test]
@@ -418,9 +367,6 @@ mod tests {
         assert_eq!(e.field, "threads_per_core");
         let mut spec = TopologySpec::new(2, 1, 4, 2, 1);
         spec.node_distance_remote = 10;
-        assert_eq!(
-            Topology::new(&spec).unwrap_err().field,
-            "node_distance_remote"
-        );
+        assert_eq!(Topology::new(&spec).unwrap_err().field, "node_distance_remote");
     }
 }

@@ -35,7 +35,10 @@ impl KernelConfig {
             };
             let Some(p) = Patch::from_id(id) else {
                 let ids: Vec<&str> = PATCHES.iter().map(|p| p.id).collect();
-                return Err(format!("unknown patch '{id}' in --patch (expected +ID or -ID with ID one of: {})", ids.join(", ")));
+                return Err(format!(
+                    "unknown patch '{id}' in --patch (expected +ID or -ID with ID one of: {})",
+                    ids.join(", ")
+                ));
             };
             if add {
                 patches.insert(p);
@@ -53,7 +56,14 @@ impl KernelConfig {
         if !(100..=1000).contains(&hz) {
             return Err(format!("HZ={hz} is out of range (expected 100..=1000)"));
         }
-        Ok(KernelConfig { base: kernel.to_string(), patches, features: Features::default(), hz, preempt_rt: false, fair: nk.fair })
+        Ok(KernelConfig {
+            base: kernel.to_string(),
+            patches,
+            features: Features::default(),
+            hz,
+            preempt_rt: false,
+            fair: nk.fair,
+        })
     }
 
     #[inline]

@@ -75,6 +75,12 @@ pub struct PathCosts {
     pub cond_resched: Time,
     /// `scheduler_ipi()`.
     pub scheduler_ipi: Time,
+    /// Syscall entry + exit (`perf bench syscall basic`, no PTI: 0.079 us, workloads.md §9.4).
+    pub syscall: Time,
+    /// The futex hash lookup and bucket handling beyond the syscall itself.
+    pub futex: Time,
+    /// Arming an hrtimer (`hrtimer_start_range_ns`, possibly reprogramming the APIC timer).
+    pub hrtimer_start: Time,
 }
 
 impl Default for PathCosts {
@@ -106,6 +112,9 @@ impl Default for PathCosts {
             lb_stats_per_cpu: 15,
             cond_resched: 10,
             scheduler_ipi: 20,
+            syscall: 80,
+            futex: 100,
+            hrtimer_start: 100,
         }
     }
 }
@@ -118,7 +127,13 @@ mod tests {
     #[test]
     fn polling_wake_path_matches_its_source() {
         let c = PathCosts::default();
-        let path = c.do_idle_exit + c.flush + c.csd_call + c.ttwu_activate + c.schedule_enter + c.pick_fair_task + c.context_switch;
+        let path = c.do_idle_exit
+            + c.flush
+            + c.csd_call
+            + c.ttwu_activate
+            + c.schedule_enter
+            + c.pick_fair_task
+            + c.context_switch;
         assert!((400..=650).contains(&path), "{path}");
     }
 }

@@ -20,13 +20,13 @@
 //! were measured faster (ecosystem.md §4.2), and a frame is plain `Copy` data that can be
 //! printed, hashed and compared.
 
+use super::arch::x86::HardIrq;
+use super::drivers::cpuidle::EnterState;
 use super::kernel::sched::core::{Schedule, ScheduleCaller, TryToWakeUp, TtwuPending};
 use super::kernel::sched::fair::{NewidleBalance, SchedBalanceSoftirq};
 use super::kernel::sched::idle::{CpuidleIdleCall, DoIdle};
 use super::kernel::smp::{FlushQueue, FlushSmpCallFunctionQueue, SmpCallFunction};
 use super::kernel::softirq::{HandleSoftirqs, Ksoftirqd};
-use super::drivers::cpuidle::EnterState;
-use super::arch::x86::HardIrq;
 use super::{CpuId, Kernel};
 use crate::sim::Time;
 use crate::trace::Vector;
@@ -66,6 +66,10 @@ pub enum Frame {
     Ksoftirqd(Ksoftirqd),
     /// `ret_from_fork` -> `schedule_tail()` for a task's first run.
     RetFromFork,
+    /// The `futex` syscall (FUTEX_WAIT / FUTEX_WAKE).
+    Futex(super::kernel::futex::FutexOp),
+    /// `nanosleep()` / `usleep_range()`.
+    Nanosleep(super::kernel::futex::Nanosleep),
     /// A workload task's own code (kernel thread body or user program).
     Workload(crate::workload::TaskFrame),
 }
@@ -421,7 +425,7 @@ fn phase_of(f: &Frame, waiting: bool) -> Phase {
                 Phase::Task
             }
         }
-        Frame::Ksoftirqd(_) | Frame::Workload(_) => Phase::Task,
+        Frame::Ksoftirqd(_) | Frame::Workload(_) | Frame::Futex(_) | Frame::Nanosleep(_) => Phase::Task,
     }
 }
 
@@ -528,7 +532,12 @@ pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
             return;
         }
         guard += 1;
-        assert!(guard < 10_000, "cpu {cpu}: zero-time step loop at {} in {:?}", k.now, k.cpus[cpu as usize].x.stack.last());
+        assert!(
+            guard < 10_000,
+            "cpu {cpu}: zero-time step loop at {} in {:?}",
+            k.now,
+            k.cpus[cpu as usize].x.stack.last()
+        );
     }
 }
 
@@ -553,6 +562,8 @@ fn step(k: &mut Kernel, cpu: CpuId, frame: &mut Frame) -> Next {
         Frame::TtwuPending(s) => core::sched_ttwu_pending(k, cpu, s),
         Frame::Ksoftirqd(s) => softirq::run_ksoftirqd(k, cpu, s),
         Frame::RetFromFork => core::schedule_tail(k, cpu),
+        Frame::Futex(s) => super::kernel::futex::futex(k, cpu, s),
+        Frame::Nanosleep(s) => super::kernel::futex::nanosleep(k, cpu, s),
         Frame::Workload(s) => crate::workload::task_step(k, cpu, s),
     }
 }

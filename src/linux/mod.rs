@@ -131,6 +131,8 @@ pub struct Kernel {
     pub cpus: Vec<Cpu>,
     pub tasks: Vec<Task>,
     pub csds: Vec<Csd>,
+    /// Futex words of the workload (user memory).
+    pub futexes: Vec<kernel::futex::Futex>,
     pub lines: Lines,
     pub sd: SchedDomains,
     pub rd: RootDomain,
@@ -163,6 +165,7 @@ impl Kernel {
             cpus: Vec::with_capacity(nr as usize),
             tasks: Vec::new(),
             csds: Vec::new(),
+            futexes: Vec::new(),
             lines: Lines::default(),
             sd,
             rd: RootDomain::default(),
@@ -219,7 +222,11 @@ impl Kernel {
         // sd_llc_shared: the machine has been up for a while and idle, so periodic balancing
         // has computed the full SIS_UTIL scan budget, every CPU is idle and cores are idle.
         k.llc_shared = (0..nr)
-            .map(|c| kernel::sched::fair::SdShared { nr_busy_cpus: 0, has_idle_cores: true, nr_idle_scan: k.sd.sd_llc_size[c as usize] })
+            .map(|c| kernel::sched::fair::SdShared {
+                nr_busy_cpus: 0,
+                has_idle_cores: true,
+                nr_idle_scan: k.sd.sd_llc_size[c as usize],
+            })
             .collect();
         for c in 0..nr {
             let t = k.new_task(TaskKind::Ksoftirqd, format!("ksoftirqd/{c}"), 0, 120, Some(c));
@@ -361,10 +368,11 @@ impl Kernel {
     /// Run until the workload finishes, `limit` of simulated time passes, or nothing is left.
     pub fn run(&mut self, limit: Time) {
         self.limit = limit;
-        while let Some((t, a)) = self.q.pop() {
+        while let Some(t) = self.q.peek_time() {
             if t > limit || self.finished {
                 break;
             }
+            let (t, a) = self.q.pop().expect("peeked");
             debug_assert!(t >= self.now, "time went backwards");
             self.now = t;
             self.actions += 1;

@@ -3,8 +3,10 @@
 use super::engine::NR_PHASES;
 use crate::trace::WarnSite;
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Stats {
+    /// Wakeup latency of workload tasks: `try_to_wake_up()` to running (ns).
+    pub wakeup_latency: hdrhistogram::Histogram<u64>,
     /// Real CALL_FUNCTION_SINGLE IPIs sent.
     pub ipis_sent: u64,
     /// RESCHEDULE IPIs sent.
@@ -50,8 +52,41 @@ pub struct Stats {
     pub phase_ns: Vec<[u64; NR_PHASES]>,
 }
 
+impl Default for Stats {
+    fn default() -> Self {
+        Stats::new(0)
+    }
+}
+
 impl Stats {
     pub fn new(nr_cpus: u32) -> Stats {
-        Stats { irqs_off_ns: vec![0; nr_cpus as usize], phase_ns: vec![[0; NR_PHASES]; nr_cpus as usize], ..Default::default() }
+        Stats {
+            // 1 ns .. 100 s at 3 significant digits.
+            wakeup_latency: hdrhistogram::Histogram::new_with_bounds(1, 100_000_000_000, 3).expect("valid bounds"),
+            ipis_sent: 0,
+            resched_ipis_sent: 0,
+            ipis_avoided: 0,
+            idle_exits: 0,
+            idle_state_entries: 0,
+            schedule_idle_calls: 0,
+            newidle_calls: 0,
+            newidle_balances: 0,
+            newidle_ns: 0,
+            ksoftirqd_wakeups: 0,
+            wakeups_wakelist_polling: 0,
+            wakeups_wakelist_ipi: 0,
+            wakeups_wakelist_coalesced: 0,
+            wakeups_direct: 0,
+            stacking_wakeups: 0,
+            cpu_migrations: 0,
+            context_switches: 0,
+            ticks: 0,
+            tick_stops: 0,
+            warns: 0,
+            warned_sites: Vec::new(),
+            first_warn_ns: None,
+            irqs_off_ns: vec![0; nr_cpus as usize],
+            phase_ns: vec![[0; NR_PHASES]; nr_cpus as usize],
+        }
     }
 }

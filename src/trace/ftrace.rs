@@ -90,19 +90,12 @@ const FIXED_MAX: usize = 320;
 pub fn write_record(out: &mut Vec<u8>, r: &Record, names: &dyn Names) {
     let cpu = r.cpu;
     // trace_find_cmdline() reports pid 0 as "<idle>", whatever the CPU.
-    let task: &[u8] = if r.pid == 0 {
-        b"<idle>"
-    } else {
-        names.comm(r.pid, cpu).as_bytes()
-    };
+    let task: &[u8] = if r.pid == 0 { b"<idle>" } else { names.comm(r.pid, cpu).as_bytes() };
     // The comms printed inside the event, looked up first so that the room is known up front.
     let (comm_a, comm_b): (&[u8], &[u8]) = match r.event {
-        Event::SchedSwitch {
-            prev_pid, next_pid, ..
-        } => (
-            names.comm(prev_pid, cpu).as_bytes(),
-            names.comm(next_pid, cpu).as_bytes(),
-        ),
+        Event::SchedSwitch { prev_pid, next_pid, .. } => {
+            (names.comm(prev_pid, cpu).as_bytes(), names.comm(next_pid, cpu).as_bytes())
+        }
         Event::SchedWaking { pid, .. }
         | Event::SchedWakeup { pid, .. }
         | Event::SchedWakeupNew { pid, .. }
@@ -111,23 +104,11 @@ pub fn write_record(out: &mut Vec<u8>, r: &Record, names: &dyn Names) {
     };
 
     let start = out.len();
-    out.resize(
-        start + FIXED_MAX + task.len() + comm_a.len() + comm_b.len(),
-        0,
-    );
-    let mut w = Cursor {
-        buf: &mut out[start..],
-        pos: 0,
-    };
+    out.resize(start + FIXED_MAX + task.len() + comm_a.len() + comm_b.len(), 0);
+    let mut w = Cursor { buf: &mut out[start..], pos: 0 };
     w.context(r, task);
     match r.event {
-        Event::SchedSwitch {
-            prev_pid,
-            prev_prio,
-            prev_state,
-            next_pid,
-            next_prio,
-        } => {
+        Event::SchedSwitch { prev_pid, prev_prio, prev_state, next_pid, next_prio } => {
             w.lit(b"sched_switch: prev_comm=");
             w.bytes(comm_a);
             w.lit(b" prev_pid=");
@@ -143,36 +124,19 @@ pub fn write_record(out: &mut Vec<u8>, r: &Record, names: &dyn Names) {
             w.lit(b" next_prio=");
             w.dec_i(i64::from(next_prio));
         }
-        Event::SchedWaking {
-            pid,
-            prio,
-            target_cpu,
-        } => {
+        Event::SchedWaking { pid, prio, target_cpu } => {
             w.lit(b"sched_waking: ");
             w.wakeup(comm_a, pid, prio, target_cpu);
         }
-        Event::SchedWakeup {
-            pid,
-            prio,
-            target_cpu,
-        } => {
+        Event::SchedWakeup { pid, prio, target_cpu } => {
             w.lit(b"sched_wakeup: ");
             w.wakeup(comm_a, pid, prio, target_cpu);
         }
-        Event::SchedWakeupNew {
-            pid,
-            prio,
-            target_cpu,
-        } => {
+        Event::SchedWakeupNew { pid, prio, target_cpu } => {
             w.lit(b"sched_wakeup_new: ");
             w.wakeup(comm_a, pid, prio, target_cpu);
         }
-        Event::SchedMigrateTask {
-            pid,
-            prio,
-            orig_cpu,
-            dest_cpu,
-        } => {
+        Event::SchedMigrateTask { pid, prio, orig_cpu, dest_cpu } => {
             w.lit(b"sched_migrate_task: comm=");
             w.bytes(comm_a);
             w.lit(b" pid=");
@@ -188,11 +152,7 @@ pub fn write_record(out: &mut Vec<u8>, r: &Record, names: &dyn Names) {
             w.lit(b"sched_wake_idle_without_ipi: cpu=");
             w.dec(u64::from(target));
         }
-        Event::IpiSendCpu {
-            cpu: target,
-            callsite,
-            callback,
-        } => {
+        Event::IpiSendCpu { cpu: target, callsite, callback } => {
             w.lit(b"ipi_send_cpu: cpu=");
             w.dec(u64::from(target));
             w.lit(b" callsite=");
@@ -200,12 +160,7 @@ pub fn write_record(out: &mut Vec<u8>, r: &Record, names: &dyn Names) {
             w.lit(b" callback=");
             w.bytes(sym_with_offset(callback).as_bytes());
         }
-        Event::CsdQueueCpu {
-            cpu: target,
-            callsite,
-            func,
-            csd,
-        } => {
+        Event::CsdQueueCpu { cpu: target, callsite, func, csd } => {
             w.lit(b"csd_queue_cpu: cpu=");
             w.dec(u64::from(target));
             w.lit(b" callsite=");
@@ -266,12 +221,7 @@ pub fn write_record(out: &mut Vec<u8>, r: &Record, names: &dyn Names) {
 }
 
 /// Header plus all records, written to `w` in chunks of about 64 KiB, then flushed.
-pub fn write_trace<W: io::Write>(
-    w: &mut W,
-    records: &[Record],
-    names: &dyn Names,
-    nr_cpus: u32,
-) -> io::Result<()> {
+pub fn write_trace<W: io::Write>(w: &mut W, records: &[Record], names: &dyn Names, nr_cpus: u32) -> io::Result<()> {
     let mut buf = Vec::with_capacity(CHUNK_BYTES + 4 * FIXED_MAX);
     write_header(&mut buf, records.len(), nr_cpus);
     for r in records {
@@ -286,9 +236,8 @@ pub fn write_trace<W: io::Write>(
 }
 
 /// `softirq_to_name[]`, indexed by softirq number.
-const SOFTIRQ_NAMES: [&str; 10] = [
-    "HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU",
-];
+const SOFTIRQ_NAMES: [&str; 10] =
+    ["HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU"];
 
 /// Event names of the x86 `irq_vectors` events without their `_entry`/`_exit` suffix.
 #[inline]
@@ -319,16 +268,7 @@ impl Cursor<'_> {
         self.dec_zpad::<3>(u64::from(r.cpu));
         let f = FLAG_CHARS[usize::from(r.flags)];
         let pc = usize::from(r.preempt_count);
-        self.lit(&[
-            b']',
-            b' ',
-            f[0],
-            f[1],
-            f[2],
-            HEX_OR_DOT[pc & 0xf],
-            HEX_OR_DOT[pc >> 4],
-            b' ',
-        ]);
+        self.lit(&[b']', b' ', f[0], f[1], f[2], HEX_OR_DOT[pc & 0xf], HEX_OR_DOT[pc >> 4], b' ']);
         // ns2usecs(): round to the nearest microsecond; written so that it cannot overflow.
         let us = r.ts_ns / 1000 + u64::from(r.ts_ns % 1000 >= 500);
         self.dec_rjust::<5>(us / 1_000_000);
@@ -616,13 +556,7 @@ struct SymInfo {
 /// csd funcs) have offset 0; symbols that appear as call sites have a return-address offset
 /// inside the function.
 const SYMS: [SymInfo; 12] = [
-    SymInfo {
-        sym: Sym::Null,
-        name: "0x0",
-        offset: 0,
-        size: 0,
-        with_offset: "0x0",
-    },
+    SymInfo { sym: Sym::Null, name: "0x0", offset: 0, size: 0, with_offset: "0x0" },
     SymInfo {
         sym: Sym::GenericSmpCallFunctionSingleInterrupt,
         name: "generic_smp_call_function_single_interrupt",
@@ -672,13 +606,7 @@ const SYMS: [SymInfo; 12] = [
         size: 0x110,
         with_offset: "generic_exec_single+0x3a/0x110",
     },
-    SymInfo {
-        sym: Sym::KickIlb,
-        name: "kick_ilb",
-        offset: 0x6e,
-        size: 0xa0,
-        with_offset: "kick_ilb+0x6e/0xa0",
-    },
+    SymInfo { sym: Sym::KickIlb, name: "kick_ilb", offset: 0x6e, size: 0xa0, with_offset: "kick_ilb+0x6e/0xa0" },
     SymInfo {
         sym: Sym::DoNothingIpi,
         name: "do_nothing_ipi",
@@ -737,10 +665,9 @@ const fn sym_index(s: Sym) -> usize {
 ///   uses a plain `WARN_ON()` there.
 pub fn warning_text(site: WarnSite) -> (&'static str, &'static str) {
     match site {
-        WarnSite::DoSoftirqPostSmpCallFlush => (
-            "do_softirq_post_smp_call_flush",
-            "WARN_ON_ONCE(was_pending != local_softirq_pending())",
-        ),
+        WarnSite::DoSoftirqPostSmpCallFlush => {
+            ("do_softirq_post_smp_call_flush", "WARN_ON_ONCE(was_pending != local_softirq_pending())")
+        }
         WarnSite::NohzCsdFuncNoKick => ("nohz_csd_func", "WARN_ON(!(flags & NOHZ_KICK_MASK))"),
     }
 }
@@ -923,10 +850,7 @@ mod tests {
     }
 
     fn parse_sym_name(s: &str) -> Sym {
-        SYMS.iter()
-            .find(|i| i.name == s)
-            .unwrap_or_else(|| panic!("unknown symbol {s}"))
-            .sym
+        SYMS.iter().find(|i| i.name == s).unwrap_or_else(|| panic!("unknown symbol {s}")).sym
     }
 
     fn parse_state(s: &str) -> u32 {
@@ -937,15 +861,7 @@ mod tests {
         if letters == "R" {
             return plus;
         }
-        letters
-            .split('|')
-            .map(|l| {
-                1u32 << b"SDTtXZPI"
-                    .iter()
-                    .position(|&c| [c] == l.as_bytes())
-                    .unwrap()
-            })
-            .sum::<u32>()
+        letters.split('|').map(|l| 1u32 << b"SDTtXZPI".iter().position(|&c| [c] == l.as_bytes()).unwrap()).sum::<u32>()
             | plus
     }
 
@@ -953,10 +869,7 @@ mod tests {
     /// parser does not understand cannot silently pass.
     fn parse_line(line: &str) -> Result<(Record, LineNames), Skip> {
         let bracket = line.find(" [").expect("no cpu column");
-        let (task, pid) = line[..bracket]
-            .trim()
-            .rsplit_once('-')
-            .expect("no TASK-PID");
+        let (task, pid) = line[..bracket].trim().rsplit_once('-').expect("no TASK-PID");
         let pid: u32 = pid.parse().unwrap();
         let rest = &line[bracket + 2..];
         let cpu: u32 = rest[..3].parse().unwrap();
@@ -978,11 +891,8 @@ mod tests {
 
         // key=value pairs; "==>" and the "[action=..]" decoration are re-derived by the
         // formatter and checked by the byte comparison.
-        let kv: BTreeMap<&str, &str> = body
-            .split(' ')
-            .filter_map(|t| t.split_once('='))
-            .map(|(k, v)| (k, v.trim_end_matches(',')))
-            .collect();
+        let kv: BTreeMap<&str, &str> =
+            body.split(' ').filter_map(|t| t.split_once('=')).map(|(k, v)| (k, v.trim_end_matches(','))).collect();
         let num = |k: &str| -> u64 { kv[k].parse().unwrap_or_else(|_| panic!("{k} in {line}")) };
         let int = |k: &str| -> i32 { kv[k].parse().unwrap_or_else(|_| panic!("{k} in {line}")) };
         let hex = |k: &str| -> u64 { u64::from_str_radix(kv[k], 16).unwrap() };
@@ -1005,24 +915,11 @@ mod tests {
             }
             "sched_waking" | "sched_wakeup" | "sched_wakeup_new" => {
                 add("pid", "comm");
-                let (pid, prio, target_cpu) =
-                    (num("pid") as u32, int("prio"), num("target_cpu") as u32);
+                let (pid, prio, target_cpu) = (num("pid") as u32, int("prio"), num("target_cpu") as u32);
                 match name {
-                    "sched_waking" => Event::SchedWaking {
-                        pid,
-                        prio,
-                        target_cpu,
-                    },
-                    "sched_wakeup" => Event::SchedWakeup {
-                        pid,
-                        prio,
-                        target_cpu,
-                    },
-                    _ => Event::SchedWakeupNew {
-                        pid,
-                        prio,
-                        target_cpu,
-                    },
+                    "sched_waking" => Event::SchedWaking { pid, prio, target_cpu },
+                    "sched_wakeup" => Event::SchedWakeup { pid, prio, target_cpu },
+                    _ => Event::SchedWakeupNew { pid, prio, target_cpu },
                 }
             }
             "sched_migrate_task" => {
@@ -1034,9 +931,7 @@ mod tests {
                     dest_cpu: num("dest_cpu") as u32,
                 }
             }
-            "sched_wake_idle_without_ipi" => Event::SchedWakeIdleWithoutIpi {
-                cpu: num("cpu") as u32,
-            },
+            "sched_wake_idle_without_ipi" => Event::SchedWakeIdleWithoutIpi { cpu: num("cpu") as u32 },
             "ipi_send_cpu" => Event::IpiSendCpu {
                 cpu: num("cpu") as u32,
                 callsite: parse_sym_with_offset(kv["callsite"])?,
@@ -1048,27 +943,12 @@ mod tests {
                 func: parse_sym_name(kv["func"]),
                 csd: hex("csd"),
             },
-            "csd_function_entry" => Event::CsdFunctionEntry {
-                func: parse_sym_name(kv["func"]),
-                csd: hex("csd"),
-            },
-            "csd_function_exit" => Event::CsdFunctionExit {
-                func: parse_sym_name(kv["func"]),
-                csd: hex("csd"),
-            },
-            "cpu_idle" => Event::CpuIdle {
-                state: num("state") as u32,
-                cpu_id: num("cpu_id") as u32,
-            },
-            "softirq_raise" => Event::SoftirqRaise {
-                vec: num("vec") as u32,
-            },
-            "softirq_entry" => Event::SoftirqEntry {
-                vec: num("vec") as u32,
-            },
-            "softirq_exit" => Event::SoftirqExit {
-                vec: num("vec") as u32,
-            },
+            "csd_function_entry" => Event::CsdFunctionEntry { func: parse_sym_name(kv["func"]), csd: hex("csd") },
+            "csd_function_exit" => Event::CsdFunctionExit { func: parse_sym_name(kv["func"]), csd: hex("csd") },
+            "cpu_idle" => Event::CpuIdle { state: num("state") as u32, cpu_id: num("cpu_id") as u32 },
+            "softirq_raise" => Event::SoftirqRaise { vec: num("vec") as u32 },
+            "softirq_entry" => Event::SoftirqEntry { vec: num("vec") as u32 },
+            "softirq_exit" => Event::SoftirqExit { vec: num("vec") as u32 },
             _ => {
                 let vector = |stem: &str| -> Option<Vector> {
                     Some(match stem {
@@ -1084,10 +964,7 @@ mod tests {
                     Event::VectorExit { vector: v }
                 } else {
                     assert!(
-                        matches!(
-                            name,
-                            "tracing_mark_write" | "irq_handler_entry" | "irq_handler_exit"
-                        ),
+                        matches!(name, "tracing_mark_write" | "irq_handler_entry" | "irq_handler_exit"),
                         "unexpected event {name}"
                     );
                     return Err(Skip::Unsupported);
@@ -1101,20 +978,12 @@ mod tests {
         if !comm_ok {
             return Err(Skip::CommChanged);
         }
-        let r = Record {
-            ts_ns: us * 1000,
-            cpu,
-            pid,
-            flags,
-            preempt_count,
-            event,
-        };
+        let r = Record { ts_ns: us * 1000, cpu, pid, flags, preempt_count, event };
         Ok((r, names))
     }
 
     fn data_lines(text: &str) -> impl Iterator<Item = &str> {
-        text.lines()
-            .filter(|l| !l.starts_with('#') && !l.is_empty())
+        text.lines().filter(|l| !l.starts_with('#') && !l.is_empty())
     }
 
     fn kind(e: &Event) -> &'static str {
@@ -1130,24 +999,12 @@ mod tests {
             Event::CsdFunctionEntry { .. } => "csd_function_entry",
             Event::CsdFunctionExit { .. } => "csd_function_exit",
             Event::CpuIdle { .. } => "cpu_idle",
-            Event::VectorEntry {
-                vector: Vector::LocalTimer,
-            } => "local_timer_entry",
-            Event::VectorExit {
-                vector: Vector::LocalTimer,
-            } => "local_timer_exit",
-            Event::VectorEntry {
-                vector: Vector::Reschedule,
-            } => "reschedule_entry",
-            Event::VectorExit {
-                vector: Vector::Reschedule,
-            } => "reschedule_exit",
-            Event::VectorEntry {
-                vector: Vector::CallFunctionSingle,
-            } => "call_function_single_entry",
-            Event::VectorExit {
-                vector: Vector::CallFunctionSingle,
-            } => "call_function_single_exit",
+            Event::VectorEntry { vector: Vector::LocalTimer } => "local_timer_entry",
+            Event::VectorExit { vector: Vector::LocalTimer } => "local_timer_exit",
+            Event::VectorEntry { vector: Vector::Reschedule } => "reschedule_entry",
+            Event::VectorExit { vector: Vector::Reschedule } => "reschedule_exit",
+            Event::VectorEntry { vector: Vector::CallFunctionSingle } => "call_function_single_entry",
+            Event::VectorExit { vector: Vector::CallFunctionSingle } => "call_function_single_exit",
             Event::SoftirqRaise { .. } => "softirq_raise",
             Event::SoftirqEntry { .. } => "softirq_entry",
             Event::SoftirqExit { .. } => "softirq_exit",
@@ -1236,9 +1093,7 @@ mod tests {
         ] {
             assert!(kinds.contains(k), "no {k} line was checked");
         }
-        for f in [
-            "dNh..", "dnh..", ".Ns1.", "d.h1.", "dNs4.", "dnH1.", "dNH1.", "d.h21", "..s..",
-        ] {
+        for f in ["dNh..", "dnh..", ".Ns1.", "d.h1.", "dNs4.", "dnH1.", "dNH1.", "d.h21", "..s.."] {
             assert!(flag_strs.contains(f), "no {f} line was checked");
         }
         for s in [
@@ -1260,11 +1115,7 @@ mod tests {
     /// The header must match the first 12 lines of the real capture.
     #[test]
     fn header_matches_real_capture() {
-        let want: String = REAL_SAMPLE
-            .lines()
-            .take(12)
-            .map(|l| format!("{l}\n"))
-            .collect();
+        let want: String = REAL_SAMPLE.lines().take(12).map(|l| format!("{l}\n")).collect();
         let mut out = Vec::new();
         write_header(&mut out, 56009, 2);
         assert_eq!(String::from_utf8(out).unwrap(), want);
@@ -1273,9 +1124,7 @@ mod tests {
     /// `write_trace` = header + every line, across several chunk boundaries.
     #[test]
     fn write_trace_equals_header_plus_lines() {
-        let parsed: Vec<_> = data_lines(REAL_SAMPLE)
-            .filter_map(|l| parse_line(l).ok().map(|(r, _)| r))
-            .collect();
+        let parsed: Vec<_> = data_lines(REAL_SAMPLE).filter_map(|l| parse_line(l).ok().map(|(r, _)| r)).collect();
         let records: Vec<Record> = parsed.iter().cycle().take(5000).copied().collect();
         let names = TestNames::new(4);
         let mut got = Vec::new();
@@ -1287,9 +1136,7 @@ mod tests {
             write_record(&mut want, r, &names);
         }
         assert_eq!(got, want);
-        assert!(got.starts_with(
-            b"# tracer: nop\n#\n# entries-in-buffer/entries-written: 5000/5000   #P:4\n"
-        ));
+        assert!(got.starts_with(b"# tracer: nop\n#\n# entries-in-buffer/entries-written: 5000/5000   #P:4\n"));
         assert_eq!(got.iter().filter(|&&b| b == b'\n').count(), 12 + 5000);
     }
 
@@ -1335,31 +1182,14 @@ mod tests {
     }
 
     fn rec(ts_ns: u64, cpu: u32, pid: u32, flags: u8, pc: u8, event: Event) -> Record {
-        Record {
-            ts_ns,
-            cpu,
-            pid,
-            flags,
-            preempt_count: pc,
-            event,
-        }
+        Record { ts_ns, cpu, pid, flags, preempt_count: pc, event }
     }
 
     #[test]
     fn flag_column_all_combinations() {
         use flags::*;
         let col = |f: u8, pc: u8| -> String {
-            let r = rec(
-                0,
-                0,
-                0,
-                f,
-                pc,
-                Event::CpuIdle {
-                    state: 1,
-                    cpu_id: 0,
-                },
-            );
+            let r = rec(0, 0, 0, f, pc, Event::CpuIdle { state: 1, cpu_id: 0 });
             let s = render(&r, &TestNames::new(1));
             s[s.find(" [").unwrap() + 7..][..5].to_string()
         };
@@ -1367,10 +1197,7 @@ mod tests {
         assert_eq!(col(IRQS_OFF | BH_OFF, 0), "D....");
         assert_eq!(col(BH_OFF, 0), "b....");
         assert_eq!(col(IRQS_OFF, 0), "d....");
-        assert_eq!(
-            col(NEED_RESCHED | NEED_RESCHED_LAZY | PREEMPT_RESCHED, 0),
-            ".B..."
-        );
+        assert_eq!(col(NEED_RESCHED | NEED_RESCHED_LAZY | PREEMPT_RESCHED, 0), ".B...");
         assert_eq!(col(NEED_RESCHED | PREEMPT_RESCHED, 0), ".N...");
         assert_eq!(col(NEED_RESCHED_LAZY | PREEMPT_RESCHED, 0), ".L...");
         assert_eq!(col(NEED_RESCHED | NEED_RESCHED_LAZY, 0), ".b...");
@@ -1391,17 +1218,7 @@ mod tests {
     #[test]
     fn timestamp_rounds_to_nearest_microsecond_like_ns2usecs() {
         let ts = |ns: u64| -> String {
-            let r = rec(
-                ns,
-                0,
-                0,
-                0,
-                0,
-                Event::CpuIdle {
-                    state: 1,
-                    cpu_id: 0,
-                },
-            );
+            let r = rec(ns, 0, 0, 0, 0, Event::CpuIdle { state: 1, cpu_id: 0 });
             let s = render(&r, &TestNames::new(1));
             s[s.find(" [").unwrap() + 13..s.find(": ").unwrap()].to_string()
         };
@@ -1446,13 +1263,7 @@ mod tests {
     fn sched_switch_prev_state_and_swapper_names() {
         let names = TestNames::new(20);
         let sw = |prev_state: u32| -> String {
-            let e = Event::SchedSwitch {
-                prev_pid: 0,
-                prev_prio: 120,
-                prev_state,
-                next_pid: 4692,
-                next_prio: -1,
-            };
+            let e = Event::SchedSwitch { prev_pid: 0, prev_prio: 120, prev_state, next_pid: 4692, next_prio: -1 };
             render(&rec(5_000_000_000, 16, 0, flags::IRQS_OFF, 2, e), &names)
         };
         assert_eq!(
@@ -1478,15 +1289,11 @@ mod tests {
     fn every_event_kind_renders_exactly() {
         let names = TestNames::new(2);
         let p = |e: Event| -> String {
-            let s = render(
-                &rec(339_244_472_000, 1, 4696, flags::IRQS_OFF, 3, e),
-                &names,
-            );
+            let s = render(&rec(339_244_472_000, 1, 4696, flags::IRQS_OFF, 3, e), &names);
             s["            pong-4696    [001] d..3.   339.244472: ".len()..].to_string()
         };
         let csd = 0xc90c_44b9;
-        let cases: Vec<(Event, &str)> =
-            vec![
+        let cases: Vec<(Event, &str)> = vec![
             (
                 Event::SchedWaking { pid: 4692, prio: 120, target_cpu: 0 },
                 "sched_waking: comm=ping pid=4692 prio=120 target_cpu=000",
@@ -1522,12 +1329,7 @@ mod tests {
                 "ipi_send_cpu: cpu=0 callsite=kick_ilb+0x6e/0xa0 callback=do_nothing_ipi+0x0/0x10",
             ),
             (
-                Event::CsdQueueCpu {
-                    cpu: 0,
-                    callsite: Sym::TtwuQueueWakelist,
-                    func: Sym::SchedTtwuPending,
-                    csd,
-                },
+                Event::CsdQueueCpu { cpu: 0, callsite: Sym::TtwuQueueWakelist, func: Sym::SchedTtwuPending, csd },
                 "csd_queue_cpu: cpu=0 callsite=ttwu_queue_wakelist+0x11d/0x150 \
                  func=sched_ttwu_pending csd=00000000c90c44b9",
             ),
@@ -1553,14 +1355,8 @@ mod tests {
             (Event::CpuIdle { state: 0, cpu_id: 1 }, "cpu_idle: state=0 cpu_id=1"),
             (Event::VectorEntry { vector: Vector::LocalTimer }, "local_timer_entry: vector=236"),
             (Event::VectorExit { vector: Vector::LocalTimer }, "local_timer_exit: vector=236"),
-            (
-                Event::VectorEntry { vector: Vector::CallFunctionSingle },
-                "call_function_single_entry: vector=251",
-            ),
-            (
-                Event::VectorExit { vector: Vector::CallFunctionSingle },
-                "call_function_single_exit: vector=251",
-            ),
+            (Event::VectorEntry { vector: Vector::CallFunctionSingle }, "call_function_single_entry: vector=251"),
+            (Event::VectorExit { vector: Vector::CallFunctionSingle }, "call_function_single_exit: vector=251"),
             (Event::VectorEntry { vector: Vector::Reschedule }, "reschedule_entry: vector=253"),
             (Event::VectorExit { vector: Vector::Reschedule }, "reschedule_exit: vector=253"),
             (Event::SoftirqRaise { vec: 0 }, "softirq_raise: vec=0 [action=HI]"),
@@ -1572,10 +1368,7 @@ mod tests {
                 "do_softirq_post_smp_call_flush: \
                  WARN_ON_ONCE(was_pending != local_softirq_pending())",
             ),
-            (
-                Event::Warning { site: WarnSite::NohzCsdFuncNoKick },
-                "nohz_csd_func: WARN_ON(!(flags & NOHZ_KICK_MASK))",
-            ),
+            (Event::Warning { site: WarnSite::NohzCsdFuncNoKick }, "nohz_csd_func: WARN_ON(!(flags & NOHZ_KICK_MASK))"),
         ];
         for (e, want) in cases {
             assert_eq!(p(e), format!("{want}\n"));
@@ -1589,10 +1382,7 @@ mod tests {
             .collect();
         assert_eq!(
             names,
-            [
-                "HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED",
-                "HRTIMER", "RCU"
-            ]
+            ["HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU"]
         );
     }
 
@@ -1621,25 +1411,16 @@ mod tests {
                 continue;
             }
             assert!(info.offset < info.size, "{}", info.name);
-            assert_eq!(
-                info.with_offset,
-                format!("{}+{:#x}/{:#x}", info.name, info.offset, info.size)
-            );
+            assert_eq!(info.with_offset, format!("{}+{:#x}/{:#x}", info.name, info.offset, info.size));
         }
         assert_eq!(sym_name(Sym::ReschedCurr), "resched_curr");
-        assert_eq!(
-            sym_name(Sym::SmpCallFunctionSingle),
-            "smp_call_function_single"
-        );
+        assert_eq!(sym_name(Sym::SmpCallFunctionSingle), "smp_call_function_single");
     }
 
     /// Run `f` on a cursor over a generously sized buffer and return what it wrote.
     fn with_cursor(f: impl FnOnce(&mut Cursor)) -> String {
         let mut buf = vec![0u8; 128];
-        let mut w = Cursor {
-            buf: &mut buf,
-            pos: 0,
-        };
+        let mut w = Cursor { buf: &mut buf, pos: 0 };
         f(&mut w);
         let n = w.pos;
         String::from_utf8(buf[..n].to_vec()).unwrap()
@@ -1675,10 +1456,7 @@ mod tests {
         for n in 0..=text.len() {
             let s = &text[..n];
             assert_eq!(with_cursor(|w| w.bytes(s.as_bytes())), s);
-            assert_eq!(
-                with_cursor(|w| w.rjust::<16>(s.as_bytes())),
-                format!("{s:>16}")
-            );
+            assert_eq!(with_cursor(|w| w.rjust::<16>(s.as_bytes())), format!("{s:>16}"));
         }
     }
 
@@ -1691,48 +1469,19 @@ mod tests {
                 ""
             }
         }
-        let long_syms = [
-            Sym::GenericSmpCallFunctionSingleInterrupt,
-            Sym::SmpCallFunctionSingleAsync,
-        ];
+        let long_syms = [Sym::GenericSmpCallFunctionSingleInterrupt, Sym::SmpCallFunctionSingleAsync];
         let m = u32::MAX;
         let mut events = vec![
-            Event::SchedSwitch {
-                prev_pid: m,
-                prev_prio: i32::MIN,
-                prev_state: m,
-                next_pid: m,
-                next_prio: i32::MIN,
-            },
-            Event::SchedWakeupNew {
-                pid: m,
-                prio: i32::MIN,
-                target_cpu: m,
-            },
-            Event::SchedMigrateTask {
-                pid: m,
-                prio: i32::MIN,
-                orig_cpu: m,
-                dest_cpu: m,
-            },
+            Event::SchedSwitch { prev_pid: m, prev_prio: i32::MIN, prev_state: m, next_pid: m, next_prio: i32::MIN },
+            Event::SchedWakeupNew { pid: m, prio: i32::MIN, target_cpu: m },
+            Event::SchedMigrateTask { pid: m, prio: i32::MIN, orig_cpu: m, dest_cpu: m },
             Event::SoftirqRaise { vec: m },
-            Event::Warning {
-                site: WarnSite::DoSoftirqPostSmpCallFlush,
-            },
+            Event::Warning { site: WarnSite::DoSoftirqPostSmpCallFlush },
         ];
         for a in long_syms {
             for b in long_syms {
-                events.push(Event::IpiSendCpu {
-                    cpu: m,
-                    callsite: a,
-                    callback: b,
-                });
-                events.push(Event::CsdQueueCpu {
-                    cpu: m,
-                    callsite: a,
-                    func: b,
-                    csd: u64::MAX,
-                });
+                events.push(Event::IpiSendCpu { cpu: m, callsite: a, callback: b });
+                events.push(Event::CsdQueueCpu { cpu: m, callsite: a, func: b, csd: u64::MAX });
             }
         }
         for e in events {
@@ -1740,54 +1489,7 @@ mod tests {
             let mut out = Vec::new();
             write_record(&mut out, &r, &Empty);
             // 16 for the TASK column is part of FIXED_MAX; leave a margin for future fields.
-            assert!(
-                out.len() + 32 <= FIXED_MAX,
-                "{} bytes: {}",
-                out.len(),
-                String::from_utf8_lossy(&out)
-            );
-        }
-    }
-
-    /// A pid-indexed table, the shape a real `Names` would have.
-    struct DenseNames {
-        swappers: Vec<String>,
-        comms: Vec<String>,
-    }
-
-    impl DenseNames {
-        fn from(t: &TestNames) -> Self {
-            let max = t.comms.keys().max().copied().unwrap_or(0) as usize;
-            let mut comms = vec!["<...>".to_string(); max + 1];
-            for (&p, c) in &t.comms {
-                comms[p as usize] = c.clone();
-            }
-            DenseNames {
-                swappers: t.swappers.clone(),
-                comms,
-            }
-        }
-    }
-
-    impl Names for DenseNames {
-        fn comm(&self, pid: u32, cpu: u32) -> &str {
-            if pid == 0 {
-                &self.swappers[cpu as usize]
-            } else {
-                self.comms.get(pid as usize).map_or("<...>", String::as_str)
-            }
-        }
-    }
-
-    struct CountingSink(usize);
-
-    impl io::Write for CountingSink {
-        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-            self.0 += std::hint::black_box(buf).len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> io::Result<()> {
-            Ok(())
+            assert!(out.len() + 32 <= FIXED_MAX, "{} bytes: {}", out.len(), String::from_utf8_lossy(&out));
         }
     }
 }

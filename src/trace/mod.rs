@@ -75,27 +75,82 @@ pub enum WarnSite {
 pub enum Event {
     /// `sched_switch`. `prev_state` is the kernel's TASK_REPORT encoding: 0 = R, 1 = S, 2 = D,
     /// 0x80 = I; `| 0x100` (TASK_REPORT_MAX) marks a preempted task (`R+`).
-    SchedSwitch { prev_pid: u32, prev_prio: i32, prev_state: u32, next_pid: u32, next_prio: i32 },
-    SchedWaking { pid: u32, prio: i32, target_cpu: u32 },
-    SchedWakeup { pid: u32, prio: i32, target_cpu: u32 },
-    SchedWakeupNew { pid: u32, prio: i32, target_cpu: u32 },
-    SchedMigrateTask { pid: u32, prio: i32, orig_cpu: u32, dest_cpu: u32 },
-    SchedWakeIdleWithoutIpi { cpu: u32 },
-    IpiSendCpu { cpu: u32, callsite: Sym, callback: Sym },
+    SchedSwitch {
+        prev_pid: u32,
+        prev_prio: i32,
+        prev_state: u32,
+        next_pid: u32,
+        next_prio: i32,
+    },
+    SchedWaking {
+        pid: u32,
+        prio: i32,
+        target_cpu: u32,
+    },
+    SchedWakeup {
+        pid: u32,
+        prio: i32,
+        target_cpu: u32,
+    },
+    SchedWakeupNew {
+        pid: u32,
+        prio: i32,
+        target_cpu: u32,
+    },
+    SchedMigrateTask {
+        pid: u32,
+        prio: i32,
+        orig_cpu: u32,
+        dest_cpu: u32,
+    },
+    SchedWakeIdleWithoutIpi {
+        cpu: u32,
+    },
+    IpiSendCpu {
+        cpu: u32,
+        callsite: Sym,
+        callback: Sym,
+    },
     /// `csd` is the address of the csd; it prints hashed like `%p`.
-    CsdQueueCpu { cpu: u32, callsite: Sym, func: Sym, csd: u64 },
-    CsdFunctionEntry { func: Sym, csd: u64 },
-    CsdFunctionExit { func: Sym, csd: u64 },
+    CsdQueueCpu {
+        cpu: u32,
+        callsite: Sym,
+        func: Sym,
+        csd: u64,
+    },
+    CsdFunctionEntry {
+        func: Sym,
+        csd: u64,
+    },
+    CsdFunctionExit {
+        func: Sym,
+        csd: u64,
+    },
     /// `cpu_idle`; `state` is `u32::MAX` (PWR_EVENT_EXIT) on exit.
-    CpuIdle { state: u32, cpu_id: u32 },
+    CpuIdle {
+        state: u32,
+        cpu_id: u32,
+    },
     /// `local_timer_entry`, `call_function_single_entry`, `reschedule_entry`.
-    VectorEntry { vector: Vector },
-    VectorExit { vector: Vector },
-    SoftirqRaise { vec: u32 },
-    SoftirqEntry { vec: u32 },
-    SoftirqExit { vec: u32 },
+    VectorEntry {
+        vector: Vector,
+    },
+    VectorExit {
+        vector: Vector,
+    },
+    SoftirqRaise {
+        vec: u32,
+    },
+    SoftirqEntry {
+        vec: u32,
+    },
+    SoftirqExit {
+        vec: u32,
+    },
     /// A modelled `WARN_ON_ONCE` firing.
-    Warning { site: WarnSite },
+    Warning {
+        site: WarnSite,
+    },
 }
 
 /// One trace record: the common header plus the event.

@@ -16,10 +16,10 @@ use super::params::Params;
 use super::{TaskFrame, Workload};
 use crate::hw::cpumask::{parse_cpulist, CpuMask};
 use crate::linux::engine::{Action, Frame, Next};
+use crate::linux::kernel::futex::Nanosleep;
 use crate::linux::kernel::sched::core::{wake_up_new_task, ScheduleCaller};
-use crate::linux::kernel::sched::{need_resched, TaskKind, TASK_DEAD, TASK_UNINTERRUPTIBLE};
+use crate::linux::kernel::sched::{need_resched, TaskKind, TASK_DEAD};
 use crate::linux::kernel::smp::SmpCallFunction;
-use crate::linux::kernel::time::tick_sched::hrtimer_start_sleeper;
 use crate::linux::{CpuId, CsdFunc, Kernel, TaskId};
 use crate::sim::{Time, NSEC_PER_MSEC, NSEC_PER_SEC, NSEC_PER_USEC};
 
@@ -151,16 +151,26 @@ pub fn start(k: &mut Kernel) {
     let mut r = crate::sim::Prng::new(k.cpus[0].rng.next_u64(), 0x1D5);
     let load = NSEC_PER_MSEC + r.range(0, tick - 1);
     let s = st(k);
+    s.running = threads.len() as u32;
     s.threads = threads;
     s.load_ns = load;
     k.q.push(load, Action::Workload { what: 0 });
 }
 
-/// The module init wakes every thread (`wake_up_process` after `kthread_create`), from CPU 0.
+/// The module init wakes every thread (`wake_up_process` after `kthread_create`). insmod is
+/// not itself modelled as a task: it runs on the first CPU without an ipistorm thread (or CPU
+/// 0 if every CPU has one, in which case a thread bound to that CPU is started by a RESCHEDULE
+/// interrupt standing in for insmod reaching its next preemption point).
 pub fn on_action(k: &mut Kernel, _what: u32) {
-    let threads = st(k).threads.clone();
+    let w = st(k);
+    let threads = w.threads.clone();
+    let nr = k.m.topo.nr_cpus;
+    let insmod_cpu = (0..nr).find(|&c| !st(k).p.cpulist.test(c)).unwrap_or(0);
     for t in threads {
-        wake_up_new_task(k, 0, t);
+        wake_up_new_task(k, insmod_cpu, t);
+        if k.tasks[t as usize].pinned == Some(insmod_cpu) {
+            crate::linux::engine::send_ipi(k, insmod_cpu, insmod_cpu, crate::trace::Vector::Reschedule);
+        }
     }
 }
 
@@ -169,9 +179,8 @@ pub fn kthread_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
     let nr = k.m.topo.nr_cpus;
     match s.at {
         0 => {
-            // atomic_inc(&running); the wait for all threads to start is not modelled beyond
-            // the wakeup itself.
-            st(k).running += 1;
+            // The module counted its threads when it created them (`running`); the start
+            // barrier (spin until all are running) is not modelled beyond the wakeup itself.
             s.at = 1;
             s.mark[0] = k.now; // loop start, for the timeout
             Next::Cont(0)
@@ -221,17 +230,17 @@ pub fn kthread_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
             s.i += 1;
             let delay = w.p.delay_us;
             if delay > 0 {
-                // usleep_range(delay, delay + 1): an hrtimer sleep, then schedule().
-                let me = k.curr(cpu);
-                k.tasks[me as usize].state = TASK_UNINTERRUPTIBLE;
-                hrtimer_start_sleeper(k, cpu, now + (delay + 1) * NSEC_PER_USEC, me);
+                // usleep_range(delay, delay + 1): an hrtimer sleep over that range.
                 s.at = 1;
-                return Next::Call(k.costs.cond_resched, Frame::ScheduleCaller(ScheduleCaller::schedule()));
+                return Next::Call(0, Nanosleep::range(delay * NSEC_PER_USEC, (delay + 1) * NSEC_PER_USEC));
             }
             // cond_resched()
             s.at = 1;
             if need_resched(k, cpu) {
-                return Next::Call(k.costs.cond_resched, Frame::ScheduleCaller(ScheduleCaller::preempt_schedule_common()));
+                return Next::Call(
+                    k.costs.cond_resched,
+                    Frame::ScheduleCaller(ScheduleCaller::preempt_schedule_common()),
+                );
             }
             Next::Cont(k.costs.cond_resched)
         }

@@ -37,7 +37,11 @@ impl Params {
     pub fn check_known(&self, workload: &str, known: &[&str]) -> Result<(), String> {
         for (k, _) in &self.items {
             if !known.contains(&k.as_str()) {
-                return Err(format!("{}: unknown {workload} parameter '{k}' (expected one of: {})", self.origin, known.join(", ")));
+                return Err(format!(
+                    "{}: unknown {workload} parameter '{k}' (expected one of: {})",
+                    self.origin,
+                    known.join(", ")
+                ));
             }
         }
         Ok(())
@@ -50,7 +54,9 @@ impl Params {
     pub fn u64_or(&self, key: &str, default: u64) -> Result<u64, String> {
         match self.get(key) {
             None => Ok(default),
-            Some(v) => v.parse().map_err(|_| format!("{}: parameter {key}='{v}' is not a non-negative integer", self.origin)),
+            Some(v) => {
+                v.parse().map_err(|_| format!("{}: parameter {key}='{v}' is not a non-negative integer", self.origin))
+            }
         }
     }
 
@@ -59,7 +65,10 @@ impl Params {
             None => Ok(default),
             Some("1" | "y" | "Y" | "true") => Ok(true),
             Some("0" | "n" | "N" | "false") => Ok(false),
-            Some(v) => Err(format!("{}: parameter {key}='{v}' is not a boolean (expected 0/1, y/n or true/false)", self.origin)),
+            Some(v) => Err(format!(
+                "{}: parameter {key}='{v}' is not a boolean (expected 0/1, y/n or true/false)",
+                self.origin
+            )),
         }
     }
 

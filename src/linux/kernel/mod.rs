@@ -1,4 +1,5 @@
 //! `kernel/`: the core kernel files the model mirrors.
+pub mod futex;
 pub mod sched;
 pub mod smp;
 pub mod softirq;

@@ -255,9 +255,17 @@ pub fn __flush_smp_call_function_queue(k: &mut Kernel, cpu: CpuId, s: &mut Flush
     }
     if s.pass == 3 {
         s.pass = 4;
-        let any_ttwu = k.cpus[cpu as usize].flush_list.iter().any(|&e| k.csds[e as usize].flags & CSD_FLAG_TYPE_MASK == CSD_TYPE_TTWU);
+        let any_ttwu = k.cpus[cpu as usize]
+            .flush_list
+            .iter()
+            .any(|&e| k.csds[e as usize].flags & CSD_FLAG_TYPE_MASK == CSD_TYPE_TTWU);
         if any_ttwu {
-            let first = k.cpus[cpu as usize].flush_list.iter().copied().find(|&e| k.csds[e as usize].flags & CSD_FLAG_TYPE_MASK == CSD_TYPE_TTWU).unwrap_or(0);
+            let first = k.cpus[cpu as usize]
+                .flush_list
+                .iter()
+                .copied()
+                .find(|&e| k.csds[e as usize].flags & CSD_FLAG_TYPE_MASK == CSD_TYPE_TTWU)
+                .unwrap_or(0);
             let addr = k.csds[first as usize].addr;
             k.tp(cpu, Event::CsdFunctionEntry { func: Sym::SchedTtwuPending, csd: addr });
             s.i = first as u16;

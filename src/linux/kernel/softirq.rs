@@ -209,7 +209,10 @@ pub fn run_ksoftirqd(k: &mut Kernel, cpu: CpuId, s: &mut Ksoftirqd) -> Next {
             local_irq_enable(k, cpu);
             s.at = 0;
             if need_resched(k, cpu) {
-                return Next::Call(k.costs.cond_resched, Frame::ScheduleCaller(ScheduleCaller::preempt_schedule_common()));
+                return Next::Call(
+                    k.costs.cond_resched,
+                    Frame::ScheduleCaller(ScheduleCaller::preempt_schedule_common()),
+                );
             }
             Next::Cont(k.costs.cond_resched)
         }

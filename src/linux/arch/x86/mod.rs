@@ -83,8 +83,18 @@ pub fn irq_handler(k: &mut Kernel, cpu: CpuId, s: &mut HardIrq) -> Next {
             Next::Cont(0)
         }
         _ => {
-            // iret: the interrupted context had IRQs on.
+            // iret: the interrupted context had IRQs on. Returning to user mode with
+            // NEED_RESCHED set goes through exit_to_user_mode_loop() -> schedule(): the user
+            // code's remaining time resumes after that.
             local_irq_enable(k, cpu);
+            let nr = crate::linux::kernel::sched::need_resched(k, cpu);
+            if let Some(Frame::Workload(tf)) = k.cpus[cpu as usize].x.stack.last_mut() {
+                if tf.user && nr {
+                    tf.preempt = true;
+                    tf.remaining += s.saved;
+                    return Next::Ret(k.m.costs.irq_exit_ns);
+                }
+            }
             Next::Ret(k.m.costs.irq_exit_ns + s.saved)
         }
     }

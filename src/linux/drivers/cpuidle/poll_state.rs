@@ -10,7 +10,12 @@ use crate::linux::{CpuId, Kernel};
 /// the first enabled deeper state (at least 10 us), capped at TICK_NSEC/16.
 pub fn cpuidle_poll_time(k: &Kernel) -> u64 {
     let cap = k.tick_nsec() / 16;
-    let deeper = k.m.idle_states.iter().skip(1).find(|s| !s.disabled && s.target_residency_ns >= 10_000).map(|s| s.target_residency_ns);
+    let deeper =
+        k.m.idle_states
+            .iter()
+            .skip(1)
+            .find(|s| !s.disabled && s.target_residency_ns >= 10_000)
+            .map(|s| s.target_residency_ns);
     deeper.unwrap_or(cap).min(cap)
 }
 

@@ -386,6 +386,9 @@ pub fn __schedule(k: &mut Kernel, cpu: CpuId, s: &mut Schedule) -> Next {
             let now = k.now;
             k.tasks[prev as usize].sum_exec_runtime += now - k.tasks[prev as usize].exec_start;
             k.tasks[next as usize].exec_start = now;
+            if let Some(w) = k.tasks[next as usize].woken_at.take() {
+                let _ = k.stats.wakeup_latency.record((now - w).max(1));
+            }
             s.at = ScheduleAt::Finish;
             let mut this = *s;
             this.at = ScheduleAt::Finish;
@@ -563,12 +566,16 @@ pub fn try_to_wake_up(k: &mut Kernel, cpu: CpuId, s: &mut TryToWakeUp) -> Next {
             }
             let (pid, prio, tcpu) = (t.pid, t.prio, t.cpu);
             k.tp(cpu, Event::SchedWaking { pid, prio, target_cpu: tcpu });
+            if k.tasks[p as usize].kind == super::TaskKind::Workload {
+                k.tasks[p as usize].woken_at = Some(k.now);
+            }
             if k.tasks[p as usize].kind == super::TaskKind::Ksoftirqd {
                 k.stats.ksoftirqd_wakeups += 1;
             }
             if k.tasks[p as usize].on_rq {
                 // ttwu_runnable(): still queued, it has not scheduled out yet.
                 k.tasks[p as usize].state = TASK_RUNNING;
+                k.tasks[p as usize].woken_at = None;
                 s.at = TtwuAt::Done;
                 return Next::Cont(0);
             }
@@ -648,7 +655,8 @@ fn note_placement(k: &mut Kernel, target: CpuId) {
     let rq = &k.cpus[target as usize].rq;
     if rq.curr == rq.idle && rq.wakees_placed > 0 {
         let llc = k.sd.sd_llc[target as usize];
-        let other_idle = llc.is_some_and(|l| k.sd.domains(target)[l].span.iter().any(|c| c != target && idle_cpu(k, c)));
+        let other_idle =
+            llc.is_some_and(|l| k.sd.domains(target)[l].span.iter().any(|c| c != target && idle_cpu(k, c)));
         if other_idle {
             k.stats.stacking_wakeups += 1;
         }

@@ -7,7 +7,7 @@
 //! a task; `rd->overloaded` is never recomputed (it lags, as in the kernel, but here forever).
 
 use super::topology::SD_BALANCE_NEWIDLE;
-use super::{SYSCTL_SCHED_MIGRATION_COST, NOHZ_NEWILB_KICK};
+use super::{NOHZ_NEWILB_KICK, SYSCTL_SCHED_MIGRATION_COST};
 use crate::linux::engine::{Next, WaitOn};
 use crate::linux::kernel::sched::core::{raw_spin_rq_lock, raw_spin_rq_unlock};
 use crate::linux::kernel::softirq::{__raise_softirq_irqoff, SCHED_SOFTIRQ};
@@ -240,10 +240,10 @@ pub fn sched_balance_softirq(k: &mut Kernel, cpu: CpuId, _s: &mut SchedBalanceSo
 // Wakeup placement: select_task_rq_fair() and the idle-sibling search
 // ---------------------------------------------------------------------------------------
 
-use super::topology::{SD_SHARE_CPUCAPACITY, SD_WAKE_AFFINE};
 use super::available_idle_cpu;
-use crate::linux::TaskId;
+use super::topology::{SD_SHARE_CPUCAPACITY, SD_WAKE_AFFINE};
 use crate::linux::kernel::sched::features::SchedFeat;
+use crate::linux::TaskId;
 
 /// `sd_llc_shared`: the per-LLC shared state (`struct sched_domain_shared`).
 #[derive(Debug, Clone, Default)]
@@ -324,7 +324,14 @@ fn wake_affine_idle(k: &Kernel, this_cpu: CpuId, prev_cpu: CpuId, sync: bool) ->
 
 /// Models `wake_affine_weight()` — kernel/sched/fair.c @ v6.10 (capacities equal: no
 /// asymmetric CPUs in the model's machines).
-fn wake_affine_weight(k: &Kernel, imbalance_pct: u32, p: TaskId, this_cpu: CpuId, prev_cpu: CpuId, sync: bool) -> Option<CpuId> {
+fn wake_affine_weight(
+    k: &Kernel,
+    imbalance_pct: u32,
+    p: TaskId,
+    this_cpu: CpuId,
+    prev_cpu: CpuId,
+    sync: bool,
+) -> Option<CpuId> {
     let task_load = task_h_load(k, p) as i64;
     let mut this_eff = cpu_load(k, this_cpu) as i64;
     if sync {
@@ -398,7 +405,14 @@ pub fn __update_idle_core(k: &mut Kernel, cpu: CpuId) -> Time {
 
 /// Models `select_idle_core()`: `Ok(core)` if the whole core is idle; otherwise records the
 /// first idle sibling in `idle_cpu`.
-fn select_idle_core(k: &mut Kernel, cpu: CpuId, core: CpuId, allowed: &dyn Fn(CpuId) -> bool, idle_cpu: &mut Option<CpuId>, cost: &mut Time) -> bool {
+fn select_idle_core(
+    k: &mut Kernel,
+    cpu: CpuId,
+    core: CpuId,
+    allowed: &dyn Fn(CpuId) -> bool,
+    idle_cpu: &mut Option<CpuId>,
+    cost: &mut Time,
+) -> bool {
     let mut idle = true;
     let sibs: Vec<CpuId> = k.m.topo.smt_mask(core).iter().collect();
     for s in sibs {
@@ -419,9 +433,16 @@ fn select_idle_core(k: &mut Kernel, cpu: CpuId, core: CpuId, allowed: &dyn Fn(Cp
 
 /// Models `select_idle_cpu()` — kernel/sched/fair.c @ v6.10: scan the LLC from target+1,
 /// whole cores first when one is known idle, else CPU by CPU within the SIS_UTIL budget.
-fn select_idle_cpu(k: &mut Kernel, cpu: CpuId, p: TaskId, has_idle_core: bool, target: CpuId, cost: &mut Time) -> Option<CpuId> {
+fn select_idle_cpu(
+    k: &mut Kernel,
+    cpu: CpuId,
+    p: TaskId,
+    has_idle_core: bool,
+    target: CpuId,
+    cost: &mut Time,
+) -> Option<CpuId> {
     let llc = k.sd.sd_llc[target as usize];
-    let Some(llc) = llc else { return None };
+    let llc = llc?;
     let span = k.sd.domains(target)[llc].span.clone();
     let pinned = k.tasks[p as usize].pinned;
     let allowed = move |c: CpuId| pinned.is_none_or(|x| x == c);
@@ -481,7 +502,14 @@ fn select_idle_smt(k: &mut Kernel, cpu: CpuId, p: TaskId, target: CpuId, cost: &
 /// Models `select_idle_sibling()` — kernel/sched/fair.c @ v6.10. Every idle test is
 /// `available_idle_cpu()`, which reads `ttwu_pending`, so a CPU that already has a wakee
 /// queued does not look idle (unless `ttwu_pending` was cleared early, pre-d6962c4fe8f9).
-pub fn select_idle_sibling(k: &mut Kernel, cpu: CpuId, p: TaskId, prev: CpuId, target: CpuId, cost: &mut Time) -> CpuId {
+pub fn select_idle_sibling(
+    k: &mut Kernel,
+    cpu: CpuId,
+    p: TaskId,
+    prev: CpuId,
+    target: CpuId,
+    cost: &mut Time,
+) -> CpuId {
     *cost += peek_rq(k, cpu, target);
     if available_idle_cpu(k, target) {
         return target;
@@ -494,14 +522,23 @@ pub fn select_idle_sibling(k: &mut Kernel, cpu: CpuId, p: TaskId, prev: CpuId, t
     }
     // A per-CPU kthread waking a task on its own CPU (IO completion): stack on prev.
     let curr = k.curr(cpu);
-    let kthread_waker = k.tasks[curr as usize].pinned == Some(cpu) && k.tasks[curr as usize].kind != super::TaskKind::Idle;
-    if kthread_waker && prev == cpu && k.cpus[cpu as usize].rq.nr_running <= 1 && k.cpus[cpu as usize].preempt_count & crate::linux::preempt::HARDIRQ_MASK == 0 {
+    let kthread_waker =
+        k.tasks[curr as usize].pinned == Some(cpu) && k.tasks[curr as usize].kind != super::TaskKind::Idle;
+    if kthread_waker
+        && prev == cpu
+        && k.cpus[cpu as usize].rq.nr_running <= 1
+        && k.cpus[cpu as usize].preempt_count & crate::linux::preempt::HARDIRQ_MASK == 0
+    {
         return prev;
     }
     let recent = k.tasks[p as usize].recent_used_cpu;
     k.tasks[p as usize].recent_used_cpu = Some(prev);
     if let Some(r) = recent {
-        if r != prev && r != target && k.sd.cpus_share_cache(r, target) && k.tasks[p as usize].pinned.is_none_or(|x| x == r) {
+        if r != prev
+            && r != target
+            && k.sd.cpus_share_cache(r, target)
+            && k.tasks[p as usize].pinned.is_none_or(|x| x == r)
+        {
             *cost += peek_rq(k, cpu, r);
             if available_idle_cpu(k, r) {
                 return r;
@@ -538,7 +575,11 @@ pub fn select_task_rq_fair(k: &mut Kernel, cpu: CpuId, p: TaskId, prev_cpu: CpuI
     let mut new_cpu = prev_cpu;
     let mut cost = 0;
     if want_affine {
-        let found = k.sd.domains(cpu).iter().find(|d| d.flags & SD_WAKE_AFFINE != 0 && d.span.test(prev_cpu)).map(|d| d.imbalance_pct);
+        let found =
+            k.sd.domains(cpu)
+                .iter()
+                .find(|d| d.flags & SD_WAKE_AFFINE != 0 && d.span.test(prev_cpu))
+                .map(|d| d.imbalance_pct);
         if let Some(pct) = found {
             if cpu != prev_cpu {
                 new_cpu = wake_affine(k, pct, p, cpu, prev_cpu, sync);

@@ -95,6 +95,8 @@ pub struct Task {
     pub last_wakee: Option<TaskId>,
     /// `recent_used_cpu`.
     pub recent_used_cpu: Option<CpuId>,
+    /// When the current wakeup began (`sched_waking`), until the task runs.
+    pub woken_at: Option<Time>,
     /// PELT load average of the task (`se.avg.load_avg`).
     pub load_avg: u64,
     /// Accumulated run time and the start of the current run.
@@ -104,7 +106,16 @@ pub struct Task {
 
 impl Task {
     #[allow(clippy::too_many_arguments)]
-    pub fn new(pid: u32, comm: String, prio: i32, kind: TaskKind, cpu: CpuId, pinned: Option<CpuId>, ti_line: LineId, wake_entry: CsdId) -> Task {
+    pub fn new(
+        pid: u32,
+        comm: String,
+        prio: i32,
+        kind: TaskKind,
+        cpu: CpuId,
+        pinned: Option<CpuId>,
+        ti_line: LineId,
+        wake_entry: CsdId,
+    ) -> Task {
         Task {
             pid,
             comm,
@@ -124,6 +135,7 @@ impl Task {
             last_wakee: None,
             recent_used_cpu: None,
             load_avg: 0,
+            woken_at: None,
             saved: Vec::new(),
             sum_exec_runtime: 0,
             exec_start: 0,
@@ -228,7 +240,14 @@ pub struct Nohz {
 
 impl Nohz {
     pub fn new(nr: u32) -> Nohz {
-        Nohz { idle_cpus_mask: crate::hw::cpumask::CpuMask::new(nr), nr_cpus: 0, has_blocked: false, needs_update: false, next_balance: 0, next_blocked: 0 }
+        Nohz {
+            idle_cpus_mask: crate::hw::cpumask::CpuMask::new(nr),
+            nr_cpus: 0,
+            has_blocked: false,
+            needs_update: false,
+            next_balance: 0,
+            next_blocked: 0,
+        }
     }
 }
 

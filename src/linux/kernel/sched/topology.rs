@@ -52,60 +52,20 @@ pub const SDF_NEEDS_GROUPS: u32 = 0x4;
 
 /// (flag, name, metaflags) for every SD flag, in sd_flags.h order.
 pub const SD_FLAGS: [(u32, &str, u32); 15] = [
-    (
-        SD_BALANCE_NEWIDLE,
-        "SD_BALANCE_NEWIDLE",
-        SDF_SHARED_CHILD | SDF_NEEDS_GROUPS,
-    ),
-    (
-        SD_BALANCE_EXEC,
-        "SD_BALANCE_EXEC",
-        SDF_SHARED_CHILD | SDF_NEEDS_GROUPS,
-    ),
-    (
-        SD_BALANCE_FORK,
-        "SD_BALANCE_FORK",
-        SDF_SHARED_CHILD | SDF_NEEDS_GROUPS,
-    ),
-    (
-        SD_BALANCE_WAKE,
-        "SD_BALANCE_WAKE",
-        SDF_SHARED_CHILD | SDF_NEEDS_GROUPS,
-    ),
+    (SD_BALANCE_NEWIDLE, "SD_BALANCE_NEWIDLE", SDF_SHARED_CHILD | SDF_NEEDS_GROUPS),
+    (SD_BALANCE_EXEC, "SD_BALANCE_EXEC", SDF_SHARED_CHILD | SDF_NEEDS_GROUPS),
+    (SD_BALANCE_FORK, "SD_BALANCE_FORK", SDF_SHARED_CHILD | SDF_NEEDS_GROUPS),
+    (SD_BALANCE_WAKE, "SD_BALANCE_WAKE", SDF_SHARED_CHILD | SDF_NEEDS_GROUPS),
     (SD_WAKE_AFFINE, "SD_WAKE_AFFINE", SDF_SHARED_CHILD),
-    (
-        SD_ASYM_CPUCAPACITY,
-        "SD_ASYM_CPUCAPACITY",
-        SDF_SHARED_PARENT | SDF_NEEDS_GROUPS,
-    ),
-    (
-        SD_ASYM_CPUCAPACITY_FULL,
-        "SD_ASYM_CPUCAPACITY_FULL",
-        SDF_SHARED_PARENT | SDF_NEEDS_GROUPS,
-    ),
-    (
-        SD_SHARE_CPUCAPACITY,
-        "SD_SHARE_CPUCAPACITY",
-        SDF_SHARED_CHILD | SDF_NEEDS_GROUPS,
-    ),
+    (SD_ASYM_CPUCAPACITY, "SD_ASYM_CPUCAPACITY", SDF_SHARED_PARENT | SDF_NEEDS_GROUPS),
+    (SD_ASYM_CPUCAPACITY_FULL, "SD_ASYM_CPUCAPACITY_FULL", SDF_SHARED_PARENT | SDF_NEEDS_GROUPS),
+    (SD_SHARE_CPUCAPACITY, "SD_SHARE_CPUCAPACITY", SDF_SHARED_CHILD | SDF_NEEDS_GROUPS),
     (SD_CLUSTER, "SD_CLUSTER", SDF_NEEDS_GROUPS),
-    (
-        SD_SHARE_LLC,
-        "SD_SHARE_LLC",
-        SDF_SHARED_CHILD | SDF_NEEDS_GROUPS,
-    ),
-    (
-        SD_SERIALIZE,
-        "SD_SERIALIZE",
-        SDF_SHARED_PARENT | SDF_NEEDS_GROUPS,
-    ),
+    (SD_SHARE_LLC, "SD_SHARE_LLC", SDF_SHARED_CHILD | SDF_NEEDS_GROUPS),
+    (SD_SERIALIZE, "SD_SERIALIZE", SDF_SHARED_PARENT | SDF_NEEDS_GROUPS),
     (SD_ASYM_PACKING, "SD_ASYM_PACKING", SDF_NEEDS_GROUPS),
     (SD_PREFER_SIBLING, "SD_PREFER_SIBLING", SDF_NEEDS_GROUPS),
-    (
-        SD_OVERLAP,
-        "SD_OVERLAP",
-        SDF_SHARED_PARENT | SDF_NEEDS_GROUPS,
-    ),
+    (SD_OVERLAP, "SD_OVERLAP", SDF_SHARED_PARENT | SDF_NEEDS_GROUPS),
     (SD_NUMA, "SD_NUMA", SDF_SHARED_PARENT | SDF_NEEDS_GROUPS),
 ];
 
@@ -138,16 +98,11 @@ const _: () = {
 };
 
 /// Flags an arch topology table may pass in (kernel `TOPOLOGY_SD_FLAGS`).
-const TOPOLOGY_SD_FLAGS: u32 =
-    SD_SHARE_CPUCAPACITY | SD_CLUSTER | SD_SHARE_LLC | SD_NUMA | SD_ASYM_PACKING;
+const TOPOLOGY_SD_FLAGS: u32 = SD_SHARE_CPUCAPACITY | SD_CLUSTER | SD_SHARE_LLC | SD_NUMA | SD_ASYM_PACKING;
 
 /// "SD_BALANCE_NEWIDLE|SD_WAKE_AFFINE|..." for a flag word, in table order.
 pub fn sd_flag_names(flags: u32) -> String {
-    let names: Vec<&str> = SD_FLAGS
-        .iter()
-        .filter(|(f, _, _)| flags & f != 0)
-        .map(|(_, n, _)| *n)
-        .collect();
+    let names: Vec<&str> = SD_FLAGS.iter().filter(|(f, _, _)| flags & f != 0).map(|(_, n, _)| *n).collect();
     names.join("|")
 }
 
@@ -238,8 +193,7 @@ impl SchedDomains {
 
     /// Models `cpus_share_cache()` — kernel/sched/core.c @ v6.10.
     pub fn cpus_share_cache(&self, this_cpu: u32, that_cpu: u32) -> bool {
-        this_cpu == that_cpu
-            || self.sd_llc_id[this_cpu as usize] == self.sd_llc_id[that_cpu as usize]
+        this_cpu == that_cpu || self.sd_llc_id[this_cpu as usize] == self.sd_llc_id[that_cpu as usize]
     }
 
     /// A `sched_domain_debug()`-style description of `cpu`'s domains, one line per
@@ -316,24 +270,12 @@ fn build_sched_topology(topo: &Topology) -> (Vec<TopologyLevel>, Vec<u32>) {
             overlap: false,
             numa_level: 0,
         },
-        TopologyLevel {
-            name: "MC",
-            mask: LevelMask::CoreGroup,
-            sd_flags: SD_SHARE_LLC,
-            overlap: false,
-            numa_level: 0,
-        },
+        TopologyLevel { name: "MC", mask: LevelMask::CoreGroup, sd_flags: SD_SHARE_LLC, overlap: false, numa_level: 0 },
     ];
     // With several nodes in a package (x86_has_numa_in_package) PKG is left out; the
     // NUMA levels rebuild the package from the SLIT.
     if topo.spec.nodes_per_socket == 1 {
-        levels.push(TopologyLevel {
-            name: "PKG",
-            mask: LevelMask::Cpu,
-            sd_flags: 0,
-            overlap: false,
-            numa_level: 0,
-        });
+        levels.push(TopologyLevel { name: "PKG", mask: LevelMask::Cpu, sd_flags: 0, overlap: false, numa_level: 0 });
     }
 
     // sched_init_numa(): one level per distinct distance; the local distance is NODE.
@@ -345,18 +287,8 @@ fn build_sched_topology(topo: &Topology) -> (Vec<TopologyLevel>, Vec<u32>) {
     }
     distances.sort_unstable();
     distances.dedup();
-    assert_eq!(
-        distances.first(),
-        Some(&LOCAL_DISTANCE),
-        "SLIT must have the local distance"
-    );
-    levels.push(TopologyLevel {
-        name: "NODE",
-        mask: LevelMask::Numa,
-        sd_flags: 0,
-        overlap: false,
-        numa_level: 0,
-    });
+    assert_eq!(distances.first(), Some(&LOCAL_DISTANCE), "SLIT must have the local distance");
+    levels.push(TopologyLevel { name: "NODE", mask: LevelMask::Numa, sd_flags: 0, overlap: false, numa_level: 0 });
     for numa_level in 1..distances.len() {
         levels.push(TopologyLevel {
             name: "NUMA",
@@ -406,12 +338,7 @@ fn sd_init(
         name: tl.name,
         span: cpu_map.and(tl_mask),
         span_weight: 0,
-        flags: SD_BALANCE_NEWIDLE
-            | SD_BALANCE_EXEC
-            | SD_BALANCE_FORK
-            | SD_WAKE_AFFINE
-            | SD_PREFER_SIBLING
-            | sd_flags,
+        flags: SD_BALANCE_NEWIDLE | SD_BALANCE_EXEC | SD_BALANCE_FORK | SD_WAKE_AFFINE | SD_PREFER_SIBLING | sd_flags,
         groups: Vec::new(),
         group_balance_cpu: Vec::new(),
         min_interval: sd_weight,
@@ -483,12 +410,7 @@ fn build_sched_groups(built: &Built, level: usize, cpu: u32) -> (Vec<CpuMask>, V
 
 /// Models `find_descended_sibling()` — kernel/sched/topology.c @ v6.10.
 /// Returns the level of `sibling_cpu`'s domain whose child is the right group for `span`.
-fn find_descended_sibling(
-    built: &Built,
-    span: &CpuMask,
-    sibling_cpu: u32,
-    mut level: usize,
-) -> usize {
+fn find_descended_sibling(built: &Built, span: &CpuMask, sibling_cpu: u32, mut level: usize) -> usize {
     while let Some(child) = child_of(built, sibling_cpu, level) {
         if child.span.is_subset(span) {
             break;
@@ -496,9 +418,7 @@ fn find_descended_sibling(
         level -= 1;
     }
     while let Some(child) = child_of(built, sibling_cpu, level) {
-        let this = built[sibling_cpu as usize][level]
-            .as_ref()
-            .expect("domain exists");
+        let this = built[sibling_cpu as usize][level].as_ref().expect("domain exists");
         if child.span != this.span {
             break;
         }
@@ -536,11 +456,7 @@ fn build_overlap_sched_groups(built: &Built, level: usize, cpu: u32) -> (Vec<Cpu
         }
         let group = match child_of(built, i, sibling_level) {
             Some(child) => child.span.clone(),
-            None => built[i as usize][sibling_level]
-                .as_ref()
-                .expect("domain exists")
-                .span
-                .clone(),
+            None => built[i as usize][sibling_level].as_ref().expect("domain exists").span.clone(),
         };
         covered.or_assign(&group);
 
@@ -635,14 +551,7 @@ pub fn build_sched_domains_at(topo: &Topology, jiffies: u64) -> SchedDomains {
     for cpu in cpu_map.iter() {
         for (level, tl) in levels.iter().enumerate() {
             let mask = level_mask(topo, &distances, tl, cpu);
-            let mut sd = sd_init(
-                tl,
-                &mask,
-                &cpu_map,
-                distances[tl.numa_level],
-                topo.node_reclaim_distance(),
-                jiffies,
-            );
+            let mut sd = sd_init(tl, &mask, &cpu_map, distances[tl.numa_level], topo.node_reclaim_distance(), jiffies);
             if let Some(child) = child_of(&built, cpu, level) {
                 // "BUG: arch topology borken": the kernel widens the span to keep nesting.
                 if !child.span.is_subset(&sd.span) {
@@ -687,21 +596,12 @@ pub fn build_sched_domains_at(topo: &Topology, jiffies: u64) -> SchedDomains {
             let Some(sd) = chain[level].as_ref() else {
                 break;
             };
-            let child = if level == 0 {
-                None
-            } else {
-                chain[level - 1].as_ref()
-            };
+            let child = if level == 0 { None } else { chain[level - 1].as_ref() };
             let (span_weight, flags) = (sd.span_weight, sd.flags);
             let imb_numa_nr = match child {
                 Some(child) if flags & SD_SHARE_LLC == 0 && child.flags & SD_SHARE_LLC != 0 => {
                     let nr_llcs = span_weight / child.span_weight;
-                    imb = if nr_llcs == 1 {
-                        span_weight >> 3
-                    } else {
-                        nr_llcs
-                    }
-                    .max(1);
+                    imb = if nr_llcs == 1 { span_weight >> 3 } else { nr_llcs }.max(1);
                     // The span of the first NUMA domain above, or this domain's own.
                     imb_span = chain[level + 1..]
                         .iter()
@@ -741,13 +641,7 @@ pub fn build_sched_domains_at(topo: &Topology, jiffies: u64) -> SchedDomains {
         per_cpu.push(chain);
     }
 
-    SchedDomains {
-        per_cpu,
-        sd_llc_id,
-        sd_llc_size,
-        sd_llc,
-        sd_numa,
-    }
+    SchedDomains { per_cpu, sd_llc_id, sd_llc_size, sd_llc, sd_numa }
 }
 
 #[cfg(test)]
@@ -773,10 +667,7 @@ mod tests {
         assert_eq!(SD_SERIALIZE, 0x0400);
         assert_eq!(SD_PREFER_SIBLING, 0x1000);
         assert_eq!(SD_NUMA, 0x4000);
-        assert_eq!(
-            sd_flag_names(SD_SHARE_LLC | SD_BALANCE_NEWIDLE),
-            "SD_BALANCE_NEWIDLE|SD_SHARE_LLC"
-        );
+        assert_eq!(sd_flag_names(SD_SHARE_LLC | SD_BALANCE_NEWIDLE), "SD_BALANCE_NEWIDLE|SD_SHARE_LLC");
     }
 
     #[test]
@@ -787,18 +678,9 @@ mod tests {
         let d = sds.domains(8);
 
         assert_eq!(d[0].span.to_string(), "8,136");
-        assert_eq!(
-            d[0].flags,
-            DEFAULT_FLAGS | SD_SHARE_CPUCAPACITY | SD_SHARE_LLC
-        );
+        assert_eq!(d[0].flags, DEFAULT_FLAGS | SD_SHARE_CPUCAPACITY | SD_SHARE_LLC);
         assert_eq!((d[0].imbalance_pct, d[0].cache_nice_tries), (110, 0));
-        assert_eq!(
-            d[0].groups,
-            [
-                parse_cpulist("8", 256).unwrap(),
-                parse_cpulist("136", 256).unwrap()
-            ]
-        );
+        assert_eq!(d[0].groups, [parse_cpulist("8", 256).unwrap(), parse_cpulist("136", 256).unwrap()]);
 
         assert_eq!(d[1].span.to_string(), "8-15,136-143");
         assert_eq!(d[1].span_weight, 16);
@@ -807,18 +689,12 @@ mod tests {
         assert_eq!(d[1].groups.len(), 8);
         assert_eq!(d[1].groups[0].to_string(), "8,136");
         assert_eq!(d[1].groups[7].to_string(), "15,143");
-        assert_eq!(
-            (d[1].min_interval, d[1].max_interval, d[1].balance_interval),
-            (16, 32, 16)
-        );
+        assert_eq!((d[1].min_interval, d[1].max_interval, d[1].balance_interval), (16, 32, 16));
 
         assert_eq!(d[2].span.to_string(), "0-63,128-191");
         assert_eq!(d[2].span_weight, 128);
         assert_eq!(d[2].flags, DEFAULT_FLAGS);
-        assert_eq!(
-            (d[2].imbalance_pct, d[2].cache_nice_tries, d[2].busy_factor),
-            (117, 1, 16)
-        );
+        assert_eq!((d[2].imbalance_pct, d[2].cache_nice_tries, d[2].busy_factor), (117, 1, 16));
         // Groups are the 8 CCXs, starting with CPU 8's own and wrapping.
         let pkg_groups: Vec<String> = d[2].groups.iter().map(|g| g.to_string()).collect();
         assert_eq!(pkg_groups[0], "8-15,136-143");
@@ -829,10 +705,7 @@ mod tests {
         assert_eq!(d[3].span, CpuMask::full(256));
         assert_eq!(d[3].span_weight, 256);
         // Distance 32 is not above AMD's node_reclaim_distance of 32: EXEC/FORK/AFFINE stay.
-        assert_eq!(
-            d[3].flags,
-            (DEFAULT_FLAGS & !SD_PREFER_SIBLING) | SD_SERIALIZE | SD_OVERLAP | SD_NUMA
-        );
+        assert_eq!(d[3].flags, (DEFAULT_FLAGS & !SD_PREFER_SIBLING) | SD_SERIALIZE | SD_OVERLAP | SD_NUMA);
         assert_eq!((d[3].imbalance_pct, d[3].cache_nice_tries), (117, 2));
         let numa_groups: Vec<String> = d[3].groups.iter().map(|g| g.to_string()).collect();
         assert_eq!(numa_groups, ["0-63,128-191", "64-127,192-255"]);
@@ -883,10 +756,7 @@ mod tests {
         let sds = build_sched_domains(&topo);
         let numa = sds.domains(0).last().unwrap();
         assert_eq!(numa.name, "NUMA");
-        assert_eq!(
-            numa.flags & (SD_BALANCE_EXEC | SD_BALANCE_FORK | SD_WAKE_AFFINE),
-            0
-        );
+        assert_eq!(numa.flags & (SD_BALANCE_EXEC | SD_BALANCE_FORK | SD_WAKE_AFFINE), 0);
         assert_ne!(numa.flags & SD_BALANCE_NEWIDLE, 0);
     }
 
@@ -899,22 +769,10 @@ mod tests {
         }
         let d = sds.domains(1);
         assert_eq!(d[0].span.to_string(), "0-1");
-        assert_eq!(
-            d[0].groups
-                .iter()
-                .map(|g| g.to_string())
-                .collect::<Vec<_>>(),
-            ["1", "0"]
-        );
+        assert_eq!(d[0].groups.iter().map(|g| g.to_string()).collect::<Vec<_>>(), ["1", "0"]);
         assert_eq!(d[0].flags, DEFAULT_FLAGS | SD_SHARE_LLC);
         assert_eq!(d[1].span.to_string(), "0-3");
-        assert_eq!(
-            d[1].groups
-                .iter()
-                .map(|g| g.to_string())
-                .collect::<Vec<_>>(),
-            ["0-1", "2-3"]
-        );
+        assert_eq!(d[1].groups.iter().map(|g| g.to_string()).collect::<Vec<_>>(), ["0-1", "2-3"]);
         assert_eq!(d[1].flags, DEFAULT_FLAGS);
         assert_eq!(sds.sd_llc_id, [0, 0, 2, 2]);
         assert_eq!(sds.sd_llc_size, [2, 2, 2, 2]);

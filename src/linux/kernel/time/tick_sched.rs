@@ -16,8 +16,9 @@ pub struct TickSched {
     pub stopped: bool,
     /// Expiry of the next periodic tick.
     pub next_tick: Time,
-    /// Armed task sleep timers: (expiry, task).
-    pub sleepers: Vec<(Time, TaskId)>,
+    /// Armed task sleep timers: (hard expiry, soft expiry, task). A timer runs at the first
+    /// timer interrupt at or after its soft expiry; the APIC is programmed for the hard one.
+    pub sleepers: Vec<(Time, Time, TaskId)>,
     /// Timers that expired in the current interrupt and still have a task to wake.
     pub expired: Vec<TaskId>,
     /// Expiry programmed into the local APIC timer, and its generation.
@@ -29,7 +30,15 @@ pub struct TickSched {
 
 impl TickSched {
     pub fn new(_hz: u32, _cpu: CpuId) -> Self {
-        TickSched { stopped: false, next_tick: 0, sleepers: Vec::new(), expired: Vec::new(), armed: None, timer_gen: 0, was_stopped_once: false }
+        TickSched {
+            stopped: false,
+            next_tick: 0,
+            sleepers: Vec::new(),
+            expired: Vec::new(),
+            armed: None,
+            timer_gen: 0,
+            was_stopped_once: false,
+        }
     }
 }
 
@@ -42,7 +51,7 @@ fn next_boundary(k: &Kernel) -> Time {
 pub fn tick_program(k: &mut Kernel, cpu: CpuId) {
     let ts = &k.cpus[cpu as usize].tick;
     let mut next = if ts.stopped { None } else { Some(ts.next_tick) };
-    for &(t, _) in &ts.sleepers {
+    for &(t, _, _) in &ts.sleepers {
         next = Some(next.map_or(t, |n: Time| n.min(t)));
     }
     if next == ts.armed {
@@ -63,9 +72,10 @@ pub fn tick_start(k: &mut Kernel, cpu: CpuId) {
     tick_program(k, cpu);
 }
 
-/// Arm a sleep timer for task `p` on `cpu` (`hrtimer_start` of an hrtimer_sleeper).
-pub fn hrtimer_start_sleeper(k: &mut Kernel, cpu: CpuId, expires: Time, p: TaskId) {
-    k.cpus[cpu as usize].tick.sleepers.push((expires, p));
+/// Arm a sleep timer for task `p` on `cpu` with the range [soft, hard]
+/// (`hrtimer_start_range_ns` of an hrtimer_sleeper).
+pub fn hrtimer_start_sleeper(k: &mut Kernel, cpu: CpuId, soft: Time, hard: Time, p: TaskId) {
+    k.cpus[cpu as usize].tick.sleepers.push((hard, soft, p));
     tick_program(k, cpu);
 }
 
@@ -80,9 +90,9 @@ pub fn hrtimer_interrupt(k: &mut Kernel, cpu: CpuId) -> Time {
     ts.armed = None;
     // Expired sleepers, in expiry order.
     let mut i = 0;
-    let mut fired: Vec<(Time, TaskId)> = Vec::new();
+    let mut fired: Vec<(Time, Time, TaskId)> = Vec::new();
     while i < ts.sleepers.len() {
-        if ts.sleepers[i].0 <= now {
+        if ts.sleepers[i].1 <= now {
             fired.push(ts.sleepers.swap_remove(i));
         } else {
             i += 1;
@@ -90,7 +100,7 @@ pub fn hrtimer_interrupt(k: &mut Kernel, cpu: CpuId) -> Time {
     }
     fired.sort_unstable();
     // The handler pops from the end: push in reverse so the earliest is woken first.
-    for &(_, p) in fired.iter().rev() {
+    for &(_, _, p) in fired.iter().rev() {
         ts.expired.push(p);
     }
     if !ts.stopped && ts.next_tick <= now {
@@ -118,8 +128,8 @@ pub fn tick_nohz_idle_enter(_k: &mut Kernel, _cpu: CpuId) {}
 pub fn tick_nohz_get_sleep_length(k: &Kernel, cpu: CpuId) -> Time {
     let ts = &k.cpus[cpu as usize].tick;
     let mut next = k.now + NSEC_PER_SEC;
-    for &(t, _) in &ts.sleepers {
-        next = next.min(t);
+    for &(_, soft, _) in &ts.sleepers {
+        next = next.min(soft);
     }
     next.saturating_sub(k.now)
 }

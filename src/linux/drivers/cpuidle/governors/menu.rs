@@ -72,7 +72,8 @@ pub fn menu_select(k: &mut Kernel, cpu: CpuId) -> (u8, bool) {
     }
     let n = dev.nr_intervals.min(INTERVALS);
     let typical = if n == INTERVALS { get_typical_interval(&dev.intervals[..n]) } else { None };
-    let corrected = (next_timer_ns as u128 * dev.correction_factor[dev.bucket] as u128 / (RESOLUTION * DECAY) as u128) as u64;
+    let corrected =
+        (next_timer_ns as u128 * dev.correction_factor[dev.bucket] as u128 / (RESOLUTION * DECAY) as u128) as u64;
     let predicted = typical.map_or(corrected, |t| t.min(corrected));
     let mut idx = 0u8;
     for (i, s) in states.iter().enumerate() {
