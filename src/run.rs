@@ -107,6 +107,8 @@ pub struct RunResult {
     pub trace: Vec<Record>,
     /// pid -> comm, for the trace.
     pub comms: Vec<(u32, String)>,
+    /// CPU masks referenced by trace records.
+    pub trace_masks: Vec<crate::hw::cpumask::CpuMask>,
     pub finished: bool,
     /// CPU time of the workload's tasks (perf's task-clock).
     pub task_clock_ns: u64,
@@ -134,6 +136,7 @@ pub fn execute(spec: &RunSpec) -> Result<RunResult, String> {
         stats: std::mem::take(&mut k.stats),
         workload: k.wl.clone(),
         trace: std::mem::take(&mut k.trace.records),
+        trace_masks: std::mem::take(&mut k.trace.masks),
         comms,
         finished: k.finished,
         task_clock_ns,
@@ -144,6 +147,7 @@ pub fn execute(spec: &RunSpec) -> Result<RunResult, String> {
 pub struct Comms<'a> {
     by_pid: std::collections::BTreeMap<u32, &'a str>,
     swapper: Vec<String>,
+    masks: Vec<String>,
 }
 
 impl<'a> Comms<'a> {
@@ -151,6 +155,7 @@ impl<'a> Comms<'a> {
         Comms {
             by_pid: r.comms.iter().map(|(p, c)| (*p, c.as_str())).collect(),
             swapper: (0..r.nr_cpus).map(|c| format!("swapper/{c}")).collect(),
+            masks: r.trace_masks.iter().map(|m| crate::trace::cpumask_pb(m, r.nr_cpus)).collect(),
         }
     }
 }
@@ -161,6 +166,9 @@ impl ftrace::Names for Comms<'_> {
             return self.swapper.get(cpu as usize).map_or("swapper", |s| s.as_str());
         }
         self.by_pid.get(&pid).copied().unwrap_or("<...>")
+    }
+    fn cpumask(&self, id: u32) -> &str {
+        self.masks.get(id as usize).map_or("", |s| s.as_str())
     }
 }
 

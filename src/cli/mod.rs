@@ -137,6 +137,19 @@ struct BenchArgs {
     runs: usize,
 }
 
+/// Write to stdout; a closed pipe (`schedsim ... | head`) ends the program quietly.
+fn emit(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("schedsim: error: cannot write to standard output: {e}");
+        std::process::exit(1);
+    }
+}
+
 /// Parse, run, and return the process exit code (2 for bad input).
 pub fn main() -> i32 {
     let cli = Cli::parse();
@@ -145,7 +158,7 @@ pub fn main() -> i32 {
         Cmd::Compare(a) => cmd_compare(a),
         Cmd::Reproduce(a) => cmd_reproduce(a),
         Cmd::List => {
-            print!("{}", list_text());
+            emit(&list_text());
             Ok(())
         }
         Cmd::Bench(a) => cmd_bench(a),
@@ -221,11 +234,11 @@ fn cmd_run(a: RunArgs) -> Result<(), String> {
         run::write_trace_file(&r, path)?;
     }
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&run_json(&s, &r)).expect("serializable"));
+        emit(&format!("{}\n", serde_json::to_string_pretty(&run_json(&s, &r)).expect("serializable")));
     } else {
-        print!("{}", run_text(&s, &r));
+        emit(&run_text(&s, &r));
         if let Some(path) = &a.trace {
-            println!("\ntrace: {} records written to {}", r.trace.len(), path.display());
+            emit(&format!("\ntrace: {} records written to {}\n", r.trace.len(), path.display()));
         }
     }
     Ok(())
@@ -493,9 +506,9 @@ fn cmd_compare(a: CompareArgs) -> Result<(), String> {
 
 fn print_comparison(c: &Comparison, json: bool) {
     if json {
-        println!("{}", serde_json::to_string_pretty(c).expect("serializable"));
+        emit(&format!("{}\n", serde_json::to_string_pretty(c).expect("serializable")));
     } else {
-        print!("{}", report::render_table(c));
+        emit(&report::render_table(c));
     }
 }
 
@@ -518,14 +531,14 @@ fn cmd_reproduce(a: ReproduceArgs) -> Result<(), String> {
             docs.push(c);
         } else {
             print_comparison(&c, false);
-            println!();
+            emit("\n");
         }
     }
     if a.json {
         if docs.len() == 1 {
-            println!("{}", serde_json::to_string_pretty(&docs[0]).expect("serializable"));
+            emit(&format!("{}\n", serde_json::to_string_pretty(&docs[0]).expect("serializable")));
         } else {
-            println!("{}", serde_json::to_string_pretty(&docs).expect("serializable"));
+            emit(&format!("{}\n", serde_json::to_string_pretty(&docs).expect("serializable")));
         }
     }
     Ok(())
@@ -533,7 +546,7 @@ fn cmd_reproduce(a: ReproduceArgs) -> Result<(), String> {
 
 fn cmd_bench(a: BenchArgs) -> Result<(), String> {
     use std::time::Instant;
-    println!("schedsim bench: simulator speed (wall clock of this machine; median of {} runs)\n", a.runs);
+    emit(&format!("schedsim bench: simulator speed (wall clock of this machine; median of {} runs)\n\n", a.runs));
     let mut rows = Vec::new();
     let cases: Vec<(&str, RunSpec)> = vec![
         ("ipistorm epyc-7763-2s v6.10 numipi=100000", scenario::builtin("ipistorm")?),
@@ -564,10 +577,10 @@ fn cmd_bench(a: BenchArgs) -> Result<(), String> {
     }
     let header: Vec<String> =
         ["case", "actions", "wall(s)", "Mactions/s", "sim-s per wall-s"].iter().map(|s| s.to_string()).collect();
-    print!("{}", report::render_grid(&header, &rows));
+    emit(&report::render_grid(&header, &rows));
     let t = Instant::now();
     experiments::ipistorm::reproduce(&ExpOpts::default())?;
-    println!("\nreproduce ipistorm (6 variants x 5 seeds, 2 jobs): {:.2} s wall", t.elapsed().as_secs_f64());
+    emit(&format!("\nreproduce ipistorm (6 variants x 5 seeds, 2 jobs): {:.2} s wall\n", t.elapsed().as_secs_f64()));
     Ok(())
 }
 

@@ -231,6 +231,7 @@ fn vector_bit(v: Vector) -> u8 {
         Vector::LocalTimer => 1,
         Vector::CallFunctionSingle => 2,
         Vector::Reschedule => 4,
+        Vector::CallFunction => 8,
     }
 }
 
@@ -238,6 +239,8 @@ fn vector_bit(v: Vector) -> u8 {
 fn highest_pending(p: u8) -> Option<Vector> {
     if p & 4 != 0 {
         Some(Vector::Reschedule)
+    } else if p & 8 != 0 {
+        Some(Vector::CallFunction)
     } else if p & 2 != 0 {
         Some(Vector::CallFunctionSingle)
     } else if p & 1 != 0 {

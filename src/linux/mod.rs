@@ -105,6 +105,10 @@ pub struct Cpu {
     pub csd_data: CsdId,
     /// The on-stack csd of waiting `smp_call_function_single()` (one stack slot per CPU).
     pub stack_csd: CsdId,
+    /// `cfd_data`: this CPU's csd for each target of multi-target calls (allocated on first
+    /// use), and the mask of targets that need an IPI.
+    pub cfd: Vec<CsdId>,
+    pub cfd_ipi_mask: crate::hw::cpumask::CpuMask,
     /// The softirq RFC v1 per-CPU flag `will_do_softirq_post_flush` and its line.
     pub will_do_softirq_post_flush: bool,
     pub softirq_flag_line: LineId,
@@ -208,6 +212,8 @@ impl Kernel {
                 softirq_pending: 0,
                 csd_data,
                 stack_csd,
+                cfd: Vec::new(),
+                cfd_ipi_mask: crate::hw::cpumask::CpuMask::new(nr),
                 will_do_softirq_post_flush: false,
                 softirq_flag_line,
                 softirq_ctrl_cnt: 0,
@@ -259,6 +265,11 @@ impl Kernel {
         let wake_entry = self.new_csd(CsdFunc::TtwuEntry(id), wake_line, kernel::sched::CSD_TTWU_TYPE);
         self.tasks.push(Task::new(pid, comm, prio, kind, home, pinned, ti_line, wake_entry));
         id
+    }
+
+    /// Allocate a csd on `line` (unlocked, type ASYNC).
+    pub fn alloc_csd(&mut self, func: CsdFunc, line: LineId) -> CsdId {
+        self.new_csd(func, line, 0)
     }
 
     fn new_csd(&mut self, func: CsdFunc, line: LineId, flags: u32) -> CsdId {

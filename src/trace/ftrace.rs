@@ -40,6 +40,10 @@ use super::{flags, Event, Record, Sym, Vector, WarnSite};
 /// `swapper/<cpu>`, which is why the CPU of the record is passed too.
 pub trait Names {
     fn comm(&self, pid: u32, cpu: u32) -> &str;
+    /// The `%*pb` text of cpumask `id` of the trace (for `ipi_send_cpumask`).
+    fn cpumask(&self, _id: u32) -> &str {
+        ""
+    }
 }
 
 /// Size at which [`write_trace`] hands its buffer to the writer.
@@ -160,6 +164,14 @@ pub fn write_record(out: &mut Vec<u8>, r: &Record, names: &dyn Names) {
             w.lit(b" callback=");
             w.bytes(sym_with_offset(callback).as_bytes());
         }
+        Event::IpiSendCpumask { mask, callsite, callback } => {
+            w.lit(b"ipi_send_cpumask: cpumask=");
+            w.bytes(names.cpumask(mask).as_bytes());
+            w.lit(b" callsite=");
+            w.bytes(sym_with_offset(callsite).as_bytes());
+            w.lit(b" callback=");
+            w.bytes(sym_with_offset(callback).as_bytes());
+        }
         Event::CsdQueueCpu { cpu: target, callsite, func, csd } => {
             w.lit(b"csd_queue_cpu: cpu=");
             w.dec(u64::from(target));
@@ -246,6 +258,7 @@ fn vector_event_stem(v: Vector) -> &'static [u8] {
         Vector::LocalTimer => b"local_timer",
         Vector::CallFunctionSingle => b"call_function_single",
         Vector::Reschedule => b"reschedule",
+        Vector::CallFunction => b"call_function",
     }
 }
 
@@ -555,7 +568,7 @@ struct SymInfo {
 /// vmlinux: they are plausible stand-ins. Symbols that appear as function pointers (callbacks,
 /// csd funcs) have offset 0; symbols that appear as call sites have a return-address offset
 /// inside the function.
-const SYMS: [SymInfo; 12] = [
+const SYMS: [SymInfo; 13] = [
     SymInfo { sym: Sym::Null, name: "0x0", offset: 0, size: 0, with_offset: "0x0" },
     SymInfo {
         sym: Sym::GenericSmpCallFunctionSingleInterrupt,
@@ -628,6 +641,13 @@ const SYMS: [SymInfo; 12] = [
         size: 0x90,
         with_offset: "nohz_csd_func+0x0/0x90",
     },
+    SymInfo {
+        sym: Sym::SmpCallFunctionManyCond,
+        name: "smp_call_function_many_cond",
+        offset: 0x1f5,
+        size: 0x4c0,
+        with_offset: "smp_call_function_many_cond+0x1f5/0x4c0",
+    },
 ];
 
 #[inline]
@@ -645,6 +665,7 @@ const fn sym_index(s: Sym) -> usize {
         Sym::DoNothingIpi => 9,
         Sym::SchedTtwuPending => 10,
         Sym::NohzCsdFunc => 11,
+        Sym::SmpCallFunctionManyCond => 12,
     }
 }
 
@@ -1005,6 +1026,9 @@ mod tests {
             Event::VectorExit { vector: Vector::Reschedule } => "reschedule_exit",
             Event::VectorEntry { vector: Vector::CallFunctionSingle } => "call_function_single_entry",
             Event::VectorExit { vector: Vector::CallFunctionSingle } => "call_function_single_exit",
+            Event::VectorEntry { vector: Vector::CallFunction } => "call_function_entry",
+            Event::VectorExit { vector: Vector::CallFunction } => "call_function_exit",
+            Event::IpiSendCpumask { .. } => "ipi_send_cpumask",
             Event::SoftirqRaise { .. } => "softirq_raise",
             Event::SoftirqEntry { .. } => "softirq_entry",
             Event::SoftirqExit { .. } => "softirq_exit",
@@ -1401,6 +1425,7 @@ mod tests {
             Sym::DoNothingIpi,
             Sym::SchedTtwuPending,
             Sym::NohzCsdFunc,
+            Sym::SmpCallFunctionManyCond,
         ];
         assert_eq!(all.len(), SYMS.len());
         for s in all {

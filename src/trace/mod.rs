@@ -37,6 +37,8 @@ pub enum Sym {
     DoNothingIpi,
     SchedTtwuPending,
     NohzCsdFunc,
+    /// `smp_call_function_many_cond()`.
+    SmpCallFunctionManyCond,
 }
 
 /// x86 interrupt vectors that the model delivers.
@@ -48,6 +50,8 @@ pub enum Vector {
     CallFunctionSingle,
     /// RESCHEDULE_VECTOR, 253.
     Reschedule,
+    /// CALL_FUNCTION_VECTOR, 252 (multi-target SMP calls).
+    CallFunction,
 }
 
 impl Vector {
@@ -56,6 +60,7 @@ impl Vector {
             Vector::LocalTimer => 236,
             Vector::CallFunctionSingle => 251,
             Vector::Reschedule => 253,
+            Vector::CallFunction => 252,
         }
     }
 }
@@ -108,6 +113,12 @@ pub enum Event {
     },
     IpiSendCpu {
         cpu: u32,
+        callsite: Sym,
+        callback: Sym,
+    },
+    /// `ipi_send_cpumask`; `mask` indexes [`TraceBuf::masks`].
+    IpiSendCpumask {
+        mask: u32,
         callsite: Sym,
         callback: Sym,
     },
@@ -169,6 +180,29 @@ pub struct Record {
     pub event: Event,
 }
 
+/// Render a cpumask as the kernel's `%*pb` does: 32-bit hex groups separated by commas, most
+/// significant first, the first group without leading zeros.
+pub fn cpumask_pb(m: &crate::hw::cpumask::CpuMask, nr_cpus: u32) -> String {
+    let groups = nr_cpus.div_ceil(32).max(1);
+    let mut out = String::new();
+    for g in (0..groups).rev() {
+        let mut v = 0u32;
+        for b in 0..32 {
+            let c = g * 32 + b;
+            if c < nr_cpus && m.test(c) {
+                v |= 1 << b;
+            }
+        }
+        if g == groups - 1 {
+            let width = (nr_cpus - g * 32).div_ceil(4) as usize;
+            out.push_str(&format!("{v:0width$x}"));
+        } else {
+            out.push_str(&format!(",{v:08x}"));
+        }
+    }
+    out
+}
+
 /// The names the formatter needs for a pid.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskName {
@@ -182,6 +216,8 @@ pub struct TaskName {
 pub struct TraceBuf {
     pub enabled: bool,
     pub records: Vec<Record>,
+    /// CPU masks referenced by records (`ipi_send_cpumask`).
+    pub masks: Vec<crate::hw::cpumask::CpuMask>,
 }
 
 impl TraceBuf {

@@ -60,12 +60,6 @@ impl IpistormParams {
             delay_us: p.u64_or("delay", 0)?,
             cpulist,
         };
-        if !out.single {
-            return Err(format!(
-                "{}: single=0 (smp_call_function() to every other CPU) is not modelled yet; use single=1",
-                p.origin
-            ));
-        }
         if out.numipi == 0 && out.timeout_s == 0 {
             return Err(format!("{}: numipi=0 and timeout=0: the run would never send anything", p.origin));
         }
@@ -202,13 +196,19 @@ pub fn kthread_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
             }
             let target = p.target(cpu, nr);
             let wait = p.wait;
+            let single = p.single;
             s.t0 = now;
             s.mark[1] = k.stats.ipis_sent;
             s.mark[2] = k.stats.ipis_avoided;
             let w = st(k);
             w.first_call_ns.get_or_insert(now);
             s.at = 2;
-            Next::Call(0, Frame::SmpCallFunction(SmpCallFunction::single(target, CsdFunc::DoNothingIpi, wait)))
+            let call = if single {
+                SmpCallFunction::single(target, CsdFunc::DoNothingIpi, wait)
+            } else {
+                SmpCallFunction::all_but_self(CsdFunc::DoNothingIpi, wait)
+            };
+            Next::Call(0, Frame::SmpCallFunction(call))
         }
         2 => {
             let now = k.now;

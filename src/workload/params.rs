@@ -30,7 +30,19 @@ impl Params {
     }
 
     pub fn from_pairs(pairs: Vec<(String, String)>, origin: &str) -> Params {
-        Params { items: pairs, origin: origin.to_string() }
+        let mut p = Params { items: Vec::new(), origin: origin.to_string() };
+        for (k, v) in pairs {
+            p.set(k, v);
+        }
+        p
+    }
+
+    /// Set `key`, replacing an earlier value (keeps the first position).
+    pub fn set(&mut self, key: String, val: String) {
+        match self.items.iter_mut().find(|(k, _)| *k == key) {
+            Some(slot) => slot.1 = val,
+            None => self.items.push((key, val)),
+        }
     }
 
     /// Fail on keys not in `known`.

@@ -56,19 +56,164 @@ pub fn __smp_call_single_queue(k: &mut Kernel, cpu: CpuId, target: CpuId, csd: C
     c
 }
 
-/// `smp_call_function_single()` in progress.
+/// `smp_call_function_single()` / `smp_call_function_many_cond()` in progress.
 #[derive(Debug, Clone, Copy)]
 pub struct SmpCallFunction {
+    /// The target CPU, or [`ALL_BUT_SELF`].
     pub target: CpuId,
     pub wait: bool,
     pub func: CsdFunc,
     pub csd: CsdId,
     pub at: u8,
+    /// Multi-target: the CPU being queued or waited for, how many notifications were needed,
+    /// and the last one.
+    pub i: CpuId,
+    pub nr_ipi: u32,
+    pub last: CpuId,
 }
+
+/// `smp_call_function()`: every online CPU but the caller.
+pub const ALL_BUT_SELF: CpuId = CpuId::MAX;
 
 impl SmpCallFunction {
     pub fn single(target: CpuId, func: CsdFunc, wait: bool) -> Self {
-        SmpCallFunction { target, wait, func, csd: 0, at: 0 }
+        SmpCallFunction { target, wait, func, csd: 0, at: 0, i: 0, nr_ipi: 0, last: 0 }
+    }
+    pub fn all_but_self(func: CsdFunc, wait: bool) -> Self {
+        SmpCallFunction { target: ALL_BUT_SELF, wait, func, csd: 0, at: 10, i: 0, nr_ipi: 0, last: 0 }
+    }
+}
+
+/// The per-(sender, target) csd of `cfd_data`, allocated on first use.
+fn cfd_csd(k: &mut Kernel, cpu: CpuId, target: CpuId) -> CsdId {
+    if k.cpus[cpu as usize].cfd.is_empty() {
+        let nr = k.m.topo.nr_cpus;
+        let v: Vec<CsdId> = (0..nr)
+            .map(|t| {
+                // cfd->csd is a per-CPU allocation: each target's csd lives in its area.
+                let line = k.lines.alloc(t);
+                k.alloc_csd(CsdFunc::DoNothingIpi, line)
+            })
+            .collect();
+        k.cpus[cpu as usize].cfd = v;
+    }
+    k.cpus[cpu as usize].cfd[target as usize]
+}
+
+/// Models `smp_call_function_many_cond()` — kernel/smp.c @ v6.10 (as called by
+/// `smp_call_function()`): queue a csd on every other online CPU, then notify: a single CPU
+/// through `send_call_function_single_ipi()` (which may only set NEED_RESCHED on a polling
+/// CPU), several through `send_call_function_ipi_mask()`, which always sends real
+/// CALL_FUNCTION IPIs (x2APIC cluster mode: one ICR write per cluster of 16 CPUs); then wait
+/// for every csd.
+fn smp_call_function_many_cond(k: &mut Kernel, cpu: CpuId, s: &mut SmpCallFunction) -> Next {
+    let nr = k.m.topo.nr_cpus;
+    match s.at {
+        10 => {
+            k.cpus[cpu as usize].preempt_count += 1;
+            s.i = 0;
+            s.nr_ipi = 0;
+            k.cpus[cpu as usize].cfd_ipi_mask = crate::hw::cpumask::CpuMask::new(nr);
+            s.at = 11;
+            Next::Cont(k.costs.smp_call_setup)
+        }
+        11 => {
+            // Queue on the next target.
+            while s.i < nr && s.i == cpu {
+                s.i += 1;
+            }
+            if s.i >= nr {
+                s.at = 12;
+                return Next::Cont(0);
+            }
+            let t = s.i;
+            let csd = cfd_csd(k, cpu, t);
+            if k.csds[csd as usize].flags & CSD_FLAG_LOCK != 0 {
+                let line = k.csds[csd as usize].line;
+                watch(k, cpu, line);
+                return Next::Wait(WaitOn::Spin);
+            }
+            let ty = if s.wait { CSD_TYPE_SYNC } else { CSD_TYPE_ASYNC };
+            k.csds[csd as usize].flags = CSD_FLAG_LOCK | ty;
+            k.csds[csd as usize].func = s.func;
+            let line = k.csds[csd as usize].line;
+            let mut c = k.line_write(cpu, line);
+            let func = csd_func_sym(s.func);
+            let addr = k.csds[csd as usize].addr;
+            k.tp(cpu, Event::CsdQueueCpu { cpu: t, callsite: Sym::SmpCallFunctionManyCond, func, csd: addr });
+            let ql = k.cpus[t as usize].csq_line;
+            c += k.line_write(cpu, ql);
+            let q = &mut k.cpus[t as usize].csq;
+            let was_empty = q.is_empty();
+            q.push(csd);
+            if was_empty {
+                k.cpus[cpu as usize].cfd_ipi_mask.set(t);
+                s.nr_ipi += 1;
+                s.last = t;
+            }
+            s.i += 1;
+            Next::Cont(c + k.costs.csd_call)
+        }
+        12 => {
+            let mut c = 0;
+            if s.nr_ipi == 1 {
+                c += send_call_function_single_ipi(k, cpu, s.last, Sym::SmpCallFunctionManyCond);
+            } else if s.nr_ipi > 1 {
+                // send_call_function_ipi_mask(): no polling shortcut for several targets.
+                let mask = std::mem::take(&mut k.cpus[cpu as usize].cfd_ipi_mask);
+                if k.trace.enabled {
+                    let id = k.trace.masks.len() as u32;
+                    k.trace.masks.push(mask.clone());
+                    k.tp(
+                        cpu,
+                        Event::IpiSendCpumask {
+                            mask: id,
+                            callsite: Sym::SmpCallFunctionManyCond,
+                            callback: Sym::GenericSmpCallFunctionSingleInterrupt,
+                        },
+                    );
+                }
+                let mut clusters = std::collections::BTreeSet::new();
+                for t in mask.iter() {
+                    k.stats.ipis_sent += 1;
+                    clusters.insert(t / 16);
+                    let d = k.m.costs.ipi_delivery;
+                    let lat = k.cpus[cpu as usize].rng.range(d.lo_ns, d.hi_ns);
+                    k.q.push(k.now + lat, crate::linux::engine::Action::Irq { cpu: t, vector: Vector::CallFunction });
+                }
+                c += clusters.len() as Time * k.m.costs.ipi_send_ns;
+            }
+            s.i = 0;
+            s.at = 13;
+            Next::Cont(c)
+        }
+        13 => {
+            if !s.wait {
+                s.at = 14;
+                return Next::Cont(0);
+            }
+            while s.i < nr && s.i == cpu {
+                s.i += 1;
+            }
+            if s.i >= nr {
+                s.at = 14;
+                return Next::Cont(0);
+            }
+            // csd_lock_wait() on each target's csd in turn.
+            let csd = cfd_csd(k, cpu, s.i);
+            let line = k.csds[csd as usize].line;
+            let c = k.line_read(cpu, line);
+            if k.csds[csd as usize].flags & CSD_FLAG_LOCK != 0 {
+                watch(k, cpu, line);
+                return Next::Wait(WaitOn::Spin);
+            }
+            s.i += 1;
+            Next::Cont(c)
+        }
+        _ => {
+            k.cpus[cpu as usize].preempt_count -= 1;
+            Next::Ret(0)
+        }
     }
 }
 
@@ -78,6 +223,9 @@ impl SmpCallFunction {
 /// marked LOCK|SYNC and a spin in `csd_lock_wait()` for the whole remote latency; without,
 /// the per-CPU `csd_data` after `csd_lock()`.
 pub fn smp_call_function(k: &mut Kernel, cpu: CpuId, s: &mut SmpCallFunction) -> Next {
+    if s.target == ALL_BUT_SELF {
+        return smp_call_function_many_cond(k, cpu, s);
+    }
     match s.at {
         0 => {
             k.cpus[cpu as usize].preempt_count += 1; // get_cpu()

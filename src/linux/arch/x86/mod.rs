@@ -41,8 +41,9 @@ pub fn irq_handler(k: &mut Kernel, cpu: CpuId, s: &mut HardIrq) -> Next {
             k.tp(cpu, Event::VectorEntry { vector: s.vector });
             let entry = k.m.costs.irq_entry_ns;
             match s.vector {
-                Vector::CallFunctionSingle => {
-                    // generic_smp_call_function_single_interrupt()
+                Vector::CallFunctionSingle | Vector::CallFunction => {
+                    // generic_smp_call_function_single_interrupt() /
+                    // generic_smp_call_function_interrupt(): the same flush.
                     s.at = 1;
                     Next::Call(entry, Frame::FlushQueue(FlushQueue::default()))
                 }
