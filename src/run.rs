@@ -50,6 +50,7 @@ impl RunSpec {
 
 pub const WORKLOADS: &[(&str, &str)] = &[
     ("ipistorm", "Anton Blanchard's IPI stress module: kthreads issuing smp_call_function_single()"),
+    ("schbench", "Chris Mason's wakeup-latency benchmark (2021-12 version): message threads and workers on futexes"),
     ("idle", "nothing runs; the machine idles (ticks, idle states)"),
 ];
 
@@ -81,6 +82,14 @@ pub fn build(spec: &RunSpec) -> Result<Kernel, String> {
         "idle" => {
             spec.params.check_known("idle", &[])?;
             Workload::Idle
+        }
+        "schbench" => {
+            spec.params.check_known("schbench", &["args"])?;
+            let args = spec.params.get("args").unwrap_or("");
+            let argv: Vec<&str> = args.split_whitespace().collect();
+            let o = crate::workload::schbench_stats::SchbenchOpts::parse(&argv)
+                .map_err(|e| format!("{}: {e}", spec.params.origin))?;
+            Workload::Schbench(Box::new(crate::workload::schbench::Schbench::new(o)?))
         }
         w => {
             let names: Vec<&str> = WORKLOADS.iter().map(|w| w.0).collect();

@@ -68,7 +68,8 @@ struct RunArgs {
     /// Built-in scenario (ipistorm, idle); ignored with --scenario.
     #[arg(default_value = "ipistorm")]
     scenario: String,
-    /// Workload parameters, key=value (e.g. numipi=1000 offset=8).
+    /// Workload parameters: key=value for ipistorm (e.g. numipi=1000 offset=8); for schbench,
+    /// its own options after `--` (e.g. -- -m 2 -t 16).
     params: Vec<String>,
     /// A TOML scenario file instead of a built-in scenario.
     #[arg(long = "scenario", value_name = "FILE")]
@@ -174,6 +175,10 @@ pub fn main() -> i32 {
 
 fn apply_spec_args(s: &mut RunSpec, a: &SpecArgs) -> Result<(), String> {
     if let Some(m) = &a.machine {
+        if *m != s.machine {
+            // The scenario's idle-state choices were for its own machine.
+            s.idle_states.clear();
+        }
         s.machine = m.clone();
     }
     if let Some(k) = &a.kernel {
@@ -205,6 +210,12 @@ fn apply_spec_args(s: &mut RunSpec, a: &SpecArgs) -> Result<(), String> {
 }
 
 fn base_spec(name: &str, file: &Option<PathBuf>, params: &[String]) -> Result<RunSpec, String> {
+    if name == "schbench" && file.is_none() && !params.is_empty() && params.iter().all(|p| !p.contains('=')) {
+        // schbench takes its own command line.
+        let mut s = scenario::builtin(name)?;
+        s.params = Params::from_pairs(vec![("args".into(), params.join(" "))], "schbench command line");
+        return Ok(s);
+    }
     let mut s = match file {
         Some(p) => {
             let text =
@@ -223,7 +234,12 @@ fn base_spec(name: &str, file: &Option<PathBuf>, params: &[String]) -> Result<Ru
 }
 
 fn cmd_run(a: RunArgs) -> Result<(), String> {
-    let mut s = base_spec(&a.scenario, &a.scenario_file, &a.params)?;
+    let mut params = a.params.clone();
+    if a.scenario_file.is_some() && a.scenario != "ipistorm" {
+        // With --scenario FILE, a first positional word is a parameter, not a scenario name.
+        params.insert(0, a.scenario.clone());
+    }
+    let mut s = base_spec(&a.scenario, &a.scenario_file, &params)?;
     apply_spec_args(&mut s, &a.spec)?;
     if let Some(seed) = a.seed {
         s.seed = seed;
@@ -305,6 +321,21 @@ fn workload_json(r: &RunResult) -> serde_json::Value {
             "mean_call_ns_polling": w.ns_polling.checked_div(w.calls_polling),
             "mean_call_ns_ipi": w.ns_ipi.checked_div(w.calls_ipi),
         }),
+        Workload::Schbench(w) => {
+            let h = w.final_hist.clone().unwrap_or_else(|| w.combined());
+            let pct: serde_json::Map<String, serde_json::Value> = crate::workload::schbench_stats::PERCENTILES
+                .iter()
+                .map(|p| (format!("{}", p.permille as f64 / 10.0), json!(h.percentile(p.permille))))
+                .collect();
+            json!({
+                "name": "schbench",
+                "samples": h.nr_samples(),
+                "percentiles_us": pct,
+                "min_us": h.min(),
+                "max_us": h.max(),
+                "output": w.output,
+            })
+        }
         Workload::Idle => json!({"name": "idle"}),
     }
 }
@@ -355,6 +386,7 @@ fn run_text(s: &RunSpec, r: &RunResult) -> String {
                 pct(w.calls_coalesced)
             ));
         }
+        Workload::Schbench(w) => o.push_str(&w.output),
         Workload::Idle => o.push_str(&format!("idle: {:.3} ms simulated\n", r.sim_ns as f64 / 1e6)),
     }
     if !r.finished && !matches!(r.workload, Workload::Idle) {
@@ -470,6 +502,7 @@ fn cmd_compare(a: CompareArgs) -> Result<(), String> {
             .iter()
             .map(|r| match &r.workload {
                 Workload::Ipistorm(w) => w.total_ns() as f64 / 1e6,
+                Workload::Schbench(w) => w.final_hist.as_ref().map_or(0, |h| h.percentile(990)) as f64,
                 Workload::Idle => r.sim_ns as f64 / 1e6,
             })
             .collect();

@@ -13,6 +13,11 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
         "the published ipistorm run: CPU8 -> CPU16, 100k waiting calls, EPYC 7763 2S, C2 off",
         include_str!("../../scenarios/ipistorm.toml"),
     ),
+    (
+        "schbench",
+        "schbench -m 2 -t 16 -r 30 on the 32-vCPU Ice Lake VM (v6.2)",
+        include_str!("../../scenarios/schbench.toml"),
+    ),
     ("idle", "an idle EPYC 7763 2S for 100 ms (ticks, idle states, nohz)", include_str!("../../scenarios/idle.toml")),
 ];
 

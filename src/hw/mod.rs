@@ -141,6 +141,9 @@ pub struct Machine {
     pub idle_states: Vec<IdleStateDesc>,
     /// Default CONFIG_HZ for the preset (250 unless the preset says otherwise).
     pub hz: u32,
+    /// The architecture's idle task advertises polling with TIF_POLLING_NRFLAG (x86). On
+    /// arm64 there is no such flag: every remote wakeup of an idle CPU needs an IPI.
+    pub polling_idle: bool,
 }
 
 impl Machine {
@@ -177,10 +180,18 @@ impl Machine {
 }
 
 /// The built-in machines: (name, TOML text).
-pub const PRESETS: &[(&str, &str)] =
-    &[("epyc-7763-2s", include_str!("presets/epyc-7763-2s.toml")), ("smp-4", include_str!("presets/smp-4.toml"))];
+pub const PRESETS: &[(&str, &str)] = &[
+    ("epyc-7763-2s", include_str!("presets/epyc-7763-2s.toml")),
+    ("smp-4", include_str!("presets/smp-4.toml")),
+    ("icx-vm-32", include_str!("presets/icx-vm-32.toml")),
+    ("intel-240-2s", include_str!("presets/intel-240-2s.toml")),
+    ("xeon-128-4n", include_str!("presets/xeon-128-4n.toml")),
+    ("i7-4c8t", include_str!("presets/i7-4c8t.toml")),
+    ("neoverse-n1-2s", include_str!("presets/neoverse-n1-2s.toml")),
+];
 
-const PRESET_NAMES: &[&str] = &["epyc-7763-2s", "smp-4"];
+const PRESET_NAMES: &[&str] =
+    &["epyc-7763-2s", "smp-4", "icx-vm-32", "intel-240-2s", "xeon-128-4n", "i7-4c8t", "neoverse-n1-2s"];
 
 /// Names of the built-in machines, in [`PRESETS`] order.
 pub fn preset_names() -> &'static [&'static str] {
@@ -200,12 +211,19 @@ pub fn preset(name: &str) -> Result<Machine, String> {
 // them and builds the public types. Spans are kept for values that are checked beyond
 // their type, so those errors can name a line too.
 
+fn default_true() -> bool {
+    true
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawMachine {
     name: String,
     description: String,
     hz: Spanned<u32>,
+    /// The architecture has TIF_POLLING_NRFLAG (x86: true; arm64: false). Default true.
+    #[serde(default = "default_true")]
+    polling_idle: bool,
     topology: Spanned<RawTopology>,
     #[serde(default)]
     numa: RawNuma,
@@ -398,7 +416,15 @@ pub fn machine_from_toml(text: &str, origin: &str) -> Result<Machine, String> {
         });
     }
 
-    Ok(Machine { name: raw.name, description: raw.description, topo, costs, idle_states, hz: *raw.hz.get_ref() })
+    Ok(Machine {
+        name: raw.name,
+        description: raw.description,
+        topo,
+        costs,
+        idle_states,
+        hz: *raw.hz.get_ref(),
+        polling_idle: raw.polling_idle,
+    })
 }
 
 #[cfg(test)]

@@ -79,6 +79,8 @@ pub struct PathCosts {
     pub syscall: Time,
     /// The futex hash lookup and bucket handling beyond the syscall itself.
     pub futex: Time,
+    /// A few user-space instructions around an atomic or a vDSO `gettimeofday()`.
+    pub user_op: Time,
     /// Arming an hrtimer (`hrtimer_start_range_ns`, possibly reprogramming the APIC timer).
     pub hrtimer_start: Time,
 }
@@ -115,6 +117,7 @@ impl Default for PathCosts {
             syscall: 80,
             futex: 100,
             hrtimer_start: 100,
+            user_op: 20,
         }
     }
 }

@@ -17,7 +17,7 @@ use super::{TaskFrame, Workload};
 use crate::hw::cpumask::{parse_cpulist, CpuMask};
 use crate::linux::engine::{Action, Frame, Next};
 use crate::linux::kernel::futex::Nanosleep;
-use crate::linux::kernel::sched::core::{wake_up_new_task, ScheduleCaller};
+use crate::linux::kernel::sched::core::ScheduleCaller;
 use crate::linux::kernel::sched::{need_resched, TaskKind, TASK_DEAD};
 use crate::linux::kernel::smp::SmpCallFunction;
 use crate::linux::{CpuId, CsdFunc, Kernel, TaskId};
@@ -161,10 +161,7 @@ pub fn on_action(k: &mut Kernel, _what: u32) {
     let nr = k.m.topo.nr_cpus;
     let insmod_cpu = (0..nr).find(|&c| !st(k).p.cpulist.test(c)).unwrap_or(0);
     for t in threads {
-        wake_up_new_task(k, insmod_cpu, t);
-        if k.tasks[t as usize].pinned == Some(insmod_cpu) {
-            crate::linux::engine::send_ipi(k, insmod_cpu, insmod_cpu, crate::trace::Vector::Reschedule);
-        }
+        super::spawn(k, insmod_cpu, t);
     }
 }
 

@@ -4,6 +4,8 @@
 
 pub mod ipistorm;
 pub mod params;
+pub mod schbench;
+pub mod schbench_stats;
 
 use crate::linux::engine::{Frame, Next};
 use crate::linux::kernel::sched::core::ScheduleCaller;
@@ -15,6 +17,7 @@ pub enum Workload {
     /// Nothing runs: the machine idles (useful for tests of the idle path).
     Idle,
     Ipistorm(ipistorm::Ipistorm),
+    Schbench(Box<schbench::Schbench>),
 }
 
 /// The frame of a workload task's own code: a resume point and a loop counter.
@@ -34,19 +37,37 @@ pub struct TaskFrame {
     pub remaining: u64,
     /// Which task of the workload this is.
     pub task: u32,
+    /// A wall-clock spin in progress ends here (0: none): after a preemption the spin only
+    /// runs what is left of it.
+    pub spin_until: u64,
+}
+
+/// Start a created task from `creator` (`wake_up_new_task`). The creating process (insmod,
+/// the benchmark's main) is not itself modelled as running code; when the new task lands on
+/// the creator's own CPU, a RESCHEDULE interrupt stands in for the creator reaching its next
+/// preemption point there (otherwise an idle, sleeping CPU would not notice its own flag).
+pub fn spawn(k: &mut Kernel, creator: CpuId, t: crate::linux::TaskId) {
+    crate::linux::kernel::sched::core::wake_up_new_task(k, creator, t);
+    if k.tasks[t as usize].cpu == creator {
+        crate::linux::engine::send_ipi(k, creator, creator, crate::trace::Vector::Reschedule);
+    }
 }
 
 /// Create the workload's tasks in a freshly booted kernel.
 pub fn start(k: &mut Kernel) {
-    if let Workload::Ipistorm(_) = k.wl {
-        ipistorm::start(k)
+    match k.wl {
+        Workload::Ipistorm(_) => ipistorm::start(k),
+        Workload::Schbench(_) => schbench::start(k),
+        Workload::Idle => {}
     }
 }
 
 /// A workload-level action fired.
 pub fn on_action(k: &mut Kernel, what: u32) {
-    if let Workload::Ipistorm(_) = k.wl {
-        ipistorm::on_action(k, what)
+    match k.wl {
+        Workload::Ipistorm(_) => ipistorm::on_action(k, what),
+        Workload::Schbench(_) => schbench::on_action(k, what),
+        Workload::Idle => {}
     }
 }
 
@@ -60,11 +81,15 @@ pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
     }
     if s.remaining > 0 {
         s.user = true;
-        return Next::Cont(std::mem::take(&mut s.remaining));
+        let r = std::mem::take(&mut s.remaining);
+        // A wall-clock spin only runs what is left of it; other user work resumes its rest.
+        let r = if s.spin_until > 0 { s.spin_until.saturating_sub(k.now) } else { r };
+        return Next::Cont(r);
     }
     s.user = false;
     match k.wl {
         Workload::Ipistorm(_) => ipistorm::kthread_step(k, cpu, s),
+        Workload::Schbench(_) => schbench::task_step(k, cpu, s),
         Workload::Idle => unreachable!("the idle workload has no tasks"),
     }
 }

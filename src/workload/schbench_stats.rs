@@ -45,11 +45,7 @@ pub const PLAT_NR: usize = (PLAT_GROUP_NR * PLAT_VAL) as usize;
 /// Indexes past the last bucket are clamped to it, so every value of 2^26 us (about 67 s)
 /// or more lands in bucket `PLAT_NR - 1`.
 pub fn plat_val_to_idx(val: u32) -> usize {
-    let msb = if val == 0 {
-        0
-    } else {
-        31 - val.leading_zeros()
-    };
+    let msb = if val == 0 { 0 } else { 31 - val.leading_zeros() };
     if msb <= PLAT_BITS {
         return val as usize;
     }
@@ -108,34 +104,13 @@ pub struct Percentile {
 /// index 4) starred. (`PLIST_P95`, index 3, is only used by `calc_p99()` for the `-R`/`-a`
 /// stdout summaries, never marked in the block.)
 pub const PERCENTILES: [Percentile; 7] = [
-    Percentile {
-        permille: 500,
-        starred: false,
-    },
-    Percentile {
-        permille: 750,
-        starred: false,
-    },
-    Percentile {
-        permille: 900,
-        starred: false,
-    },
-    Percentile {
-        permille: 950,
-        starred: false,
-    },
-    Percentile {
-        permille: 990,
-        starred: true,
-    },
-    Percentile {
-        permille: 995,
-        starred: false,
-    },
-    Percentile {
-        permille: 999,
-        starred: false,
-    },
+    Percentile { permille: 500, starred: false },
+    Percentile { permille: 750, starred: false },
+    Percentile { permille: 900, starred: false },
+    Percentile { permille: 950, starred: false },
+    Percentile { permille: 990, starred: true },
+    Percentile { permille: 995, starred: false },
+    Percentile { permille: 999, starred: false },
 ];
 
 /// The line `sleep_for_runtime()` prints (to stderr) when it zeroes the stats after the warmup.
@@ -161,13 +136,8 @@ impl Default for Histogram {
 
 impl fmt::Debug for Histogram {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let nonzero: Vec<(usize, u32)> = self
-            .plat
-            .iter()
-            .enumerate()
-            .filter(|(_, &c)| c != 0)
-            .map(|(i, &c)| (i, c))
-            .collect();
+        let nonzero: Vec<(usize, u32)> =
+            self.plat.iter().enumerate().filter(|(_, &c)| c != 0).map(|(i, &c)| (i, c)).collect();
         f.debug_struct("Histogram")
             .field("nr_samples", &self.nr_samples)
             .field("min", &self.min)
@@ -192,12 +162,7 @@ pub struct PercentileRow {
 impl Histogram {
     /// An empty histogram (all zero, as `memset` leaves `struct stats`).
     pub fn new() -> Self {
-        Histogram {
-            plat: vec![0; PLAT_NR].into_boxed_slice(),
-            nr_samples: 0,
-            max: 0,
-            min: 0,
-        }
+        Histogram { plat: vec![0; PLAT_NR].into_boxed_slice(), nr_samples: 0, max: 0, min: 0 }
     }
 
     /// Record one latency sample of `usec` microseconds: the bookkeeping part of `add_lat()`
@@ -295,11 +260,7 @@ impl Histogram {
             let (value, cum) = self.first_bucket_reaching(threshold);
             let band = cum - prev_cum;
             prev_cum = cum;
-            PercentileRow {
-                percentile: p,
-                value,
-                band_samples: band,
-            }
+            PercentileRow { percentile: p, value, band_samples: band }
         })
     }
 }
@@ -317,12 +278,7 @@ impl Histogram {
 pub fn render_report(h: &Histogram, runtime_s: u64) -> String {
     use fmt::Write;
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "Latency percentiles (usec) runtime {} (s) ({} total samples)",
-        runtime_s,
-        h.nr_samples()
-    );
+    let _ = writeln!(out, "Latency percentiles (usec) runtime {} (s) ({} total samples)", runtime_s, h.nr_samples());
     for row in h.percentile_rows() {
         let p = row.percentile;
         let _ = writeln!(
@@ -401,11 +357,7 @@ pub fn percentile_threshold(permille: u16, nr: u64) -> u64 {
     // The literal: the double nearest permille/10.
     let p = div53(permille as u128, 10);
     // p / 100.0
-    let frac = if p.e >= 0 {
-        div53(p.m << p.e, 100)
-    } else {
-        div53(p.m, 100u128 << (-p.e))
-    };
+    let frac = if p.e >= 0 { div53(p.m << p.e, 100) } else { div53(p.m, 100u128 << (-p.e)) };
     // (double)nr
     let n = round53(nr as u128, 0, false);
     // frac * nr
@@ -514,81 +466,27 @@ struct OptSpec {
 
 /// `(key, also short, long name, takes an argument, what the argument is)`.
 const fn opt(key: char, short: bool, long: &'static str, arg: bool, what: &'static str) -> OptSpec {
-    OptSpec {
-        key,
-        short,
-        long,
-        takes_arg: arg,
-        what,
-    }
+    OptSpec { key, short, long, takes_arg: arg, what }
 }
 
 const OPTS: &[OptSpec] = &[
     opt('a', true, "auto", false, ""),
     opt('j', true, "jitter", false, ""),
     opt('p', true, "pipe", true, "a transfer size in bytes"),
-    opt(
-        'm',
-        true,
-        "message-threads",
-        true,
-        "a number of message threads (at least 1)",
-    ),
-    opt(
-        't',
-        true,
-        "threads",
-        true,
-        "a number of worker threads per message thread",
-    ),
-    opt(
-        'r',
-        true,
-        "runtime",
-        true,
-        "a runtime in seconds (0 = forever)",
-    ),
+    opt('m', true, "message-threads", true, "a number of message threads (at least 1)"),
+    opt('t', true, "threads", true, "a number of worker threads per message thread"),
+    opt('r', true, "runtime", true, "a runtime in seconds (0 = forever)"),
     opt('R', true, "rps", true, "a number of requests per second"),
     opt('A', true, "auto-rps", true, "a target CPU busy percentage"),
-    opt(
-        's',
-        true,
-        "sleeptime",
-        true,
-        "a sleep time in usec (0, or at least 4)",
-    ),
-    opt(
-        'C',
-        true,
-        "message_cputime",
-        true,
-        "a message thread think time in usec",
-    ),
+    opt('s', true, "sleeptime", true, "a sleep time in usec (0, or at least 4)"),
+    opt('C', true, "message_cputime", true, "a message thread think time in usec"),
     opt('c', true, "cputime", true, "a worker think time in usec"),
-    opt(
-        'f',
-        false,
-        "cache_footprint",
-        true,
-        "a cache footprint in KB",
-    ),
+    opt('f', false, "cache_footprint", true, "a cache footprint in KB"),
     opt('F', true, "", true, "a cache footprint in KB"),
     opt('n', true, "operations", true, "a number of operations"),
     opt('w', true, "warmuptime", true, "a warmup time in seconds"),
-    opt(
-        'i',
-        true,
-        "intervaltime",
-        true,
-        "a report interval in seconds",
-    ),
-    opt(
-        'z',
-        true,
-        "zerotime",
-        true,
-        "a stats-zeroing interval in seconds",
-    ),
+    opt('i', true, "intervaltime", true, "a report interval in seconds"),
+    opt('z', true, "zerotime", true, "a stats-zeroing interval in seconds"),
     opt('H', false, "help", false, ""),
 ];
 
@@ -616,8 +514,7 @@ fn parse_num(spec: &OptSpec, v: &str) -> Result<u64, String> {
     }
 }
 
-const USAGE_HINT: &str =
-    "options: -m -t -r -s -c -C -w -i -z -F -n -a -j -A -p -R (see --help in schbench)";
+const USAGE_HINT: &str = "options: -m -t -r -s -c -C -w -i -z -F -n -a -j -A -p -R (see --help in schbench)";
 
 impl SchbenchOpts {
     /// Parse schbench's arguments (without the program name), as its `getopt_long()` loop
@@ -679,22 +576,17 @@ impl SchbenchOpts {
                     }
                     None
                 };
-                o.apply(
-                    spec,
-                    value,
-                    &mut found_sleeptime,
-                    &mut found_cputime,
-                    &mut found_warmuptime,
-                )?;
+                o.apply(spec, value, &mut found_sleeptime, &mut found_cputime, &mut found_warmuptime)?;
             } else if arg.len() > 1 && arg.starts_with('-') {
                 let chars: Vec<char> = arg[1..].chars().collect();
                 let mut k = 0;
                 while k < chars.len() {
                     let c = chars[k];
                     k += 1;
-                    let spec = OPTS.iter().find(|s| s.short && s.key == c).ok_or_else(|| {
-                        format!("schbench: invalid option -- '{}'; {}", c, USAGE_HINT)
-                    })?;
+                    let spec = OPTS
+                        .iter()
+                        .find(|s| s.short && s.key == c)
+                        .ok_or_else(|| format!("schbench: invalid option -- '{}'; {}", c, USAGE_HINT))?;
                     let value = if spec.takes_arg {
                         let rest: String = chars[k..].iter().collect();
                         k = chars.len();
@@ -714,13 +606,7 @@ impl SchbenchOpts {
                     } else {
                         None
                     };
-                    o.apply(
-                        spec,
-                        value.as_deref(),
-                        &mut found_sleeptime,
-                        &mut found_cputime,
-                        &mut found_warmuptime,
-                    )?;
+                    o.apply(spec, value.as_deref(), &mut found_sleeptime, &mut found_cputime, &mut found_warmuptime)?;
                 }
             } else if extra.is_none() {
                 // GNU getopt moves non-options to the end; schbench then rejects the first.
@@ -741,10 +627,7 @@ impl SchbenchOpts {
             return Err(format!("schbench: Error Extra arguments '{}'", e));
         }
         if o.message_threads == 0 {
-            return Err(
-                "schbench: option -m (--message-threads) expects at least 1 message thread, got 0"
-                    .into(),
-            );
+            return Err("schbench: option -m (--message-threads) expects at least 1 message thread, got 0".into());
         }
         if o.pipe_bytes == 0 && (1..4).contains(&o.sleeptime_usec) {
             return Err(format!(
@@ -809,12 +692,7 @@ impl SchbenchOpts {
                 // --cache_footprint: getopt returns 'f', which schbench's switch ignores.
                 num(value)?;
             }
-            _ => {
-                return Err(format!(
-                    "schbench: --help: schbench prints its usage and exits; {}",
-                    USAGE_HINT
-                ))
-            }
+            _ => return Err(format!("schbench: --help: schbench prints its usage and exits; {}", USAGE_HINT)),
         }
         Ok(())
     }
@@ -878,18 +756,11 @@ fn find_long(name: &str) -> Result<&'static OptSpec, String> {
     let cands: Vec<&OptSpec> = named().filter(|s| s.long.starts_with(name)).collect();
     match cands.len() {
         1 if !name.is_empty() => Ok(cands[0]),
-        0 | 1 => Err(format!(
-            "schbench: unrecognized option '--{}'; {}",
-            name, USAGE_HINT
-        )),
+        0 | 1 => Err(format!("schbench: unrecognized option '--{}'; {}", name, USAGE_HINT)),
         _ => Err(format!(
             "schbench: option '--{}' is ambiguous; possibilities: {}",
             name,
-            cands
-                .iter()
-                .map(|s| format!("'--{}'", s.long))
-                .collect::<Vec<_>>()
-                .join(" ")
+            cands.iter().map(|s| format!("'--{}'", s.long)).collect::<Vec<_>>().join(" ")
         )),
     }
 }
@@ -1138,10 +1009,7 @@ mod tests {
     }
 
     fn rows(h: &Histogram) -> Vec<(u32, u64)> {
-        h.percentile_rows()
-            .iter()
-            .map(|r| (r.value, r.band_samples))
-            .collect()
+        h.percentile_rows().iter().map(|r| (r.value, r.band_samples)).collect()
     }
 
     #[test]
@@ -1152,18 +1020,7 @@ mod tests {
         }
         assert_eq!(h.nr_samples(), 1000);
         assert_eq!((h.min(), h.max()), (1, 1000));
-        assert_eq!(
-            rows(&h),
-            vec![
-                (500, 500),
-                (751, 251),
-                (901, 150),
-                (951, 50),
-                (991, 40),
-                (995, 4),
-                (1001, 5)
-            ]
-        );
+        assert_eq!(rows(&h), vec![(500, 500), (751, 251), (901, 150), (951, 50), (991, 40), (995, 4), (1001, 5)]);
         assert_eq!(h.percentile(999), 1001);
         assert_eq!(h.percentile(500), 500);
         assert_eq!(h.percentile(0), 0);
@@ -1174,18 +1031,7 @@ mod tests {
     #[test]
     fn percentiles_bimodal() {
         let h = hist_of(&[(9, 900), (27, 80), (3361, 15), (12550, 5)]);
-        assert_eq!(
-            rows(&h),
-            vec![
-                (9, 900),
-                (9, 0),
-                (9, 0),
-                (27, 80),
-                (3364, 15),
-                (3364, 0),
-                (12560, 5)
-            ]
-        );
+        assert_eq!(rows(&h), vec![(9, 900), (9, 0), (9, 0), (27, 80), (3364, 15), (3364, 0), (12560, 5)]);
         assert_eq!((h.min(), h.max()), (9, 12550));
     }
 
@@ -1263,17 +1109,8 @@ mod tests {
         let d = SchbenchOpts::parse(&[]).unwrap();
         assert_eq!(d, SchbenchOpts::default());
         assert_eq!(SchbenchOpts::parse(&["-m", "2", "-t", "16"]).unwrap(), d);
-        let o = SchbenchOpts::parse(&["-m4", "--threads=8", "--runtime", "60", "-aj", "-i", "3"])
-            .unwrap();
-        assert_eq!(
-            (
-                o.message_threads,
-                o.worker_threads,
-                o.runtime_s,
-                o.interval_s
-            ),
-            (4, 8, 60, 3)
-        );
+        let o = SchbenchOpts::parse(&["-m4", "--threads=8", "--runtime", "60", "-aj", "-i", "3"]).unwrap();
+        assert_eq!((o.message_threads, o.worker_threads, o.runtime_s, o.interval_s), (4, 8, 60, 3));
         assert!(o.autobench && o.jitter);
         assert_eq!(o.warmup_s, 0);
         let o = SchbenchOpts::parse(&["-w", "7", "-a"]).unwrap();
@@ -1289,24 +1126,12 @@ mod tests {
     fn parse_interactions() {
         let o = SchbenchOpts::parse(&["-p", "4096"]).unwrap();
         assert_eq!(
-            (
-                o.pipe_bytes,
-                o.sleeptime_usec,
-                o.cputime_usec,
-                o.warmup_s,
-                o.message_cputime_usec
-            ),
+            (o.pipe_bytes, o.sleeptime_usec, o.cputime_usec, o.warmup_s, o.message_cputime_usec),
             (4096, 0, 0, 0, 0)
         );
-        let o =
-            SchbenchOpts::parse(&["-s", "100", "-c", "5", "-p", "99999999", "-C", "7"]).unwrap();
+        let o = SchbenchOpts::parse(&["-s", "100", "-c", "5", "-p", "99999999", "-C", "7"]).unwrap();
         assert_eq!(
-            (
-                o.pipe_bytes,
-                o.sleeptime_usec,
-                o.cputime_usec,
-                o.message_cputime_usec
-            ),
+            (o.pipe_bytes, o.sleeptime_usec, o.cputime_usec, o.message_cputime_usec),
             (PIPE_TRANSFER_BUFFER, 100, 5, 0)
         );
         let o = SchbenchOpts::parse(&["-C", "5"]).unwrap();
@@ -1317,22 +1142,9 @@ mod tests {
         assert_eq!(o.recorded_latency(40_000), Some(40_000));
         let o = SchbenchOpts::parse(&["-F", "64", "-n", "1"]).unwrap();
         assert_eq!(o.matrix_size(), 52);
-        assert_eq!(
-            SchbenchOpts::parse(&["-A", "50"]).unwrap().requests_per_sec,
-            10
-        );
-        assert_eq!(
-            SchbenchOpts::parse(&["-R", "100", "-A", "50"])
-                .unwrap()
-                .requests_per_sec,
-            100
-        );
-        assert_eq!(
-            SchbenchOpts::parse(&["-A", "50", "-R", "0"])
-                .unwrap()
-                .requests_per_sec,
-            0
-        );
+        assert_eq!(SchbenchOpts::parse(&["-A", "50"]).unwrap().requests_per_sec, 10);
+        assert_eq!(SchbenchOpts::parse(&["-R", "100", "-A", "50"]).unwrap().requests_per_sec, 100);
+        assert_eq!(SchbenchOpts::parse(&["-A", "50", "-R", "0"]).unwrap().requests_per_sec, 0);
         let o = SchbenchOpts::parse(&["-R", "1"]).unwrap();
         assert!(!o.rps_mode());
         let o = SchbenchOpts::parse(&["-R", "1000"]).unwrap();
@@ -1345,10 +1157,7 @@ mod tests {
     fn parse_errors() {
         let err = |a: &[&str]| SchbenchOpts::parse(a).unwrap_err();
         let e = err(&["-m", "two"]);
-        assert!(
-            e.contains("-m (--message-threads)") && e.contains("'two'"),
-            "{e}"
-        );
+        assert!(e.contains("-m (--message-threads)") && e.contains("'two'"), "{e}");
         assert!(err(&["-t", "-5"]).contains("-t (--threads)"));
         assert!(err(&["-r"]).contains("requires an argument"));
         assert!(err(&["--runtime"]).contains("requires an argument"));
@@ -1385,22 +1194,10 @@ mod tests {
                 break;
             }
         }
-        let warm = TickActions {
-            warmup_reset: true,
-            ..Default::default()
-        };
-        let rep = |s| TickActions {
-            report_runtime_s: Some(s),
-            ..Default::default()
-        };
-        let stop = TickActions {
-            stop: true,
-            ..Default::default()
-        };
-        assert_eq!(
-            log,
-            vec![(5, warm), (10, rep(10)), (20, rep(20)), (30, stop)]
-        );
+        let warm = TickActions { warmup_reset: true, ..Default::default() };
+        let rep = |s| TickActions { report_runtime_s: Some(s), ..Default::default() };
+        let stop = TickActions { stop: true, ..Default::default() };
+        assert_eq!(log, vec![(5, warm), (10, rep(10)), (20, rep(20)), (30, stop)]);
         // Exact whole-second checks: warmup only at the 6th.
         let mut ml = MainLoop::new(&o);
         assert!(!ml.tick(5_000_000).warmup_reset);
@@ -1412,9 +1209,7 @@ mod tests {
         // -z 3 with -w 0: zeroing at 4, 8, ...; reports every 10 s still.
         let o = SchbenchOpts::parse(&["-z", "3", "-w", "0"]).unwrap();
         let mut ml = MainLoop::new(&o);
-        let z: Vec<u64> = (0..12)
-            .filter(|&k| ml.tick(k * 1_000_000).zero_reset)
-            .collect();
+        let z: Vec<u64> = (0..12).filter(|&k| ml.tick(k * 1_000_000).zero_reset).collect();
         assert_eq!(z, vec![4, 8]);
     }
 

@@ -712,10 +712,12 @@ pub fn sched_ttwu_pending(k: &mut Kernel, cpu: CpuId, s: &mut TtwuPending) -> Ne
     }
 }
 
-/// Models `wake_up_new_task()` for a kthread created by a workload: activate on its CPU and
-/// preempt the idle task there. Performed by `cpu` (the CPU running the module init).
+/// Models `wake_up_new_task()` — kernel/sched/core.c @ v6.10 for a task created by a workload:
+/// place it (its bound CPU, or fork balancing), activate it and preempt the idle task there.
+/// Performed by `cpu` (the CPU running the creator).
 pub fn wake_up_new_task(k: &mut Kernel, cpu: CpuId, p: TaskId) {
-    let target = k.tasks[p as usize].pinned.unwrap_or(cpu);
+    // select_task_rq(p, WF_FORK): fork balancing for an unpinned task.
+    let target = crate::linux::kernel::sched::fair::sched_balance_find_dst_cpu(k, cpu, p);
     k.tasks[p as usize].cpu = target;
     k.tasks[p as usize].state = TASK_RUNNING;
     activate_task(k, target, p);

@@ -605,3 +605,53 @@ pub fn update_idle_cpu_scan(k: &mut Kernel, cpu: CpuId, sum_util: u64) {
     let l = llc_of(k, cpu);
     k.llc_shared[l].nr_idle_scan = nr;
 }
+
+/// Models `sched_balance_find_dst_cpu()` (was `find_idlest_cpu()`) for a new task
+/// (SD_BALANCE_FORK) — kernel/sched/fair.c @ v6.10: from the highest domain with the flag
+/// down, take the group with the most idle CPUs (then the fewest runnable tasks, the local
+/// group first on ties), and finally its first idle CPU, else its least loaded one.
+/// Simplification: group load is the runnable count, not PELT load and capacity.
+pub fn sched_balance_find_dst_cpu(k: &Kernel, cpu: CpuId, p: TaskId) -> CpuId {
+    use super::topology::SD_BALANCE_FORK;
+    if let Some(c) = k.tasks[p as usize].pinned {
+        return c;
+    }
+    let doms = k.sd.domains(cpu);
+    let Some(top) = doms.iter().rposition(|d| d.flags & SD_BALANCE_FORK != 0) else { return cpu };
+    let mut span = doms[top].span.clone();
+    let mut level = top as isize;
+    let score = |c: CpuId| (k.cpus[c as usize].rq.nr_running + k.cpus[c as usize].rq.ttwu_pending as u32, c);
+    while level >= 0 {
+        let d = &k.sd.domains(span.first().unwrap_or(cpu))[level as usize];
+        let mut best: Option<(u32, u32, bool, usize)> = None;
+        for (gi, g) in d.groups.iter().enumerate() {
+            if !g.intersects(&span) {
+                continue;
+            }
+            let idle = g.iter().filter(|&c| idle_cpu_like(k, c)).count() as u32;
+            let load: u32 = g.iter().map(|c| score(c).0).sum();
+            let local = g.test(cpu);
+            let better = match best {
+                None => true,
+                Some((bi, bl, blocal, _)) => {
+                    idle > bi || (idle == bi && (load < bl || (load == bl && local && !blocal)))
+                }
+            };
+            if better {
+                best = Some((idle, load, local, gi));
+            }
+        }
+        let Some((_, _, _, gi)) = best else { break };
+        span = d.groups[gi].clone();
+        level -= 1;
+        if span.weight() <= 1 {
+            break;
+        }
+    }
+    let found = span.iter().find(|&c| idle_cpu_like(k, c)).or_else(|| span.iter().min_by_key(|&c| score(c)));
+    found.unwrap_or(cpu)
+}
+
+fn idle_cpu_like(k: &Kernel, c: CpuId) -> bool {
+    super::idle_cpu(k, c)
+}

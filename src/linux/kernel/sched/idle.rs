@@ -41,14 +41,21 @@ pub fn current_flags_update(k: &mut Kernel, cpu: CpuId, set: u32, clear: u32) ->
     k.line_write(cpu, line)
 }
 
-/// Models `__current_set_polling()` — include/linux/sched/idle.h @ v6.10.
+/// Models `__current_set_polling()` — include/linux/sched/idle.h @ v6.10. A no-op on
+/// architectures without TIF_POLLING_NRFLAG (arm64).
 pub fn __current_set_polling(k: &mut Kernel, cpu: CpuId) -> u64 {
+    if !k.m.polling_idle {
+        return 0;
+    }
     current_flags_update(k, cpu, TIF_POLLING_NRFLAG, 0)
 }
 
 /// Models `__current_clr_polling()` — include/linux/sched/idle.h @ v6.10 (followed by the
 /// caller's `smp_mb__after_atomic()`).
 pub fn __current_clr_polling(k: &mut Kernel, cpu: CpuId) -> u64 {
+    if !k.m.polling_idle {
+        return 0;
+    }
     current_flags_update(k, cpu, 0, TIF_POLLING_NRFLAG)
 }
 

@@ -66,7 +66,7 @@ pub fn menu_select(k: &mut Kernel, cpu: CpuId) -> (u8, bool) {
     let dev = &mut k.cpus[cpu as usize].idle_dev;
     dev.next_timer_ns = next_timer_ns;
     dev.bucket = which_bucket(next_timer_ns);
-    if first_deeper.is_none_or(|s| next_timer_ns < s.target_residency_ns) {
+    if !states[0].disabled && first_deeper.is_none_or(|s| next_timer_ns < s.target_residency_ns) {
         // State 0 will be used whatever the prediction; keep the tick if it polls.
         return (0, !states[0].kind.is_polling());
     }
@@ -75,16 +75,18 @@ pub fn menu_select(k: &mut Kernel, cpu: CpuId) -> (u8, bool) {
     let corrected =
         (next_timer_ns as u128 * dev.correction_factor[dev.bucket] as u128 / (RESOLUTION * DECAY) as u128) as u64;
     let predicted = typical.map_or(corrected, |t| t.min(corrected));
-    let mut idx = 0u8;
+    // The first enabled state is the fallback; then the deepest one whose residency fits.
+    let mut idx: Option<u8> = None;
     for (i, s) in states.iter().enumerate() {
         if s.disabled {
             continue;
         }
-        if i > 0 && s.target_residency_ns > predicted {
+        if idx.is_some() && s.target_residency_ns > predicted {
             break;
         }
-        idx = i as u8;
+        idx = Some(i as u8);
     }
+    let idx = idx.unwrap_or(0);
     let polling = states[idx as usize].kind.is_polling();
     let stop_tick = !((polling || predicted < k.tick_nsec()) && !tick_stopped);
     (idx, stop_tick)

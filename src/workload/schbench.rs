@@ -1,0 +1,454 @@
+//! schbench (Chris Mason, masoncl/schbench @ 2eef447, 2021-12-03) as its threads behave
+//! (workloads.md §2.1): `m` message threads, each with `t` workers, all unpinned user
+//! threads, talking through per-thread futex words.
+//!
+//! Worker loop: mark its futex BLOCKED and stamp `wake_time`; push itself on its message
+//! thread's lock-free list (LIFO); `fpost` the message thread (a FUTEX_WAKE only if it was
+//! BLOCKED); `fwait` on its own futex; spin 30 ms by the wall clock; record
+//! `now - wake_time - cputime` (or 1) in its histogram.
+//! Message thread loop: mark its futex BLOCKED; take the whole list and read the clock once
+//! (T); for each worker, newest first, write T into its `wake_time` and `fpost` it; `fwait`;
+//! spin 30 ms; `usleep(30000 + rand_r() % 7500)`.
+//! Main thread: `sleep(1)` loop; the warmup reset after 5 s, cumulative reports every 10 s,
+//! stop at the runtime; then the final percentile block.
+//!
+//! Timestamps are `gettimeofday()`: whole microseconds, floored.
+
+use super::schbench_stats::{rand_r, render_report, Histogram, MainLoop, SchbenchOpts, WARMUP_MESSAGE};
+use super::{TaskFrame, Workload};
+use crate::linux::engine::{Action, Frame, Next};
+use crate::linux::kernel::futex::{futex_alloc, FutexId, FutexOp, Nanosleep};
+use crate::linux::kernel::sched::core::ScheduleCaller;
+use crate::linux::kernel::sched::{TaskKind, TASK_DEAD};
+use crate::linux::{CpuId, Kernel, TaskId};
+use crate::sim::{Time, NSEC_PER_MSEC, NSEC_PER_SEC, NSEC_PER_USEC};
+
+const BLOCKED: i64 = 0;
+const RUNNING: i64 = 1;
+
+/// A message thread.
+#[derive(Debug, Clone)]
+pub struct MsgThread {
+    pub task: TaskId,
+    pub futex: FutexId,
+    /// The lock-free list of waiting workers (pushed at the end, taken whole).
+    pub list: Vec<usize>,
+    /// The batch taken from the list, in wake order (newest first), and the stamp T.
+    pub batch: Vec<usize>,
+    pub batch_t_us: u64,
+    /// `rand_r` seed (the thread's id).
+    pub seed: u32,
+    /// The list line (the message thread's own record).
+    pub line: crate::hw::cacheline::LineId,
+    /// The final wake on stop has been done this many times.
+    pub stop_wakes: u8,
+}
+
+/// A worker thread.
+#[derive(Debug, Clone)]
+pub struct Worker {
+    pub task: TaskId,
+    pub futex: FutexId,
+    pub msg: usize,
+    pub wake_time_us: u64,
+    pub hist: Histogram,
+}
+
+/// Run state and results.
+#[derive(Debug, Clone)]
+pub struct Schbench {
+    pub o: SchbenchOpts,
+    pub main_task: TaskId,
+    pub msgs: Vec<MsgThread>,
+    pub workers: Vec<Worker>,
+    pub stopping: bool,
+    pub start_ns: Time,
+    pub main_loop: MainLoop,
+    /// What schbench printed (stderr), in order.
+    pub output: String,
+    /// The final combined histogram (after the run).
+    pub final_hist: Option<Histogram>,
+    pub live: u32,
+}
+
+impl Schbench {
+    pub fn new(o: SchbenchOpts) -> Result<Schbench, String> {
+        if o.rps_mode() || o.pipe_bytes > 0 || o.operations > 0 || o.autobench || o.auto_rps > 0 {
+            return Err("schbench: only the default spin mode is modelled (no -R, -p, -n, -a, -A)".into());
+        }
+        if o.runtime_s == 0 {
+            return Err("schbench: -r 0 (run forever) cannot be simulated; give a runtime".into());
+        }
+        let ml = MainLoop::new(&o);
+        Ok(Schbench {
+            o,
+            main_task: 0,
+            msgs: Vec::new(),
+            workers: Vec::new(),
+            stopping: false,
+            start_ns: 0,
+            main_loop: ml,
+            output: String::new(),
+            final_hist: None,
+            live: 0,
+        })
+    }
+
+    /// The combined histogram as schbench's `combine_stats()` builds it: workers in creation
+    /// order.
+    pub fn combined(&self) -> Histogram {
+        let mut h = Histogram::new();
+        for w in &self.workers {
+            h.merge(&w.hist);
+        }
+        h
+    }
+}
+
+fn st(k: &mut Kernel) -> &mut Schbench {
+    match &mut k.wl {
+        Workload::Schbench(s) => s,
+        _ => unreachable!(),
+    }
+}
+
+#[inline]
+fn now_us(k: &Kernel) -> u64 {
+    k.now / NSEC_PER_USEC
+}
+
+/// Create the threads: main, then each message thread followed by its workers, woken from
+/// CPU 0 at a seed-dependent instant after 1 ms.
+pub fn start(k: &mut Kernel) {
+    let (m, t) = {
+        let s = st(k);
+        (s.o.message_threads as usize, s.o.worker_threads as usize)
+    };
+    let mk = |k: &mut Kernel, comm: &str, role: u32| {
+        let id = k.new_task(TaskKind::Workload, comm.to_string(), 0, 120, None);
+        k.tasks[id as usize].saved =
+            vec![Frame::Workload(TaskFrame { task: role, ..Default::default() }), Frame::RetFromFork];
+        id
+    };
+    let main_task = mk(k, "schbench", 0);
+    let mut msgs = Vec::new();
+    let mut workers = Vec::new();
+    for mi in 0..m {
+        let task = mk(k, "schbench", 1 + mi as u32);
+        let futex = futex_alloc(k, 0, BLOCKED);
+        let line = k.lines.alloc(0);
+        let seed = k.tasks[task as usize].pid;
+        msgs.push(MsgThread {
+            task,
+            futex,
+            list: Vec::new(),
+            batch: Vec::new(),
+            batch_t_us: 0,
+            seed,
+            line,
+            stop_wakes: 0,
+        });
+    }
+    for mi in 0..m {
+        for _ in 0..t {
+            let role = 1 + m as u32 + workers.len() as u32;
+            let task = mk(k, "schbench", role);
+            let futex = futex_alloc(k, 0, BLOCKED);
+            workers.push(Worker { task, futex, msg: mi, wake_time_us: 0, hist: Histogram::new() });
+        }
+    }
+    let tick = k.tick_nsec();
+    let mut r = crate::sim::Prng::new(k.cpus[0].rng.next_u64(), 0x5CB);
+    let load = NSEC_PER_MSEC + r.range(0, tick - 1);
+    let s = st(k);
+    s.main_task = main_task;
+    s.live = (1 + msgs.len() + workers.len()) as u32;
+    s.msgs = msgs;
+    s.workers = workers;
+    s.start_ns = load;
+    k.q.push(load, Action::Workload { what: 0 });
+}
+
+/// Wake all threads (pthread_create -> wake_up_new_task with fork balancing).
+pub fn on_action(k: &mut Kernel, _what: u32) {
+    let s = st(k);
+    let mut all = vec![s.main_task];
+    all.extend(s.msgs.iter().map(|m| m.task));
+    all.extend(s.workers.iter().map(|w| w.task));
+    for t in all {
+        super::spawn(k, 0, t);
+    }
+}
+
+/// Exit the current thread (`pthread_exit` -> do_exit -> schedule()).
+fn exit_thread(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
+    let me = k.curr(cpu) as usize;
+    k.tasks[me].state = TASK_DEAD;
+    let w = st(k);
+    w.live -= 1;
+    if w.live == 0 {
+        let h = w.combined();
+        let runtime = w.o.runtime_s;
+        w.output.push_str(&render_report(&h, runtime));
+        w.final_hist = Some(h);
+        k.finished = true;
+    }
+    s.at = 255;
+    Next::Call(0, Frame::ScheduleCaller(ScheduleCaller::schedule()))
+}
+
+/// Cost of a user-space atomic (cmpxchg/xchg) on `line`.
+fn user_atomic(k: &mut Kernel, cpu: CpuId, line: crate::hw::cacheline::LineId) -> Time {
+    k.line_write(cpu, line) + k.costs.user_op
+}
+
+/// Spin until the wall clock passes `cputime` whole microseconds after now (schbench's
+/// `usec_spin`: loop while `now - start <= cputime`).
+fn spin(k: &mut Kernel, s: &mut TaskFrame, cputime_us: u64) -> Next {
+    let start_us = now_us(k);
+    let end = (start_us + cputime_us + 1) * NSEC_PER_USEC;
+    s.spin_until = end;
+    s.user = true;
+    Next::Cont(end.saturating_sub(k.now))
+}
+
+/// One step of a schbench thread.
+pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
+    s.spin_until = 0;
+    let m = st(k).msgs.len() as u32;
+    if s.task == 0 {
+        main_step(k, cpu, s)
+    } else if s.task <= m {
+        msg_step(k, cpu, s, (s.task - 1) as usize)
+    } else {
+        worker_step(k, cpu, s, (s.task - 1 - m) as usize)
+    }
+}
+
+fn main_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
+    match s.at {
+        0 => {
+            let elapsed_us = (k.now - st(k).start_ns) / NSEC_PER_USEC;
+            let w = st(k);
+            let a = w.main_loop.tick(elapsed_us);
+            if a.warmup_reset || a.zero_reset {
+                for wk in &mut w.workers {
+                    wk.hist.reset();
+                }
+                if a.warmup_reset {
+                    w.output.push_str(WARMUP_MESSAGE);
+                }
+            }
+            if let Some(rt) = a.report_runtime_s {
+                let h = w.combined();
+                w.output.push_str(&render_report(&h, rt));
+            }
+            if a.stop {
+                w.stopping = true;
+                s.i = 0;
+                s.at = 2;
+                return Next::Cont(k.costs.user_op);
+            }
+            s.at = 1;
+            // sleep(1): nanosleep with the task's timer slack.
+            Next::Call(k.costs.user_op, Nanosleep::with_timer_slack(NSEC_PER_SEC))
+        }
+        1 => {
+            s.at = 0;
+            Next::Cont(0)
+        }
+        2 => {
+            // Post every message thread, then join (the main thread's exit ends nothing).
+            let i = s.i as usize;
+            if i >= st(k).msgs.len() {
+                return exit_thread(k, cpu, s);
+            }
+            s.i += 1;
+            let f = st(k).msgs[i].futex;
+            fpost(k, cpu, f)
+        }
+        _ => unreachable!("schbench main ran after exit"),
+    }
+}
+
+/// `fpost()`: CAS BLOCKED -> RUNNING, and FUTEX_WAKE one waiter only if that succeeded.
+fn fpost(k: &mut Kernel, cpu: CpuId, f: FutexId) -> Next {
+    let line = k.futexes[f as usize].line;
+    let c = user_atomic(k, cpu, line);
+    if k.futexes[f as usize].val == BLOCKED {
+        k.futexes[f as usize].val = RUNNING;
+        return Next::Call(c, FutexOp::wake(f, 1));
+    }
+    Next::Cont(c)
+}
+
+/// One try of `fwait()`: CAS RUNNING -> BLOCKED returns; otherwise FUTEX_WAIT(BLOCKED).
+/// Returns `None` when the wait is over.
+fn fwait(k: &mut Kernel, cpu: CpuId, f: FutexId) -> Result<Time, Next> {
+    let line = k.futexes[f as usize].line;
+    let c = user_atomic(k, cpu, line);
+    if k.futexes[f as usize].val == RUNNING {
+        k.futexes[f as usize].val = BLOCKED;
+        return Ok(c);
+    }
+    Err(Next::Call(c, FutexOp::wait(f, BLOCKED)))
+}
+
+fn msg_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, mi: usize) -> Next {
+    match s.at {
+        0 => {
+            // M1: mark our futex BLOCKED (a plain store).
+            let f = st(k).msgs[mi].futex;
+            k.futexes[f as usize].val = BLOCKED;
+            let line = k.futexes[f as usize].line;
+            let c = k.line_write(cpu, line);
+            s.at = 1;
+            Next::Cont(c + k.costs.user_op)
+        }
+        1 => {
+            // M2: take the whole list (xchg with NULL), then read the clock once.
+            let line = st(k).msgs[mi].line;
+            let c = user_atomic(k, cpu, line);
+            let t = now_us(k);
+            let msg = &mut st(k).msgs[mi];
+            let mut batch = std::mem::take(&mut msg.list);
+            batch.reverse(); // a stack: newest first
+            msg.batch = batch;
+            msg.batch_t_us = t;
+            s.i = 0;
+            s.at = 2;
+            Next::Cont(c + k.costs.user_op)
+        }
+        2 => {
+            // M3: stamp and post each worker of the batch.
+            let msg = &st(k).msgs[mi];
+            let i = s.i as usize;
+            if i >= msg.batch.len() {
+                s.at = 3;
+                return Next::Cont(0);
+            }
+            s.i += 1;
+            let w = msg.batch[i];
+            let t = msg.batch_t_us;
+            st(k).workers[w].wake_time_us = t;
+            let f = st(k).workers[w].futex;
+            fpost(k, cpu, f)
+        }
+        3 => {
+            if st(k).stopping {
+                // Wake the list again, post every worker, then exit.
+                let msg = &mut st(k).msgs[mi];
+                if msg.stop_wakes < 1 {
+                    msg.stop_wakes += 1;
+                    s.at = 1;
+                    return Next::Cont(0);
+                }
+                s.i = 0;
+                s.at = 6;
+                return Next::Cont(0);
+            }
+            // M4: fwait.
+            let f = st(k).msgs[mi].futex;
+            match fwait(k, cpu, f) {
+                Ok(c) => {
+                    s.at = 4;
+                    Next::Cont(c)
+                }
+                Err(call) => call, // FUTEX_WAIT, then try again
+            }
+        }
+        4 => {
+            // M5: spin.
+            s.at = 5;
+            let cpu_us = st(k).o.message_cputime_usec;
+            spin(k, s, cpu_us)
+        }
+        5 => {
+            // M6: usleep(sleeptime + rand_r(seed) % (sleeptime / 4)).
+            let w = st(k);
+            let sleep = w.o.sleeptime_usec;
+            let jitter = if sleep >= 4 { rand_r(&mut w.msgs[mi].seed) as u64 % (sleep / 4) } else { 0 };
+            s.at = 0;
+            if sleep == 0 {
+                return Next::Cont(0);
+            }
+            Next::Call(k.costs.user_op, Nanosleep::with_timer_slack((sleep + jitter) * NSEC_PER_USEC))
+        }
+        6 => {
+            // Stop: post every worker of this message thread, then exit.
+            let first = st(k).workers.iter().position(|w| w.msg == mi).unwrap_or(0);
+            let n = st(k).o.worker_threads as usize;
+            let i = s.i as usize;
+            if i >= n {
+                return exit_thread(k, cpu, s);
+            }
+            s.i += 1;
+            let f = st(k).workers[first + i].futex;
+            fpost(k, cpu, f)
+        }
+        _ => unreachable!("schbench message thread ran after exit"),
+    }
+}
+
+fn worker_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, wi: usize) -> Next {
+    match s.at {
+        0 => {
+            if st(k).stopping {
+                return exit_thread(k, cpu, s);
+            }
+            // Mark BLOCKED, stamp wake_time, push on the message thread's list.
+            let t = now_us(k);
+            let (f, mi) = {
+                let w = &mut st(k).workers[wi];
+                w.wake_time_us = t;
+                (w.futex, w.msg)
+            };
+            k.futexes[f as usize].val = BLOCKED;
+            let fl = k.futexes[f as usize].line;
+            let mut c = k.line_write(cpu, fl);
+            let ll = st(k).msgs[mi].line;
+            c += user_atomic(k, cpu, ll);
+            st(k).msgs[mi].list.push(wi);
+            s.at = 1;
+            Next::Cont(c + 2 * k.costs.user_op)
+        }
+        1 => {
+            // fpost the message thread.
+            let mi = st(k).workers[wi].msg;
+            let f = st(k).msgs[mi].futex;
+            s.at = 2;
+            fpost(k, cpu, f)
+        }
+        2 => {
+            if st(k).stopping {
+                s.at = 3;
+                return Next::Cont(0);
+            }
+            let f = st(k).workers[wi].futex;
+            match fwait(k, cpu, f) {
+                Ok(c) => {
+                    s.at = 3;
+                    Next::Cont(c)
+                }
+                Err(call) => call,
+            }
+        }
+        3 => {
+            s.at = 4;
+            let c = st(k).o.cputime_usec;
+            spin(k, s, c)
+        }
+        4 => {
+            // Record now - wake_time (less the spin) in our histogram.
+            let t = now_us(k);
+            let w = st(k);
+            let delta = t.saturating_sub(w.workers[wi].wake_time_us);
+            if let Some(lat) = w.o.recorded_latency(delta) {
+                w.workers[wi].hist.add(lat);
+            }
+            s.at = 0;
+            Next::Cont(k.costs.user_op)
+        }
+        _ => unreachable!("schbench worker ran after exit"),
+    }
+}
