@@ -2,6 +2,7 @@
 //! seeds and prints the table with the published figures beside the simulated ones.
 
 pub mod ipistorm;
+pub mod schbench_ttwu;
 
 use crate::report::Comparison;
 use crate::run::{execute, RunResult, RunSpec};
@@ -36,6 +37,10 @@ pub const EXPERIMENTS: &[Experiment] = &[Experiment {
     name: "ipistorm",
     description: "CPU8 sends 100k waiting smp_call_function_single() to CPU16 on a 2S EPYC 7763 (C2 off): v6.10, SM_IDLE, revert of b2a02fc43a1f, TIF_NOTIFY_IPI RFC, softirq-flag RFC aligned/unaligned",
     run: ipistorm::reproduce,
+}, Experiment {
+    name: "schbench-ttwu",
+    description: "schbench -m 2 -t 16 on a 32-vCPU Ice Lake VM: ttwu_pending cleared early (v6.1), revert of f3dd3f674555, the fix d6962c4fe8f9 (v6.2)",
+    run: schbench_ttwu::reproduce,
 }];
 
 pub fn find(name: &str) -> Result<&'static Experiment, String> {

@@ -134,6 +134,8 @@ pub struct Kernel {
     pub costs: cost::PathCosts,
     pub cpus: Vec<Cpu>,
     pub tasks: Vec<Task>,
+    /// The fair class's `sched_entity` of every task, indexed by [`TaskId`].
+    pub ents: Vec<kernel::sched::fair_class::SchedEntity>,
     pub csds: Vec<Csd>,
     /// Futex words of the workload (user memory).
     pub futexes: Vec<kernel::futex::Futex>,
@@ -168,6 +170,7 @@ impl Kernel {
             costs: cost::PathCosts::default(),
             cpus: Vec::with_capacity(nr as usize),
             tasks: Vec::new(),
+            ents: Vec::new(),
             csds: Vec::new(),
             futexes: Vec::new(),
             lines: Lines::default(),
@@ -186,6 +189,11 @@ impl Kernel {
             m,
             cfg,
         };
+        let policy = match k.cfg.fair {
+            patches::FairClass::Eevdf => kernel::sched::fair_class::FairPolicy::Eevdf,
+            patches::FairClass::Cfs => kernel::sched::fair_class::FairPolicy::Cfs,
+        };
+        let tun = kernel::sched::fair_class::FairTunables::for_cpus_hz(nr, k.cfg.hz);
         for c in 0..nr {
             let idle = k.new_task(TaskKind::Idle, format!("swapper/{c}"), 0, 120, Some(c));
             k.tasks[idle as usize].pid = 0;
@@ -203,7 +211,7 @@ impl Kernel {
             k.cpus.push(Cpu {
                 id: c,
                 x: engine::Exec::new(),
-                rq: Rq::new(c, idle, rq_lock_line),
+                rq: Rq::new(c, idle, rq_lock_line, kernel::sched::fair_class::CfsRq::new(policy, tun)),
                 preempt_count: 1,
                 pnr: false,
                 csq: Vec::new(),
@@ -264,6 +272,7 @@ impl Kernel {
         let wake_line = self.lines.alloc(home);
         let wake_entry = self.new_csd(CsdFunc::TtwuEntry(id), wake_line, kernel::sched::CSD_TTWU_TYPE);
         self.tasks.push(Task::new(pid, comm, prio, kind, home, pinned, ti_line, wake_entry));
+        self.ents.push(kernel::sched::fair_class::SchedEntity::with_nice(id, prio - 120));
         id
     }
 
@@ -279,6 +288,17 @@ impl Kernel {
         let addr = crate::sim::rng::splitmix64(&mut s) & 0x0000_0000_ffff_ffff;
         self.csds.push(Csd { flags, func, line, addr });
         id
+    }
+
+    /// Run `f` on `cpu`'s fair runqueue and the entity table (disjoint borrows).
+    #[inline]
+    pub fn with_cfs<R>(
+        &mut self,
+        cpu: CpuId,
+        f: impl FnOnce(&mut kernel::sched::fair_class::CfsRq, &mut [kernel::sched::fair_class::SchedEntity]) -> R,
+    ) -> R {
+        let Kernel { cpus, ents, .. } = self;
+        f(&mut cpus[cpu as usize].rq.cfs, ents)
     }
 
     /// jiffies at the current instant (the timekeeping CPU's tick is modelled as exact).

@@ -7,6 +7,7 @@ use super::{
 };
 use crate::linux::engine::{local_irq_disable, local_irq_enable, notify, send_ipi, Frame, Next, WaitOn};
 use crate::linux::kernel::sched::fair::NewidleBalance;
+use crate::linux::kernel::sched::fair_class::{DequeueFlags, EnqueueFlags};
 use crate::linux::kernel::sched::features::SchedFeat;
 use crate::linux::kernel::smp::__smp_call_single_queue;
 use crate::linux::{CpuId, Kernel, TaskId};
@@ -257,12 +258,14 @@ impl Schedule {
     }
 }
 
-/// Enqueue `p` on `rq_cpu` (`activate_task` -> `enqueue_task` -> `add_nr_running`).
-pub fn activate_task(k: &mut Kernel, rq_cpu: CpuId, p: TaskId) {
+/// Enqueue `p` on `rq_cpu` (`activate_task` -> `enqueue_task_fair` -> `add_nr_running`).
+/// Returns true if the fair class asked for a resched of the current task.
+pub fn activate_task(k: &mut Kernel, rq_cpu: CpuId, p: TaskId, flags: EnqueueFlags) -> bool {
+    let now = k.now;
+    let r = k.with_cfs(rq_cpu, |cfs, ents| cfs.enqueue_entity(ents, p, now, flags));
     let rq = &mut k.cpus[rq_cpu as usize].rq;
     rq.nr_running += 1;
     rq.cfs_h_nr_running += 1;
-    rq.cfs_queue.push(p);
     if rq.nr_running >= 2 {
         // add_nr_running(): set rd->overloaded when a rq reaches two runnable tasks.
         k.rd.overloaded = true;
@@ -270,14 +273,16 @@ pub fn activate_task(k: &mut Kernel, rq_cpu: CpuId, p: TaskId) {
     let t = &mut k.tasks[p as usize];
     t.on_rq = true;
     t.cpu = rq_cpu;
+    r
 }
 
-/// Dequeue the running task `p` (`deactivate_task` with DEQUEUE_SLEEP).
+/// Dequeue the running task `p` that is going to sleep (`deactivate_task` with DEQUEUE_SLEEP).
 fn deactivate_task(k: &mut Kernel, rq_cpu: CpuId, p: TaskId) {
+    let now = k.now;
+    k.with_cfs(rq_cpu, |cfs, ents| cfs.dequeue_entity(ents, p, now, DequeueFlags { sleep: true, migrating: false }));
     let rq = &mut k.cpus[rq_cpu as usize].rq;
     rq.nr_running -= 1;
     rq.cfs_h_nr_running -= 1;
-    rq.cfs_queue.retain(|&t| t != p);
     k.tasks[p as usize].on_rq = false;
 }
 
@@ -319,22 +324,10 @@ pub fn __schedule(k: &mut Kernel, cpu: CpuId, s: &mut Schedule) -> Next {
         }
         ScheduleAt::Pick => {
             // __pick_next_task() fast path: only fair tasks, so pick_next_task_fair().
-            let prev = s.prev;
-            let rq = &mut k.cpus[cpu as usize].rq;
-            let queued: Option<usize> = rq.cfs_queue.iter().position(|&t| t != prev);
-            let prev_runnable = prev != rq.idle && k.tasks[prev as usize].on_rq;
-            if let Some(i) = queued {
-                let next = rq.cfs_queue.remove(i);
-                if prev_runnable && !rq.cfs_queue.contains(&prev) {
-                    rq.cfs_queue.push(prev);
-                }
+            let now = k.now;
+            if let Some(next) = k.with_cfs(cpu, |cfs, ents| cfs.pick_next_entity(ents, now)) {
+                k.with_cfs(cpu, |cfs, ents| cfs.switch_to(ents, next, now));
                 s.next = next;
-                s.at = ScheduleAt::Picked;
-                return Next::Cont(k.costs.pick_fair_task);
-            }
-            if prev_runnable {
-                // prev is the only runnable fair task: it keeps the CPU.
-                s.next = prev;
                 s.at = ScheduleAt::Picked;
                 return Next::Cont(k.costs.pick_fair_task);
             }
@@ -350,6 +343,8 @@ pub fn __schedule(k: &mut Kernel, cpu: CpuId, s: &mut Schedule) -> Next {
                 return Next::Cont(0);
             }
             // put_prev_task() + pick_next_task_idle() -> set_next_task_idle().
+            let now = k.now;
+            k.with_cfs(cpu, |cfs, ents| cfs.put_prev_entity(ents, now));
             s.next = k.cpus[cpu as usize].rq.idle;
             s.at = ScheduleAt::Picked;
             Next::Cont(k.costs.pick_idle)
@@ -456,8 +451,10 @@ fn task_state_index(p: &Task, mode: SchedMode) -> u32 {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TtwuAt {
     Start,
-    /// `ttwu_queue()` direct path: holding the target rq lock.
+    /// `ttwu_queue()` direct path: taking the target rq lock.
     Locked,
+    /// The enqueue's work done: activate and unlock.
+    Activate,
     Done,
 }
 
@@ -519,14 +516,24 @@ pub fn ttwu_queue_wakelist(k: &mut Kernel, cpu: CpuId, p: TaskId, target: CpuId,
 }
 
 /// Models `ttwu_do_activate()` — kernel/sched/core.c @ v6.10: enqueue, `wakeup_preempt()`,
-/// TASK_RUNNING, and the `avg_idle` sample. Requires `rq_cpu`'s lock. Returns the cost.
-pub fn ttwu_do_activate(k: &mut Kernel, cpu: CpuId, rq_cpu: CpuId, p: TaskId) -> Time {
-    activate_task(k, rq_cpu, p);
-    // wakeup_preempt(): a fair task always preempts the idle task. (Fair-vs-fair wakeup
-    // preemption belongs to the fair class.)
+/// TASK_RUNNING, and the `avg_idle` sample. Requires `rq_cpu`'s lock. The caller charges the
+/// enqueue's own work (`PathCosts::ttwu_activate`) *before* calling this: the task becomes
+/// visible to other CPUs (nr_running) at the end of `enqueue_task_fair()`. Returns the cost of
+/// the preemption check (a possible remote resched).
+pub fn ttwu_do_activate(k: &mut Kernel, cpu: CpuId, rq_cpu: CpuId, p: TaskId, wake_flags: u32) -> Time {
+    let migrated = wake_flags & WF_MIGRATED != 0;
+    let mut resched = activate_task(k, rq_cpu, p, EnqueueFlags { wakeup: true, migrated, initial: false });
+    // wakeup_preempt(): a fair task always preempts the idle task; against a fair task the
+    // fair class decides (wakeup_preempt_fair / check_preempt_wakeup).
     let curr = k.cpus[rq_cpu as usize].rq.curr;
-    let mut c = k.costs.ttwu_activate;
+    let mut c = 0;
     if curr == k.cpus[rq_cpu as usize].rq.idle {
+        resched = true;
+    } else if k.cfg.feat(SchedFeat::WAKEUP_PREEMPTION) {
+        let now = k.now;
+        resched |= k.with_cfs(rq_cpu, |cfs, ents| cfs.check_preempt_wakeup(ents, p, now));
+    }
+    if resched {
         c += resched_curr(k, cpu, rq_cpu, Sym::WakeupPreempt);
     }
     k.tasks[p as usize].state = TASK_RUNNING;
@@ -603,6 +610,9 @@ pub fn try_to_wake_up(k: &mut Kernel, cpu: CpuId, s: &mut TryToWakeUp) -> Next {
             let mut wf = s.wake_flags | WF_TTWU;
             if target != prev_cpu {
                 wf |= WF_MIGRATED;
+                // set_task_cpu() -> migrate_task_rq_fair(): take the entity's load and
+                // vruntime basis off the old CPU.
+                k.with_cfs(prev_cpu, |cfs, ents| cfs.migrate_task_rq(ents, p));
                 let (pid, prio) = (k.tasks[p as usize].pid, k.tasks[p as usize].prio);
                 k.tp(cpu, Event::SchedMigrateTask { pid, prio, orig_cpu: prev_cpu, dest_cpu: target });
                 k.tasks[p as usize].cpu = target;
@@ -620,14 +630,18 @@ pub fn try_to_wake_up(k: &mut Kernel, cpu: CpuId, s: &mut TryToWakeUp) -> Next {
             Next::Cont(0)
         }
         TtwuAt::Locked => {
-            // ttwu_queue() direct path: lock the target rq and activate.
+            // ttwu_queue() direct path: lock the target rq, update its clock, enqueue.
             let Some(lc) = raw_spin_rq_lock(k, cpu, s.target) else {
                 return Next::Wait(WaitOn::Lock);
             };
             k.cpus[s.target as usize].rq.clock = k.now;
             k.stats.wakeups_direct += 1;
-            s.cost += lc + ttwu_do_activate(k, cpu, s.target, p);
-            s.cost += raw_spin_rq_unlock(k, cpu, s.target);
+            s.at = TtwuAt::Activate;
+            Next::Cont(lc + k.costs.ttwu_activate)
+        }
+        TtwuAt::Activate => {
+            let c = ttwu_do_activate(k, cpu, s.target, p, s.wake_flags);
+            s.cost += c + raw_spin_rq_unlock(k, cpu, s.target);
             s.at = TtwuAt::Done;
             Next::Cont(0)
         }
@@ -647,6 +661,8 @@ pub struct TtwuPending {
     pub at: u8,
     /// Next index into the CPU's flush list.
     pub i: u16,
+    /// The wakee whose enqueue is in progress.
+    pub cur: u32,
 }
 
 /// Count a "stacking" wakeup: the target was idle, already chosen for another wakee that
@@ -689,6 +705,15 @@ pub fn sched_ttwu_pending(k: &mut Kernel, cpu: CpuId, s: &mut TtwuPending) -> Ne
             s.at = 2;
             Next::Cont(lc)
         }
+        3 => {
+            // The enqueue's work is done: the task becomes visible (nr_running++ at the end of
+            // enqueue_task_fair()), then wakeup_preempt.
+            let p = s.cur;
+            let wf = if k.tasks[p as usize].sched_remote_wakeup { WF_MIGRATED } else { 0 };
+            let c = ttwu_do_activate(k, cpu, cpu, p, wf);
+            s.at = 2;
+            Next::Cont(c)
+        }
         2 => {
             let list = &k.cpus[cpu as usize].flush_list;
             while (s.i as usize) < list.len() {
@@ -699,8 +724,9 @@ pub fn sched_ttwu_pending(k: &mut Kernel, cpu: CpuId, s: &mut TtwuPending) -> Ne
                 }
                 let crate::linux::CsdFunc::TtwuEntry(p) = k.csds[e as usize].func else { continue };
                 let entry_line = k.csds[e as usize].line;
-                let c = k.line_read(cpu, entry_line) + ttwu_do_activate(k, cpu, cpu, p);
-                return Next::Cont(c);
+                s.cur = p;
+                s.at = 3;
+                return Next::Cont(k.line_read(cpu, entry_line) + k.costs.ttwu_activate);
             }
             if k.cfg.has(crate::linux::patches::Patch::D6962c4fe8f9) {
                 k.cpus[cpu as usize].rq.ttwu_pending = false;
@@ -720,7 +746,7 @@ pub fn wake_up_new_task(k: &mut Kernel, cpu: CpuId, p: TaskId) {
     let target = crate::linux::kernel::sched::fair::sched_balance_find_dst_cpu(k, cpu, p);
     k.tasks[p as usize].cpu = target;
     k.tasks[p as usize].state = TASK_RUNNING;
-    activate_task(k, target, p);
+    activate_task(k, target, p, EnqueueFlags { wakeup: false, migrated: false, initial: true });
     let (pid, prio) = (k.tasks[p as usize].pid, k.tasks[p as usize].prio);
     k.tp(cpu, Event::SchedWakeupNew { pid, prio, target_cpu: target });
     resched_curr(k, cpu, target, Sym::WakeupPreempt);
@@ -735,6 +761,17 @@ pub fn wake_up_new_task(k: &mut Kernel, cpu: CpuId, p: TaskId) {
 /// and `sched_balance_trigger()`. Returns the cost.
 pub fn sched_tick(k: &mut Kernel, cpu: CpuId) -> Time {
     k.cpus[cpu as usize].rq.clock = k.now;
+    // task_tick_fair() -> entity_tick(): slice/deadline accounting; resched if curr must go.
+    let rq = &k.cpus[cpu as usize].rq;
+    let now = k.now;
+    if rq.curr != rq.idle && k.tasks[rq.curr as usize].kind != super::TaskKind::Idle {
+        let resched = k.with_cfs(cpu, |cfs, ents| cfs.check_preempt_tick(ents, now));
+        if resched {
+            resched_curr(k, cpu, cpu, Sym::ReschedCurr);
+        }
+    } else {
+        k.with_cfs(cpu, |cfs, _| cfs.update_cfs_avg(now));
+    }
     let ib = idle_cpu(k, cpu);
     k.cpus[cpu as usize].rq.idle_balance = ib;
     let c = crate::linux::kernel::sched::fair::sched_balance_trigger(k, cpu);

@@ -2,9 +2,9 @@
 //! `sched_balance_newidle()` with its gates and IRQ-off domain walk, the periodic trigger and
 //! softirq walk, and the nohz idle bookkeeping.
 //!
-//! Simplifications (until the load-balancing work lands): `sched_balance_rq()` is modelled by
-//! its cost — `update_sd_lb_stats()` touching every CPU of the domain's span — and never pulls
-//! a task; `rd->overloaded` is never recomputed (it lags, as in the kernel, but here forever).
+//! `sched_balance_rq()` pulls queued tasks with the kernel's gates (see its simplifications);
+//! its cost is `update_sd_lb_stats()` touching every CPU of the domain's span.
+//! `rd->overloaded` is set eagerly and recomputed only by a root-level balance, as in the kernel.
 
 use super::topology::SD_BALANCE_NEWIDLE;
 use super::{NOHZ_NEWILB_KICK, SYSCTL_SCHED_MIGRATION_COST};
@@ -61,6 +61,171 @@ fn balance_rq_cost(k: &Kernel, cpu: CpuId, sd: usize) -> Time {
     k.costs.balance_rq + w * k.costs.lb_stats_per_cpu
 }
 
+/// `enum cpu_idle_type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CpuIdleType {
+    /// CPU_IDLE: periodic or nohz balance on behalf of an idle CPU.
+    Idle,
+    /// CPU_NOT_IDLE: periodic balance on a busy CPU.
+    NotIdle,
+    /// CPU_NEWLY_IDLE: from `sched_balance_newidle()`.
+    NewlyIdle,
+}
+
+/// Models `should_we_balance()` — kernel/sched/fair.c @ v6.10: a newly idle CPU always
+/// balances (unless a task arrived); otherwise only the first idle CPU of the local group, or,
+/// if none is idle, the group's balance CPU.
+fn should_we_balance(k: &Kernel, cpu: CpuId, sd: usize, idle: CpuIdleType) -> bool {
+    let rq = &k.cpus[cpu as usize].rq;
+    if idle == CpuIdleType::NewlyIdle {
+        return rq.nr_running == 0 && !rq.ttwu_pending;
+    }
+    let d = &k.sd.domains(cpu)[sd];
+    let Some(local) = d.groups.iter().position(|g| g.test(cpu)) else { return true };
+    let g = &d.groups[local];
+    if let Some(first_idle) = g.iter().find(|&c| super::idle_cpu(k, c)) {
+        return first_idle == cpu;
+    }
+    d.group_balance_cpu.get(local).is_none_or(|&b| b == cpu)
+}
+
+/// Models `task_hot()` — kernel/sched/fair.c @ v6.10: a task that ran within
+/// `sysctl_sched_migration_cost` is cache hot.
+fn task_hot(k: &Kernel, p: TaskId) -> bool {
+    let t = &k.tasks[p as usize];
+    k.now.saturating_sub(t.exec_start) < SYSCTL_SCHED_MIGRATION_COST
+}
+
+/// Models `sched_balance_rq()` (was `load_balance()`) — kernel/sched/fair.c @ v6.10, for
+/// `dst` over its domain `sd`. Returns (tasks moved, cost).
+///
+/// Simplifications: groups are compared by runnable tasks beyond one per CPU (`sum_nr_running`
+/// against the group weight), not by PELT load, capacity and the full group classification;
+/// the busiest runqueue is the one with the most runnable tasks; no active balance through
+/// the stopper. What is kept: `should_we_balance()`, only queued (not running) tasks move,
+/// `task_hot()` with `nr_balance_failed > cache_nice_tries`, NEWLY_IDLE stops after one task,
+/// `nr_balance_failed` and `balance_interval` growth/reset outside NEWLY_IDLE, and the pulled
+/// task preempting the destination's current task (`attach_tasks` -> `wakeup_preempt`).
+pub fn sched_balance_rq(k: &mut Kernel, cpu: CpuId, dst: CpuId, sd: usize, idle: CpuIdleType) -> (u32, Time) {
+    let mut cost = balance_rq_cost(k, dst, sd);
+    if !should_we_balance(k, dst, sd, idle) {
+        return (0, cost);
+    }
+    let d = &k.sd.domains(dst)[sd];
+    let local = d.groups.iter().position(|g| g.test(dst));
+    // sched_balance_find_src_group(): the group with the most excess runnable tasks.
+    let excess = |c: CpuId| k.cpus[c as usize].rq.cfs_h_nr_running.saturating_sub(1);
+    let mut busiest: Option<(u32, usize)> = None;
+    for (gi, g) in d.groups.iter().enumerate() {
+        if Some(gi) == local {
+            continue;
+        }
+        let e: u32 = g.iter().map(excess).sum();
+        if e > 0 && busiest.is_none_or(|(be, _)| e > be) {
+            busiest = Some((e, gi));
+        }
+    }
+    let at_root = k.sd.domains(dst).len() == sd + 1;
+    if at_root {
+        // update_sd_lb_stats() at the root domain recomputes rd->overloaded.
+        let nr = k.m.topo.nr_cpus;
+        k.rd.overloaded = (0..nr).any(|c| k.cpus[c as usize].rq.nr_running >= 2);
+    }
+    let Some((_, gi)) = busiest else {
+        balanced(k, dst, sd, idle);
+        return (0, cost);
+    };
+    // sched_balance_find_src_rq(): the CPU of that group with the most runnable tasks.
+    let group = k.sd.domains(dst)[sd].groups[gi].clone();
+    let Some(src) =
+        group.iter().filter(|&c| c != dst).max_by_key(|&c| (k.cpus[c as usize].rq.cfs_h_nr_running, u32::MAX - c))
+    else {
+        return (0, cost);
+    };
+    // calculate_imbalance(): moving must leave the two runqueues closer; half the difference.
+    let (src_nr, dst_nr) = (k.cpus[src as usize].rq.cfs_h_nr_running, k.cpus[dst as usize].rq.cfs_h_nr_running);
+    if src_nr < 2 || dst_nr + 1 >= src_nr {
+        balanced(k, dst, sd, idle);
+        return (0, cost);
+    }
+    // detach_tasks(): queued tasks, oldest-first as the kernel walks cfs_tasks from the tail.
+    cost += k.line_read(cpu, k.cpus[src as usize].rq.lock_line);
+    let nice_tries = k.sd.domains(dst)[sd].cache_nice_tries;
+    let failed = k.sd.domains(dst)[sd].nr_balance_failed;
+    let queued: Vec<TaskId> = k.cpus[src as usize].rq.cfs.queued().to_vec();
+    let want = if idle == CpuIdleType::NewlyIdle { 1 } else { ((src_nr - dst_nr) / 2).max(1) };
+    let mut moved = 0u32;
+    for p in queued {
+        if moved >= want {
+            break;
+        }
+        let t = &k.tasks[p as usize];
+        if t.pinned.is_some_and(|c| c != dst) || t.on_cpu {
+            continue;
+        }
+        if task_hot(k, p) && failed <= nice_tries {
+            continue;
+        }
+        move_queued_task(k, cpu, src, dst, p);
+        cost += k.costs.ttwu_activate;
+        moved += 1;
+    }
+    if moved == 0 {
+        if idle != CpuIdleType::NewlyIdle {
+            k.sd.domains_mut(dst)[sd].nr_balance_failed += 1;
+        }
+        return (0, cost);
+    }
+    if idle != CpuIdleType::NewlyIdle {
+        let d = &mut k.sd.domains_mut(dst)[sd];
+        d.nr_balance_failed = 0;
+        d.balance_interval = d.min_interval;
+    }
+    (moved, cost)
+}
+
+/// Balanced: outside NEWLY_IDLE, reset the failure count and back the interval off.
+fn balanced(k: &mut Kernel, dst: CpuId, sd: usize, idle: CpuIdleType) {
+    if idle == CpuIdleType::NewlyIdle {
+        return;
+    }
+    let d = &mut k.sd.domains_mut(dst)[sd];
+    d.nr_balance_failed = 0;
+    if d.balance_interval < d.max_interval {
+        d.balance_interval = (d.balance_interval * 2).min(d.max_interval);
+    }
+}
+
+/// `detach_task()` + `attach_task()`: move a queued task from `src` to `dst`, then
+/// `wakeup_preempt()` on `dst` (which sets NEED_RESCHED there, or IPIs it).
+fn move_queued_task(k: &mut Kernel, cpu: CpuId, src: CpuId, dst: CpuId, p: TaskId) {
+    use super::fair_class::{DequeueFlags, EnqueueFlags};
+    let now = k.now;
+    k.with_cfs(src, |cfs, ents| cfs.dequeue_entity(ents, p, now, DequeueFlags { sleep: false, migrating: true }));
+    let rq = &mut k.cpus[src as usize].rq;
+    rq.nr_running -= 1;
+    rq.cfs_h_nr_running -= 1;
+    k.tasks[p as usize].on_rq = false;
+    let (pid, prio) = (k.tasks[p as usize].pid, k.tasks[p as usize].prio);
+    k.tp(cpu, crate::trace::Event::SchedMigrateTask { pid, prio, orig_cpu: src, dest_cpu: dst });
+    k.stats.cpu_migrations += 1;
+    let mut resched = crate::linux::kernel::sched::core::activate_task(
+        k,
+        dst,
+        p,
+        EnqueueFlags { wakeup: false, migrated: true, initial: false },
+    );
+    let curr = k.cpus[dst as usize].rq.curr;
+    if curr == k.cpus[dst as usize].rq.idle {
+        resched = true;
+    } else {
+        resched |= k.with_cfs(dst, |cfs, ents| cfs.check_preempt_wakeup(ents, p, now));
+    }
+    if resched {
+        crate::linux::kernel::sched::core::resched_curr(k, cpu, dst, crate::trace::Sym::WakeupPreempt);
+    }
+}
+
 /// Models `sched_balance_newidle()` — kernel/sched/fair.c @ v6.10.
 ///
 /// Context: from `pick_next_task_fair()` with the rq lock held and IRQs off. If the gates
@@ -107,7 +272,11 @@ pub fn sched_balance_newidle(k: &mut Kernel, cpu: CpuId, s: &mut NewidleBalance)
             }
             let mut c = 0;
             if d.flags & SD_BALANCE_NEWIDLE != 0 {
-                c = balance_rq_cost(k, cpu, i);
+                let (pulled, cost) = sched_balance_rq(k, cpu, cpu, i, CpuIdleType::NewlyIdle);
+                c = cost;
+                if pulled > 0 {
+                    s.pulled = pulled as i8;
+                }
                 // domain_cost = t1 - t0 (the first domain also absorbs the blocked averages).
                 let domain_cost = k.now + c - s.t0;
                 update_newidle_cost(k, cpu, i, domain_cost);
@@ -222,8 +391,15 @@ pub fn sched_balance_softirq(k: &mut Kernel, cpu: CpuId, _s: &mut SchedBalanceSo
         let interval = get_sd_balance_interval(k, cpu, i, busy);
         let last = k.sd.domains(cpu)[i].last_balance;
         if j >= last + interval {
-            cost += balance_rq_cost(k, cpu, i);
+            let it = if idle { CpuIdleType::Idle } else { CpuIdleType::NotIdle };
+            cost += sched_balance_rq(k, cpu, cpu, i, it).1;
             k.sd.domains_mut(cpu)[i].last_balance = j;
+            if Some(i) == k.sd.sd_llc[cpu as usize] {
+                // update_sd_lb_stats() at the LLC level ends with update_idle_cpu_scan().
+                let span = k.sd.domains(cpu)[i].span.clone();
+                let sum_util: u64 = span.iter().map(|c| k.cpus[c as usize].rq.cfs.avg.util_avg).sum();
+                update_idle_cpu_scan(k, cpu, sum_util);
+            }
         }
         let last = k.sd.domains(cpu)[i].last_balance;
         next_balance = next_balance.min(last + interval);
@@ -300,12 +476,12 @@ pub fn wake_wide(k: &Kernel, cpu: CpuId, p: TaskId) -> bool {
 
 /// `cpu_load()`: the runqueue's PELT load average.
 pub fn cpu_load(k: &Kernel, cpu: CpuId) -> u64 {
-    k.cpus[cpu as usize].rq.cfs_load_avg
+    k.cpus[cpu as usize].rq.cfs.avg.load_avg
 }
 
 /// `task_h_load()` without cgroups: the task's PELT load average.
 pub fn task_h_load(k: &Kernel, p: TaskId) -> u64 {
-    k.tasks[p as usize].load_avg
+    k.ents[p as usize].avg.load_avg
 }
 
 /// Models `wake_affine_idle()` — kernel/sched/fair.c @ v6.10. `None` is "no opinion".

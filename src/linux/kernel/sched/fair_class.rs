@@ -252,11 +252,7 @@ pub struct SchedEntity {
 impl SchedEntity {
     /// A fresh entity as after `__sched_fork()`.
     pub fn new(id: u32, weight: u64) -> Self {
-        SchedEntity {
-            id,
-            weight: weight.max(1),
-            ..Default::default()
-        }
+        SchedEntity { id, weight: weight.max(1), ..Default::default() }
     }
 
     /// A fresh entity of a given nice level.
@@ -386,7 +382,11 @@ fn max_vruntime(max: u64, v: u64) -> u64 {
 /// Models `min_vruntime()` — kernel/sched/fair.c @ v6.10.
 #[inline]
 fn min_vruntime(min: u64, v: u64) -> u64 {
-    if vbefore(v, min) { v } else { min }
+    if vbefore(v, min) {
+        v
+    } else {
+        min
+    }
 }
 
 impl CfsRq {
@@ -439,18 +439,14 @@ impl CfsRq {
     /// Models `avg_vruntime_add()` — kernel/sched/fair.c @ v6.10.
     fn avg_vruntime_add(&mut self, se: &SchedEntity) {
         let key = self.entity_key(se);
-        self.avg_vruntime = self
-            .avg_vruntime
-            .wrapping_add(key.wrapping_mul(se.weight as i64));
+        self.avg_vruntime = self.avg_vruntime.wrapping_add(key.wrapping_mul(se.weight as i64));
         self.avg_load += se.weight;
     }
 
     /// Models `avg_vruntime_sub()` — kernel/sched/fair.c @ v6.10.
     fn avg_vruntime_sub(&mut self, se: &SchedEntity) {
         let key = self.entity_key(se);
-        self.avg_vruntime = self
-            .avg_vruntime
-            .wrapping_sub(key.wrapping_mul(se.weight as i64));
+        self.avg_vruntime = self.avg_vruntime.wrapping_sub(key.wrapping_mul(se.weight as i64));
         self.avg_load -= se.weight;
     }
 
@@ -459,9 +455,7 @@ impl CfsRq {
         let se = &ents[id as usize];
         debug_assert_eq!(se.id, id, "entity table must be indexed by id");
         // After every entity whose key is not later than ours (equal keys go right).
-        let pos = self
-            .queued
-            .partition_point(|&q| !self.tree_before(se, &ents[q as usize]));
+        let pos = self.queued.partition_point(|&q| !self.tree_before(se, &ents[q as usize]));
         self.queued.insert(pos, id);
         self.avg_vruntime_add(se);
     }
@@ -516,8 +510,7 @@ impl CfsRq {
 
     /// The lag `V - v` of an on-rq entity, in virtual ns (unclamped).
     pub fn entity_lag(&self, ents: &[SchedEntity], id: u32) -> i64 {
-        self.avg_vruntime(ents)
-            .wrapping_sub(ents[id as usize].vruntime) as i64
+        self.avg_vruntime(ents).wrapping_sub(ents[id as usize].vruntime) as i64
     }
 
     /// Models `update_min_vruntime()` — kernel/sched/fair.c @ v6.10 (`__update_min_vruntime()`
@@ -527,11 +520,7 @@ impl CfsRq {
         let mut v = curr.unwrap_or(self.min_vruntime);
         let tree_min = match self.policy {
             FairPolicy::Cfs => self.queued.first().map(|&q| ents[q as usize].vruntime),
-            FairPolicy::Eevdf => self
-                .queued
-                .iter()
-                .map(|&q| ents[q as usize].vruntime)
-                .reduce(min_vruntime),
+            FairPolicy::Eevdf => self.queued.iter().map(|&q| ents[q as usize].vruntime).reduce(min_vruntime),
         };
         if let Some(tv) = tree_min {
             v = match curr {
@@ -542,9 +531,7 @@ impl CfsRq {
         let delta = v.wrapping_sub(self.min_vruntime) as i64;
         if delta > 0 {
             // Every key shrinks by delta: avg_vruntime -= avg_load * delta.
-            self.avg_vruntime = self
-                .avg_vruntime
-                .wrapping_sub((self.avg_load as i64).wrapping_mul(delta));
+            self.avg_vruntime = self.avg_vruntime.wrapping_sub((self.avg_load as i64).wrapping_mul(delta));
             self.min_vruntime = v;
         }
     }
@@ -557,9 +544,7 @@ impl CfsRq {
             return false;
         }
         se.slice = self.tun.base_slice_ns;
-        se.deadline = se
-            .vruntime
-            .wrapping_add(calc_delta_fair(se.slice, se.weight));
+        se.deadline = se.vruntime.wrapping_add(calc_delta_fair(se.slice, se.weight));
         self.nr_running > 1
     }
 
@@ -593,11 +578,7 @@ impl CfsRq {
     pub fn sched_slice(&self, se: &SchedEntity) -> u64 {
         let nr = self.nr_running as u64 + u64::from(!se.on_rq);
         // __sched_period()
-        let period = if nr > self.tun.nr_latency {
-            nr * self.tun.min_granularity_ns
-        } else {
-            self.tun.latency_ns
-        };
+        let period = if nr > self.tun.nr_latency { nr * self.tun.min_granularity_ns } else { self.tun.latency_ns };
         let load = self.load_weight + if se.on_rq { 0 } else { se.weight };
         let slice = calc_delta(period, se.weight, raw_inv_weight(load));
         slice.max(self.tun.min_granularity_ns)
@@ -676,13 +657,7 @@ impl CfsRq {
     /// Models `update_cfs_rq_load_avg()` → `__update_load_avg_cfs_rq()` — kernel/sched/pelt.c
     /// @ v6.10.
     pub fn update_cfs_avg(&mut self, now: u64) -> bool {
-        update_cfs_rq_load_avg(
-            &mut self.avg,
-            now,
-            self.load_weight,
-            self.nr_running as u64,
-            self.curr.is_some(),
-        )
+        update_cfs_rq_load_avg(&mut self.avg, now, self.load_weight, self.nr_running as u64, self.curr.is_some())
     }
 
     /// Models `enqueue_entity()` — kernel/sched/fair.c @ v6.10 (EEVDF) / @ v6.5 (CFS), with the
@@ -691,17 +666,8 @@ impl CfsRq {
     /// EEVDF: `place_entity()` from the entity's `vlag`. CFS: renormalise vruntime by this
     /// `min_vruntime` unless it is a same-CPU wakeup, then sleeper credit for wakeups. Returns
     /// true if `update_curr()` asked for a resched of curr.
-    pub fn enqueue_entity(
-        &mut self,
-        ents: &mut [SchedEntity],
-        id: u32,
-        now: u64,
-        flags: EnqueueFlags,
-    ) -> bool {
-        debug_assert!(
-            !ents[id as usize].on_rq,
-            "entity {id} is already on a cfs_rq"
-        );
+    pub fn enqueue_entity(&mut self, ents: &mut [SchedEntity], id: u32, now: u64, flags: EnqueueFlags) -> bool {
+        debug_assert!(!ents[id as usize].on_rq, "entity {id} is already on a cfs_rq");
         let is_curr = self.curr == Some(id);
         let mut resched = false;
         if flags.initial {
@@ -794,13 +760,7 @@ impl CfsRq {
     /// / @ v6.5 (CFS: vruntime made relative to `min_vruntime` unless sleeping). With
     /// `migrating`, the PELT average is detached from this cfs_rq (DO_DETACH) and the entity is
     /// marked for attach on the destination. Returns true if `update_curr()` asked for a resched.
-    pub fn dequeue_entity(
-        &mut self,
-        ents: &mut [SchedEntity],
-        id: u32,
-        now: u64,
-        flags: DequeueFlags,
-    ) -> bool {
+    pub fn dequeue_entity(&mut self, ents: &mut [SchedEntity], id: u32, now: u64, flags: DequeueFlags) -> bool {
         debug_assert!(ents[id as usize].on_rq, "entity {id} is not on a cfs_rq");
         let resched = self.update_curr(ents, now);
         self.update_load_avg_se(ents, id, now);
@@ -866,15 +826,9 @@ impl CfsRq {
                 return Some(c);
             }
         }
-        let best = self
-            .queued
-            .iter()
-            .copied()
-            .find(|&q| self.entity_eligible(ents, q));
+        let best = self.queued.iter().copied().find(|&q| self.entity_eligible(ents, q));
         match (best, curr) {
-            (Some(b), Some(c)) if vbefore(ents[c as usize].deadline, ents[b as usize].deadline) => {
-                Some(c)
-            }
+            (Some(b), Some(c)) if vbefore(ents[c as usize].deadline, ents[b as usize].deadline) => Some(c),
             (Some(b), _) => Some(b),
             (None, c) => c.or(first),
         }
@@ -886,9 +840,7 @@ impl CfsRq {
         let curr = self.curr.filter(|&c| ents[c as usize].on_rq);
         let left = self.queued.first().copied();
         match (left, curr) {
-            (Some(l), Some(c)) if vbefore(ents[c as usize].vruntime, ents[l as usize].vruntime) => {
-                Some(c)
-            }
+            (Some(l), Some(c)) if vbefore(ents[c as usize].vruntime, ents[l as usize].vruntime) => Some(c),
             (Some(l), _) => Some(l),
             (None, c) => c,
         }
@@ -1103,11 +1055,7 @@ fn update_load_sum(now: u64, sa: &mut SchedAvg, load: u64, runnable: u64, runnin
     }
     sa.last_update_time += delta << 10;
     // Not runnable implies neither runnable nor running.
-    let (runnable, running) = if load == 0 {
-        (0, false)
-    } else {
-        (runnable, running)
-    };
+    let (runnable, running) = if load == 0 { (0, false) } else { (runnable, running) };
     accumulate_sum(delta, sa, load, runnable, running) != 0
 }
 
@@ -1129,13 +1077,7 @@ fn update_load_avg_from_sums(sa: &mut SchedAvg, load: u64) {
 /// and runnable signals follow `runnable` (on_rq), util follows `running` (curr); `load_avg`
 /// is scaled by `weight`. Returns true if the averages were recomputed (a period boundary was
 /// crossed).
-pub fn update_load_avg(
-    avg: &mut SchedAvg,
-    now_ns: u64,
-    running: bool,
-    runnable: bool,
-    weight: u64,
-) -> bool {
+pub fn update_load_avg(avg: &mut SchedAvg, now_ns: u64, running: bool, runnable: bool, weight: u64) -> bool {
     let r = u64::from(runnable);
     if update_load_sum(now_ns, avg, r, r, running) {
         update_load_avg_from_sums(avg, weight);
@@ -1165,10 +1107,7 @@ pub fn update_cfs_rq_load_avg(
 /// Models `init_entity_runnable_average()` — kernel/sched/fair.c @ v6.10: a new task starts
 /// with full load so it looks heavy until it has history.
 pub fn init_entity_runnable_average(se: &mut SchedAvg, weight: u64) {
-    *se = SchedAvg {
-        load_avg: weight,
-        ..SchedAvg::default()
-    };
+    *se = SchedAvg { load_avg: weight, ..SchedAvg::default() };
 }
 
 /// Models `post_init_entity_util_avg()` — kernel/sched/fair.c @ v6.10 (CPU capacity 1024): a
@@ -1252,32 +1191,19 @@ mod tests {
     const US: u64 = 1_000;
 
     fn ents(weights: &[u64]) -> Vec<SchedEntity> {
-        weights
-            .iter()
-            .enumerate()
-            .map(|(i, &w)| SchedEntity::new(i as u32, w))
-            .collect()
+        weights.iter().enumerate().map(|(i, &w)| SchedEntity::new(i as u32, w)).collect()
     }
 
     fn wake() -> EnqueueFlags {
-        EnqueueFlags {
-            wakeup: true,
-            ..Default::default()
-        }
+        EnqueueFlags { wakeup: true, ..Default::default() }
     }
 
     fn new_task() -> EnqueueFlags {
-        EnqueueFlags {
-            initial: true,
-            ..Default::default()
-        }
+        EnqueueFlags { initial: true, ..Default::default() }
     }
 
     fn sleep() -> DequeueFlags {
-        DequeueFlags {
-            sleep: true,
-            ..Default::default()
-        }
+        DequeueFlags { sleep: true, ..Default::default() }
     }
 
     /// Check the cfs_rq's incremental sums against a recomputation.
@@ -1297,22 +1223,13 @@ mod tests {
         assert_eq!(rq.nr_running as usize, on.len());
         assert_eq!(rq.load_weight, on.iter().map(|s| s.weight).sum::<u64>());
         for w in rq.queued().windows(2) {
-            assert!(
-                !rq.tree_before(&e[w[1] as usize], &e[w[0] as usize]),
-                "queue out of order"
-            );
+            assert!(!rq.tree_before(&e[w[1] as usize], &e[w[0] as usize]), "queue out of order");
         }
     }
 
     /// Run a cfs_rq with ticks every `tick` ns until `end`, switching on every resched.
     /// Returns the (start, id) of each run.
-    fn run(
-        rq: &mut CfsRq,
-        e: &mut [SchedEntity],
-        start: u64,
-        end: u64,
-        tick: u64,
-    ) -> Vec<(u64, u32)> {
+    fn run(rq: &mut CfsRq, e: &mut [SchedEntity], start: u64, end: u64, tick: u64) -> Vec<(u64, u32)> {
         let mut runs = Vec::new();
         let next = rq.pick_next_entity(e, start).unwrap();
         rq.switch_to(e, next, start);
@@ -1349,33 +1266,12 @@ mod tests {
     #[test]
     fn cfs_tunables_scale_with_log_cpus() {
         let t1 = FairTunables::for_cpus(1);
-        assert_eq!(
-            (
-                t1.latency_ns,
-                t1.min_granularity_ns,
-                t1.wakeup_granularity_ns
-            ),
-            (6 * MS, 750 * US, MS)
-        );
+        assert_eq!((t1.latency_ns, t1.min_granularity_ns, t1.wakeup_granularity_ns), (6 * MS, 750 * US, MS));
         let t4 = FairTunables::for_cpus(4);
-        assert_eq!(
-            (
-                t4.latency_ns,
-                t4.min_granularity_ns,
-                t4.wakeup_granularity_ns
-            ),
-            (18 * MS, 2_250 * US, 3 * MS)
-        );
+        assert_eq!((t4.latency_ns, t4.min_granularity_ns, t4.wakeup_granularity_ns), (18 * MS, 2_250 * US, 3 * MS));
         // workloads.md 9.4: 24 ms / 3 ms / 4 ms on a large machine.
         let t128 = FairTunables::for_cpus(128);
-        assert_eq!(
-            (
-                t128.latency_ns,
-                t128.min_granularity_ns,
-                t128.wakeup_granularity_ns
-            ),
-            (24 * MS, 3 * MS, 4 * MS)
-        );
+        assert_eq!((t128.latency_ns, t128.min_granularity_ns, t128.wakeup_granularity_ns), (24 * MS, 3 * MS, 4 * MS));
         assert_eq!(t128.nr_latency, 8);
         assert_eq!(t1.tick_ns, 4 * MS);
         assert_eq!(FairTunables::for_cpus_hz(1, 1000).tick_ns, MS);
@@ -1403,10 +1299,7 @@ mod tests {
         let mut rq = CfsRq::new(FairPolicy::Eevdf, FairTunables::for_cpus(1));
         rq.enqueue_entity(&mut e, 0, 0, new_task());
         // Empty rq: V = min_vruntime = 0; deadline = 0 + 750us / 2.
-        assert_eq!(
-            (e[0].vruntime, e[0].deadline, e[0].slice),
-            (0, 375 * US, 750 * US)
-        );
+        assert_eq!((e[0].vruntime, e[0].deadline, e[0].slice), (0, 375 * US, 750 * US));
         rq.set_next_entity(&mut e, 0, 0);
         rq.update_curr(&mut e, 100 * US);
         rq.enqueue_entity(&mut e, 1, 100 * US, new_task());
@@ -1530,10 +1423,7 @@ mod tests {
         rq.set_next_entity(&mut e, 0, 0);
         rq.enqueue_entity(&mut e, 1, 100 * US, wake());
         let vslice_b = calc_delta_fair(750 * US, 9548);
-        assert_eq!(
-            (e[1].vruntime, e[1].deadline),
-            (100 * US, 100 * US + vslice_b)
-        );
+        assert_eq!((e[1].vruntime, e[1].deadline), (100 * US, 100 * US + vslice_b));
         assert!(e[1].deadline < e[0].deadline);
         assert!(rq.entity_eligible(&e, 0));
         assert_eq!(e[0].vlag as u64, e[0].deadline);
@@ -1601,10 +1491,7 @@ mod tests {
         assert_eq!(total, 200 * MS);
         assert!(rq.min_vruntime < 1 << 40, "min_vruntime wrapped past zero");
         let share = e[2].sum_exec_runtime * 1000 / total;
-        assert!(
-            (580..=620).contains(&share),
-            "nice -5 share {share}/1000 (3121/5169 = 604)"
-        );
+        assert!((580..=620).contains(&share), "nice -5 share {share}/1000 (3121/5169 = 604)");
     }
 
     #[test]
@@ -1620,27 +1507,11 @@ mod tests {
         src.set_next_entity(&mut e, 0, 0);
         src.update_curr(&mut e, MS);
         // Load balance moves the waiting task 1: lag 500us goes with it.
-        src.dequeue_entity(
-            &mut e,
-            1,
-            MS,
-            DequeueFlags {
-                migrating: true,
-                ..Default::default()
-            },
-        );
+        src.dequeue_entity(&mut e, 1, MS, DequeueFlags { migrating: true, ..Default::default() });
         assert_eq!(e[1].vlag, 500 * US as i64);
         assert!(!e[1].avg_attached);
         dst.update_curr(&mut e, MS);
-        dst.enqueue_entity(
-            &mut e,
-            1,
-            MS,
-            EnqueueFlags {
-                migrated: true,
-                ..Default::default()
-            },
-        );
+        dst.enqueue_entity(&mut e, 1, MS, EnqueueFlags { migrated: true, ..Default::default() });
         assert_eq!(dst.entity_lag(&e, 1), 500 * US as i64);
         assert!(e[1].avg_attached);
         check_invariants(&src, &e);
@@ -1656,10 +1527,7 @@ mod tests {
         for (i, &(vr, _)) in v.iter().enumerate() {
             e[i].vruntime = vr;
             rq.enqueue_entity(&mut e, i as u32, 0, wake());
-            assert_eq!(
-                e[i].vruntime, vr,
-                "placement must not move it in these tests"
-            );
+            assert_eq!(e[i].vruntime, vr, "placement must not move it in these tests");
         }
         rq.set_next_entity(&mut e, 0, 0);
         (rq, e)
@@ -1688,20 +1556,12 @@ mod tests {
         for (vdiff, expect) in [(328_099, false), (328_100, true)] {
             let (mut rq, mut e) = cfs_rq(1, &[(5 * MS, 1024), (5 * MS - vdiff, 3121)]);
             rq.set_next_entity(&mut e, 0, 0);
-            assert_eq!(
-                rq.check_preempt_wakeup(&mut e, 1, 0),
-                expect,
-                "vdiff {vdiff}"
-            );
+            assert_eq!(rq.check_preempt_wakeup(&mut e, 1, 0), expect, "vdiff {vdiff}");
         }
         // 4 CPUs: gran 3ms for nice 0.
         for (vdiff, expect) in [(3 * MS, false), (3 * MS + 1, true)] {
             let (mut rq, mut e) = cfs_rq(4, &[(10 * MS, 1024), (10 * MS - vdiff, 1024)]);
-            assert_eq!(
-                rq.check_preempt_wakeup(&mut e, 1, 0),
-                expect,
-                "vdiff {vdiff}"
-            );
+            assert_eq!(rq.check_preempt_wakeup(&mut e, 1, 0), expect, "vdiff {vdiff}");
         }
     }
 
@@ -1815,40 +1675,15 @@ mod tests {
         // Task 1 queued on src 1ms behind its min_vruntime, then pulled to dst.
         e[1].vruntime = 9 * MS;
         src.enqueue_entity(&mut e, 1, 10 * MS, wake());
-        src.dequeue_entity(
-            &mut e,
-            1,
-            10 * MS,
-            DequeueFlags {
-                migrating: true,
-                ..Default::default()
-            },
-        );
+        src.dequeue_entity(&mut e, 1, 10 * MS, DequeueFlags { migrating: true, ..Default::default() });
         assert_eq!(e[1].vruntime as i64, -(MS as i64));
-        dst.enqueue_entity(
-            &mut e,
-            1,
-            50 * MS,
-            EnqueueFlags {
-                migrated: true,
-                ..Default::default()
-            },
-        );
+        dst.enqueue_entity(&mut e, 1, 50 * MS, EnqueueFlags { migrated: true, ..Default::default() });
         assert_eq!(e[1].vruntime, 49 * MS);
         // Waking migration: sleep on dst, wake on src.
         dst.dequeue_entity(&mut e, 1, 50 * MS, sleep());
         dst.migrate_task_rq(&mut e, 1);
         assert_eq!(e[1].vruntime as i64, -(MS as i64));
-        src.enqueue_entity(
-            &mut e,
-            1,
-            10 * MS,
-            EnqueueFlags {
-                wakeup: true,
-                migrated: true,
-                ..Default::default()
-            },
-        );
+        src.enqueue_entity(&mut e, 1, 10 * MS, EnqueueFlags { wakeup: true, migrated: true, ..Default::default() });
         assert_eq!(e[1].vruntime, 9 * MS);
         check_invariants(&src, &e);
         check_invariants(&dst, &e);
@@ -1887,10 +1722,7 @@ mod tests {
         update_load_avg(&mut sa2, PELT_PERIOD_NS + 512 * 1024, true, true, 1024);
         assert_eq!(sa2.period_contrib, 512);
         assert_eq!(sa2.load_sum, 1002 + 512);
-        assert_eq!(
-            sa2.util_avg, sa.util_avg,
-            "no period crossed: averages not recomputed"
-        );
+        assert_eq!(sa2.util_avg, sa.util_avg, "no period crossed: averages not recomputed");
     }
 
     #[test]
@@ -1950,10 +1782,7 @@ mod tests {
         let mut se = SchedAvg::default();
         init_entity_runnable_average(&mut se, 1024);
         post_init_entity_util_avg(&cfs, &mut se, 1024);
-        assert_eq!(
-            (se.load_avg, se.util_avg, se.runnable_avg),
-            (1024, 512, 512)
-        );
+        assert_eq!((se.load_avg, se.util_avg, se.runnable_avg), (1024, 512, 512));
         attach_entity_load_avg(&mut cfs, &mut se, 1024);
         assert_eq!((cfs.load_avg, cfs.util_avg), (1024, 512));
         assert_eq!(cfs.util_sum, 512 * PELT_MIN_DIVIDER);
@@ -1963,10 +1792,7 @@ mod tests {
         post_init_entity_util_avg(&cfs, &mut se2, 1024);
         assert_eq!(se2.util_avg, 256); // min(512 * 1024 / 1025 = 511, (1024 - 512) / 2)
         detach_entity_load_avg(&mut cfs, &mut se, 1024);
-        assert_eq!(
-            (cfs.load_avg, cfs.util_avg, cfs.util_sum, cfs.load_sum),
-            (0, 0, 0, 0)
-        );
+        assert_eq!((cfs.load_avg, cfs.util_avg, cfs.util_sum, cfs.load_sum), (0, 0, 0, 0));
     }
 
     #[test]
@@ -1979,37 +1805,20 @@ mod tests {
         for p in 1..=400 {
             rq.check_preempt_tick(&mut e, p * PELT_PERIOD_NS);
         }
-        assert!(
-            e[0].avg.util_avg >= 1020,
-            "running task util {}",
-            e[0].avg.util_avg
-        );
+        assert!(e[0].avg.util_avg >= 1020, "running task util {}", e[0].avg.util_avg);
         assert!(rq.avg.util_avg >= 1020, "cfs_rq util {}", rq.avg.util_avg);
         // It sleeps for 32 periods: both decay to about half.
         let t0 = 400 * PELT_PERIOD_NS;
         rq.dequeue_entity(&mut e, 0, t0, sleep());
         rq.put_prev_entity(&mut e, t0);
         rq.update_cfs_avg(t0 + 32 * PELT_PERIOD_NS);
-        assert!(
-            (505..=515).contains(&rq.avg.util_avg),
-            "cfs_rq util {}",
-            rq.avg.util_avg
-        );
+        assert!((505..=515).contains(&rq.avg.util_avg), "cfs_rq util {}", rq.avg.util_avg);
         // Woken elsewhere: its contribution leaves this cfs_rq.
         rq.migrate_task_rq(&mut e, 0);
         assert!(rq.avg.util_avg <= 1 && rq.avg.load_avg <= 1, "{:?}", rq.avg);
         let mut dst = CfsRq::new(FairPolicy::Eevdf, t);
         let now = t0 + 32 * PELT_PERIOD_NS;
-        dst.enqueue_entity(
-            &mut e,
-            0,
-            now,
-            EnqueueFlags {
-                wakeup: true,
-                migrated: true,
-                ..Default::default()
-            },
-        );
+        dst.enqueue_entity(&mut e, 0, now, EnqueueFlags { wakeup: true, migrated: true, ..Default::default() });
         assert_eq!(dst.avg.util_avg, e[0].avg.util_avg);
         assert!((505..=515).contains(&dst.avg.util_avg));
     }

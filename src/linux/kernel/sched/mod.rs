@@ -4,6 +4,7 @@
 
 pub mod core;
 pub mod fair;
+pub mod fair_class;
 pub mod features;
 pub mod idle;
 pub mod topology;
@@ -97,8 +98,6 @@ pub struct Task {
     pub recent_used_cpu: Option<CpuId>,
     /// When the current wakeup began (`sched_waking`), until the task runs.
     pub woken_at: Option<Time>,
-    /// PELT load average of the task (`se.avg.load_avg`).
-    pub load_avg: u64,
     /// Accumulated run time and the start of the current run.
     pub sum_exec_runtime: Time,
     pub exec_start: Time,
@@ -134,7 +133,6 @@ impl Task {
             wakee_flip_decay_ts: 0,
             last_wakee: None,
             recent_used_cpu: None,
-            load_avg: 0,
             woken_at: None,
             saved: Vec::new(),
             sum_exec_runtime: 0,
@@ -155,8 +153,9 @@ pub struct Rq {
     pub nr_running: u32,
     /// `cfs.h_nr_running`.
     pub cfs_h_nr_running: u32,
-    /// Runnable CFS tasks not currently running, in pick order.
-    pub cfs_queue: Vec<TaskId>,
+    /// `cfs`: the fair class's runqueue (EEVDF or CFS), over the entity table
+    /// [`Kernel::ents`](crate::linux::Kernel).
+    pub cfs: fair_class::CfsRq,
     /// `ttwu_pending`.
     pub ttwu_pending: bool,
     /// `__lock`: the CPU holding it, waiters in arrival order, and its line.
@@ -181,14 +180,12 @@ pub struct Rq {
     pub nohz_tick_stopped: bool,
     /// `nr_switches`.
     pub nr_switches: u64,
-    /// PELT load average of the CFS runqueue (`cfs.avg.load_avg`).
-    pub cfs_load_avg: u64,
     /// Wakees placed on this CPU since it last switched to a task (stacking detection).
     pub wakees_placed: u32,
 }
 
 impl Rq {
-    pub fn new(cpu: CpuId, idle: TaskId, lock_line: LineId) -> Rq {
+    pub fn new(cpu: CpuId, idle: TaskId, lock_line: LineId, cfs: fair_class::CfsRq) -> Rq {
         Rq {
             cpu,
             curr: idle,
@@ -196,7 +193,7 @@ impl Rq {
             ksoftirqd: idle,
             nr_running: 0,
             cfs_h_nr_running: 0,
-            cfs_queue: Vec::new(),
+            cfs,
             ttwu_pending: false,
             lock_owner: None,
             lock_waiters: Vec::new(),
@@ -212,7 +209,6 @@ impl Rq {
             nohz_flags: 0,
             nohz_tick_stopped: false,
             nr_switches: 0,
-            cfs_load_avg: 0,
             wakees_placed: 0,
         }
     }

@@ -1,0 +1,116 @@
+//! The schbench-ttwu experiment (product.md): `schbench -m 2 -t 16` (2021-12 version) on a
+//! 32-vCPU Ice Lake VM, for the three kernels of the published table of d6962c4fe8f9
+//! ("sched: Clear ttwu_pending after enqueue_task()"): `ttwu_pending` cleared early (v6.1),
+//! early clear with f3dd3f674555 reverted, and the fix (v6.2).
+
+use super::{run_all, ExpOpts};
+use crate::report::{mean_stddev, normalize, render_grid, CompareRow, Comparison};
+use crate::run::RunSpec;
+use crate::workload::params::Params;
+use crate::workload::schbench_stats::PERCENTILES;
+use crate::workload::Workload;
+use serde_json::json;
+
+/// (label, kernel, patches, published percentiles in us: 50/75/90/95/99/99.5/99.9)
+pub const VARIANTS: &[(&str, &str, &str, [u64; 7])] = &[
+    ("early-clear", "v6.1", "", [9, 12, 15, 18, 27, 3364, 12560]),
+    ("revert-f3dd3f674555", "v6.1", "-f3dd3f674555", [13, 19, 22, 24, 31, 33, 36]),
+    ("fix", "v6.2", "", [9, 12, 15, 17, 24, 27, 30]),
+];
+
+/// The default run: 30 s with the 5 s warmup, as schbench's defaults.
+pub const ARGS: &str = "-m 2 -t 16 -r 30";
+
+pub fn spec(kernel: &str, patches: &str, seed: u64, overrides: &[(String, String)]) -> RunSpec {
+    let mut s = RunSpec::new("schbench");
+    s.machine = "icx-vm-32".into();
+    s.kernel = kernel.into();
+    s.patches = patches.into();
+    s.seed = seed;
+    s.limit_ns = 600 * crate::sim::NSEC_PER_SEC;
+    let mut pairs = vec![("args".to_string(), ARGS.to_string())];
+    pairs.extend(overrides.iter().cloned());
+    s.params = Params::from_pairs(pairs, "schbench-ttwu experiment");
+    s
+}
+
+/// `schedsim reproduce schbench-ttwu`.
+pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
+    let mut specs = Vec::new();
+    for (_, kernel, patches, _) in VARIANTS {
+        for i in 0..o.runs {
+            specs.push(spec(kernel, patches, o.seed + i as u64, &o.params));
+        }
+    }
+    crate::run::build(&specs[0])?;
+    let results = run_all(&specs, o.jobs)?;
+    let mut rows = Vec::new();
+    let mut grid = Vec::new();
+    for (vi, (label, kernel, patches, published)) in VARIANTS.iter().enumerate() {
+        let rs = &results[vi * o.runs..(vi + 1) * o.runs];
+        let mut pct = [0f64; 7];
+        let mut stacking = 0f64;
+        let mut p999 = Vec::new();
+        for r in rs {
+            let Workload::Schbench(w) = &r.workload else { unreachable!() };
+            let Some(h) = &w.final_hist else {
+                return Err(format!("schbench did not finish (seed {})", r.seed));
+            };
+            for (i, p) in PERCENTILES.iter().enumerate() {
+                pct[i] += h.percentile(p.permille) as f64 / rs.len() as f64;
+            }
+            p999.push(h.percentile(999) as f64);
+            stacking += r.stats.stacking_wakeups as f64 / rs.len() as f64;
+        }
+        let (mean, stddev) = mean_stddev(&p999);
+        let names = ["50", "75", "90", "95", "99", "99.5", "99.9"];
+        let mut pm = serde_json::Map::new();
+        let mut pubm = serde_json::Map::new();
+        for i in 0..7 {
+            pm.insert(names[i].into(), json!(pct[i]));
+            pubm.insert(names[i].into(), json!(published[i]));
+        }
+        let mut extra = serde_json::Map::new();
+        extra.insert("percentiles".into(), serde_json::Value::Object(pm));
+        extra.insert("published_percentiles".into(), serde_json::Value::Object(pubm));
+        extra.insert("stacking".into(), json!(stacking));
+        let cfg = crate::linux::KernelConfig::resolve(kernel, patches, 1000)?;
+        rows.push(CompareRow {
+            variant: label.to_string(),
+            kernel: cfg.label(),
+            patches: cfg.patches.iter().map(|p| p.info().id.to_string()).collect(),
+            runs: o.runs,
+            mean,
+            stddev,
+            normalized: 0.0,
+            published: Some(published[6] as f64),
+            extra,
+        });
+        let mut sim_row = vec![format!("{label} (sim)")];
+        sim_row.extend(pct.iter().map(|v| format!("{v:.0}")));
+        sim_row.push(format!("{stacking:.0}"));
+        grid.push(sim_row);
+        let mut pub_row = vec![format!("{label} (published)")];
+        pub_row.extend(published.iter().map(|v| v.to_string()));
+        pub_row.push("-".into());
+        grid.push(pub_row);
+    }
+    normalize(&mut rows);
+    let header: Vec<String> = ["kernel", "p50", "p75", "p90", "p95", "*p99", "p99.5", "p99.9", "stacking"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    Ok(Comparison {
+        experiment: "schbench-ttwu".into(),
+        machine: "icx-vm-32".into(),
+        metric: "p99.9".into(),
+        unit: "us".into(),
+        lower_is_better: true,
+        rows,
+        title: format!("schbench {ARGS} (wakeup latency percentiles, us; means over seeds)"),
+        notes: vec![format!(
+            "Latency percentiles (usec), simulated beside published, and stacking wakeups per run\n{}",
+            render_grid(&header, &grid)
+        )],
+    })
+}
