@@ -589,6 +589,14 @@ fn cmd_bench(a: BenchArgs) -> Result<(), String> {
             s
         }),
         ("idle epyc-7763-2s 100 ms", scenario::builtin("idle")?),
+        ("schbench -m 2 -t 16 -r 30 icx-vm-32 v6.2", scenario::builtin("schbench")?),
+        ("schbench -m 8 -t 128 -r 10 epyc-7763-2s v6.10 (1032 tasks)", {
+            let mut s = scenario::builtin("schbench")?;
+            s.machine = "epyc-7763-2s".into();
+            s.kernel = "v6.10".into();
+            s.params = Params::from_pairs(vec![("args".into(), "-m 8 -t 128 -r 10".into())], "bench");
+            s
+        }),
     ];
     for (name, spec) in cases {
         let mut samples = Vec::new();
@@ -614,6 +622,12 @@ fn cmd_bench(a: BenchArgs) -> Result<(), String> {
     let t = Instant::now();
     experiments::ipistorm::reproduce(&ExpOpts::default())?;
     emit(&format!("\nreproduce ipistorm (6 variants x 5 seeds, 2 jobs): {:.2} s wall\n", t.elapsed().as_secs_f64()));
+    let t = Instant::now();
+    experiments::schbench_ttwu::reproduce(&ExpOpts::default())?;
+    emit(&format!(
+        "reproduce schbench-ttwu (3 kernels x 5 seeds x 30 s, 2 jobs): {:.2} s wall\n",
+        t.elapsed().as_secs_f64()
+    ));
     Ok(())
 }
 

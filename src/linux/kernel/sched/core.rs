@@ -342,12 +342,14 @@ pub fn __schedule(k: &mut Kernel, cpu: CpuId, s: &mut Schedule) -> Next {
                 s.at = ScheduleAt::Pick;
                 return Next::Cont(0);
             }
-            // put_prev_task() + pick_next_task_idle() -> set_next_task_idle().
+            // put_prev_task() + pick_next_task_idle() -> set_next_task_idle(), which runs
+            // __update_idle_core(): mark the LLC as having an idle core if all siblings idle.
             let now = k.now;
             k.with_cfs(cpu, |cfs, ents| cfs.put_prev_entity(ents, now));
+            let c = crate::linux::kernel::sched::fair::__update_idle_core(k, cpu);
             s.next = k.cpus[cpu as usize].rq.idle;
             s.at = ScheduleAt::Picked;
-            Next::Cont(k.costs.pick_idle)
+            Next::Cont(k.costs.pick_idle + c)
         }
         ScheduleAt::Picked => {
             let (prev, next) = (s.prev, s.next);
