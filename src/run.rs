@@ -28,6 +28,8 @@ pub struct RunSpec {
     pub limit_ns: Time,
     /// Keep trace records.
     pub trace: bool,
+    /// CONFIG_PREEMPT_RT.
+    pub preempt_rt: bool,
 }
 
 impl RunSpec {
@@ -44,6 +46,7 @@ impl RunSpec {
             idle_states: Vec::new(),
             limit_ns: 120 * NSEC_PER_SEC,
             trace: false,
+            preempt_rt: false,
         }
     }
 }
@@ -73,6 +76,11 @@ pub fn build(spec: &RunSpec) -> Result<Kernel, String> {
     }
     let hz = spec.hz.unwrap_or(m.hz);
     let mut cfg = KernelConfig::resolve(&spec.kernel, &spec.patches, hz)?;
+    if spec.preempt_rt {
+        cfg.preempt_rt = true;
+        // features.h: TTWU_QUEUE defaults off on PREEMPT_RT.
+        cfg.features.set(crate::linux::kernel::sched::features::SchedFeat::TTWU_QUEUE, false);
+    }
     for f in &spec.features {
         cfg.features.apply(f)?;
     }

@@ -61,6 +61,9 @@ struct SpecArgs {
     /// Stop after this much simulated time (ms).
     #[arg(long)]
     limit_ms: Option<u64>,
+    /// Build the kernel with CONFIG_PREEMPT_RT (TTWU_QUEUE off, softirqs in ksoftirqd).
+    #[arg(long)]
+    preempt_rt: bool,
 }
 
 #[derive(Args, Debug)]
@@ -205,6 +208,9 @@ fn apply_spec_args(s: &mut RunSpec, a: &SpecArgs) -> Result<(), String> {
     }
     if let Some(l) = a.limit_ms {
         s.limit_ns = l * crate::sim::NSEC_PER_MSEC;
+    }
+    if a.preempt_rt {
+        s.preempt_rt = true;
     }
     Ok(())
 }

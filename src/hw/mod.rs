@@ -144,6 +144,17 @@ pub struct Machine {
     /// The architecture's idle task advertises polling with TIF_POLLING_NRFLAG (x86). On
     /// arm64 there is no such flag: every remote wakeup of an idle CPU needs an IPI.
     pub polling_idle: bool,
+    /// The cpuidle governor the machine's kernel uses.
+    pub governor: Governor,
+}
+
+/// A cpuidle governor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Governor {
+    #[default]
+    Menu,
+    Haltpoll,
 }
 
 impl Machine {
@@ -224,6 +235,9 @@ struct RawMachine {
     /// The architecture has TIF_POLLING_NRFLAG (x86: true; arm64: false). Default true.
     #[serde(default = "default_true")]
     polling_idle: bool,
+    /// The cpuidle governor: "menu" (default) or "haltpoll" (KVM guests with cpuidle-haltpoll).
+    #[serde(default)]
+    governor: Governor,
     topology: Spanned<RawTopology>,
     #[serde(default)]
     numa: RawNuma,
@@ -424,6 +438,7 @@ pub fn machine_from_toml(text: &str, origin: &str) -> Result<Machine, String> {
         idle_states,
         hz: *raw.hz.get_ref(),
         polling_idle: raw.polling_idle,
+        governor: raw.governor,
     })
 }
 

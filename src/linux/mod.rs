@@ -105,6 +105,8 @@ pub struct Cpu {
     pub csd_data: CsdId,
     /// The on-stack csd of waiting `smp_call_function_single()` (one stack slot per CPU).
     pub stack_csd: CsdId,
+    /// `rq->nohz_csd` (func `nohz_csd_func`).
+    pub nohz_csd: CsdId,
     /// `cfd_data`: this CPU's csd for each target of multi-target calls (allocated on first
     /// use), and the mask of targets that need an IPI.
     pub cfd: Vec<CsdId>,
@@ -206,6 +208,7 @@ impl Kernel {
             let csd_data = k.new_csd(CsdFunc::DoNothingIpi, csd_line, 0);
             let stack_line = k.lines.alloc(c);
             let stack_csd = k.new_csd(CsdFunc::DoNothingIpi, stack_line, 0);
+            let nohz_csd = k.new_csd(CsdFunc::NohzCsdFunc(c), rq_lock_line, 0);
             let tick = kernel::time::tick_sched::TickSched::new(k.m.hz, c);
             let rng = Prng::new(seed, 1 + c as u64);
             k.cpus.push(Cpu {
@@ -220,6 +223,7 @@ impl Kernel {
                 softirq_pending: 0,
                 csd_data,
                 stack_csd,
+                nohz_csd,
                 cfd: Vec::new(),
                 cfd_ipi_mask: crate::hw::cpumask::CpuMask::new(nr),
                 will_do_softirq_post_flush: false,

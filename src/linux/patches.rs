@@ -18,6 +18,18 @@ pub enum Patch {
     /// d6962c4fe8f9: `sched_ttwu_pending()` clears `rq->ttwu_pending` after the enqueue;
     /// before it, the flag was cleared before taking the rq lock.
     D6962c4fe8f9,
+    /// ea9cffc0a154: `nohz_csd_func()` no longer requires `!need_resched()` before raising
+    /// SCHED_SOFTIRQ (a polling kick set NEED_RESCHED only to deliver the csd).
+    Ea9cffc0a154,
+    /// ff47a0acfcce: `_nohz_idle_balance()` aborts only if this CPU is really busy
+    /// (`!idle_cpu() && need_resched()`), not on a bare NEED_RESCHED.
+    Ff47a0acfcce,
+    /// e932c4ab38f0: `nohz_csd_func()` raises SCHED_SOFTIRQ with `__raise_softirq_irqoff()`,
+    /// so a kick delivered to a polling CPU's idle task does not wake ksoftirqd.
+    E932c4ab38f0,
+    /// 6675ce20046d: on PREEMPT_RT, `do_softirq_post_smp_call_flush()` does not warn about
+    /// SCHED_SOFTIRQ raised by the flush.
+    S6675ce20046d,
     /// The TIF_NOTIFY_IPI RFC: polling CPUs are told of a pending IPI with TIF_NOTIFY_IPI, and
     /// the idle loop calls `schedule_idle()` only for a real NEED_RESCHED.
     TifNotifyIpiRfc,
@@ -70,6 +82,34 @@ pub const PATCHES: &[PatchInfo] = &[
         id: "d6962c4fe8f9",
         subject: "sched: Clear ttwu_pending after enqueue_task()",
         merged: "v6.2",
+        conflicts: &[],
+    },
+    PatchInfo {
+        patch: Patch::Ea9cffc0a154,
+        id: "ea9cffc0a154",
+        subject: "sched/core: Remove the unnecessary need_resched() check in nohz_csd_func()",
+        merged: "v6.13",
+        conflicts: &[],
+    },
+    PatchInfo {
+        patch: Patch::Ff47a0acfcce,
+        id: "ff47a0acfcce",
+        subject: "sched/fair: Check idle_cpu() before need_resched() to detect ilb CPU turning busy",
+        merged: "v6.13",
+        conflicts: &[],
+    },
+    PatchInfo {
+        patch: Patch::E932c4ab38f0,
+        id: "e932c4ab38f0",
+        subject: "sched/core: Prevent wakeup of ksoftirqd during idle load balance",
+        merged: "v6.13",
+        conflicts: &[],
+    },
+    PatchInfo {
+        patch: Patch::S6675ce20046d,
+        id: "6675ce20046d",
+        subject: "softirq: Allow raising SCHED_SOFTIRQ from SMP-call-function on RT kernel",
+        merged: "v6.13",
         conflicts: &[],
     },
     PatchInfo {
@@ -156,6 +196,21 @@ pub const KERNELS: &[NamedKernel] = &[
         name: "v6.12",
         description: "Linux 6.12: v6.10 + SM_IDLE",
         patches: &[Patch::B2a02fc43a1f, Patch::F3dd3f674555, Patch::D6962c4fe8f9, Patch::Sm3dcac251b066],
+        fair: FairClass::Eevdf,
+    },
+    NamedKernel {
+        name: "v6.13",
+        description: "Linux 6.13: v6.12 + the nohz/softirq fixes of the 2024 series",
+        patches: &[
+            Patch::B2a02fc43a1f,
+            Patch::F3dd3f674555,
+            Patch::D6962c4fe8f9,
+            Patch::Sm3dcac251b066,
+            Patch::Ea9cffc0a154,
+            Patch::Ff47a0acfcce,
+            Patch::E932c4ab38f0,
+            Patch::S6675ce20046d,
+        ],
         fair: FairClass::Eevdf,
     },
 ];

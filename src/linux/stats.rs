@@ -36,6 +36,14 @@ pub struct Stats {
     pub stacking_wakeups: u64,
     /// Task migrations (`set_task_cpu()` to another CPU).
     pub cpu_migrations: u64,
+    /// nohz idle balancing: kicks sent (`kick_ilb` reaching a CPU), kicks whose
+    /// `nohz_csd_func()` raised SCHED_SOFTIRQ, kicks lost there, `_nohz_idle_balance()` passes
+    /// and the passes that aborted.
+    pub nohz_kicks: u64,
+    pub nohz_kicks_raised_softirq: u64,
+    pub nohz_kicks_lost: u64,
+    pub nohz_balances: u64,
+    pub nohz_balance_aborts: u64,
     /// Context switches (`rq->nr_switches` summed).
     pub context_switches: u64,
     /// Tick interrupts handled.
@@ -79,6 +87,11 @@ impl Stats {
             wakeups_direct: 0,
             stacking_wakeups: 0,
             cpu_migrations: 0,
+            nohz_kicks: 0,
+            nohz_kicks_raised_softirq: 0,
+            nohz_kicks_lost: 0,
+            nohz_balances: 0,
+            nohz_balance_aborts: 0,
             context_switches: 0,
             ticks: 0,
             tick_stops: 0,

@@ -390,8 +390,12 @@ pub fn __flush_smp_call_function_queue(k: &mut Kernel, cpu: CpuId, s: &mut Flush
                     c += csd_unlock(k, cpu, e);
                 }
                 k.tp(cpu, Event::CsdFunctionEntry { func: sym, csd: addr });
-                c += run_csd_func(k, cpu, func);
+                let (fc, wake) = run_csd_func(k, cpu, func);
+                c += fc;
                 s.in_func = true;
+                if let Some(f) = wake {
+                    return Next::Call(c + k.costs.csd_call, f);
+                }
                 return Next::Cont(c + k.costs.csd_call);
             }
             k.tp(cpu, Event::CsdFunctionExit { func: sym, csd: addr });
@@ -442,11 +446,14 @@ fn csd_unlock(k: &mut Kernel, cpu: CpuId, e: CsdId) -> Time {
     k.line_write(cpu, line)
 }
 
-/// Run a csd's function (the indirect call in the flush). Returns its cost.
-fn run_csd_func(_k: &mut Kernel, _cpu: CpuId, f: CsdFunc) -> Time {
+/// Run a csd's function (the indirect call in the flush). Returns its cost and, if the
+/// function wakes a task (ksoftirqd), the wakeup to call.
+fn run_csd_func(k: &mut Kernel, cpu: CpuId, f: CsdFunc) -> (Time, Option<Frame>) {
     match f {
-        // ipistorm's callback does nothing; nohz_csd_func arrives with the balancing work;
+        // ipistorm's callback does nothing.
+        CsdFunc::DoNothingIpi => (0, None),
+        CsdFunc::NohzCsdFunc(_) => crate::linux::kernel::sched::core::nohz_csd_func(k, cpu),
         // TTWU entries never come here (pass 3 hands them to sched_ttwu_pending()).
-        CsdFunc::DoNothingIpi | CsdFunc::NohzCsdFunc(_) | CsdFunc::TtwuEntry(_) => 0,
+        CsdFunc::TtwuEntry(_) => (0, None),
     }
 }

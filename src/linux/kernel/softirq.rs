@@ -76,10 +76,14 @@ pub fn irq_exit_softirqs(k: &mut Kernel, cpu: CpuId) -> Option<Frame> {
 
 /// Models `do_softirq_post_smp_call_flush()` — kernel/softirq.c @ v6.10. !RT: the inline
 /// `do_softirq()`, which runs pending softirqs here in the idle task. RT: WARN_ON_ONCE if
-/// softirqs were raised during the flush, then `invoke_softirq()`.
+/// softirqs were raised during the flush (with 6675ce20046d, other than SCHED_SOFTIRQ), then
+/// `invoke_softirq()`.
 pub fn do_softirq_post_smp_call_flush(k: &mut Kernel, cpu: CpuId, was_pending: u32) -> Option<Frame> {
     if k.cfg.preempt_rt {
-        if was_pending != k.cpus[cpu as usize].softirq_pending {
+        let now = k.cpus[cpu as usize].softirq_pending;
+        // 6675ce20046d: SCHED_SOFTIRQ raised by the flush (the ILB kick) is expected.
+        let mask = if k.cfg.has(crate::linux::patches::Patch::S6675ce20046d) { !(1u32 << SCHED_SOFTIRQ) } else { !0 };
+        if (was_pending & mask) != (now & mask) {
             k.warn_on_once(cpu, crate::trace::WarnSite::DoSoftirqPostSmpCallFlush);
         }
         return invoke_softirq(k, cpu);

@@ -27,6 +27,9 @@ pub struct CpuidleDevice {
     pub bucket: usize,
     pub next_timer_ns: u64,
     pub needs_update: bool,
+    /// haltpoll: the adaptive poll window and the last state used.
+    pub poll_limit_ns: u64,
+    pub last_state_idx: u8,
 }
 
 impl CpuidleDevice {
@@ -42,6 +45,8 @@ impl CpuidleDevice {
             bucket: 0,
             next_timer_ns: 0,
             needs_update: false,
+            poll_limit_ns: 0,
+            last_state_idx: 0,
         }
     }
 }

@@ -8,7 +8,12 @@ use crate::linux::{CpuId, Kernel};
 
 /// Models `cpuidle_poll_time()` — drivers/cpuidle/cpuidle.c @ v6.10: the target residency of
 /// the first enabled deeper state (at least 10 us), capped at TICK_NSEC/16.
-pub fn cpuidle_poll_time(k: &Kernel) -> u64 {
+pub fn cpuidle_poll_time(k: &Kernel, cpu: CpuId) -> u64 {
+    // A governor that manages the window (haltpoll) sets poll_limit_ns.
+    let pl = k.cpus[cpu as usize].idle_dev.poll_limit_ns;
+    if pl != 0 {
+        return pl;
+    }
     let cap = k.tick_nsec() / 16;
     let deeper =
         k.m.idle_states
@@ -38,7 +43,7 @@ pub fn poll_idle(k: &mut Kernel, cpu: CpuId, s: &mut EnterState) -> Next {
                 s.at = 2;
                 return Next::Cont(0);
             }
-            let limit = cpuidle_poll_time(k);
+            let limit = cpuidle_poll_time(k, cpu);
             let spent = k.now - s.start_ns;
             if spent >= limit {
                 k.cpus[cpu as usize].idle_dev.poll_time_limit = true;

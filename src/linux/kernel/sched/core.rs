@@ -779,3 +779,41 @@ pub fn sched_tick(k: &mut Kernel, cpu: CpuId) -> Time {
     let c = crate::linux::kernel::sched::fair::sched_balance_trigger(k, cpu);
     k.costs.sched_tick + c
 }
+
+/// Models `nohz_csd_func()` — kernel/sched/core.c @ v6.10: the idle load balancer's csd. Take
+/// (and so release) the kick flags, snapshot `idle_cpu()`, and raise SCHED_SOFTIRQ for
+/// `nohz_idle_balance()`. In v6.10 it also requires `!need_resched()`, which a polling kick
+/// makes true only to deliver this very csd, so the kick is lost (fixed by ea9cffc0a154). It
+/// raises with `raise_softirq_irqoff()`, which from the idle task's flush (not interrupt
+/// context) wakes ksoftirqd (fixed by e932c4ab38f0). Returns (cost, a wakeup to call).
+///
+/// Context: the flush's pass 2 (ASYNC; the csd is already unlocked): hardirq for a real IPI,
+/// the idle task for a polling delivery.
+pub fn nohz_csd_func(k: &mut Kernel, cpu: CpuId) -> (Time, Option<Frame>) {
+    use super::{NOHZ_KICK_MASK, NOHZ_NEWILB_KICK};
+    use crate::linux::patches::Patch;
+    let line = k.cpus[cpu as usize].rq.lock_line;
+    let c = k.line_write(cpu, line);
+    let rq = &mut k.cpus[cpu as usize].rq;
+    let flags = rq.nohz_flags & (NOHZ_KICK_MASK | NOHZ_NEWILB_KICK);
+    rq.nohz_flags &= !(NOHZ_KICK_MASK | NOHZ_NEWILB_KICK);
+    if flags & NOHZ_KICK_MASK == 0 {
+        k.warn_on_once(cpu, crate::trace::WarnSite::NohzCsdFuncNoKick);
+    }
+    let idle = idle_cpu(k, cpu);
+    k.cpus[cpu as usize].rq.idle_balance = idle;
+    let go = if k.cfg.has(Patch::Ea9cffc0a154) { idle } else { idle && !need_resched(k, cpu) };
+    if !go {
+        k.stats.nohz_kicks_lost += 1;
+        return (c, None);
+    }
+    k.cpus[cpu as usize].rq.nohz_idle_balance = flags;
+    k.stats.nohz_kicks_raised_softirq += 1;
+    let sched = crate::linux::kernel::softirq::SCHED_SOFTIRQ;
+    if k.cfg.has(Patch::E932c4ab38f0) {
+        crate::linux::kernel::softirq::__raise_softirq_irqoff(k, cpu, sched);
+        (c, None)
+    } else {
+        (c, crate::linux::kernel::softirq::raise_softirq_irqoff(k, cpu, sched))
+    }
+}

@@ -7,7 +7,9 @@
 //! `rd->overloaded` is set eagerly and recomputed only by a root-level balance, as in the kernel.
 
 use super::topology::SD_BALANCE_NEWIDLE;
-use super::{NOHZ_NEWILB_KICK, SYSCTL_SCHED_MIGRATION_COST};
+use super::{
+    NOHZ_BALANCE_KICK, NOHZ_KICK_MASK, NOHZ_NEWILB_KICK, NOHZ_NEXT_KICK, NOHZ_STATS_KICK, SYSCTL_SCHED_MIGRATION_COST,
+};
 use crate::linux::engine::{Next, WaitOn};
 use crate::linux::kernel::sched::core::{raw_spin_rq_lock, raw_spin_rq_unlock};
 use crate::linux::kernel::softirq::{__raise_softirq_irqoff, SCHED_SOFTIRQ};
@@ -338,6 +340,9 @@ pub fn nohz_balance_enter_idle(k: &mut Kernel, cpu: CpuId) {
         rq.nohz_tick_stopped = true;
         k.nohz.idle_cpus_mask.set(cpu);
         k.nohz.nr_cpus += 1;
+        // set_cpu_sd_state_idle(): one busy CPU fewer in the LLC.
+        let l = llc_of(k, cpu);
+        k.llc_shared[l].nr_busy_cpus = k.llc_shared[l].nr_busy_cpus.saturating_sub(1);
         k.nohz.needs_update = true;
     }
     k.nohz.has_blocked = true;
@@ -364,52 +369,226 @@ pub fn sched_balance_trigger(k: &mut Kernel, cpu: CpuId) -> Time {
     if k.jiffies() >= k.cpus[cpu as usize].rq.next_balance {
         __raise_softirq_irqoff(k, cpu, SCHED_SOFTIRQ);
     }
-    0
+    nohz_balancer_kick(k, cpu)
 }
 
-/// `sched_balance_softirq()` in progress.
+/// `sched_balance_softirq()` in progress (with the nohz idle balance it may run).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SchedBalanceSoftirq {
     pub at: u8,
+    /// nohz: the kick flags taken, the next CPU of the idle mask to visit (as an offset from
+    /// this CPU), and the earliest next balance seen.
+    pub flags: u32,
+    pub i: u32,
+    pub next_balance: u64,
 }
 
-/// Models `sched_balance_softirq()` -> `sched_balance_update_blocked_averages()` +
-/// `sched_balance_domains()` — kernel/sched/fair.c @ v6.10, by cost: each due domain costs a
-/// `sched_balance_rq()` pass; intervals, `last_balance` and `next_balance` are kept as the
-/// kernel keeps them. No task moves (see the module note).
-pub fn sched_balance_softirq(k: &mut Kernel, cpu: CpuId, _s: &mut SchedBalanceSoftirq) -> Next {
-    let idle = k.cpus[cpu as usize].rq.idle_balance;
-    let busy = !idle;
+/// Models `sched_balance_domains()` (was `rebalance_domains()`) — kernel/sched/fair.c @ v6.10,
+/// run by `cpu` for `target`'s domains (the nohz idle balancer runs it for other idle CPUs, so
+/// pulled tasks land on them). Returns the cost.
+pub fn sched_balance_domains(k: &mut Kernel, cpu: CpuId, target: CpuId, idle: CpuIdleType) -> Time {
+    let busy = idle == CpuIdleType::NotIdle;
     let j = k.jiffies();
-    let mut cost = k.costs.update_blocked_averages;
+    let mut cost = 0;
     let mut next_balance = j + 60 * k.cfg.hz as u64;
     let mut decayed = false;
     let mut max_cost = 0u64;
-    for i in 0..k.sd.domains(cpu).len() {
-        decayed |= update_newidle_cost(k, cpu, i, 0);
-        max_cost += k.sd.domains(cpu)[i].max_newidle_lb_cost;
-        let interval = get_sd_balance_interval(k, cpu, i, busy);
-        let last = k.sd.domains(cpu)[i].last_balance;
+    let mut idle = idle;
+    for i in 0..k.sd.domains(target).len() {
+        decayed |= update_newidle_cost(k, target, i, 0);
+        max_cost += k.sd.domains(target)[i].max_newidle_lb_cost;
+        let interval = get_sd_balance_interval(k, target, i, busy);
+        let last = k.sd.domains(target)[i].last_balance;
         if j >= last + interval {
-            let it = if idle { CpuIdleType::Idle } else { CpuIdleType::NotIdle };
-            cost += sched_balance_rq(k, cpu, cpu, i, it).1;
-            k.sd.domains_mut(cpu)[i].last_balance = j;
-            if Some(i) == k.sd.sd_llc[cpu as usize] {
+            let (moved, c) = sched_balance_rq(k, cpu, target, i, idle);
+            cost += c;
+            if moved > 0 {
+                // The CPU now has work: it balances as busy from here on.
+                idle = CpuIdleType::NotIdle;
+            }
+            k.sd.domains_mut(target)[i].last_balance = j;
+            if Some(i) == k.sd.sd_llc[target as usize] {
                 // update_sd_lb_stats() at the LLC level ends with update_idle_cpu_scan().
-                let span = k.sd.domains(cpu)[i].span.clone();
+                let span = k.sd.domains(target)[i].span.clone();
                 let sum_util: u64 = span.iter().map(|c| k.cpus[c as usize].rq.cfs.avg.util_avg).sum();
-                update_idle_cpu_scan(k, cpu, sum_util);
+                update_idle_cpu_scan(k, target, sum_util);
             }
         }
-        let last = k.sd.domains(cpu)[i].last_balance;
+        let last = k.sd.domains(target)[i].last_balance;
         next_balance = next_balance.min(last + interval);
     }
-    let rq = &mut k.cpus[cpu as usize].rq;
+    let rq = &mut k.cpus[target as usize].rq;
     if decayed {
         rq.max_idle_balance_cost = max_cost.max(SYSCTL_SCHED_MIGRATION_COST);
     }
     rq.next_balance = next_balance;
-    Next::Ret(cost)
+    cost
+}
+
+/// Models `sched_balance_softirq()` (was `run_rebalance_domains()`) — kernel/sched/fair.c
+/// @ v6.10: if this CPU was kicked as the nohz idle balancer (and is idle), balance the tickless
+/// idle CPUs on their behalf (`nohz_idle_balance()`); otherwise update blocked averages and
+/// balance this CPU's own domains.
+///
+/// Context: SCHED_SOFTIRQ (in `handle_softirqs()`, IRQs on).
+pub fn sched_balance_softirq(k: &mut Kernel, cpu: CpuId, s: &mut SchedBalanceSoftirq) -> Next {
+    match s.at {
+        0 => {
+            let idle = if k.cpus[cpu as usize].rq.idle_balance { CpuIdleType::Idle } else { CpuIdleType::NotIdle };
+            // nohz_idle_balance(): take this CPU's kick flags; act only when idle.
+            let flags = std::mem::take(&mut k.cpus[cpu as usize].rq.nohz_idle_balance);
+            if flags != 0 && idle == CpuIdleType::Idle {
+                // _nohz_idle_balance() starts: clear the global flags it will refresh.
+                if flags & NOHZ_STATS_KICK != 0 {
+                    k.nohz.has_blocked = false;
+                }
+                if flags & NOHZ_NEXT_KICK != 0 {
+                    k.nohz.needs_update = false;
+                }
+                k.stats.nohz_balances += 1;
+                s.flags = flags;
+                s.i = 1;
+                s.next_balance = k.jiffies() + 60 * k.cfg.hz as u64;
+                s.at = 1;
+                return Next::Cont(0);
+            }
+            let c = k.costs.update_blocked_averages + sched_balance_domains(k, cpu, cpu, idle);
+            Next::Ret(c)
+        }
+        _ => _nohz_idle_balance_step(k, cpu, s),
+    }
+}
+
+/// One CPU of `_nohz_idle_balance()` — kernel/sched/fair.c @ v6.10: visit the idle CPUs of
+/// `nohz.idle_cpus_mask` starting after this one and ending with it; abort if this CPU needs
+/// to reschedule (v6.10: plain `need_resched()`; with ff47a0acfcce only if it is also not
+/// idle); refresh blocked load (STATS) and, if due, balance that CPU's domains on its behalf
+/// (BALANCE).
+fn _nohz_idle_balance_step(k: &mut Kernel, cpu: CpuId, s: &mut SchedBalanceSoftirq) -> Next {
+    let nr = k.m.topo.nr_cpus;
+    while s.i <= nr {
+        let b = (cpu + s.i) % nr;
+        s.i += 1;
+        if !k.nohz.idle_cpus_mask.test(b) && b != cpu {
+            continue;
+        }
+        if b != cpu && !super::idle_cpu(k, b) {
+            continue;
+        }
+        let abort = if k.cfg.has(crate::linux::patches::Patch::Ff47a0acfcce) {
+            !super::idle_cpu(k, cpu) && super::need_resched(k, cpu)
+        } else {
+            super::need_resched(k, cpu)
+        };
+        if abort {
+            // Give the work back to the next balancer.
+            k.stats.nohz_balance_aborts += 1;
+            if s.flags & NOHZ_STATS_KICK != 0 {
+                k.nohz.has_blocked = true;
+            }
+            if s.flags & NOHZ_NEXT_KICK != 0 {
+                k.nohz.needs_update = true;
+            }
+            return Next::Ret(0);
+        }
+        let mut c = 0;
+        if s.flags & NOHZ_STATS_KICK != 0 {
+            // update_nohz_stats(): the blocked-load decay of that CPU.
+            c += k.costs.update_blocked_averages;
+        }
+        if k.jiffies() >= k.cpus[b as usize].rq.next_balance && s.flags & NOHZ_BALANCE_KICK != 0 {
+            let line = k.cpus[b as usize].rq.lock_line;
+            c += k.line_write(cpu, line);
+            c += sched_balance_domains(k, cpu, b, CpuIdleType::Idle);
+        }
+        s.next_balance = s.next_balance.min(k.cpus[b as usize].rq.next_balance);
+        return Next::Cont(c);
+    }
+    k.nohz.next_balance = s.next_balance;
+    if s.flags & NOHZ_STATS_KICK != 0 {
+        // nohz.next_blocked = now + LOAD_AVG_PERIOD (32 ms).
+        k.nohz.next_blocked = k.jiffies() + (32 * k.cfg.hz as u64).div_ceil(1000);
+    }
+    Next::Ret(0)
+}
+
+/// Models `nohz_balance_exit_idle()` — kernel/sched/fair.c @ v6.10: on the first busy tick
+/// after idle, leave `nohz.idle_cpus_mask` and count as busy in the LLC.
+fn nohz_balance_exit_idle(k: &mut Kernel, cpu: CpuId) {
+    let rq = &mut k.cpus[cpu as usize].rq;
+    if !rq.nohz_tick_stopped {
+        return;
+    }
+    rq.nohz_tick_stopped = false;
+    k.nohz.idle_cpus_mask.clear(cpu);
+    k.nohz.nr_cpus -= 1;
+    let l = llc_of(k, cpu);
+    k.llc_shared[l].nr_busy_cpus += 1;
+}
+
+/// Models `find_new_ilb()` — kernel/sched/fair.c @ v6.10: the first CPU of the nohz idle
+/// mask, other than this one, that is idle right now.
+fn find_new_ilb(k: &Kernel, cpu: CpuId) -> Option<CpuId> {
+    k.nohz.idle_cpus_mask.iter().find(|&c| c != cpu && super::idle_cpu(k, c))
+}
+
+/// Models `kick_ilb()` — kernel/sched/fair.c @ v6.10: throttle full kicks to one per jiffy,
+/// pick the idle load balancer, claim its `nohz_flags` (a CPU that already has kick bits is
+/// being kicked by someone else: just add ours), and send it `nohz_csd` with
+/// `smp_call_function_single_async()` (NEED_RESCHED only, on a polling CPU).
+fn kick_ilb(k: &mut Kernel, cpu: CpuId, flags: u32) -> Time {
+    if flags & NOHZ_BALANCE_KICK != 0 {
+        k.nohz.next_balance = k.jiffies() + 1;
+    }
+    let Some(ilb) = find_new_ilb(k, cpu) else { return 0 };
+    let old = k.cpus[ilb as usize].rq.nohz_flags;
+    k.cpus[ilb as usize].rq.nohz_flags |= flags;
+    let line = k.cpus[ilb as usize].rq.lock_line;
+    let mut c = k.line_write(cpu, line);
+    if old & NOHZ_KICK_MASK != 0 {
+        return c;
+    }
+    k.stats.nohz_kicks += 1;
+    let csd = k.cpus[ilb as usize].nohz_csd;
+    if k.csds[csd as usize].flags & crate::linux::csd_flags::CSD_FLAG_LOCK != 0 {
+        return c; // -EBUSY
+    }
+    k.csds[csd as usize].flags = crate::linux::csd_flags::CSD_FLAG_LOCK | crate::linux::csd_flags::CSD_TYPE_ASYNC;
+    c += crate::linux::kernel::smp::__smp_call_single_queue(k, cpu, ilb, csd, crate::trace::Sym::KickIlb);
+    c
+}
+
+/// Models `nohz_balancer_kick()` — kernel/sched/fair.c @ v6.10, from a busy CPU's tick: leave
+/// the nohz mask, then kick an idle load balancer if tickless CPUs have blocked load to
+/// refresh or this CPU has work to give (two or more runnable tasks, or another busy CPU in the
+/// LLC). Returns the cost.
+pub fn nohz_balancer_kick(k: &mut Kernel, cpu: CpuId) -> Time {
+    if k.cpus[cpu as usize].rq.idle_balance {
+        return 0;
+    }
+    nohz_balance_exit_idle(k, cpu);
+    if k.nohz.nr_cpus == 0 {
+        return 0;
+    }
+    let j = k.jiffies();
+    let mut flags = 0;
+    if k.nohz.has_blocked && j > k.nohz.next_blocked {
+        flags = NOHZ_STATS_KICK;
+    }
+    if j >= k.nohz.next_balance {
+        let rq = &k.cpus[cpu as usize].rq;
+        let llc_busy = k.llc_shared[llc_of(k, cpu)].nr_busy_cpus > 1;
+        if rq.nr_running >= 2 || llc_busy {
+            flags = NOHZ_STATS_KICK | NOHZ_BALANCE_KICK;
+        }
+    }
+    if k.nohz.needs_update {
+        flags |= NOHZ_NEXT_KICK;
+    }
+    if flags == 0 {
+        return 0;
+    }
+    kick_ilb(k, cpu, flags)
 }
 
 // ---------------------------------------------------------------------------------------

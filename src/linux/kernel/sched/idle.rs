@@ -186,7 +186,7 @@ pub fn cpuidle_idle_call(k: &mut Kernel, cpu: CpuId, s: &mut CpuidleIdleCall) ->
                 local_irq_enable(k, cpu);
                 return Next::Ret(0);
             }
-            let (idx, stop_tick) = cpuidle::governors::menu::menu_select(k, cpu);
+            let (idx, stop_tick) = cpuidle::governors::select(k, cpu);
             let mut cost = k.costs.governor_select;
             if stop_tick {
                 cost += tick_sched::tick_nohz_idle_stop_tick(k, cpu);
@@ -201,7 +201,7 @@ pub fn cpuidle_idle_call(k: &mut Kernel, cpu: CpuId, s: &mut CpuidleIdleCall) ->
             let (nr, c) = current_clr_polling_and_test(k, cpu);
             if nr {
                 // -EBUSY: cpuidle_reflect() still runs, with a zero residency.
-                cpuidle::governors::menu::menu_reflect(k, cpu, 0);
+                cpuidle::governors::reflect(k, cpu, s.idx, 0);
                 local_irq_enable(k, cpu);
                 s.at = IdleCallAt::Exit;
                 return Next::Cont(c + k.costs.cpuidle_exit);
@@ -216,7 +216,7 @@ pub fn cpuidle_idle_call(k: &mut Kernel, cpu: CpuId, s: &mut CpuidleIdleCall) ->
         IdleCallAt::AfterEnter => {
             k.tp(cpu, Event::CpuIdle { state: u32::MAX, cpu_id: cpu });
             let resid = k.now - s.entered_ns;
-            cpuidle::governors::menu::menu_reflect(k, cpu, resid);
+            cpuidle::governors::reflect(k, cpu, s.idx, resid);
             // cpuidle_enter_state() enables IRQs: an interrupt that woke the CPU is taken here.
             local_irq_enable(k, cpu);
             s.at = IdleCallAt::Exit;
