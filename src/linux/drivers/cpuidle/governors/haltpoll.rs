@@ -37,7 +37,7 @@ pub fn haltpoll_reflect(k: &mut Kernel, cpu: CpuId, idx: u8, residency_ns: u64) 
     }
     let block_ns = residency_ns;
     if block_ns > dev.poll_limit_ns && block_ns <= GUEST_HALT_POLL_NS {
-        let val = (dev.poll_limit_ns * GUEST_HALT_POLL_GROW).max(GUEST_HALT_POLL_GROW_START).min(GUEST_HALT_POLL_NS);
+        let val = (dev.poll_limit_ns * GUEST_HALT_POLL_GROW).clamp(GUEST_HALT_POLL_GROW_START, GUEST_HALT_POLL_NS);
         dev.poll_limit_ns = val;
     } else if block_ns > GUEST_HALT_POLL_NS {
         dev.poll_limit_ns /= GUEST_HALT_POLL_SHRINK;
