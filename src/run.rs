@@ -54,6 +54,8 @@ impl RunSpec {
 pub const WORKLOADS: &[(&str, &str)] = &[
     ("ipistorm", "Anton Blanchard's IPI stress module: kthreads issuing smp_call_function_single()"),
     ("schbench", "Chris Mason's wakeup-latency benchmark (2021-12 version): message threads and workers on futexes"),
+    ("spinners", "N CPU-bound tasks started on chosen CPUs (tasks=, start=CPULIST, duration_ms=): overload setups"),
+    ("nanosleep", "N processes looping nanosleep(1 us) with timer slack (procs=, ns=, duration_ms=)"),
     ("idle", "nothing runs; the machine idles (ticks, idle states)"),
 ];
 
@@ -91,6 +93,8 @@ pub fn build(spec: &RunSpec) -> Result<Kernel, String> {
             spec.params.check_known("idle", &[])?;
             Workload::Idle
         }
+        "spinners" => Workload::Spinners(crate::workload::spinners::Spinners::parse(&spec.params, nr)?),
+        "nanosleep" => Workload::Nanosleep(crate::workload::nanosleep::NanosleepLoop::parse(&spec.params, nr)?),
         "schbench" => {
             spec.params.check_known("schbench", &["args"])?;
             let args = spec.params.get("args").unwrap_or("");

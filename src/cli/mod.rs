@@ -290,6 +290,11 @@ fn counters_json(r: &RunResult) -> serde_json::Value {
         "wakeups_wakelist_coalesced": st.wakeups_wakelist_coalesced,
         "wakeups_direct": st.wakeups_direct,
         "stacking_wakeups": st.stacking_wakeups,
+        "nohz_kicks": st.nohz_kicks,
+        "nohz_kicks_raised_softirq": st.nohz_kicks_raised_softirq,
+        "nohz_kicks_lost": st.nohz_kicks_lost,
+        "nohz_balances": st.nohz_balances,
+        "nohz_balance_aborts": st.nohz_balance_aborts,
         "task_clock_ns": r.task_clock_ns,
         "wakeup_latency_ns": latency_json(&st.wakeup_latency),
         "ticks": st.ticks,
@@ -342,6 +347,12 @@ fn workload_json(r: &RunResult) -> serde_json::Value {
                 "output": w.output,
             })
         }
+        Workload::Spinners(w) => json!({
+            "name": "spinners",
+            "tasks": w.tasks,
+            "time_to_fill_ns": w.time_to_fill_ns(),
+        }),
+        Workload::Nanosleep(w) => json!({"name": "nanosleep", "procs": w.procs, "loops": w.loops}),
         Workload::Idle => json!({"name": "idle"}),
     }
 }
@@ -393,6 +404,13 @@ fn run_text(s: &RunSpec, r: &RunResult) -> String {
             ));
         }
         Workload::Schbench(w) => o.push_str(&w.output),
+        Workload::Spinners(w) => o.push_str(&match w.time_to_fill_ns() {
+            Some(t) => {
+                format!("spinners: {} tasks; every CPU had at most one task after {:.3} ms\n", w.tasks, t as f64 / 1e6)
+            }
+            None => format!("spinners: {} tasks; some CPU still had several tasks at the end\n", w.tasks),
+        }),
+        Workload::Nanosleep(w) => o.push_str(&format!("nanosleep: {} processes, {} sleeps\n", w.procs, w.loops)),
         Workload::Idle => o.push_str(&format!("idle: {:.3} ms simulated\n", r.sim_ns as f64 / 1e6)),
     }
     if !r.finished && !matches!(r.workload, Workload::Idle) {
@@ -422,6 +440,11 @@ fn run_text(s: &RunSpec, r: &RunResult) -> String {
     line(&mut o, st.wakeups_wakelist_coalesced.to_string(), "wakeups (wakelist, coalesced)");
     line(&mut o, st.wakeups_direct.to_string(), "wakeups (direct enqueue)");
     line(&mut o, st.stacking_wakeups.to_string(), "stacking-wakeups");
+    line(&mut o, st.nohz_kicks.to_string(), "nohz-ilb-kicks");
+    line(&mut o, st.nohz_kicks_raised_softirq.to_string(), "nohz-kicks-raised-softirq");
+    line(&mut o, st.nohz_kicks_lost.to_string(), "nohz-kicks-lost");
+    line(&mut o, st.nohz_balances.to_string(), "nohz-idle-balances");
+    line(&mut o, st.nohz_balance_aborts.to_string(), "nohz-idle-balance-aborts");
     line(&mut o, format!("{:.3}", total_irqs_off as f64 / 1e6), "irqs-off-msec (all CPUs)");
     line(&mut o, st.warns.to_string(), "kernel-warnings");
     let h = &st.wakeup_latency;
@@ -509,6 +532,8 @@ fn cmd_compare(a: CompareArgs) -> Result<(), String> {
             .map(|r| match &r.workload {
                 Workload::Ipistorm(w) => w.total_ns() as f64 / 1e6,
                 Workload::Schbench(w) => w.final_hist.as_ref().map_or(0, |h| h.percentile(990)) as f64,
+                Workload::Spinners(w) => w.time_to_fill_ns().unwrap_or(r.sim_ns) as f64 / 1e6,
+                Workload::Nanosleep(_) => r.stats.newidle_ns as f64 / 1e6,
                 Workload::Idle => r.sim_ns as f64 / 1e6,
             })
             .collect();

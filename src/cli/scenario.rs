@@ -18,6 +18,16 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
         "schbench -m 2 -t 16 -r 30 on the 32-vCPU Ice Lake VM (v6.2)",
         include_str!("../../scenarios/schbench.toml"),
     ),
+    (
+        "spinners",
+        "8 spinners started on CPU 8 of an EPYC 7763 2S with polling idle CPUs (the ilb-polling setup)",
+        include_str!("../../scenarios/spinners.toml"),
+    ),
+    (
+        "nanosleep",
+        "240 processes looping nanosleep(1 us) on the 240-CPU Intel machine",
+        include_str!("../../scenarios/nanosleep.toml"),
+    ),
     ("idle", "an idle EPYC 7763 2S for 100 ms (ticks, idle states, nohz)", include_str!("../../scenarios/idle.toml")),
 ];
 

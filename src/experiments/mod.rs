@@ -2,6 +2,7 @@
 //! seeds and prints the table with the published figures beside the simulated ones.
 
 pub mod ipistorm;
+pub mod nohz;
 pub mod schbench_ttwu;
 
 use crate::report::Comparison;
@@ -41,6 +42,18 @@ pub const EXPERIMENTS: &[Experiment] = &[Experiment {
     name: "schbench-ttwu",
     description: "schbench -m 2 -t 16 on a 32-vCPU Ice Lake VM: ttwu_pending cleared early (v6.1), revert of f3dd3f674555, the fix d6962c4fe8f9 (v6.2)",
     run: schbench_ttwu::reproduce,
+}, Experiment {
+    name: "ilb-polling",
+    description: "8 tasks on CPU 8, idle CPUs polling: v6.10, patch 1 only, patch 1 + softirq fix, v6.13 (kicks, ksoftirqd wakeups, nohz aborts, time to fill)",
+    run: nohz::ilb_polling,
+}, Experiment {
+    name: "rt-warn",
+    description: "PREEMPT_RT with patch 1: the do_softirq_post_smp_call_flush WARN, without and with 6675ce20046d",
+    run: nohz::rt_warn,
+}, Experiment {
+    name: "nanosleep",
+    description: "240 processes looping nanosleep(1 us) on 240 CPUs: share of CPU time in newidle balance and update_sd_lb_stats, v6.10 vs v6.13",
+    run: nohz::nanosleep,
 }];
 
 pub fn find(name: &str) -> Result<&'static Experiment, String> {

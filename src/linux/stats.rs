@@ -44,6 +44,9 @@ pub struct Stats {
     pub nohz_kicks_lost: u64,
     pub nohz_balances: u64,
     pub nohz_balance_aborts: u64,
+    /// Time charged to `update_sd_lb_stats()` (all balancing), and the part inside newidle.
+    pub lb_stats_ns: u64,
+    pub newidle_lb_stats_ns: u64,
     /// Context switches (`rq->nr_switches` summed).
     pub context_switches: u64,
     /// Tick interrupts handled.
@@ -87,6 +90,8 @@ impl Stats {
             wakeups_direct: 0,
             stacking_wakeups: 0,
             cpu_migrations: 0,
+            lb_stats_ns: 0,
+            newidle_lb_stats_ns: 0,
             nohz_kicks: 0,
             nohz_kicks_raised_softirq: 0,
             nohz_kicks_lost: 0,

@@ -3,9 +3,11 @@
 //! `schedule`, `wake_up_process`, sleeps), never by writing kernel state directly.
 
 pub mod ipistorm;
+pub mod nanosleep;
 pub mod params;
 pub mod schbench;
 pub mod schbench_stats;
+pub mod spinners;
 
 use crate::linux::engine::{Frame, Next};
 use crate::linux::kernel::sched::core::ScheduleCaller;
@@ -18,6 +20,8 @@ pub enum Workload {
     Idle,
     Ipistorm(ipistorm::Ipistorm),
     Schbench(Box<schbench::Schbench>),
+    Spinners(spinners::Spinners),
+    Nanosleep(nanosleep::NanosleepLoop),
 }
 
 /// The frame of a workload task's own code: a resume point and a loop counter.
@@ -58,6 +62,8 @@ pub fn start(k: &mut Kernel) {
     match k.wl {
         Workload::Ipistorm(_) => ipistorm::start(k),
         Workload::Schbench(_) => schbench::start(k),
+        Workload::Spinners(_) => spinners::start(k),
+        Workload::Nanosleep(_) => nanosleep::start(k),
         Workload::Idle => {}
     }
 }
@@ -67,6 +73,8 @@ pub fn on_action(k: &mut Kernel, what: u32) {
     match k.wl {
         Workload::Ipistorm(_) => ipistorm::on_action(k, what),
         Workload::Schbench(_) => schbench::on_action(k, what),
+        Workload::Spinners(_) => spinners::on_action(k, what),
+        Workload::Nanosleep(_) => nanosleep::on_action(k, what),
         Workload::Idle => {}
     }
 }
@@ -90,6 +98,8 @@ pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
     match k.wl {
         Workload::Ipistorm(_) => ipistorm::kthread_step(k, cpu, s),
         Workload::Schbench(_) => schbench::task_step(k, cpu, s),
+        Workload::Spinners(_) => spinners::task_step(k, cpu, s),
+        Workload::Nanosleep(_) => nanosleep::task_step(k, cpu, s),
         Workload::Idle => unreachable!("the idle workload has no tasks"),
     }
 }

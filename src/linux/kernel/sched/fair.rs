@@ -58,9 +58,11 @@ pub fn update_newidle_cost(k: &mut Kernel, cpu: CpuId, sd: usize, cost: u64) -> 
 
 /// The cost of one `sched_balance_rq()` pass over a domain: fixed part plus
 /// `update_sg_lb_stats()` for every CPU of the span.
-fn balance_rq_cost(k: &Kernel, cpu: CpuId, sd: usize) -> Time {
+fn balance_rq_cost(k: &mut Kernel, cpu: CpuId, sd: usize) -> Time {
     let w = k.sd.domains(cpu)[sd].span_weight as Time;
-    k.costs.balance_rq + w * k.costs.lb_stats_per_cpu
+    let stats = w * k.costs.lb_stats_per_cpu;
+    k.stats.lb_stats_ns += stats;
+    k.costs.balance_rq + stats
 }
 
 /// `enum cpu_idle_type`.
@@ -274,7 +276,9 @@ pub fn sched_balance_newidle(k: &mut Kernel, cpu: CpuId, s: &mut NewidleBalance)
             }
             let mut c = 0;
             if d.flags & SD_BALANCE_NEWIDLE != 0 {
+                let before = k.stats.lb_stats_ns;
                 let (pulled, cost) = sched_balance_rq(k, cpu, cpu, i, CpuIdleType::NewlyIdle);
+                k.stats.newidle_lb_stats_ns += k.stats.lb_stats_ns - before;
                 c = cost;
                 if pulled > 0 {
                     s.pulled = pulled as i8;

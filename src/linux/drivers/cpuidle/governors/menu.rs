@@ -68,7 +68,7 @@ pub fn menu_select(k: &mut Kernel, cpu: CpuId) -> (u8, bool) {
     dev.bucket = which_bucket(next_timer_ns);
     if !states[0].disabled && first_deeper.is_none_or(|s| next_timer_ns < s.target_residency_ns) {
         // State 0 will be used whatever the prediction; keep the tick if it polls.
-        return (0, !states[0].kind.is_polling());
+        return (0, states[0].kind != crate::hw::IdleKind::Poll);
     }
     let n = dev.nr_intervals.min(INTERVALS);
     let typical = if n == INTERVALS { get_typical_interval(&dev.intervals[..n]) } else { None };
@@ -87,7 +87,9 @@ pub fn menu_select(k: &mut Kernel, cpu: CpuId) -> (u8, bool) {
         idx = Some(i as u8);
     }
     let idx = idx.unwrap_or(0);
-    let polling = states[idx as usize].kind.is_polling();
+    // CPUIDLE_FLAG_POLLING: only the POLL state (MWAIT states set TIF_POLLING_NRFLAG, but
+    // they are not "polling states" to the governor).
+    let polling = states[idx as usize].kind == crate::hw::IdleKind::Poll;
     let stop_tick = !((polling || predicted < k.tick_nsec()) && !tick_stopped);
     (idx, stop_tick)
 }

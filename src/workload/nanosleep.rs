@@ -1,0 +1,97 @@
+//! Chen Yu's newidle stress (2024 series, thread 000): `procs` processes, each looping
+//! `nanosleep(ns)` — 1 us by default, which the 50 us timer slack stretches — for
+//! `duration_ms`. Every wakeup is genuine and every sleep makes a CPU newly idle.
+
+use super::params::Params;
+use super::{TaskFrame, Workload};
+use crate::linux::engine::{Action, Frame, Next};
+use crate::linux::kernel::futex::Nanosleep;
+use crate::linux::kernel::sched::core::ScheduleCaller;
+use crate::linux::kernel::sched::{TaskKind, TASK_DEAD};
+use crate::linux::{CpuId, Kernel, TaskId};
+use crate::sim::{Time, NSEC_PER_MSEC};
+
+pub const PARAM_NAMES: &[&str] = &["procs", "ns", "duration_ms"];
+
+#[derive(Debug, Clone)]
+pub struct NanosleepLoop {
+    pub procs: u32,
+    pub ns: Time,
+    pub duration_ns: Time,
+    pub tasks: Vec<TaskId>,
+    pub start_ns: Time,
+    pub loops: u64,
+    pub live: u32,
+}
+
+impl NanosleepLoop {
+    pub fn parse(p: &Params, nr_cpus: u32) -> Result<NanosleepLoop, String> {
+        p.check_known("nanosleep", PARAM_NAMES)?;
+        let procs = p.u64_or("procs", nr_cpus as u64)? as u32;
+        if procs == 0 {
+            return Err(format!("{}: procs must be at least 1", p.origin));
+        }
+        Ok(NanosleepLoop {
+            procs,
+            ns: p.u64_or("ns", 1000)?,
+            duration_ns: p.u64_or("duration_ms", 100)? * NSEC_PER_MSEC,
+            tasks: Vec::new(),
+            start_ns: 0,
+            loops: 0,
+            live: procs,
+        })
+    }
+}
+
+fn st(k: &mut Kernel) -> &mut NanosleepLoop {
+    match &mut k.wl {
+        Workload::Nanosleep(s) => s,
+        _ => unreachable!(),
+    }
+}
+
+pub fn start(k: &mut Kernel) {
+    let n = st(k).procs;
+    let mut tasks = Vec::new();
+    for i in 0..n {
+        let t = k.new_task(TaskKind::Workload, "nanosleep".into(), 0, 120, None);
+        k.tasks[t as usize].saved =
+            vec![Frame::Workload(TaskFrame { task: i, ..Default::default() }), Frame::RetFromFork];
+        tasks.push(t);
+    }
+    let tick = k.tick_nsec();
+    let mut r = crate::sim::Prng::new(k.cpus[0].rng.next_u64(), 0x1155);
+    let load = NSEC_PER_MSEC + r.range(0, tick - 1);
+    let s = st(k);
+    s.tasks = tasks;
+    s.start_ns = load;
+    k.q.push(load, Action::Workload { what: 0 });
+}
+
+/// The parent forks every process (fork balancing places them).
+pub fn on_action(k: &mut Kernel, _what: u32) {
+    for t in st(k).tasks.clone() {
+        super::spawn(k, 0, t);
+    }
+}
+
+pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
+    let end = st(k).start_ns + st(k).duration_ns;
+    if s.at == 1 {
+        unreachable!("nanosleep process ran after exit");
+    }
+    if k.now >= end {
+        let me = k.curr(cpu) as usize;
+        k.tasks[me].state = TASK_DEAD;
+        let w = st(k);
+        w.live -= 1;
+        if w.live == 0 {
+            k.finished = true;
+        }
+        s.at = 1;
+        return Next::Call(0, Frame::ScheduleCaller(ScheduleCaller::schedule()));
+    }
+    st(k).loops += 1;
+    let ns = st(k).ns;
+    Next::Call(k.costs.user_op, Nanosleep::with_timer_slack(ns))
+}

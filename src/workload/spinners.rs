@@ -1,0 +1,124 @@
+//! CPU-bound spinners started on chosen CPUs: the overload setups of the 2024 nohz threads.
+//! `tasks` spinning tasks are started round-robin on `start` (a cpulist), allowed on every
+//! CPU — as if started under `taskset -c START` and then given the full mask — and spin in
+//! user mode for `duration_ms`. With `start` one CPU this is the ilb-polling setup; with
+//! `start` one NUMA node, Julia Lawall's overloaded-node shape.
+//!
+//! The workload records when the machine is first "filled": no CPU has more than one
+//! runnable task (read from the runqueues at each spinner's 1 ms check, never written).
+
+use super::params::Params;
+use super::{TaskFrame, Workload};
+use crate::hw::cpumask::{parse_cpulist, CpuMask};
+use crate::linux::engine::{Action, Frame, Next};
+use crate::linux::kernel::sched::core::ScheduleCaller;
+use crate::linux::kernel::sched::{TaskKind, TASK_DEAD};
+use crate::linux::{CpuId, Kernel, TaskId};
+use crate::sim::{Time, NSEC_PER_MSEC};
+
+pub const PARAM_NAMES: &[&str] = &["tasks", "start", "duration_ms"];
+
+#[derive(Debug, Clone)]
+pub struct Spinners {
+    pub tasks: u32,
+    pub start: CpuMask,
+    pub duration_ns: Time,
+    pub threads: Vec<TaskId>,
+    pub start_ns: Time,
+    /// First instant at which no CPU had more than one runnable task.
+    pub filled_ns: Option<Time>,
+    pub live: u32,
+}
+
+impl Spinners {
+    pub fn parse(p: &Params, nr_cpus: u32) -> Result<Spinners, String> {
+        p.check_known("spinners", PARAM_NAMES)?;
+        let tasks = p.u64_or("tasks", 8)? as u32;
+        if tasks == 0 {
+            return Err(format!("{}: tasks must be at least 1", p.origin));
+        }
+        let start = match p.get("start") {
+            None => parse_cpulist("0", nr_cpus),
+            Some(s) => parse_cpulist(s, nr_cpus),
+        }
+        .map_err(|e| format!("{}: parameter start: {e}", p.origin))?;
+        if start.is_empty() {
+            return Err(format!("{}: parameter start is empty", p.origin));
+        }
+        let duration_ns = p.u64_or("duration_ms", 200)? * NSEC_PER_MSEC;
+        Ok(Spinners { tasks, start, duration_ns, threads: Vec::new(), start_ns: 0, filled_ns: None, live: tasks })
+    }
+
+    /// Time from the start until the machine was filled (ms), if it was.
+    pub fn time_to_fill_ns(&self) -> Option<Time> {
+        self.filled_ns.map(|t| t - self.start_ns)
+    }
+}
+
+fn st(k: &mut Kernel) -> &mut Spinners {
+    match &mut k.wl {
+        Workload::Spinners(s) => s,
+        _ => unreachable!(),
+    }
+}
+
+pub fn start(k: &mut Kernel) {
+    let n = st(k).tasks;
+    let mut threads = Vec::new();
+    for i in 0..n {
+        let t = k.new_task(TaskKind::Workload, "spinner".into(), 0, 120, None);
+        k.tasks[t as usize].saved =
+            vec![Frame::Workload(TaskFrame { task: i, ..Default::default() }), Frame::RetFromFork];
+        threads.push(t);
+    }
+    let tick = k.tick_nsec();
+    let mut r = crate::sim::Prng::new(k.cpus[0].rng.next_u64(), 0x5B1);
+    let load = NSEC_PER_MSEC + r.range(0, tick - 1);
+    let s = st(k);
+    s.threads = threads;
+    s.start_ns = load;
+    k.q.push(load, Action::Workload { what: 0 });
+}
+
+/// Start each spinner on its CPU of `start` (round-robin).
+pub fn on_action(k: &mut Kernel, _what: u32) {
+    let cpus: Vec<CpuId> = st(k).start.iter().collect();
+    let threads = st(k).threads.clone();
+    for (i, t) in threads.into_iter().enumerate() {
+        let c = cpus[i % cpus.len()];
+        k.tasks[t as usize].pinned = Some(c);
+        super::spawn(k, c, t);
+        // The task was started under taskset; it may now run anywhere.
+        k.tasks[t as usize].pinned = None;
+    }
+}
+
+pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
+    let end = { st(k).start_ns + st(k).duration_ns };
+    if s.at == 1 {
+        let me = k.curr(cpu) as usize;
+        let _ = me;
+        unreachable!("spinner ran after exit");
+    }
+    if k.now >= end {
+        let me = k.curr(cpu) as usize;
+        k.tasks[me].state = TASK_DEAD;
+        let w = st(k);
+        w.live -= 1;
+        if w.live == 0 {
+            k.finished = true;
+        }
+        s.at = 1;
+        return Next::Call(0, Frame::ScheduleCaller(ScheduleCaller::schedule()));
+    }
+    if st(k).filled_ns.is_none() {
+        let nr = k.m.topo.nr_cpus;
+        if (0..nr).all(|c| k.cpus[c as usize].rq.cfs_h_nr_running <= 1) {
+            let now = k.now;
+            st(k).filled_ns = Some(now);
+        }
+    }
+    // Spin 1 ms of user time (preemptible at any interrupt).
+    s.user = true;
+    Next::Cont(NSEC_PER_MSEC.min(end - k.now))
+}
