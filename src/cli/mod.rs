@@ -608,6 +608,13 @@ fn cmd_reproduce(a: ReproduceArgs) -> Result<(), String> {
     Ok(())
 }
 
+fn nanosleep_bench(machine: &str, procs: u32) -> Result<RunSpec, String> {
+    let mut s = scenario::builtin("nanosleep")?;
+    s.machine = machine.into();
+    s.params.set("procs".into(), procs.to_string());
+    Ok(s)
+}
+
 fn cmd_bench(a: BenchArgs) -> Result<(), String> {
     use std::time::Instant;
     emit(&format!("schedsim bench: simulator speed (wall clock of this machine; median of {} runs)\n\n", a.runs));
@@ -621,6 +628,9 @@ fn cmd_bench(a: BenchArgs) -> Result<(), String> {
         }),
         ("idle epyc-7763-2s 100 ms", scenario::builtin("idle")?),
         ("schbench -m 2 -t 16 -r 30 icx-vm-32 v6.2", scenario::builtin("schbench")?),
+        ("nanosleep procs=8 i7-4c8t (8 CPUs) 100 ms", nanosleep_bench("i7-4c8t", 8)?),
+        ("nanosleep procs=128 xeon-128-4n (128 CPUs) 100 ms", nanosleep_bench("xeon-128-4n", 128)?),
+        ("nanosleep procs=240 intel-240-2s (240 CPUs) 100 ms", nanosleep_bench("intel-240-2s", 240)?),
         ("schbench -m 8 -t 128 -r 10 epyc-7763-2s v6.10 (1032 tasks)", {
             let mut s = scenario::builtin("schbench")?;
             s.machine = "epyc-7763-2s".into();

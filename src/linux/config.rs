@@ -98,6 +98,12 @@ impl KernelConfig {
         self.has(Patch::SoftirqFlagRfcV1) || self.has(Patch::SoftirqFlagRfcV1Unaligned)
     }
 
+    /// The RFC v2 `softirq_ctrl` reuse.
+    #[inline]
+    pub fn softirq_ctrl_rfc(&self) -> bool {
+        self.has(Patch::SoftirqCtrlRfcV2)
+    }
+
     #[inline]
     pub fn softirq_flag_unaligned(&self) -> bool {
         self.has(Patch::SoftirqFlagRfcV1Unaligned)

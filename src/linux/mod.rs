@@ -114,8 +114,9 @@ pub struct Cpu {
     /// The softirq RFC v1 per-CPU flag `will_do_softirq_post_flush` and its line.
     pub will_do_softirq_post_flush: bool,
     pub softirq_flag_line: LineId,
-    /// PREEMPT_RT `softirq_ctrl.cnt`.
+    /// PREEMPT_RT `softirq_ctrl.cnt` (also used on !RT by the softirq RFC v2), and its line.
     pub softirq_ctrl_cnt: u32,
+    pub softirq_ctrl_line: LineId,
     /// The per-CPU tick/hrtimer state (kernel/time).
     pub tick: kernel::time::tick_sched::TickSched,
     /// The cpuidle device of this CPU.
@@ -205,6 +206,7 @@ impl Kernel {
             // line of this CPU's call_single_queue head (see patches.rs).
             let softirq_flag_line = if k.cfg.softirq_flag_unaligned() { csq_line } else { k.lines.alloc(c) };
             let csd_line = k.lines.alloc(c);
+            let softirq_ctrl_line = k.lines.alloc(c);
             let csd_data = k.new_csd(CsdFunc::DoNothingIpi, csd_line, 0);
             let stack_line = k.lines.alloc(c);
             let stack_csd = k.new_csd(CsdFunc::DoNothingIpi, stack_line, 0);
@@ -229,6 +231,7 @@ impl Kernel {
                 will_do_softirq_post_flush: false,
                 softirq_flag_line,
                 softirq_ctrl_cnt: 0,
+                softirq_ctrl_line,
                 tick,
                 idle_dev: drivers::cpuidle::CpuidleDevice::new(),
                 rng,
@@ -398,6 +401,49 @@ impl Kernel {
         self.stats.warned_sites.push(site);
         self.stats.first_warn_ns.get_or_insert(self.now);
         self.tp(cpu, Event::Warning { site });
+    }
+
+    /// Check the runqueue invariants: every queued task is on exactly one runqueue (its own
+    /// CPU's), and each runqueue's counts match the tasks queued on it. For tests; O(tasks).
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let nr = self.m.topo.nr_cpus as usize;
+        let mut counted = vec![0u32; nr];
+        for (i, t) in self.tasks.iter().enumerate() {
+            if t.kind == kernel::sched::TaskKind::Idle {
+                continue;
+            }
+            let id = i as TaskId;
+            let holders: Vec<usize> = (0..nr)
+                .filter(|&c| {
+                    let cfs = &self.cpus[c].rq.cfs;
+                    cfs.is_queued(id) || (cfs.curr == Some(id) && self.ents[i].on_rq)
+                })
+                .collect();
+            if t.on_rq {
+                if holders != vec![t.cpu as usize] {
+                    return Err(format!(
+                        "task {} ({}) on_rq on CPU {} but held by runqueues {:?} at {}",
+                        t.pid, t.comm, t.cpu, holders, self.now
+                    ));
+                }
+                counted[t.cpu as usize] += 1;
+            } else if !holders.is_empty() {
+                return Err(format!(
+                    "task {} ({}) not on_rq but held by runqueues {:?} at {}",
+                    t.pid, t.comm, holders, self.now
+                ));
+            }
+        }
+        for (c, n) in counted.iter().enumerate() {
+            let rq = &self.cpus[c].rq;
+            if rq.nr_running != *n || rq.cfs_h_nr_running != *n {
+                return Err(format!(
+                    "CPU {c}: nr_running {} / h_nr_running {} but {} queued tasks at {}",
+                    rq.nr_running, rq.cfs_h_nr_running, n, self.now
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Run until the workload finishes, `limit` of simulated time passes, or nothing is left.

@@ -37,6 +37,10 @@ pub enum Patch {
     /// set around `__flush_smp_call_function_queue()` stops `raise_softirq_irqoff()` from
     /// waking ksoftirqd there.
     SoftirqFlagRfcV1,
+    /// Softirq RFC v2 (2024-07): reuse PREEMPT_RT's per-CPU `softirq_ctrl.cnt` on !RT too; its
+    /// low bits count "softirqs will be processed after this flush", and
+    /// `should_wake_ksoftirqd()` reads it.
+    SoftirqCtrlRfcV2,
     /// The same RFC with the flag placed without alignment: it shares the line of the CPU's
     /// `call_single_queue` head, which every sender writes.
     SoftirqFlagRfcV1Unaligned,
@@ -125,6 +129,13 @@ pub const PATCHES: &[PatchInfo] = &[
         subject: "[RFC 3/3] softirq: Avoid waking up ksoftirqd from flush_smp_call_function_queue() (posted 2024-07-10, cacheline-aligned flag)",
         merged: "not merged",
         conflicts: &[Patch::SoftirqFlagRfcV1Unaligned],
+    },
+    PatchInfo {
+        patch: Patch::SoftirqCtrlRfcV2,
+        id: "rfc-v2-softirq-ctrl",
+        subject: "[RFC v2 3/3] softirq: reuse softirq_ctrl.cnt on !RT to mark a flush that will run softirqs (posted 2024-07)",
+        merged: "not merged",
+        conflicts: &[Patch::SoftirqFlagRfcV1, Patch::SoftirqFlagRfcV1Unaligned],
     },
     PatchInfo {
         patch: Patch::SoftirqFlagRfcV1Unaligned,

@@ -308,6 +308,12 @@ pub fn flush_smp_call_function_queue(k: &mut Kernel, cpu: CpuId, s: &mut FlushSm
                 let fl = k.cpus[cpu as usize].softirq_flag_line;
                 c += k.line_write(cpu, fl);
             }
+            if k.cfg.softirq_ctrl_rfc() {
+                // RFC v2: the low bits of softirq_ctrl.cnt mark the flush.
+                k.cpus[cpu as usize].softirq_ctrl_cnt += 1;
+                let l = k.cpus[cpu as usize].softirq_ctrl_line;
+                c += k.line_write(cpu, l);
+            }
             s.at = 1;
             Next::Call(c + k.costs.flush, Frame::FlushQueue(FlushQueue::default()))
         }
@@ -317,6 +323,11 @@ pub fn flush_smp_call_function_queue(k: &mut Kernel, cpu: CpuId, s: &mut FlushSm
                 k.cpus[cpu as usize].will_do_softirq_post_flush = false;
                 let fl = k.cpus[cpu as usize].softirq_flag_line;
                 c += k.line_write(cpu, fl);
+            }
+            if k.cfg.softirq_ctrl_rfc() {
+                k.cpus[cpu as usize].softirq_ctrl_cnt -= 1;
+                let l = k.cpus[cpu as usize].softirq_ctrl_line;
+                c += k.line_write(cpu, l);
             }
             s.at = 2;
             if k.cpus[cpu as usize].softirq_pending != 0 {

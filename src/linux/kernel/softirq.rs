@@ -28,8 +28,8 @@ pub fn __raise_softirq_irqoff(k: &mut Kernel, cpu: CpuId, nr: u32) {
 }
 
 /// Models `should_wake_ksoftirqd()` — kernel/softirq.c @ v6.10: always on !RT, unless the
-/// softirq RFC v1 flag says the flush will process softirqs; on RT, only outside a
-/// BH-disabled section (`softirq_ctrl.cnt == 0`).
+/// softirq RFC v1 flag (or the RFC v2 `softirq_ctrl` count) says the flush will process
+/// softirqs; on RT, only outside a BH-disabled section (`softirq_ctrl.cnt == 0`).
 pub fn should_wake_ksoftirqd(k: &Kernel, cpu: CpuId) -> bool {
     let c = &k.cpus[cpu as usize];
     if k.cfg.preempt_rt {
@@ -37,6 +37,9 @@ pub fn should_wake_ksoftirqd(k: &Kernel, cpu: CpuId) -> bool {
     }
     if k.cfg.softirq_flag() {
         return !c.will_do_softirq_post_flush;
+    }
+    if k.cfg.softirq_ctrl_rfc() {
+        return c.softirq_ctrl_cnt == 0;
     }
     true
 }
