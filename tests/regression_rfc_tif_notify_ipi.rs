@@ -32,8 +32,9 @@ fn pure_csd_wakeups_do_not_call_schedule_idle() {
     let w = ipistorm_of(&k);
     assert_eq!(w.calls(), 1000);
     assert!(w.calls_polling > 0, "scenario: some calls must take the polling path");
-    // The only schedule_idle() is the sender CPU's, when its kthread is woken.
-    assert!(k.stats.schedule_idle_calls <= 1, "schedule_idle_calls = {}", k.stats.schedule_idle_calls);
+    // The sender CPU calls schedule_idle() once, when its kthread is woken. (Other CPUs may:
+    // an idle-load-balancer kick from the sender's busy tick can wake ksoftirqd there.)
+    assert!(per.schedule_idle_calls[8] <= 1, "{per:?}");
     assert!(k.stats.idle_exits >= w.calls_polling, "idle_exits = {}", k.stats.idle_exits);
     assert_eq!(per.schedule_idle_calls[t], 0, "{per:?}");
     assert!(per.idle_exits[t] >= w.calls_polling, "{per:?}");
