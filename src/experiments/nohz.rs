@@ -61,7 +61,6 @@ pub const ILB_VARIANTS: &[(&str, &str, &str)] = &[
     ("v6.10", "v6.10", ""),
     ("patch1-only", "v6.10", "+ea9cffc0a154"),
     ("patch1-softirq-fix", "v6.10", "+ea9cffc0a154,+e932c4ab38f0"),
-    ("patch1-rfc-v2-softirq-ctrl", "v6.10", "+ea9cffc0a154,+rfc-v2-softirq-ctrl"),
     ("v6.13", "v6.13", ""),
 ];
 

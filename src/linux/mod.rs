@@ -145,6 +145,9 @@ pub struct Kernel {
     pub lines: Lines,
     pub sd: SchedDomains,
     pub rd: RootDomain,
+    /// `sched_balance_running`: a CPU is balancing an SD_SERIALIZE (NUMA) domain. Balancing a
+    /// domain is one step in the model, so no other CPU can observe it held; kept for the rule.
+    pub sched_balance_running: bool,
     /// `sd_llc_shared`, indexed by `sd_llc_id` (the LLC's first CPU).
     pub llc_shared: Vec<kernel::sched::fair::SdShared>,
     pub nohz: Nohz,
@@ -180,6 +183,7 @@ impl Kernel {
             sd,
             rd: RootDomain::default(),
             llc_shared: Vec::new(),
+            sched_balance_running: false,
             nohz: Nohz::new(nr),
             trace: TraceBuf::default(),
             stats: Stats::new(nr),

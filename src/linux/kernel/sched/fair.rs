@@ -157,7 +157,9 @@ pub fn sched_balance_rq(k: &mut Kernel, cpu: CpuId, dst: CpuId, sd: usize, idle:
     let nice_tries = k.sd.domains(dst)[sd].cache_nice_tries;
     let failed = k.sd.domains(dst)[sd].nr_balance_failed;
     let queued: Vec<TaskId> = k.cpus[src as usize].rq.cfs.queued().to_vec();
-    let want = if idle == CpuIdleType::NewlyIdle { 1 } else { ((src_nr - dst_nr) / 2).max(1) };
+    // loop_max = min(sysctl_sched_nr_migrate, busiest->nr_running): 32 (!RT) or 8 (RT).
+    let nr_migrate = if k.cfg.preempt_rt { 8 } else { 32 };
+    let want = if idle == CpuIdleType::NewlyIdle { 1 } else { ((src_nr - dst_nr) / 2).clamp(1, nr_migrate) };
     let mut moved = 0u32;
     for p in queued {
         if moved >= want {
@@ -403,6 +405,11 @@ pub fn sched_balance_domains(k: &mut Kernel, cpu: CpuId, target: CpuId, idle: Cp
         max_cost += k.sd.domains(target)[i].max_newidle_lb_cost;
         let interval = get_sd_balance_interval(k, target, i, busy);
         let last = k.sd.domains(target)[i].last_balance;
+        let serialize = k.sd.domains(target)[i].flags & super::topology::SD_SERIALIZE != 0;
+        if serialize && k.sched_balance_running {
+            // SD_SERIALIZE: another CPU is balancing a NUMA domain; skip this one.
+            continue;
+        }
         if j >= last + interval {
             let (moved, c) = sched_balance_rq(k, cpu, target, i, idle);
             cost += c;

@@ -90,12 +90,21 @@ pub fn current_clr_polling_and_test(k: &mut Kernel, cpu: CpuId) -> (bool, u64) {
 pub fn do_idle(k: &mut Kernel, cpu: CpuId, s: &mut DoIdle) -> Next {
     match s.at {
         DoIdleAt::Entry => {
-            // nohz_run_idle_balance(): only acts on a pending NOHZ_NEWILB_KICK.
-            let newilb = k.cpus[cpu as usize].rq.nohz_flags & super::NOHZ_NEWILB_KICK != 0;
-            if newilb && !need_resched(k, cpu) {
+            // nohz_run_idle_balance(): if only NOHZ_NEWILB_KICK is pending and nothing is to
+            // run, refresh the blocked load of the tickless CPUs here (_nohz_idle_balance with
+            // NOHZ_STATS_KICK), IRQs on.
+            let flags = k.cpus[cpu as usize].rq.nohz_flags;
+            let mut c = 0;
+            if flags & super::NOHZ_NEWILB_KICK != 0 {
                 k.cpus[cpu as usize].rq.nohz_flags &= !super::NOHZ_NEWILB_KICK;
+                if flags & super::NOHZ_KICK_MASK == 0 && !need_resched(k, cpu) {
+                    k.nohz.has_blocked = false;
+                    let n = k.nohz.idle_cpus_mask.weight() as u64;
+                    c += n * k.costs.update_blocked_averages;
+                    k.nohz.next_blocked = k.jiffies() + (32 * k.cfg.hz as u64).div_ceil(1000);
+                }
             }
-            let c = __current_set_polling(k, cpu);
+            c += __current_set_polling(k, cpu);
             tick_sched::tick_nohz_idle_enter(k, cpu);
             s.at = DoIdleAt::LoopCheck;
             Next::Cont(k.costs.do_idle_enter + c)
