@@ -57,6 +57,35 @@ pub fn spawn(k: &mut Kernel, creator: CpuId, t: crate::linux::TaskId) {
     }
 }
 
+/// Create `n` workload tasks named `comm` (roles 0..n), each starting in its workload code
+/// after `ret_from_fork`.
+pub fn new_tasks(k: &mut Kernel, n: u32, comm: &str) -> Vec<crate::linux::TaskId> {
+    (0..n)
+        .map(|i| {
+            let t = k.new_task(crate::linux::kernel::sched::TaskKind::Workload, comm.to_string(), 0, 120, None);
+            k.tasks[t as usize].saved =
+                vec![Frame::Workload(TaskFrame { task: i, ..Default::default() }), Frame::RetFromFork];
+            t
+        })
+        .collect()
+}
+
+/// The instant a workload starts: after 1 ms, at a seed-dependent phase of the tick (stream
+/// `stream` of CPU 0's seed), so seeds differ in the run's alignment with the tick.
+pub fn load_time(k: &mut Kernel, stream: u64) -> crate::sim::Time {
+    let tick = k.tick_nsec();
+    let mut r = crate::sim::Prng::new(k.cpus[0].rng.next_u64(), stream);
+    crate::sim::NSEC_PER_MSEC + r.range(0, tick - 1)
+}
+
+/// The current task exits (`do_exit` -> `schedule()`); it never runs again.
+pub fn exit_current(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
+    let me = k.curr(cpu) as usize;
+    k.tasks[me].state = crate::linux::kernel::sched::TASK_DEAD;
+    s.at = u8::MAX;
+    Next::Call(0, Frame::ScheduleCaller(ScheduleCaller::schedule()))
+}
+
 /// Create the workload's tasks in a freshly booted kernel.
 pub fn start(k: &mut Kernel) {
     match k.wl {

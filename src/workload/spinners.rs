@@ -10,9 +10,7 @@
 use super::params::Params;
 use super::{TaskFrame, Workload};
 use crate::hw::cpumask::{parse_cpulist, CpuMask};
-use crate::linux::engine::{Action, Frame, Next};
-use crate::linux::kernel::sched::core::ScheduleCaller;
-use crate::linux::kernel::sched::{TaskKind, TASK_DEAD};
+use crate::linux::engine::{Action, Next};
 use crate::linux::{CpuId, Kernel, TaskId};
 use crate::sim::{Time, NSEC_PER_MSEC};
 
@@ -64,16 +62,8 @@ fn st(k: &mut Kernel) -> &mut Spinners {
 
 pub fn start(k: &mut Kernel) {
     let n = st(k).tasks;
-    let mut threads = Vec::new();
-    for i in 0..n {
-        let t = k.new_task(TaskKind::Workload, "spinner".into(), 0, 120, None);
-        k.tasks[t as usize].saved =
-            vec![Frame::Workload(TaskFrame { task: i, ..Default::default() }), Frame::RetFromFork];
-        threads.push(t);
-    }
-    let tick = k.tick_nsec();
-    let mut r = crate::sim::Prng::new(k.cpus[0].rng.next_u64(), 0x5B1);
-    let load = NSEC_PER_MSEC + r.range(0, tick - 1);
+    let threads = super::new_tasks(k, n, "spinner");
+    let load = super::load_time(k, 0x5B1);
     let s = st(k);
     s.threads = threads;
     s.start_ns = load;
@@ -95,21 +85,16 @@ pub fn on_action(k: &mut Kernel, _what: u32) {
 
 pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
     let end = { st(k).start_ns + st(k).duration_ns };
-    if s.at == 1 {
-        let me = k.curr(cpu) as usize;
-        let _ = me;
+    if s.at == u8::MAX {
         unreachable!("spinner ran after exit");
     }
     if k.now >= end {
-        let me = k.curr(cpu) as usize;
-        k.tasks[me].state = TASK_DEAD;
         let w = st(k);
         w.live -= 1;
         if w.live == 0 {
             k.finished = true;
         }
-        s.at = 1;
-        return Next::Call(0, Frame::ScheduleCaller(ScheduleCaller::schedule()));
+        return super::exit_current(k, cpu, s);
     }
     if st(k).filled_ns.is_none() {
         let nr = k.m.topo.nr_cpus;

@@ -276,10 +276,11 @@ pub fn activate_task(k: &mut Kernel, rq_cpu: CpuId, p: TaskId, flags: EnqueueFla
     r
 }
 
-/// Dequeue the running task `p` that is going to sleep (`deactivate_task` with DEQUEUE_SLEEP).
-fn deactivate_task(k: &mut Kernel, rq_cpu: CpuId, p: TaskId) {
+/// Dequeue `p` (`deactivate_task` -> `dequeue_task_fair` -> `sub_nr_running`): a running task
+/// going to sleep (DEQUEUE_SLEEP), or a queued task leaving for another CPU (migrating).
+pub fn deactivate_task(k: &mut Kernel, rq_cpu: CpuId, p: TaskId, flags: DequeueFlags) {
     let now = k.now;
-    k.with_cfs(rq_cpu, |cfs, ents| cfs.dequeue_entity(ents, p, now, DequeueFlags { sleep: true, migrating: false }));
+    k.with_cfs(rq_cpu, |cfs, ents| cfs.dequeue_entity(ents, p, now, flags));
     let rq = &mut k.cpus[rq_cpu as usize].rq;
     rq.nr_running -= 1;
     rq.cfs_h_nr_running -= 1;
@@ -311,7 +312,7 @@ pub fn __schedule(k: &mut Kernel, cpu: CpuId, s: &mut Schedule) -> Next {
                 SchedMode::Preempt | SchedMode::Idle => false,
             };
             if deactivates && k.tasks[prev as usize].state != TASK_RUNNING && k.tasks[prev as usize].on_rq {
-                deactivate_task(k, cpu, prev);
+                deactivate_task(k, cpu, prev, DequeueFlags { sleep: true, migrating: false });
             }
             if s.mode == SchedMode::Idle && k.cpus[cpu as usize].rq.nr_running == 0 {
                 // SM_IDLE fast path: nothing to pick, keep running the idle task.

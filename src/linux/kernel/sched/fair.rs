@@ -207,11 +207,7 @@ fn balanced(k: &mut Kernel, dst: CpuId, sd: usize, idle: CpuIdleType) {
 fn move_queued_task(k: &mut Kernel, cpu: CpuId, src: CpuId, dst: CpuId, p: TaskId) {
     use super::fair_class::{DequeueFlags, EnqueueFlags};
     let now = k.now;
-    k.with_cfs(src, |cfs, ents| cfs.dequeue_entity(ents, p, now, DequeueFlags { sleep: false, migrating: true }));
-    let rq = &mut k.cpus[src as usize].rq;
-    rq.nr_running -= 1;
-    rq.cfs_h_nr_running -= 1;
-    k.tasks[p as usize].on_rq = false;
+    crate::linux::kernel::sched::core::deactivate_task(k, src, p, DequeueFlags { sleep: false, migrating: true });
     let (pid, prio) = (k.tasks[p as usize].pid, k.tasks[p as usize].prio);
     k.tp(cpu, crate::trace::Event::SchedMigrateTask { pid, prio, orig_cpu: src, dest_cpu: dst });
     k.stats.cpu_migrations += 1;
