@@ -29,7 +29,7 @@ fn schedule_idle_on_the_target_never_runs_newidle_balance() {
     assert_eq!(ipistorm_of(&k).calls(), 1000);
     assert!(per.schedule_idle_calls[t] > 0, "scenario: the target must go through schedule_idle(): {per:?}");
     assert_eq!(per.newidle_calls[t], 0, "SM_IDLE: {per:?}");
-    assert_eq!(k.stats.newidle_calls, 0);
+    // Elsewhere newidle still runs when a task really goes idle (the sender's kthread exiting).
     assert_eq!(k.stats.phase_ns[t][Phase::Newidle as usize], 0);
 }
 

@@ -184,7 +184,7 @@ pub fn kthread_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
                 let w = st(k);
                 w.running -= 1;
                 if w.running == 0 {
-                    k.finished = true;
+                    super::all_exited(k);
                 }
                 let me = k.curr(cpu) as usize;
                 k.tasks[me].state = TASK_DEAD;

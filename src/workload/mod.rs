@@ -78,6 +78,15 @@ pub fn load_time(k: &mut Kernel, stream: u64) -> crate::sim::Time {
     crate::sim::NSEC_PER_MSEC + r.range(0, tick - 1)
 }
 
+/// Workload action: the run is over.
+pub const FINISH: u32 = u32::MAX;
+
+/// The workload's last task has exited: end the run once it has switched out (10 us later),
+/// so its final `sched_switch` (prev_state=X) is part of the run.
+pub fn all_exited(k: &mut Kernel) {
+    k.q.push(k.now + 10_000, crate::linux::engine::Action::Workload { what: FINISH });
+}
+
 /// The current task exits (`do_exit` -> `schedule()`); it never runs again.
 pub fn exit_current(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
     let me = k.curr(cpu) as usize;
@@ -99,6 +108,10 @@ pub fn start(k: &mut Kernel) {
 
 /// A workload-level action fired.
 pub fn on_action(k: &mut Kernel, what: u32) {
+    if what == FINISH {
+        k.finished = true;
+        return;
+    }
     match k.wl {
         Workload::Ipistorm(_) => ipistorm::on_action(k, what),
         Workload::Schbench(_) => schbench::on_action(k, what),

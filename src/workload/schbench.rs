@@ -191,7 +191,7 @@ fn exit_thread(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
         let runtime = w.o.runtime_s;
         w.output.push_str(&render_report(&h, runtime));
         w.final_hist = Some(h);
-        k.finished = true;
+        super::all_exited(k);
     }
     s.at = 255;
     Next::Call(0, Frame::ScheduleCaller(ScheduleCaller::schedule()))

@@ -92,7 +92,7 @@ pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
         let w = st(k);
         w.live -= 1;
         if w.live == 0 {
-            k.finished = true;
+            super::all_exited(k);
         }
         return super::exit_current(k, cpu, s);
     }

@@ -5,12 +5,17 @@
 #![allow(dead_code)]
 
 use schedsim::linux::engine::{self, Action};
-use schedsim::linux::{CpuId, Kernel};
+use schedsim::linux::kernel::sched::{TaskKind, TASK_INTERRUPTIBLE};
+use schedsim::linux::kernel::softirq::ksoftirqd_initial_stack;
+use schedsim::linux::{CpuId, Kernel, TaskId};
 use schedsim::run::{RunResult, RunSpec};
+use schedsim::sim::queue::Chooser;
 use schedsim::sim::Time;
 use schedsim::trace::{flags, Event, Record, Sym, Vector};
 use schedsim::workload::ipistorm::Ipistorm;
 use schedsim::workload::params::Params;
+use schedsim::workload::schbench::Schbench;
+use schedsim::workload::spinners::Spinners;
 use schedsim::workload::Workload;
 
 /// `cpu_idle` with `state=4294967295` (PWR_EVENT_EXIT): leaving an idle state.
@@ -237,4 +242,210 @@ pub fn run_attributed(k: &mut Kernel, limit: Time, extra: Time) -> PerCpu {
     let until = k.now + extra;
     step_until(k, until, &mut per, |_, _, _| {}, |_| false);
     per
+}
+
+// ---------------------------------------------------------------------------------------
+// Specs of the other workloads
+// ---------------------------------------------------------------------------------------
+
+/// A spinners spec: `tasks` CPU-bound tasks started round-robin on `start` (a cpulist), for
+/// `duration_ms`. `c2`: `Some(on)` enables or disables the C2 state of the machine.
+#[allow(clippy::too_many_arguments)]
+pub fn spinners_spec(
+    machine: &str,
+    kernel: &str,
+    patches: &str,
+    tasks: u32,
+    start: &str,
+    duration_ms: u64,
+    c2: Option<bool>,
+    trace: bool,
+) -> RunSpec {
+    let mut s = RunSpec::new("spinners");
+    s.machine = machine.into();
+    s.kernel = kernel.into();
+    s.patches = patches.into();
+    let (t, st, d) = (format!("tasks={tasks}"), format!("start={start}"), format!("duration_ms={duration_ms}"));
+    s.params = Params::parse([t.as_str(), st.as_str(), d.as_str()], "test").expect("valid spinners parameters");
+    if let Some(on) = c2 {
+        s.idle_states = vec![("C2".into(), on)];
+    }
+    s.trace = trace;
+    s
+}
+
+/// A schbench spec; `args` is schbench's own command line (e.g. "-m 1 -t 4 -r 7").
+pub fn schbench_spec(machine: &str, kernel: &str, patches: &str, args: &str, trace: bool) -> RunSpec {
+    let mut s = RunSpec::new("schbench");
+    s.machine = machine.into();
+    s.kernel = kernel.into();
+    s.patches = patches.into();
+    let a = format!("args={args}");
+    s.params = Params::parse([a.as_str()], "test").expect("valid schbench parameters");
+    s.trace = trace;
+    s
+}
+
+/// The schbench state of a finished run.
+pub fn schbench_of(r: &RunResult) -> &Schbench {
+    match &r.workload {
+        Workload::Schbench(w) => w,
+        other => panic!("not a schbench run: {other:?}"),
+    }
+}
+
+/// The spinners state of a finished run.
+pub fn spinners_of(r: &RunResult) -> &Spinners {
+    match &r.workload {
+        Workload::Spinners(w) => w,
+        other => panic!("not a spinners run: {other:?}"),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Driving a built kernel by hand
+// ---------------------------------------------------------------------------------------
+
+/// Give every timed step of every CPU its own queue action: the executor's run-ahead (which
+/// takes a CPU's next step inline when nothing else is due first) needs the FIFO chooser, so a
+/// recording chooser turns it off without changing the order of anything. After this,
+/// [`step_until`] observes the machine between any two steps that are apart in time.
+pub fn no_run_ahead(k: &mut Kernel) {
+    k.q.chooser = Chooser::Record { choices: Vec::new() };
+}
+
+/// Run `k` up to the absolute time `t` (actions due later stay queued).
+pub fn run_until(k: &mut Kernel, t: Time) {
+    let mut per = per_cpu(k);
+    let st = step_until(k, t, &mut per, |_, _, _| {}, |_| false);
+    assert_ne!(st, Stop::Pred);
+}
+
+/// Dispatch exactly one action (the earliest queued); false if nothing was queued before
+/// `limit`.
+pub fn step_one(k: &mut Kernel, limit: Time) -> bool {
+    let mut per = per_cpu(k);
+    step_until(k, limit, &mut per, |_, _, _| {}, |_| true) == Stop::Pred
+}
+
+/// Create a workload task asleep in `schedule()` (TASK_INTERRUPTIBLE) that last ran on
+/// `prev_cpu`, optionally bound to one CPU. Its code is the smpboot thread loop with nothing
+/// to do (the body of an idle ksoftirqd): each time it is woken it runs, finds no work and
+/// sleeps again, so a test can wake it with any workload — including `idle`, which has no
+/// task code of its own.
+pub fn sleeper(k: &mut Kernel, comm: &str, prev_cpu: CpuId, pinned: Option<CpuId>) -> TaskId {
+    let t = k.new_task(TaskKind::Workload, comm.into(), 0, 120, pinned);
+    let task = &mut k.tasks[t as usize];
+    task.state = TASK_INTERRUPTIBLE;
+    task.cpu = prev_cpu;
+    task.saved = ksoftirqd_initial_stack();
+    t
+}
+
+/// The pid of a task.
+pub fn pid_of(k: &Kernel, t: TaskId) -> u32 {
+    k.tasks[t as usize].pid
+}
+
+/// `sched_waking` of `pid` recorded on `cpu`.
+pub fn is_waking(r: &Record, cpu: CpuId, pid: u32) -> bool {
+    r.cpu == cpu && matches!(r.event, Event::SchedWaking { pid: p, .. } if p == pid)
+}
+
+/// `sched_wakeup` of `pid` recorded on `cpu`.
+pub fn is_wakeup(r: &Record, cpu: CpuId, pid: u32) -> bool {
+    r.cpu == cpu && matches!(r.event, Event::SchedWakeup { pid: p, .. } if p == pid)
+}
+
+/// `sched_switch` on `cpu` from `prev` to `next`.
+pub fn is_switch_between(r: &Record, cpu: CpuId, prev: u32, next: u32) -> bool {
+    r.cpu == cpu
+        && matches!(r.event, Event::SchedSwitch { prev_pid, next_pid, .. } if prev_pid == prev && next_pid == next)
+}
+
+/// `softirq_raise`, `softirq_entry` of vector `vec` on `cpu`.
+pub fn is_softirq_raise(r: &Record, cpu: CpuId, vec: u32) -> bool {
+    r.cpu == cpu && matches!(r.event, Event::SoftirqRaise { vec: v } if v == vec)
+}
+
+pub fn is_softirq_entry(r: &Record, cpu: CpuId, vec: u32) -> bool {
+    r.cpu == cpu && matches!(r.event, Event::SoftirqEntry { vec: v } if v == vec)
+}
+
+// ---------------------------------------------------------------------------------------
+// The ilb-polling setup of the 2024 nohz series
+// ---------------------------------------------------------------------------------------
+
+/// The CPU the spinners of [`ilb_polling_spec`] start on.
+pub const ILB_BUSY_CPU: CpuId = 0;
+/// The idle load balancer of that setup: the first CPU of `nohz.idle_cpus_mask`.
+pub const ILB_CPU: CpuId = 1;
+
+/// The ilb-polling setup (kernel-model-spec.md F7) on smp-4: `tasks` CPU-bound spinners
+/// started round-robin on `start` for 20 ms, while the other CPUs idle with their ticks
+/// stopped. C2 is off, so every idle CPU polls (POLL or C1 MWAIT): a kick is delivered by
+/// setting NEED_RESCHED on the ILB CPU's idle task, and `nohz_csd_func()` runs from the idle
+/// task's flush.
+pub fn ilb_polling_spec(kernel: &str, patches: &str, tasks: u32, start: &str, preempt_rt: bool) -> RunSpec {
+    let mut s = spinners_spec("smp-4", kernel, patches, tasks, start, 20, Some(false), true);
+    s.preempt_rt = preempt_rt;
+    s
+}
+
+/// [`ilb_polling_spec`] with three spinners on CPU 0, run to completion.
+pub fn ilb_polling_run(kernel: &str, patches: &str, preempt_rt: bool) -> RunResult {
+    let r = schedsim::run::execute(&ilb_polling_spec(kernel, patches, 3, "0", preempt_rt)).expect("valid spec");
+    assert!(r.finished, "{kernel}{patches}: the spinners did not finish");
+    r
+}
+
+/// One ILB kick: where `kick_ilb()` queued `nohz_csd` and how the target was notified.
+#[derive(Debug, Clone, Copy)]
+pub struct Kick {
+    /// Index of the `csd_queue_cpu` record.
+    pub queue: usize,
+    pub from: CpuId,
+    pub target: CpuId,
+    /// Notified by NEED_RESCHED on a polling idle task (`sched_wake_idle_without_ipi`).
+    pub polling: bool,
+    /// Notified by a CALL_FUNCTION_SINGLE IPI.
+    pub ipi: bool,
+}
+
+/// Every kick of a traced run.
+pub fn kicks(trace: &[Record]) -> Vec<Kick> {
+    positions(trace, |r| matches!(r.event, Event::CsdQueueCpu { callsite: Sym::KickIlb, .. }))
+        .into_iter()
+        .map(|i| {
+            let from = trace[i].cpu;
+            let Event::CsdQueueCpu { cpu: target, .. } = trace[i].event else { unreachable!() };
+            let next = find_from(trace, i + 1, |r| r.cpu == from).map(|j| trace[j].event);
+            let polling = matches!(next, Some(Event::SchedWakeIdleWithoutIpi { cpu }) if cpu == target);
+            let ipi = matches!(next, Some(Event::IpiSendCpu { cpu, callsite: Sym::KickIlb, .. }) if cpu == target);
+            Kick { queue: i, from, target, polling, ipi }
+        })
+        .collect()
+}
+
+/// Indices of the `csd_function_entry` records of `nohz_csd_func` (on any CPU).
+pub fn nohz_csd_runs(trace: &[Record]) -> Vec<usize> {
+    positions(trace, |r| matches!(r.event, Event::CsdFunctionEntry { func: Sym::NohzCsdFunc, .. }))
+}
+
+/// `sched_migrate_task` records: (index, recording CPU, pid, orig_cpu, dest_cpu).
+pub fn migrations(trace: &[Record]) -> Vec<(usize, CpuId, u32, CpuId, CpuId)> {
+    trace
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| match r.event {
+            Event::SchedMigrateTask { pid, orig_cpu, dest_cpu, .. } => Some((i, r.cpu, pid, orig_cpu, dest_cpu)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The pid of `ksoftirqd/cpu` in a run.
+pub fn ksoftirqd_pid(r: &RunResult, cpu: CpuId) -> u32 {
+    let name = format!("ksoftirqd/{cpu}");
+    r.comms.iter().find(|(_, c)| *c == name).map(|(p, _)| *p).expect("every CPU has a ksoftirqd")
 }

@@ -84,9 +84,17 @@ pub fn irq_exit_softirqs(k: &mut Kernel, cpu: CpuId) -> Option<Frame> {
 pub fn do_softirq_post_smp_call_flush(k: &mut Kernel, cpu: CpuId, was_pending: u32) -> Option<Frame> {
     if k.cfg.preempt_rt {
         let now = k.cpus[cpu as usize].softirq_pending;
-        // 6675ce20046d: SCHED_SOFTIRQ raised by the flush (the ILB kick) is expected.
-        let mask = if k.cfg.has(crate::linux::patches::Patch::S6675ce20046d) { !(1u32 << SCHED_SOFTIRQ) } else { !0 };
-        if (was_pending & mask) != (now & mask) {
+        if now == was_pending {
+            return None;
+        }
+        // Something was raised during the flush. v6.10 warns; 6675ce20046d accepts
+        // SCHED_SOFTIRQ (the ILB kick) and warns only for other bits. Then invoke_softirq().
+        let unexpected = if k.cfg.has(crate::linux::patches::Patch::S6675ce20046d) {
+            was_pending != now & !(1u32 << SCHED_SOFTIRQ)
+        } else {
+            true
+        };
+        if unexpected {
             k.warn_on_once(cpu, crate::trace::WarnSite::DoSoftirqPostSmpCallFlush);
         }
         return invoke_softirq(k, cpu);

@@ -442,6 +442,8 @@ fn task_state_index(p: &Task, mode: SchedMode) -> u32 {
     match p.state {
         TASK_RUNNING | TASK_WAKING => 0,
         s if s == super::TASK_IDLE => 0x80,
+        // An exiting thread reports its exit_state: EXIT_DEAD ("X"), reaped at once.
+        TASK_DEAD => 0x10,
         s => s & 0x7f,
     }
 }

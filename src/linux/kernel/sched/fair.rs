@@ -466,8 +466,9 @@ pub fn sched_balance_softirq(k: &mut Kernel, cpu: CpuId, s: &mut SchedBalanceSof
     }
 }
 
-/// One CPU of `_nohz_idle_balance()` — kernel/sched/fair.c @ v6.10: visit the idle CPUs of
-/// `nohz.idle_cpus_mask` starting after this one and ending with it; abort if this CPU needs
+/// One CPU of `_nohz_idle_balance()` — kernel/sched/fair.c @ v6.10: visit the CPUs of
+/// `nohz.idle_cpus_mask` that are idle, starting after this one and ending with it (if it is
+/// in the mask and idle); abort if this CPU needs
 /// to reschedule (v6.10: plain `need_resched()`; with ff47a0acfcce only if it is also not
 /// idle); refresh blocked load (STATS) and, if due, balance that CPU's domains on its behalf
 /// (BALANCE).
@@ -476,10 +477,9 @@ fn _nohz_idle_balance_step(k: &mut Kernel, cpu: CpuId, s: &mut SchedBalanceSofti
     while s.i <= nr {
         let b = (cpu + s.i) % nr;
         s.i += 1;
-        if !k.nohz.idle_cpus_mask.test(b) && b != cpu {
-            continue;
-        }
-        if b != cpu && !super::idle_cpu(k, b) {
+        // for_each_cpu_wrap(nohz.idle_cpus_mask, this_cpu + 1): this CPU too only if it is in
+        // the mask, and any CPU only while it is idle.
+        if !k.nohz.idle_cpus_mask.test(b) || !super::idle_cpu(k, b) {
             continue;
         }
         let abort = if k.cfg.has(crate::linux::patches::Patch::Ff47a0acfcce) {
