@@ -166,6 +166,7 @@ pub fn rt_warn(o: &ExpOpts) -> Result<Comparison, String> {
             first.map_or("-".into(), |t| format!("{:.3}", t as f64 / 1e6)),
         ]);
     }
+    normalize(&mut rows);
     let h: Vec<String> = ["kernel (PREEMPT_RT)", "WARN_ON_ONCE fired", "condition hits", "first at (ms)"]
         .iter()
         .map(|s| s.to_string())
