@@ -66,6 +66,8 @@ pub enum Frame {
     Ksoftirqd(Ksoftirqd),
     /// `ret_from_fork` -> `schedule_tail()` for a task's first run.
     RetFromFork,
+    /// A per-CPU stopper thread (`migration/N`).
+    Stopper(super::kernel::stop_machine::Stopper),
     /// The `futex` syscall (FUTEX_WAIT / FUTEX_WAKE).
     Futex(super::kernel::futex::FutexOp),
     /// `nanosleep()` / `usleep_range()`.
@@ -428,7 +430,9 @@ fn phase_of(f: &Frame, waiting: bool) -> Phase {
                 Phase::Task
             }
         }
-        Frame::Ksoftirqd(_) | Frame::Workload(_) | Frame::Futex(_) | Frame::Nanosleep(_) => Phase::Task,
+        Frame::Ksoftirqd(_) | Frame::Workload(_) | Frame::Futex(_) | Frame::Nanosleep(_) | Frame::Stopper(_) => {
+            Phase::Task
+        }
     }
 }
 
@@ -566,6 +570,7 @@ fn step(k: &mut Kernel, cpu: CpuId, frame: &mut Frame) -> Next {
         Frame::Ksoftirqd(s) => softirq::run_ksoftirqd(k, cpu, s),
         Frame::RetFromFork => core::schedule_tail(k, cpu),
         Frame::Futex(s) => super::kernel::futex::futex(k, cpu, s),
+        Frame::Stopper(s) => super::kernel::stop_machine::cpu_stopper_thread(k, cpu, s),
         Frame::Nanosleep(s) => super::kernel::futex::nanosleep(k, cpu, s),
         Frame::Workload(s) => crate::workload::task_step(k, cpu, s),
     }

@@ -258,6 +258,10 @@ impl Kernel {
             k.tasks[t as usize].state = kernel::sched::TASK_INTERRUPTIBLE;
             k.tasks[t as usize].saved = kernel::softirq::ksoftirqd_initial_stack();
             k.cpus[c as usize].rq.ksoftirqd = t;
+            let st = k.new_task(TaskKind::Stopper, format!("migration/{c}"), 0, 0, Some(c));
+            k.tasks[st as usize].state = kernel::sched::TASK_INTERRUPTIBLE;
+            k.tasks[st as usize].saved = kernel::stop_machine::stopper_initial_stack();
+            k.cpus[c as usize].rq.stopper = st;
         }
         // Boot: every CPU enters cpu_startup_entry() -> do_idle() at a seed-dependent phase of
         // its first tick, so runs with different seeds differ in their alignment.
@@ -416,6 +420,12 @@ impl Kernel {
             if t.kind == kernel::sched::TaskKind::Idle {
                 continue;
             }
+            if t.kind == kernel::sched::TaskKind::Stopper {
+                if t.on_rq {
+                    counted[t.cpu as usize] += 1;
+                }
+                continue;
+            }
             let id = i as TaskId;
             let holders: Vec<usize> = (0..nr)
                 .filter(|&c| {
@@ -440,7 +450,7 @@ impl Kernel {
         }
         for (c, n) in counted.iter().enumerate() {
             let rq = &self.cpus[c].rq;
-            if rq.nr_running != *n || rq.cfs_h_nr_running != *n {
+            if rq.nr_running != *n || rq.cfs_h_nr_running + rq.stop_runnable as u32 != *n {
                 return Err(format!(
                     "CPU {c}: nr_running {} / h_nr_running {} but {} queued tasks at {}",
                     rq.nr_running, rq.cfs_h_nr_running, n, self.now

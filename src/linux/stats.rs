@@ -44,6 +44,8 @@ pub struct Stats {
     pub nohz_kicks_lost: u64,
     pub nohz_balances: u64,
     pub nohz_balance_aborts: u64,
+    /// Active balances started (a stopper woken to push a task).
+    pub active_balances: u64,
     /// Time charged to `update_sd_lb_stats()` (all balancing), and the part inside newidle.
     pub lb_stats_ns: u64,
     pub newidle_lb_stats_ns: u64,
@@ -90,6 +92,7 @@ impl Stats {
             wakeups_direct: 0,
             stacking_wakeups: 0,
             cpu_migrations: 0,
+            active_balances: 0,
             lb_stats_ns: 0,
             newidle_lb_stats_ns: 0,
             nohz_kicks: 0,

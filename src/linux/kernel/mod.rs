@@ -3,4 +3,5 @@ pub mod futex;
 pub mod sched;
 pub mod smp;
 pub mod softirq;
+pub mod stop_machine;
 pub mod time;

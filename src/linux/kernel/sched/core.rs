@@ -279,6 +279,14 @@ pub fn activate_task(k: &mut Kernel, rq_cpu: CpuId, p: TaskId, flags: EnqueueFla
 /// Dequeue `p` (`deactivate_task` -> `dequeue_task_fair` -> `sub_nr_running`): a running task
 /// going to sleep (DEQUEUE_SLEEP), or a queued task leaving for another CPU (migrating).
 pub fn deactivate_task(k: &mut Kernel, rq_cpu: CpuId, p: TaskId, flags: DequeueFlags) {
+    if k.tasks[p as usize].kind == super::TaskKind::Stopper {
+        // dequeue_task_stop(): the stop class holds one task.
+        let rq = &mut k.cpus[rq_cpu as usize].rq;
+        rq.nr_running -= 1;
+        rq.stop_runnable = false;
+        k.tasks[p as usize].on_rq = false;
+        return;
+    }
     let now = k.now;
     k.with_cfs(rq_cpu, |cfs, ents| cfs.dequeue_entity(ents, p, now, flags));
     let rq = &mut k.cpus[rq_cpu as usize].rq;
@@ -324,8 +332,16 @@ pub fn __schedule(k: &mut Kernel, cpu: CpuId, s: &mut Schedule) -> Next {
             Next::Cont(k.costs.schedule_enter + lc)
         }
         ScheduleAt::Pick => {
-            // __pick_next_task() fast path: only fair tasks, so pick_next_task_fair().
             let now = k.now;
+            if k.cpus[cpu as usize].rq.stop_runnable {
+                // Slow path: the stop class comes first (pick_task_stop()); a fair prev is put
+                // back on its runqueue.
+                k.with_cfs(cpu, |cfs, ents| cfs.put_prev_entity(ents, now));
+                s.next = k.cpus[cpu as usize].rq.stopper;
+                s.at = ScheduleAt::Picked;
+                return Next::Cont(k.costs.pick_fair_task);
+            }
+            // __pick_next_task() fast path: only fair tasks, so pick_next_task_fair().
             if let Some(next) = k.with_cfs(cpu, |cfs, ents| cfs.pick_next_entity(ents, now)) {
                 k.with_cfs(cpu, |cfs, ents| cfs.switch_to(ents, next, now));
                 s.next = next;
@@ -534,6 +550,9 @@ pub fn ttwu_do_activate(k: &mut Kernel, cpu: CpuId, rq_cpu: CpuId, p: TaskId, wa
     let mut c = 0;
     if curr == k.cpus[rq_cpu as usize].rq.idle {
         resched = true;
+    } else if k.tasks[curr as usize].kind == super::TaskKind::Stopper {
+        // Nothing preempts the stop class.
+        resched = false;
     } else if k.cfg.feat(SchedFeat::WAKEUP_PREEMPTION) {
         let now = k.now;
         resched |= k.with_cfs(rq_cpu, |cfs, ents| cfs.check_preempt_wakeup(ents, p, now));
@@ -769,7 +788,8 @@ pub fn sched_tick(k: &mut Kernel, cpu: CpuId) -> Time {
     // task_tick_fair() -> entity_tick(): slice/deadline accounting; resched if curr must go.
     let rq = &k.cpus[cpu as usize].rq;
     let now = k.now;
-    if rq.curr != rq.idle && k.tasks[rq.curr as usize].kind != super::TaskKind::Idle {
+    let fair_curr = matches!(k.tasks[rq.curr as usize].kind, super::TaskKind::Workload | super::TaskKind::Ksoftirqd);
+    if fair_curr {
         let resched = k.with_cfs(cpu, |cfs, ents| cfs.check_preempt_tick(ents, now));
         if resched {
             resched_curr(k, cpu, cpu, Sym::ReschedCurr);

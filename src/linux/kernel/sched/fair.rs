@@ -161,12 +161,24 @@ pub fn sched_balance_rq(k: &mut Kernel, cpu: CpuId, dst: CpuId, sd: usize, idle:
     let nr_migrate = if k.cfg.preempt_rt { 8 } else { 32 };
     let want = if idle == CpuIdleType::NewlyIdle { 1 } else { ((src_nr - dst_nr) / 2).clamp(1, nr_migrate) };
     let mut moved = 0u32;
+    // LBF_ALL_PINNED: stays set while every task looked at is bound elsewhere.
+    let mut all_pinned = true;
+    let curr = k.cpus[src as usize].rq.curr;
+    if k.tasks[curr as usize].pinned.is_none_or(|c| c == dst)
+        && k.tasks[curr as usize].kind == super::TaskKind::Workload
+    {
+        all_pinned = false;
+    }
     for p in queued {
         if moved >= want {
             break;
         }
         let t = &k.tasks[p as usize];
-        if t.pinned.is_some_and(|c| c != dst) || t.on_cpu {
+        if t.pinned.is_some_and(|c| c != dst) {
+            continue;
+        }
+        all_pinned = false;
+        if t.on_cpu {
             continue;
         }
         if task_hot(k, p) && failed <= nice_tries {
@@ -176,9 +188,33 @@ pub fn sched_balance_rq(k: &mut Kernel, cpu: CpuId, dst: CpuId, sd: usize, idle:
         cost += k.costs.ttwu_activate;
         moved += 1;
     }
+    if moved == 0 && all_pinned {
+        // out_all_pinned: nothing here may run on dst; back off (up to MAX_PINNED_INTERVAL).
+        if idle != CpuIdleType::NewlyIdle {
+            let d = &mut k.sd.domains_mut(dst)[sd];
+            d.nr_balance_failed = 0;
+            d.balance_interval = (d.balance_interval * 2).min(512);
+        }
+        return (0, cost);
+    }
     if moved == 0 {
         if idle != CpuIdleType::NewlyIdle {
             k.sd.domains_mut(dst)[sd].nr_balance_failed += 1;
+            // need_active_balance(): repeated failures -> have the stopper of the busiest CPU
+            // push its running task away (it preempts it), if that task may run on dst.
+            let d = &k.sd.domains(dst)[sd];
+            let curr_ok = k.tasks[curr as usize].kind == super::TaskKind::Workload
+                && k.tasks[curr as usize].pinned.is_none_or(|c| c == dst);
+            if curr_ok && d.nr_balance_failed > d.cache_nice_tries + 2 && !k.cpus[src as usize].rq.active_balance {
+                k.cpus[src as usize].rq.active_balance = true;
+                let work = crate::linux::kernel::stop_machine::StopWork::ActiveLoadBalance { push_cpu: dst };
+                if let Some(c) = crate::linux::kernel::stop_machine::stop_one_cpu_nowait(k, cpu, src, work) {
+                    cost += c;
+                    k.stats.active_balances += 1;
+                }
+                let d = &mut k.sd.domains_mut(dst)[sd];
+                d.nr_balance_failed = d.cache_nice_tries + 1;
+            }
         }
         return (0, cost);
     }
@@ -200,6 +236,26 @@ fn balanced(k: &mut Kernel, dst: CpuId, sd: usize, idle: CpuIdleType) {
     if d.balance_interval < d.max_interval {
         d.balance_interval = (d.balance_interval * 2).min(d.max_interval);
     }
+}
+
+/// Models `active_load_balance_cpu_stop()` — kernel/sched/fair.c @ v6.10, run by the stopper
+/// of the busiest CPU `cpu`: move one fair task (the one the stopper preempted is now queued)
+/// to `push_cpu`, ignoring cache hotness (LBF_ACTIVE_LB), if that still helps. Returns the cost.
+pub fn active_load_balance_cpu_stop(k: &mut Kernel, cpu: CpuId, push_cpu: CpuId) -> Time {
+    k.cpus[cpu as usize].rq.active_balance = false;
+    let (src_nr, dst_nr) = (k.cpus[cpu as usize].rq.cfs_h_nr_running, k.cpus[push_cpu as usize].rq.cfs_h_nr_running);
+    if src_nr == 0 || dst_nr >= src_nr {
+        return k.costs.balance_rq;
+    }
+    let queued: Vec<TaskId> = k.cpus[cpu as usize].rq.cfs.queued().to_vec();
+    for p in queued {
+        if k.tasks[p as usize].pinned.is_some_and(|c| c != push_cpu) || k.tasks[p as usize].on_cpu {
+            continue;
+        }
+        move_queued_task(k, cpu, cpu, push_cpu, p);
+        return k.costs.balance_rq + k.costs.ttwu_activate;
+    }
+    k.costs.balance_rq
 }
 
 /// `detach_task()` + `attach_task()`: move a queued task from `src` to `dst`, then

@@ -60,6 +60,8 @@ pub enum TaskKind {
     Idle,
     /// A per-CPU `ksoftirqd/N` thread.
     Ksoftirqd,
+    /// A per-CPU stopper thread `migration/N` (stop class).
+    Stopper,
     /// A workload task.
     Workload,
 }
@@ -147,8 +149,14 @@ pub struct Rq {
     pub cpu: CpuId,
     pub curr: TaskId,
     pub idle: TaskId,
-    /// This CPU's ksoftirqd.
+    /// This CPU's ksoftirqd and stopper.
     pub ksoftirqd: TaskId,
+    pub stopper: TaskId,
+    /// The stopper is runnable (the stop class has a task), and its queued work.
+    pub stop_runnable: bool,
+    pub stop_work: Option<crate::linux::kernel::stop_machine::StopWork>,
+    /// `active_balance`: an active balance of this CPU is in flight.
+    pub active_balance: bool,
     /// `nr_running`: all runnable tasks, including curr.
     pub nr_running: u32,
     /// `cfs.h_nr_running`.
@@ -191,6 +199,10 @@ impl Rq {
             curr: idle,
             idle,
             ksoftirqd: idle,
+            stopper: idle,
+            stop_runnable: false,
+            stop_work: None,
+            active_balance: false,
             nr_running: 0,
             cfs_h_nr_running: 0,
             cfs,

@@ -1,0 +1,90 @@
+//! `fs/`: the file objects workloads talk through (pipes, `poll()`), and [`Ipc`], the kernel
+//! state of every IPC object of a run (pipes, AF_UNIX stream sockets, their wait queues and
+//! the processes' child-exit waits).
+
+pub mod pipe;
+pub mod select;
+
+use crate::linux::kernel::exit::SignalStruct;
+use crate::linux::kernel::wait::{WaitQueueHead, WakeRecord, WqId};
+use crate::linux::net::unix::{SockId, UnixSock};
+use crate::linux::{Frame, Kernel};
+use pipe::{Pipe, PipeId};
+
+/// The IPC objects of a run (the model's view of the files and sockets the workload opened).
+#[derive(Debug, Default)]
+pub struct Ipc {
+    pub wqs: Vec<WaitQueueHead>,
+    pub pipes: Vec<Pipe>,
+    pub socks: Vec<UnixSock>,
+    pub signals: Vec<SignalStruct>,
+    /// Wait-queue entry stamps and walk ids (see `kernel/wait.rs`).
+    pub wq_seq: u64,
+    pub wq_walks: u32,
+    /// Tasks woken through wait queues, and those woken with WF_SYNC.
+    pub wakeups: u64,
+    pub sync_wakeups: u64,
+    /// The first wakeups of the run (`kernel::wait::WAKE_LOG_LIMIT`).
+    pub wake_log: Vec<WakeRecord>,
+}
+
+/// An open file descriptor of a workload task: a pipe end or an AF_UNIX stream socket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fd {
+    /// `pipe()`'s `fds[0]` (read end) or `fds[1]` (write end).
+    PipeRead(PipeId),
+    PipeWrite(PipeId),
+    /// One end of a `socketpair(AF_UNIX, SOCK_STREAM)`.
+    Sock(SockId),
+}
+
+/// `pipe()` or `socketpair(AF_UNIX, SOCK_STREAM, 0)`, as hackbench's `fdpair()` makes them:
+/// (read end, write end). Objects are homed on `cpu` (the creator's).
+pub fn fdpair(k: &mut Kernel, cpu: crate::linux::CpuId, use_pipes: bool) -> (Fd, Fd) {
+    if use_pipes {
+        let p = pipe::create_pipe(k, cpu);
+        (Fd::PipeRead(p), Fd::PipeWrite(p))
+    } else {
+        let (a, b) = crate::linux::net::unix::unix_socketpair(k, cpu);
+        (Fd::Sock(a), Fd::Sock(b))
+    }
+}
+
+/// `write(fd, buf, len)`: the syscall frame (the count written is left in the return register).
+pub fn sys_write(fd: Fd, len: u32) -> Frame {
+    match fd {
+        Fd::PipeWrite(p) => pipe::PipeOp::write(p, len),
+        Fd::Sock(s) => crate::linux::net::unix::UnixStreamOp::sendmsg(s, len),
+        Fd::PipeRead(_) => panic!("write() on a pipe's read end"),
+    }
+}
+
+/// `read(fd, buf, len)`: the syscall frame (the count read is left in the return register).
+pub fn sys_read(fd: Fd, len: u32) -> Frame {
+    match fd {
+        Fd::PipeRead(p) => pipe::PipeOp::read(p, len),
+        Fd::Sock(s) => crate::linux::net::unix::UnixStreamOp::recvmsg(s, len),
+        Fd::PipeWrite(_) => panic!("read() on a pipe's write end"),
+    }
+}
+
+/// `poll(&{fd, POLLIN}, 1, -1)`.
+pub fn sys_poll_in(fd: Fd) -> Frame {
+    select::PollOp::pollin(fd)
+}
+
+/// The wait queue `poll()` waits on for input on `fd`, and whether input is there now
+/// (`pipe_poll()` / `unix_poll()` for EPOLLIN).
+pub fn poll_in(k: &Kernel, fd: Fd) -> (WqId, bool) {
+    match fd {
+        Fd::PipeRead(p) => {
+            let pipe = &k.ipc.pipes[p as usize];
+            (pipe.rd_wait, !pipe.is_empty())
+        }
+        Fd::Sock(s) => {
+            let sk = &k.ipc.socks[s as usize];
+            (sk.wq, !sk.receive_queue.is_empty())
+        }
+        Fd::PipeWrite(_) => panic!("poll for input on a pipe's write end"),
+    }
+}

@@ -1,0 +1,26 @@
+//! Models the syscall boundary of `kernel/entry/common.c` @ v6.10 for the syscalls of the IPC
+//! objects: the entry half of the cost on the way in, and on the way out
+//! `syscall_exit_to_user_mode()` -> `exit_to_user_mode_loop()`, which calls `schedule()` when
+//! NEED_RESCHED is set (e.g. by a wakeup this syscall made whose wakee should preempt us).
+
+use crate::linux::engine::Frame;
+use crate::linux::{CpuId, Kernel};
+use crate::sim::Time;
+
+/// The entry half of `PathCosts::syscall` (entry + exit, `perf bench syscall basic`).
+pub fn syscall_enter(k: &Kernel) -> Time {
+    k.costs.syscall / 2
+}
+
+/// `syscall_exit_to_user_mode()`: the exit half of the syscall cost. Called by the syscall's
+/// last step (its frame already popped, so the caller's user frame is on top): with
+/// NEED_RESCHED set, the user task schedules before running on.
+pub fn syscall_exit_to_user_mode(k: &mut Kernel, cpu: CpuId) -> Time {
+    let nr = crate::linux::kernel::sched::need_resched(k, cpu);
+    if nr {
+        if let Some(Frame::Workload(tf)) = k.cpus[cpu as usize].x.stack.last_mut() {
+            tf.preempt = true;
+        }
+    }
+    k.costs.syscall - k.costs.syscall / 2
+}
