@@ -222,6 +222,14 @@ fn base_spec(name: &str, file: &Option<PathBuf>, params: &[String]) -> Result<Ru
         s.params = Params::from_pairs(vec![("args".into(), params.join(" "))], "schbench command line");
         return Ok(s);
     }
+    if name == "hackbench" && file.is_none() && !params.is_empty() && params.iter().all(|p| !p.contains('=')) {
+        // hackbench takes its own command line, optionally after a tool name (rt-tests, old, perf).
+        let mut s = scenario::builtin(name)?;
+        let mut pairs = s.params.pairs().to_vec();
+        pairs.extend(crate::workload::hackbench::command_line_params(params));
+        s.params = Params::from_pairs(pairs, "hackbench command line");
+        return Ok(s);
+    }
     let mut s = match file {
         Some(p) => {
             let text =
@@ -353,6 +361,26 @@ fn workload_json(r: &RunResult) -> serde_json::Value {
             "time_to_fill_ns": w.time_to_fill_ns(),
         }),
         Workload::Nanosleep(w) => json!({"name": "nanosleep", "procs": w.procs, "loops": w.loops}),
+        Workload::Hackbench(w) => json!({
+            "name": "hackbench",
+            "tool": w.o.tool.name(),
+            "command": w.o.command_line(),
+            "mode": if w.o.threads { "thread" } else { "process" },
+            "transport": if w.o.pipe { "pipe" } else { "socket" },
+            "groups": w.o.groups,
+            "fds": w.o.fds,
+            "loops": w.o.loops,
+            "datasize": w.o.datasize,
+            "tasks": w.o.tasks(),
+            "messages_expected": w.o.expected_messages(),
+            "messages_sent": w.messages_sent,
+            "messages_received": w.messages_received,
+            "bytes_received": w.bytes_received,
+            "time_us": w.time_us(),
+            "time": w.time_text(),
+            "elapsed_ns": w.elapsed_ns(),
+            "output": w.output,
+        }),
         Workload::Idle => json!({"name": "idle"}),
     }
 }
@@ -369,6 +397,43 @@ fn run_json(s: &RunSpec, r: &RunResult) -> serde_json::Value {
         "workload": workload_json(r),
         "counters": counters_json(r),
     })
+}
+
+/// `perf stat`'s default block for a program's run: task-clock, context switches, migrations
+/// and elapsed time.
+fn perf_stat_text(cmd: &str, task_clock_ns: u64, switches: u64, migrations: u64, elapsed_ns: u64) -> String {
+    let thousands = |n: u64| {
+        let d = n.to_string();
+        let mut o = String::new();
+        for (i, ch) in d.chars().enumerate() {
+            if i > 0 && (d.len() - i) % 3 == 0 {
+                o.push(',');
+            }
+            o.push(ch);
+        }
+        o
+    };
+    let msec = task_clock_ns as f64 / 1e6;
+    let (int, frac) = (task_clock_ns / 1_000_000, task_clock_ns % 1_000_000 / 10_000);
+    let per_sec = |n: u64| n as f64 / (task_clock_ns.max(1) as f64 / 1e9) / 1e3;
+    let mut o = format!("\n Performance counter stats for '{cmd}':\n\n");
+    o.push_str(&format!(
+        "{:>18} msec task-clock                       #  {:>7.3} CPUs utilized\n",
+        format!("{}.{frac:02}", thousands(int)),
+        msec / (elapsed_ns.max(1) as f64 / 1e6)
+    ));
+    o.push_str(&format!(
+        "{:>18}      context-switches                 #  {:>7.3} K/sec\n",
+        thousands(switches),
+        per_sec(switches)
+    ));
+    o.push_str(&format!(
+        "{:>18}      cpu-migrations                   #  {:>7.3} K/sec\n",
+        thousands(migrations),
+        per_sec(migrations)
+    ));
+    o.push_str(&format!("\n{:>18.9} seconds time elapsed\n", elapsed_ns as f64 / 1e9));
+    o
 }
 
 fn run_text(s: &RunSpec, r: &RunResult) -> String {
@@ -411,6 +476,16 @@ fn run_text(s: &RunSpec, r: &RunResult) -> String {
             None => format!("spinners: {} tasks; some CPU still had several tasks at the end\n", w.tasks),
         }),
         Workload::Nanosleep(w) => o.push_str(&format!("nanosleep: {} processes, {} sleeps\n", w.procs, w.loops)),
+        Workload::Hackbench(w) => {
+            o.push_str(&w.output);
+            o.push_str(&perf_stat_text(
+                &w.o.command_line(),
+                r.task_clock_ns,
+                r.stats.context_switches,
+                r.stats.cpu_migrations,
+                if w.end_ns > 0 { w.elapsed_ns() } else { r.sim_ns.saturating_sub(w.exec_ns) },
+            ));
+        }
         Workload::Idle => o.push_str(&format!("idle: {:.3} ms simulated\n", r.sim_ns as f64 / 1e6)),
     }
     if !r.finished && !matches!(r.workload, Workload::Idle) {
@@ -534,6 +609,7 @@ fn cmd_compare(a: CompareArgs) -> Result<(), String> {
                 Workload::Schbench(w) => w.final_hist.as_ref().map_or(0, |h| h.percentile(990)) as f64,
                 Workload::Spinners(w) => w.time_to_fill_ns().unwrap_or(r.sim_ns) as f64 / 1e6,
                 Workload::Nanosleep(_) => r.stats.newidle_ns as f64 / 1e6,
+                Workload::Hackbench(w) => w.time_us().map_or(r.sim_ns / 1000, |t| t) as f64 / 1e3,
                 Workload::Idle => r.sim_ns as f64 / 1e6,
             })
             .collect();

@@ -24,9 +24,19 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
         include_str!("../../scenarios/spinners.toml"),
     ),
     (
+        "numa-imbalance",
+        "160 spinners on NUMA node 0 of an EPYC 7763 2S, node 1 idle (Julia Lawall's shape)",
+        include_str!("../../scenarios/numa-imbalance.toml"),
+    ),
+    (
         "nanosleep",
         "240 processes looping nanosleep(1 us) on the 240-CPU Intel machine",
         include_str!("../../scenarios/nanosleep.toml"),
+    ),
+    (
+        "hackbench",
+        "the old `hackbench 10` (400 processes, AF_UNIX sockets, 100 loops) on the 4C/8T i7 desktop",
+        include_str!("../../scenarios/hackbench.toml"),
     ),
     ("idle", "an idle EPYC 7763 2S for 100 ms (ticks, idle states, nohz)", include_str!("../../scenarios/idle.toml")),
 ];

@@ -72,6 +72,18 @@ pub enum Frame {
     Futex(super::kernel::futex::FutexOp),
     /// `nanosleep()` / `usleep_range()`.
     Nanosleep(super::kernel::futex::Nanosleep),
+    /// `write()` / `read()` on a pipe.
+    Pipe(super::fs::pipe::PipeOp),
+    /// `sendmsg()` / `recvmsg()` (`write()` / `read()`) on an AF_UNIX stream socket.
+    UnixStream(super::net::unix::UnixStreamOp),
+    /// `poll()` on one descriptor.
+    Poll(super::fs::select::PollOp),
+    /// `__wake_up_common_lock()` walking a wait queue.
+    WakeUp(super::kernel::wait::WakeUp),
+    /// `wait4()` for any child.
+    Wait4(super::kernel::exit::Wait4),
+    /// `do_exit()`.
+    DoExit(super::kernel::exit::DoExit),
     /// A workload task's own code (kernel thread body or user program).
     Workload(crate::workload::TaskFrame),
 }
@@ -423,7 +435,7 @@ fn phase_of(f: &Frame, waiting: bool) -> Phase {
         Frame::FlushSmpCallFunctionQueue(_) | Frame::FlushQueue(_) | Frame::TtwuPending(_) => Phase::Flush,
         Frame::HardIrq(_) => Phase::HardIrq,
         Frame::HandleSoftirqs(_) | Frame::SchedBalanceSoftirq(_) => Phase::Softirq,
-        Frame::SmpCallFunction(_) | Frame::TryToWakeUp(_) => {
+        Frame::SmpCallFunction(_) | Frame::TryToWakeUp(_) | Frame::WakeUp(_) => {
             if waiting {
                 Phase::Spin
             } else {
@@ -433,6 +445,7 @@ fn phase_of(f: &Frame, waiting: bool) -> Phase {
         Frame::Ksoftirqd(_) | Frame::Workload(_) | Frame::Futex(_) | Frame::Nanosleep(_) | Frame::Stopper(_) => {
             Phase::Task
         }
+        Frame::Pipe(_) | Frame::UnixStream(_) | Frame::Poll(_) | Frame::Wait4(_) | Frame::DoExit(_) => Phase::Task,
     }
 }
 
@@ -572,6 +585,12 @@ fn step(k: &mut Kernel, cpu: CpuId, frame: &mut Frame) -> Next {
         Frame::Futex(s) => super::kernel::futex::futex(k, cpu, s),
         Frame::Stopper(s) => super::kernel::stop_machine::cpu_stopper_thread(k, cpu, s),
         Frame::Nanosleep(s) => super::kernel::futex::nanosleep(k, cpu, s),
+        Frame::Pipe(s) => super::fs::pipe::pipe_op(k, cpu, s),
+        Frame::UnixStream(s) => super::net::unix::unix_stream_op(k, cpu, s),
+        Frame::Poll(s) => super::fs::select::do_sys_poll(k, cpu, s),
+        Frame::WakeUp(s) => super::kernel::wait::wake_up(k, cpu, s),
+        Frame::Wait4(s) => super::kernel::exit::do_wait(k, cpu, s),
+        Frame::DoExit(s) => super::kernel::exit::do_exit(k, cpu, s),
         Frame::Workload(s) => crate::workload::task_step(k, cpu, s),
     }
 }

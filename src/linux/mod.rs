@@ -15,7 +15,9 @@ pub mod config;
 pub mod cost;
 pub mod drivers;
 pub mod engine;
+pub mod fs;
 pub mod kernel;
+pub mod net;
 pub mod patches;
 pub mod stats;
 
@@ -142,6 +144,8 @@ pub struct Kernel {
     pub csds: Vec<Csd>,
     /// Futex words of the workload (user memory).
     pub futexes: Vec<kernel::futex::Futex>,
+    /// Pipes, AF_UNIX sockets and the wait queues of the workload (`fs/`, `net/`).
+    pub ipc: fs::Ipc,
     pub lines: Lines,
     pub sd: SchedDomains,
     pub rd: RootDomain,
@@ -179,6 +183,7 @@ impl Kernel {
             ents: Vec::new(),
             csds: Vec::new(),
             futexes: Vec::new(),
+            ipc: fs::Ipc::default(),
             lines: Lines::default(),
             sd,
             rd: RootDomain::default(),

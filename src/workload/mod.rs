@@ -2,6 +2,7 @@
 //! reach the kernel model only through its entry points (`smp_call_function_single`,
 //! `schedule`, `wake_up_process`, sleeps), never by writing kernel state directly.
 
+pub mod hackbench;
 pub mod ipistorm;
 pub mod nanosleep;
 pub mod params;
@@ -22,6 +23,7 @@ pub enum Workload {
     Schbench(Box<schbench::Schbench>),
     Spinners(spinners::Spinners),
     Nanosleep(nanosleep::NanosleepLoop),
+    Hackbench(Box<hackbench::Hackbench>),
 }
 
 /// The frame of a workload task's own code: a resume point and a loop counter.
@@ -44,6 +46,10 @@ pub struct TaskFrame {
     /// A wall-clock spin in progress ends here (0: none): after a preemption the spin only
     /// runs what is left of it.
     pub spin_until: u64,
+    /// The return value of the task's last syscall, as user code sees it in `pt_regs->ax`
+    /// (written by `kernel::entry::syscall_exit_to_user_mode`; the CPU's return register is
+    /// clobbered if the task schedules on its way back to user mode).
+    pub ret: i64,
 }
 
 /// Start a created task from `creator` (`wake_up_new_task`). The creating process (insmod,
@@ -102,6 +108,7 @@ pub fn start(k: &mut Kernel) {
         Workload::Schbench(_) => schbench::start(k),
         Workload::Spinners(_) => spinners::start(k),
         Workload::Nanosleep(_) => nanosleep::start(k),
+        Workload::Hackbench(_) => hackbench::start(k),
         Workload::Idle => {}
     }
 }
@@ -117,6 +124,7 @@ pub fn on_action(k: &mut Kernel, what: u32) {
         Workload::Schbench(_) => schbench::on_action(k, what),
         Workload::Spinners(_) => spinners::on_action(k, what),
         Workload::Nanosleep(_) => nanosleep::on_action(k, what),
+        Workload::Hackbench(_) => hackbench::on_action(k, what),
         Workload::Idle => {}
     }
 }
@@ -142,6 +150,7 @@ pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
         Workload::Schbench(_) => schbench::task_step(k, cpu, s),
         Workload::Spinners(_) => spinners::task_step(k, cpu, s),
         Workload::Nanosleep(_) => nanosleep::task_step(k, cpu, s),
+        Workload::Hackbench(_) => hackbench::task_step(k, cpu, s),
         Workload::Idle => unreachable!("the idle workload has no tasks"),
     }
 }

@@ -258,8 +258,8 @@ pub fn pipe_write(k: &mut Kernel, cpu: CpuId, s: &mut PipeOp) -> Next {
             Next::Cont(0)
         }
         _ => {
-            k.cpus[cpu as usize].x.ret = s.done as i64;
-            Next::Ret(syscall_exit_to_user_mode(k, cpu))
+            let r = s.done as i64;
+            Next::Ret(syscall_exit_to_user_mode(k, cpu, r))
         }
     }
 }
@@ -354,8 +354,8 @@ pub fn pipe_read(k: &mut Kernel, cpu: CpuId, s: &mut PipeOp) -> Next {
             Next::Cont(0)
         }
         _ => {
-            k.cpus[cpu as usize].x.ret = s.done as i64;
-            Next::Ret(syscall_exit_to_user_mode(k, cpu))
+            let r = s.done as i64;
+            Next::Ret(syscall_exit_to_user_mode(k, cpu, r))
         }
     }
 }

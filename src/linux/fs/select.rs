@@ -18,7 +18,7 @@ use crate::linux::engine::{Frame, Next};
 use crate::linux::kernel::entry::{syscall_enter, syscall_exit_to_user_mode};
 use crate::linux::kernel::sched::core::ScheduleCaller;
 use crate::linux::kernel::sched::{TASK_INTERRUPTIBLE, TASK_RUNNING};
-use crate::linux::kernel::wait::{add_wait_queue, remove_wait_queue, WakeFn, EPOLLIN, EPOLLPRI, EPOLLRDNORM};
+use crate::linux::kernel::wait::{add_wait_queue, remove_wait_queue, WakeFn, EPOLLERR, EPOLLHUP, EPOLLIN};
 use crate::linux::{CpuId, Kernel};
 use crate::sim::Time;
 
@@ -27,9 +27,10 @@ pub const POLL_NS: Time = 200;
 /// A repeated `vfs_poll()` after a wakeup.
 pub const REPOLL_NS: Time = 30;
 
-/// The events `poll()` asks for with POLLIN (`POLLIN` plus the always-reported bits that
-/// `mangle_poll` / `demangle_poll` map; what `pollwake()` matches the key against).
-const POLLIN_EVENTS: u32 = EPOLLIN | EPOLLPRI | EPOLLRDNORM;
+/// The key of a `poll()` entry for POLLIN: `do_pollfd()` sets `_key` to
+/// `demangle_poll(events) | EPOLLERR | EPOLLHUP`; `pollwake()` ignores wakeups whose key does
+/// not intersect it.
+const POLLIN_EVENTS: u32 = EPOLLIN | EPOLLERR | EPOLLHUP;
 
 /// A `poll()` in progress.
 #[derive(Debug, Clone, Copy)]
@@ -66,8 +67,8 @@ pub fn do_sys_poll(k: &mut Kernel, cpu: CpuId, s: &mut PollOp) -> Next {
         // poll_freewait().
         remove_wait_queue(k, wq, me);
         k.tasks[me as usize].state = TASK_RUNNING;
-        k.cpus[cpu as usize].x.ret = 1;
-        return Next::Ret(c + syscall_exit_to_user_mode(k, cpu));
+        let r = 1;
+        return Next::Ret(c + syscall_exit_to_user_mode(k, cpu, r));
     }
     // poll_schedule_timeout(): sleep until a pollwake().
     k.tasks[me as usize].state = TASK_INTERRUPTIBLE;

@@ -12,13 +12,16 @@ pub fn syscall_enter(k: &Kernel) -> Time {
     k.costs.syscall / 2
 }
 
-/// `syscall_exit_to_user_mode()`: the exit half of the syscall cost. Called by the syscall's
-/// last step (its frame already popped, so the caller's user frame is on top): with
-/// NEED_RESCHED set, the user task schedules before running on.
-pub fn syscall_exit_to_user_mode(k: &mut Kernel, cpu: CpuId) -> Time {
+/// `syscall_exit_to_user_mode()`: store the syscall's return value (`regs->ax`) and return
+/// the exit half of the syscall cost. Called by the syscall's last step (its frame already
+/// popped, so the caller's user frame is on top): with NEED_RESCHED set, the user task
+/// schedules before running on.
+pub fn syscall_exit_to_user_mode(k: &mut Kernel, cpu: CpuId, ret: i64) -> Time {
+    k.cpus[cpu as usize].x.ret = ret;
     let nr = crate::linux::kernel::sched::need_resched(k, cpu);
-    if nr {
-        if let Some(Frame::Workload(tf)) = k.cpus[cpu as usize].x.stack.last_mut() {
+    if let Some(Frame::Workload(tf)) = k.cpus[cpu as usize].x.stack.last_mut() {
+        tf.ret = ret;
+        if nr {
             tf.preempt = true;
         }
     }

@@ -1,7 +1,10 @@
 //! `kernel/`: the core kernel files the model mirrors.
+pub mod entry;
+pub mod exit;
 pub mod futex;
 pub mod sched;
 pub mod smp;
 pub mod softirq;
 pub mod stop_machine;
 pub mod time;
+pub mod wait;

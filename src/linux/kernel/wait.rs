@@ -11,6 +11,9 @@
 //!   dequeues an entry it woke; `pollwake()` leaves it queued (until `poll_freewait()`) and
 //!   skips entries whose poll mask does not intersect the key.
 //!
+//! A task still descheduling on another CPU is handled by `try_to_wake_up()` itself (it waits
+//! for `p->on_cpu` when the wakelist cannot take the wakeup).
+//!
 //! The kernel holds the queue's spinlock (IRQs off) for the whole walk, so no entry can join
 //! or leave during it. The model walks one wakeup per step; entries queued after the walk
 //! started are not visited (their queueing would have waited for the lock), and each walk has
@@ -31,6 +34,8 @@ pub type WqId = u32;
 pub const EPOLLIN: u32 = 0x001;
 pub const EPOLLPRI: u32 = 0x002;
 pub const EPOLLOUT: u32 = 0x004;
+pub const EPOLLERR: u32 = 0x008;
+pub const EPOLLHUP: u32 = 0x010;
 pub const EPOLLRDNORM: u32 = 0x040;
 pub const EPOLLRDBAND: u32 = 0x080;
 pub const EPOLLWRNORM: u32 = 0x100;
@@ -142,20 +147,34 @@ pub struct WakeUp {
     pub irqs_were_on: bool,
     pub walk: u32,
     pub start_seq: u64,
+    /// Walk time not yet charged (charged after the wakeup it preceded).
+    pub carry: u32,
+}
+
+/// No task.
+pub const NO_TASK: TaskId = TaskId::MAX;
+
+impl WakeUp {
+    /// `__wake_up_common_lock(wq, TASK_INTERRUPTIBLE, nr_exclusive, wake_flags, key)`
+    /// (`nr_exclusive` >= 1).
+    pub fn frame(wq: WqId, key: u32, nr_exclusive: u32, wake_flags: u32) -> Frame {
+        Frame::WakeUp(WakeUp {
+            wq,
+            key,
+            nr_exclusive,
+            wake_flags,
+            at: 0,
+            irqs_were_on: false,
+            walk: 0,
+            start_seq: 0,
+            carry: 0,
+        })
+    }
 }
 
 /// `wake_up_interruptible_sync_poll(wq, key)`: one exclusive waiter, WF_SYNC.
 pub fn wake_up_interruptible_sync_poll(wq: WqId, key: u32) -> Frame {
-    Frame::WakeUp(WakeUp {
-        wq,
-        key,
-        nr_exclusive: 1,
-        wake_flags: crate::linux::kernel::sched::WF_SYNC,
-        at: 0,
-        irqs_were_on: false,
-        walk: 0,
-        start_seq: 0,
-    })
+    WakeUp::frame(wq, key, 1, crate::linux::kernel::sched::WF_SYNC)
 }
 
 /// A wakeup the model performed through a wait queue (kept for tests and reports; the first
@@ -191,7 +210,7 @@ pub fn wake_up(k: &mut Kernel, cpu: CpuId, s: &mut WakeUp) -> Next {
             Next::Cont(c)
         }
         _ => {
-            let mut c = 0;
+            let mut c = std::mem::take(&mut s.carry) as Time;
             while s.nr_exclusive > 0 {
                 let q = &mut k.ipc.wqs[s.wq as usize].entries;
                 let Some(i) = q.iter().position(|e| e.seq < s.start_seq && e.walk != s.walk) else { break };
@@ -228,7 +247,11 @@ pub fn wake_up(k: &mut Kernel, cpu: CpuId, s: &mut WakeUp) -> Next {
                         wake_flags: s.wake_flags,
                     });
                 }
-                return Next::Call(c, Frame::TryToWakeUp(TryToWakeUp::new(e.task, s.wake_flags)));
+                // try_to_wake_up() starts at this instant: its state check (and TASK_WAKING)
+                // is atomic with ours, so a concurrent walker on another CPU cannot wake the
+                // same task twice. The walk's time is charged after it.
+                s.carry = c as u32;
+                return Next::Call(0, Frame::TryToWakeUp(TryToWakeUp::new(e.task, s.wake_flags)));
             }
             if s.irqs_were_on {
                 local_irq_enable(k, cpu);

@@ -437,6 +437,9 @@ fn finish_task_switch(k: &mut Kernel, cpu: CpuId) {
     local_irq_enable(k, cpu);
     let prev = k.cpus[cpu as usize].switch_prev;
     k.tasks[prev as usize].on_cpu = false;
+    // finish_task(): a release store in task_struct; a waker spinning on it sees it.
+    let line = k.csds[k.tasks[prev as usize].wake_entry as usize].line;
+    k.line_write(cpu, line);
     if k.tasks[prev as usize].state == TASK_DEAD {
         k.tasks[prev as usize].saved.clear();
     }
@@ -472,6 +475,8 @@ fn task_state_index(p: &Task, mode: SchedMode) -> u32 {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TtwuAt {
     Start,
+    /// Waiting for `p->on_cpu` to clear, then placement.
+    WaitOnCpu,
     /// `ttwu_queue()` direct path: taking the target rq lock.
     Locked,
     /// The enqueue's work done: activate and unlock.
@@ -590,8 +595,8 @@ pub fn try_to_wake_up(k: &mut Kernel, cpu: CpuId, s: &mut TryToWakeUp) -> Next {
             local_irq_disable(k, cpu);
             s.cost = k.costs.ttwu;
             let t = &k.tasks[p as usize];
-            if t.state == TASK_RUNNING {
-                // Nothing to do (already woken); ttwu_state_match() fails.
+            if t.state & (super::TASK_INTERRUPTIBLE | super::TASK_UNINTERRUPTIBLE) == 0 {
+                // ttwu_state_match() fails: running, already being woken (TASK_WAKING) or dead.
                 s.at = TtwuAt::Done;
                 return Next::Cont(0);
             }
@@ -621,6 +626,18 @@ pub fn try_to_wake_up(k: &mut Kernel, cpu: CpuId, s: &mut TryToWakeUp) -> Next {
                     return Next::Cont(0);
                 }
             }
+            s.at = TtwuAt::WaitOnCpu;
+            Next::Cont(0)
+        }
+        TtwuAt::WaitOnCpu => {
+            // smp_cond_load_acquire(&p->on_cpu, !VAL): spin until the old CPU's
+            // finish_task_switch() releases the task.
+            if k.tasks[p as usize].on_cpu {
+                let line = k.csds[k.tasks[p as usize].wake_entry as usize].line;
+                crate::linux::engine::watch(k, cpu, line);
+                return Next::Wait(WaitOn::Spin);
+            }
+            let prev_cpu = k.tasks[p as usize].cpu;
             // select_task_rq(): the class hook for a task allowed on several CPUs.
             let target = match k.tasks[p as usize].pinned {
                 Some(c) => c,

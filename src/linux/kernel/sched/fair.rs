@@ -178,7 +178,10 @@ pub fn sched_balance_rq(k: &mut Kernel, cpu: CpuId, dst: CpuId, sd: usize, idle:
             continue;
         }
         all_pinned = false;
-        if t.on_cpu {
+        // detach_tasks() runs under busiest's rq lock, which a CPU in the middle of a context
+        // switch holds until finish_task_switch() has cleared prev->on_cpu: so only the task
+        // that is current there counts as running.
+        if t.on_cpu && p == k.cpus[src as usize].rq.curr {
             continue;
         }
         if task_hot(k, p) && failed <= nice_tries {
@@ -249,7 +252,7 @@ pub fn active_load_balance_cpu_stop(k: &mut Kernel, cpu: CpuId, push_cpu: CpuId)
     }
     let queued: Vec<TaskId> = k.cpus[cpu as usize].rq.cfs.queued().to_vec();
     for p in queued {
-        if k.tasks[p as usize].pinned.is_some_and(|c| c != push_cpu) || k.tasks[p as usize].on_cpu {
+        if k.tasks[p as usize].pinned.is_some_and(|c| c != push_cpu) {
             continue;
         }
         move_queued_task(k, cpu, cpu, push_cpu, p);

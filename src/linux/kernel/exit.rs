@@ -1,0 +1,179 @@
+//! Models the task-exit paths of `kernel/exit.c` @ v6.10 that a parent waiting for its
+//! children observes: `do_exit()` (the `clear_child_tid` futex wake of `mm_release()` for
+//! threads, `exit_notify()` -> `do_notify_parent()` -> `__wake_up_parent()` for processes,
+//! `do_task_dead()`), and `do_wait()` for `wait()`/`wait4()` on any child.
+//!
+//! `__wake_up_parent()` is `__wake_up_sync_key(&parent->signal->wait_chldexit, ...)`: a WF_SYNC
+//! wakeup of the waiting parent, but the waker has PF_EXITING set, so `select_task_rq_fair()`
+//! drops the sync hint (`sync = (wake_flags & WF_SYNC) && !(current->flags & PF_EXITING)`).
+//! The model's task has no PF_EXITING for `select_task_rq_fair()` to test, so this wakeup is
+//! passed without WF_SYNC, which is what placement sees in the kernel. SIGCHLD with its
+//! default disposition is ignored (`sig_task_ignored()`), so it wakes nobody by itself.
+//! `do_wait()` queues a
+//! `child_wait_callback()` entry, then loops: TASK_INTERRUPTIBLE, walk `->children` (oldest
+//! first) for a zombie, reap the first found (`release_task()` unlinks it), else schedule.
+//!
+//! Costs: the exit work itself (`exit_mm`, `exit_files`, ...) is not charged, like task
+//! creation (ARCHITECTURE.md: creators are not modelled as running code). `wait4()` is
+//! [`WAIT4_NS`] = 150 ns beyond the syscall (tasklist lock, `wait_task_zombie()`, rusage) plus
+//! [`WAIT_PER_CHILD_NS`] = 10 ns per child `wait_consider_task()` looks at (a few loads of
+//! the child's `task_struct`, mostly cache hits). Estimates of the instruction counts, in
+//! line with `PathCosts::futex` (100 ns) for a comparable hash/list walk.
+
+use super::futex::FutexId;
+use super::sched::core::{ScheduleCaller, TryToWakeUp};
+use super::sched::{TASK_DEAD, TASK_INTERRUPTIBLE, TASK_RUNNING};
+use super::wait::{add_wait_queue, init_waitqueue_head, remove_wait_queue, WakeFn, WakeUp, WqId};
+use crate::linux::engine::{Frame, Next};
+use crate::linux::kernel::entry::{syscall_enter, syscall_exit_to_user_mode};
+use crate::linux::{CpuId, Kernel, TaskId};
+use crate::sim::Time;
+
+/// Index of a [`SignalStruct`] in [`crate::linux::fs::Ipc::signals`].
+pub type SigId = u32;
+
+/// No parent to notify / no `clear_child_tid`.
+pub const NONE: u32 = u32::MAX;
+
+/// `wait4()` fixed cost beyond the syscall, and per child examined (see the module doc).
+pub const WAIT4_NS: Time = 150;
+pub const WAIT_PER_CHILD_NS: Time = 10;
+/// `-ECHILD`.
+pub const ECHILD: i64 = -10;
+
+/// A child on its parent's `->children` list.
+#[derive(Debug, Clone, Copy)]
+pub struct Child {
+    pub task: TaskId,
+    pub zombie: bool,
+}
+
+/// The parts of a process's `signal_struct` and `->children` list that `wait()` uses.
+#[derive(Debug, Clone)]
+pub struct SignalStruct {
+    pub wait_chldexit: WqId,
+    /// Unreaped children, oldest first.
+    pub children: Vec<Child>,
+}
+
+/// A process's `signal_struct` (its wait queue homed on `cpu`).
+pub fn signal_alloc(k: &mut Kernel, cpu: CpuId) -> SigId {
+    let wait_chldexit = init_waitqueue_head(k, cpu);
+    k.ipc.signals.push(SignalStruct { wait_chldexit, children: Vec::new() });
+    (k.ipc.signals.len() - 1) as SigId
+}
+
+/// `copy_process()` for a new process: link it at the tail of its parent's children.
+pub fn link_child(k: &mut Kernel, parent: SigId, task: TaskId) {
+    k.ipc.signals[parent as usize].children.push(Child { task, zombie: false });
+}
+
+/// A `do_exit()` in progress.
+#[derive(Debug, Clone, Copy)]
+pub struct DoExit {
+    /// The parent process to notify ([`NONE`] for a thread: threads are autoreaped).
+    pub parent: SigId,
+    /// `clear_child_tid` ([`NONE`] if not set).
+    pub clear_child_tid: u32,
+    pub at: u8,
+}
+
+impl DoExit {
+    /// A forked child process exiting.
+    pub fn process(parent: SigId) -> Frame {
+        Frame::DoExit(DoExit { parent, clear_child_tid: NONE, at: 0 })
+    }
+    /// A thread created with CLONE_CHILD_CLEARTID (pthread_create) exiting.
+    pub fn thread(tid_futex: FutexId) -> Frame {
+        Frame::DoExit(DoExit { parent: NONE, clear_child_tid: tid_futex, at: 0 })
+    }
+}
+
+/// Models `do_exit()` — kernel/exit.c @ v6.10, for the parts seen by others (module doc).
+pub fn do_exit(k: &mut Kernel, cpu: CpuId, s: &mut DoExit) -> Next {
+    let me = k.curr(cpu);
+    match s.at {
+        0 => {
+            s.at = 1;
+            if s.clear_child_tid != NONE {
+                // mm_release(): put_user(0, tidptr); futex_wake(tidptr, 1) (in-kernel).
+                let f = s.clear_child_tid as usize;
+                k.futexes[f].val = 0;
+                let line = k.futexes[f].line;
+                let c = k.line_write(cpu, line) + k.costs.futex;
+                if let Some(w) = k.futexes[f].waiters.pop_front() {
+                    return Next::Call(c, Frame::TryToWakeUp(TryToWakeUp::new(w, 0)));
+                }
+                return Next::Cont(c);
+            }
+            Next::Cont(0)
+        }
+        1 => {
+            s.at = 2;
+            if s.parent != NONE {
+                // exit_notify() -> do_notify_parent() -> __wake_up_parent().
+                let sig = &mut k.ipc.signals[s.parent as usize];
+                if let Some(ch) = sig.children.iter_mut().find(|c| c.task == me) {
+                    ch.zombie = true;
+                }
+                let wq = sig.wait_chldexit;
+                // WF_SYNC, cleared by PF_EXITING for placement (module doc).
+                return Next::Call(0, WakeUp::frame(wq, 0, 1, 0));
+            }
+            Next::Cont(0)
+        }
+        2 => {
+            // do_task_dead(): the final schedule().
+            k.tasks[me as usize].state = TASK_DEAD;
+            s.at = 3;
+            Next::Call(0, Frame::ScheduleCaller(ScheduleCaller::schedule()))
+        }
+        _ => unreachable!("a dead task ran again"),
+    }
+}
+
+/// A `wait4(-1, ...)` in progress.
+#[derive(Debug, Clone, Copy)]
+pub struct Wait4 {
+    pub sig: SigId,
+    pub at: u8,
+}
+
+impl Wait4 {
+    pub fn any_child(sig: SigId) -> Frame {
+        Frame::Wait4(Wait4 { sig, at: 0 })
+    }
+}
+
+/// Models `do_wait()` for any child — kernel/exit.c @ v6.10. Returns the reaped child's pid,
+/// or -ECHILD.
+pub fn do_wait(k: &mut Kernel, cpu: CpuId, s: &mut Wait4) -> Next {
+    let me = k.curr(cpu);
+    let wq = k.ipc.signals[s.sig as usize].wait_chldexit;
+    let mut c = 0;
+    if s.at == 0 {
+        c = syscall_enter(k) + WAIT4_NS;
+        add_wait_queue(k, wq, me, WakeFn::ChildWait);
+        s.at = 1;
+    }
+    k.tasks[me as usize].state = TASK_INTERRUPTIBLE;
+    let sig = &mut k.ipc.signals[s.sig as usize];
+    let found = sig.children.iter().position(|ch| ch.zombie);
+    c += WAIT_PER_CHILD_NS * found.map_or(sig.children.len(), |i| i + 1) as Time;
+    let ret = match found {
+        Some(i) => {
+            let t = sig.children.remove(i).task;
+            Some(k.tasks[t as usize].pid as i64)
+        }
+        None if sig.children.is_empty() => Some(ECHILD),
+        None => None,
+    };
+    match ret {
+        Some(r) => {
+            k.tasks[me as usize].state = TASK_RUNNING;
+            remove_wait_queue(k, wq, me);
+            Next::Ret(c + syscall_exit_to_user_mode(k, cpu, r))
+        }
+        None => Next::Call(c, Frame::ScheduleCaller(ScheduleCaller::schedule())),
+    }
+}

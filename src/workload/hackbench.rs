@@ -1,0 +1,751 @@
+//! hackbench (workloads.md §3) in its three forms, as their tasks behave:
+//!
+//! - rt-tests `hackbench` (src/hackbench/hackbench.c): `-p/--pipe`, `-s/--datasize` (100),
+//!   `-l/--loops` (100), `-g/--groups` (10), `-f/--fds` (20), `-T/--threads`, `-P/--process`
+//!   (the default).
+//! - the old `hackbench [-pipe] <num groups> [process|thread] [loops]` (Rusty Russell, Ingo
+//!   Molnar, Yanmin Zhang; the copy in LTP): 20 fds, 100-byte messages, 100 loops, sockets and
+//!   processes by default.
+//! - `perf bench sched messaging` (tools/perf/bench/sched-messaging.c): `-p/--pipe`,
+//!   `-t/--thread`, `-g/--group` (10), `-l/--nr_loops` (100); 20 fds and 100 bytes fixed.
+//!
+//! All three run the same program. The main task makes a "ready" and a "wake" fdpair (pipes
+//! with `-p`, else `socketpair(AF_UNIX, SOCK_STREAM)`), then per group one fdpair per receiver
+//! and `fds` receivers followed by `fds` senders (forked, or `pthread_create`d in thread mode).
+//! Each child writes one byte to "ready" and `poll()`s "wake". The main task reads one ready
+//! byte per child, takes `gettimeofday()` (start), writes one byte to "wake" (waking every
+//! poller at once), then reaps every child in creation order (`wait()` in process mode,
+//! `pthread_join()` in thread mode) and takes `gettimeofday()` again (stop). A sender writes
+//! `loops` times one `datasize`-byte message to each receiver of its group (retrying partial
+//! writes); a receiver reads `fds * loops` messages (retrying partial reads). The printed time
+//! is `stop - start` as `sec.msec`, both whole microseconds, the milliseconds truncated.
+//!
+//! Parameters: `tool` = `rt-tests` (default), `old` or `perf`, and `args` = the tool's own
+//! arguments (`args = "-p -T -g 4"`). On the command line: `schedsim run hackbench -- [TOOL]
+//! ARGS...` (`-- old 500`, `-- perf -p -t -g 4`, `-- rt-tests -s 64`).
+//!
+//! Output: the tool's own lines (rt-tests: "Running in process mode with 10 groups using 40
+//! file descriptors each (== 400 tasks)", "Each sender will pass 100 messages of 100 bytes",
+//! "Time: 0.123"; old: "Running with 10*40 (== 400) tasks.", "Time: 0.123"; perf: "# Running
+//! 'sched/messaging' benchmark:", "# 20 sender and receiver processes per group", "# 10 groups
+//! == 400 processes run", "", "     Total time: 0.123 \[sec\]"). Message accounting
+//! ([`Hackbench::messages_sent`], [`Hackbench::messages_received`]) lets tests check the
+//! `groups x fds x loops x fds` total.
+//!
+//! Simplifications: creating the objects and the children is not modelled as running code
+//! (ARCHITECTURE.md): the main task creates everything in its first step and the children are
+//! placed by fork balancing from its CPU at that instant; fork/exit work is not charged.
+//! Thread and process mode differ in how the main task reaps (futex vs `wait()`), not in the
+//! cost of a context switch (no mm switch or TLB flush is modelled). The user code between
+//! syscalls costs `PathCosts::user_op`. rt-tests' `-F/--fifo` (a SCHED_FIFO main task) is
+//! refused: the model has no RT class.
+
+use super::params::Params;
+use super::{TaskFrame, Workload};
+use crate::linux::engine::{Action, Frame, Next};
+use crate::linux::fs::{fdpair, sys_poll_in, sys_read, sys_write, Fd};
+use crate::linux::kernel::exit::{link_child, signal_alloc, DoExit, SigId, Wait4};
+use crate::linux::kernel::futex::{futex_alloc, FutexId, FutexOp};
+use crate::linux::kernel::sched::TaskKind;
+use crate::linux::{CpuId, Kernel, TaskId};
+use crate::sim::{Time, NSEC_PER_USEC};
+
+pub const PARAM_NAMES: &[&str] = &["tool", "args"];
+
+/// Which hackbench.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tool {
+    /// rt-tests `hackbench` (getopt options).
+    RtTests,
+    /// The old `hackbench [-pipe] <num groups> [process|thread] [loops]`.
+    Old,
+    /// `perf bench sched messaging`.
+    Perf,
+}
+
+impl Tool {
+    /// The `tool` parameter's values.
+    pub const NAMES: &'static [&'static str] = &["rt-tests", "old", "perf"];
+
+    pub fn parse(name: &str) -> Option<Tool> {
+        match name {
+            "rt-tests" => Some(Tool::RtTests),
+            "old" => Some(Tool::Old),
+            "perf" => Some(Tool::Perf),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Tool::RtTests => "rt-tests",
+            Tool::Old => "old",
+            Tool::Perf => "perf",
+        }
+    }
+
+    /// The command as one would type it (without the arguments).
+    pub fn program(self) -> &'static str {
+        match self {
+            Tool::RtTests | Tool::Old => "hackbench",
+            Tool::Perf => "perf bench sched messaging",
+        }
+    }
+
+    /// The tasks' `comm`: perf's `run_bench()` renames itself "sched-messaging" before running.
+    pub fn comm(self) -> &'static str {
+        match self {
+            Tool::RtTests | Tool::Old => "hackbench",
+            Tool::Perf => "sched-messaging",
+        }
+    }
+}
+
+/// The options of a run, whichever tool they came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HackbenchOpts {
+    pub tool: Tool,
+    /// `pipe()` instead of `socketpair(AF_UNIX, SOCK_STREAM)`.
+    pub pipe: bool,
+    /// `pthread_create()` instead of `fork()`.
+    pub threads: bool,
+    pub groups: u32,
+    /// Senders (= receivers) per group.
+    pub fds: u32,
+    /// Messages each sender writes to each receiver.
+    pub loops: u32,
+    /// Bytes per message.
+    pub datasize: u32,
+    /// The arguments as given.
+    pub args: String,
+}
+
+/// The largest number of tasks a run may create.
+pub const MAX_TASKS: u64 = 1 << 20;
+
+const RT_USAGE: &str = "Usage: hackbench [-p|--pipe] [-s|--datasize <bytes>] [-l|--loops <num loops>] \
+     [-g|--groups <num groups] [-f|--fds <num fds>] [-T|--threads] [-P|--process] [--help]";
+const OLD_USAGE: &str = "Usage: hackbench [-pipe] <num groups> [process|thread] [loops]";
+
+impl HackbenchOpts {
+    fn defaults(tool: Tool, args: &[&str]) -> HackbenchOpts {
+        HackbenchOpts {
+            tool,
+            pipe: false,
+            threads: false,
+            groups: 10,
+            fds: 20,
+            loops: 100,
+            datasize: 100,
+            args: args.join(" "),
+        }
+    }
+
+    /// Parse a tool's arguments (without the program name). Errors name the option.
+    pub fn parse(tool: Tool, args: &[&str]) -> Result<HackbenchOpts, String> {
+        let o = match tool {
+            Tool::RtTests => Self::parse_rt_tests(args)?,
+            Tool::Old => Self::parse_old(args)?,
+            Tool::Perf => Self::parse_perf(args)?,
+        };
+        if o.tasks() > MAX_TASKS {
+            return Err(format!(
+                "hackbench: {} groups x {} fds make {} tasks; schedsim allows at most {MAX_TASKS}",
+                o.groups,
+                o.fds,
+                o.tasks()
+            ));
+        }
+        Ok(o)
+    }
+
+    /// rt-tests: `getopt_long(argc, argv, "ps:l:g:f:TPFh", ...)`; numeric options need an
+    /// integer > 0.
+    fn parse_rt_tests(args: &[&str]) -> Result<HackbenchOpts, String> {
+        const LONG: &[(&str, char, bool)] = &[
+            ("pipe", 'p', false),
+            ("datasize", 's', true),
+            ("loops", 'l', true),
+            ("groups", 'g', true),
+            ("fds", 'f', true),
+            ("threads", 'T', false),
+            ("processes", 'P', false),
+            ("fifo", 'F', false),
+            ("help", 'h', false),
+        ];
+        let mut o = Self::defaults(Tool::RtTests, args);
+        let opts = getopt(args, "ps:l:g:f:TPFh", LONG, "hackbench")?;
+        for (c, val) in opts {
+            let num = |name: &str| -> Result<u32, String> {
+                match val.as_deref().map(str::parse::<u32>) {
+                    Some(Ok(n)) if n > 0 => Ok(n),
+                    _ => Err(format!(
+                        "hackbench: --{name}|-{c} requires an integer > 0 (got '{}')",
+                        val.as_deref().unwrap_or("")
+                    )),
+                }
+            };
+            match c {
+                'p' => o.pipe = true,
+                's' => o.datasize = num("datasize")?,
+                'l' => o.loops = num("loops")?,
+                'g' => o.groups = num("groups")?,
+                'f' => o.fds = num("fds")?,
+                'T' => o.threads = true,
+                'P' => o.threads = false,
+                'F' => {
+                    return Err("hackbench: -F/--fifo makes the main task SCHED_FIFO; schedsim has no RT class".into())
+                }
+                _ => return Err(format!("hackbench: -h/--help: {RT_USAGE}")),
+            }
+        }
+        Ok(o)
+    }
+
+    /// The old hackbench: positional arguments.
+    fn parse_old(args: &[&str]) -> Result<HackbenchOpts, String> {
+        let mut o = Self::defaults(Tool::Old, args);
+        let mut a = args;
+        if a.first() == Some(&"-pipe") {
+            o.pipe = true;
+            a = &a[1..];
+        }
+        if let Some(g) = a.first() {
+            o.groups = match g.parse::<u32>() {
+                Ok(n) if n > 0 => n,
+                _ => return Err(format!("hackbench: <num groups> '{g}' is not a number > 0; {OLD_USAGE}")),
+            };
+        }
+        if let Some(m) = a.get(1) {
+            o.threads = match *m {
+                "process" => false,
+                "thread" => true,
+                _ => return Err(format!("hackbench: mode '{m}' is neither 'process' nor 'thread'; {OLD_USAGE}")),
+            };
+        }
+        if let Some(l) = a.get(2) {
+            o.loops = l.parse::<u32>().map_err(|_| format!("hackbench: [loops] '{l}' is not a number; {OLD_USAGE}"))?;
+        }
+        if let Some(x) = a.get(3) {
+            return Err(format!("hackbench: unexpected argument '{x}'; {OLD_USAGE}"));
+        }
+        Ok(o)
+    }
+
+    /// `perf bench sched messaging`: perf's parse-options (`OPT_BOOLEAN`, `OPT_UINTEGER`).
+    fn parse_perf(args: &[&str]) -> Result<HackbenchOpts, String> {
+        const LONG: &[(&str, char, bool)] =
+            &[("pipe", 'p', false), ("thread", 't', false), ("group", 'g', true), ("nr_loops", 'l', true)];
+        let mut o = Self::defaults(Tool::Perf, args);
+        let opts = getopt(args, "ptg:l:", LONG, "perf bench sched messaging")?;
+        for (c, val) in opts {
+            let num = |name: &str| -> Result<u32, String> {
+                val.as_deref().and_then(|v| v.parse::<u32>().ok()).ok_or_else(|| {
+                    format!(
+                        "perf bench sched messaging: option `{name}' (-{c}) expects an unsigned numerical value (got '{}')",
+                        val.as_deref().unwrap_or("")
+                    )
+                })
+            };
+            match c {
+                'p' => o.pipe = true,
+                't' => o.threads = true,
+                'g' => o.groups = num("group")?,
+                _ => o.loops = num("nr_loops")?,
+            }
+        }
+        if o.groups == 0 {
+            return Err("perf bench sched messaging: option `group' (-g) 0 runs no task; give at least 1".into());
+        }
+        Ok(o)
+    }
+
+    /// Tasks created (not counting the main task).
+    pub fn tasks(&self) -> u64 {
+        self.groups as u64 * self.fds as u64 * 2
+    }
+
+    /// Messages written (and read) in a complete run: every sender writes `loops` messages to
+    /// every receiver of its group.
+    pub fn expected_messages(&self) -> u64 {
+        self.groups as u64 * self.fds as u64 * self.loops as u64 * self.fds as u64
+    }
+
+    /// The command line, e.g. `hackbench -p -g 2`.
+    pub fn command_line(&self) -> String {
+        if self.args.is_empty() {
+            self.tool.program().to_string()
+        } else {
+            format!("{} {}", self.tool.program(), self.args)
+        }
+    }
+
+    /// "process"/"processes" vs "thread"/"threads" as each tool says it.
+    fn mode_word(&self) -> &'static str {
+        match (self.tool, self.threads) {
+            (Tool::RtTests, true) => "threaded",
+            (Tool::RtTests, false) => "process",
+            (_, true) => "threads",
+            (_, false) => "processes",
+        }
+    }
+}
+
+/// A minimal `getopt_long()`: short options (clustered, with the argument attached or next),
+/// `--name`, `--name=value`, `--name value`, unique prefixes of long names, `--` ends the
+/// options. Non-option arguments are refused (both tools would ignore them silently).
+#[allow(clippy::type_complexity)]
+fn getopt(
+    args: &[&str],
+    short: &str,
+    long: &[(&str, char, bool)],
+    prog: &str,
+) -> Result<Vec<(char, Option<String>)>, String> {
+    let takes_arg = |c: char| -> Option<bool> {
+        let i = short.find(c)?;
+        Some(short[i + c.len_utf8()..].starts_with(':'))
+    };
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i];
+        i += 1;
+        if a == "--" {
+            if let Some(x) = args.get(i) {
+                return Err(format!("{prog}: unexpected argument '{x}'"));
+            }
+            break;
+        }
+        if let Some(body) = a.strip_prefix("--") {
+            let (name, inline) = match body.split_once('=') {
+                Some((n, v)) => (n, Some(v.to_string())),
+                None => (body, None),
+            };
+            let exact = long.iter().find(|(n, ..)| *n == name);
+            let cands: Vec<_> = long.iter().filter(|(n, ..)| n.starts_with(name)).collect();
+            let (lname, c, has_arg) = match (exact, cands.as_slice()) {
+                (Some(e), _) => *e,
+                (None, [one]) => **one,
+                (None, []) => return Err(format!("{prog}: unrecognized option '--{name}'")),
+                (None, _) => return Err(format!("{prog}: option '--{name}' is ambiguous")),
+            };
+            if has_arg {
+                let v = match inline {
+                    Some(v) => v,
+                    None => match args.get(i) {
+                        Some(v) => {
+                            i += 1;
+                            v.to_string()
+                        }
+                        None => return Err(format!("{prog}: option '--{lname}' requires an argument")),
+                    },
+                };
+                out.push((c, Some(v)));
+            } else {
+                if inline.is_some() {
+                    return Err(format!("{prog}: option '--{lname}' doesn't allow an argument"));
+                }
+                out.push((c, None));
+            }
+            continue;
+        }
+        let Some(cluster) = a.strip_prefix('-').filter(|c| !c.is_empty()) else {
+            return Err(format!("{prog}: unexpected argument '{a}'"));
+        };
+        for (pos, c) in cluster.char_indices() {
+            match takes_arg(c) {
+                None => return Err(format!("{prog}: invalid option -- '{c}'")),
+                Some(false) => out.push((c, None)),
+                Some(true) => {
+                    let rest = &cluster[pos + c.len_utf8()..];
+                    let v = if !rest.is_empty() {
+                        rest.to_string()
+                    } else {
+                        match args.get(i) {
+                            Some(v) => {
+                                i += 1;
+                                v.to_string()
+                            }
+                            None => return Err(format!("{prog}: option requires an argument -- '{c}'")),
+                        }
+                    };
+                    out.push((c, Some(v)));
+                    break;
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Split a command line given after `--` into the workload's parameters: a first word naming
+/// a tool (`rt-tests`, `old`, `perf`) selects it; the rest are its arguments.
+pub fn command_line_params(words: &[String]) -> Vec<(String, String)> {
+    match words.first().and_then(|w| Tool::parse(w)) {
+        Some(t) => vec![("tool".into(), t.name().into()), ("args".into(), words[1..].join(" "))],
+        None => vec![("args".into(), words.join(" "))],
+    }
+}
+
+/// A sender or receiver.
+#[derive(Debug, Clone)]
+pub struct Child {
+    pub task: TaskId,
+    pub sender: bool,
+    pub group: u32,
+    /// Index among the group's senders or receivers.
+    pub index: u32,
+    /// Thread mode: the `pthread` tid word the main task joins on.
+    pub tid_futex: Option<FutexId>,
+}
+
+/// Run state and results.
+#[derive(Debug, Clone)]
+pub struct Hackbench {
+    pub o: HackbenchOpts,
+    pub main_task: TaskId,
+    /// Senders and receivers in creation order (role `i + 1` of [`TaskFrame::task`]).
+    pub children: Vec<Child>,
+    /// The ready and wake fdpairs (read end, write end).
+    pub ready: Option<(Fd, Fd)>,
+    pub wake: Option<(Fd, Fd)>,
+    /// One fdpair per receiver, `group * fds + index`.
+    pub pairs: Vec<(Fd, Fd)>,
+    /// Process mode: the main process's `signal_struct`.
+    pub parent_sig: Option<SigId>,
+    /// The main task's exec, and the end of the run (ns).
+    pub exec_ns: Time,
+    pub end_ns: Time,
+    /// `gettimeofday()` of the timed section (us).
+    pub start_us: Option<u64>,
+    pub stop_us: Option<u64>,
+    /// Children ready and running.
+    pub ready_children: u32,
+    /// Messages fully written / fully read, and bytes read.
+    pub messages_sent: u64,
+    pub messages_received: u64,
+    pub bytes_received: u64,
+    /// What the tool printed (stdout), in order.
+    pub output: String,
+}
+
+impl Hackbench {
+    pub fn new(o: HackbenchOpts) -> Hackbench {
+        Hackbench {
+            o,
+            main_task: 0,
+            children: Vec::new(),
+            ready: None,
+            wake: None,
+            pairs: Vec::new(),
+            parent_sig: None,
+            exec_ns: 0,
+            end_ns: 0,
+            start_us: None,
+            stop_us: None,
+            ready_children: 0,
+            messages_sent: 0,
+            messages_received: 0,
+            bytes_received: 0,
+            output: String::new(),
+        }
+    }
+
+    /// From the workload parameters `tool` and `args`.
+    pub fn parse(p: &Params) -> Result<Hackbench, String> {
+        p.check_known("hackbench", PARAM_NAMES)?;
+        let tool_name = p.get("tool").unwrap_or("rt-tests");
+        let tool = Tool::parse(tool_name).ok_or_else(|| {
+            format!("{}: hackbench tool '{tool_name}' (expected one of: {})", p.origin, Tool::NAMES.join(", "))
+        })?;
+        let args: Vec<&str> = p.get("args").unwrap_or("").split_whitespace().collect();
+        let o = HackbenchOpts::parse(tool, &args).map_err(|e| format!("{} [tool={}]: {e}", p.origin, tool.name()))?;
+        Ok(Hackbench::new(o))
+    }
+
+    /// The measured time (us), once the run is complete.
+    pub fn time_us(&self) -> Option<u64> {
+        Some(self.stop_us? - self.start_us?)
+    }
+
+    /// The time as the tools print it: `sec.msec` with the milliseconds truncated.
+    pub fn time_text(&self) -> Option<String> {
+        let d = self.time_us()?;
+        Some(format!("{}.{:03}", d / 1_000_000, d % 1_000_000 / 1000))
+    }
+
+    /// Wall time of the whole program, from exec to exit (perf stat's "time elapsed").
+    pub fn elapsed_ns(&self) -> Time {
+        self.end_ns.saturating_sub(self.exec_ns)
+    }
+
+    /// What the tool prints before it starts its children.
+    fn header(&self) -> String {
+        let o = &self.o;
+        match o.tool {
+            Tool::RtTests => format!(
+                "Running in {} mode with {} groups using {} file descriptors each (== {} tasks)\n\
+                 Each sender will pass {} messages of {} bytes\n",
+                o.mode_word(),
+                o.groups,
+                2 * o.fds,
+                o.tasks(),
+                o.loops,
+                o.datasize
+            ),
+            Tool::Old => format!("Running with {}*40 (== {}) tasks.\n", o.groups, o.tasks()),
+            Tool::Perf => "# Running 'sched/messaging' benchmark:\n".to_string(),
+        }
+    }
+
+    /// What the tool prints at the end.
+    fn footer(&self) -> String {
+        let t = self.time_text().unwrap_or_default();
+        let o = &self.o;
+        match o.tool {
+            Tool::RtTests | Tool::Old => format!("Time: {t}\n"),
+            Tool::Perf => format!(
+                "# {} sender and receiver {} per group\n# {} groups == {} {} run\n\n {:>14}: {t} [sec]\n",
+                o.fds,
+                o.mode_word(),
+                o.groups,
+                o.tasks(),
+                o.mode_word(),
+                "Total time"
+            ),
+        }
+    }
+}
+
+fn st(k: &mut Kernel) -> &mut Hackbench {
+    match &mut k.wl {
+        Workload::Hackbench(s) => s,
+        _ => unreachable!(),
+    }
+}
+
+fn new_task(k: &mut Kernel, comm: &str, role: u32) -> TaskId {
+    let t = k.new_task(TaskKind::Workload, comm.to_string(), 0, 120, None);
+    k.tasks[t as usize].saved =
+        vec![Frame::Workload(TaskFrame { task: role, ..Default::default() }), Frame::RetFromFork];
+    t
+}
+
+/// The shell starts the program (its main task) at a seed-dependent instant after 1 ms.
+pub fn start(k: &mut Kernel) {
+    let comm = st(k).o.tool.comm();
+    let main = new_task(k, comm, 0);
+    let load = super::load_time(k, 0x4ACB);
+    let s = st(k);
+    s.main_task = main;
+    s.exec_ns = load;
+    k.q.push(load, Action::Workload { what: 0 });
+}
+
+pub fn on_action(k: &mut Kernel, _what: u32) {
+    let main = st(k).main_task;
+    super::spawn(k, 0, main);
+}
+
+pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
+    if s.task == 0 {
+        main_step(k, cpu, s)
+    } else {
+        child_step(k, s, (s.task - 1) as usize)
+    }
+}
+
+/// User code between two syscalls.
+fn user(k: &Kernel, s: &mut TaskFrame) -> Next {
+    s.user = true;
+    Next::Cont(k.costs.user_op)
+}
+
+#[inline]
+fn gettimeofday_us(k: &Kernel) -> u64 {
+    k.now / NSEC_PER_USEC
+}
+
+/// The main task: `main()` of the tools.
+fn main_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
+    match s.at {
+        0 => {
+            setup(k, cpu);
+            s.i = 0;
+            s.at = 1;
+            user(k, s)
+        }
+        1 => {
+            // Wait for everyone to be ready: one byte per child.
+            let now_us = gettimeofday_us(k);
+            let w = st(k);
+            if s.i < w.o.tasks() {
+                let fd = w.ready.expect("set up").0;
+                s.at = 2;
+                return Next::Call(k.costs.user_op, sys_read(fd, 1));
+            }
+            w.start_us = Some(now_us);
+            let fd = w.wake.expect("set up").1;
+            s.i = 0;
+            s.at = 3;
+            Next::Call(k.costs.user_op, sys_write(fd, 1))
+        }
+        2 => {
+            s.i += s.ret.max(0) as u64;
+            s.at = 1;
+            user(k, s)
+        }
+        3 => {
+            // Reap them all, in creation order.
+            let (now, now_us) = (k.now, gettimeofday_us(k));
+            let w = st(k);
+            let i = s.i as usize;
+            if i == w.children.len() {
+                w.stop_us = Some(now_us);
+                w.end_ns = now;
+                let f = w.footer();
+                w.output.push_str(&f);
+                k.finished = true;
+                return super::exit_current(k, cpu, s);
+            }
+            match (w.parent_sig, w.children[i].tid_futex) {
+                (Some(sig), _) => {
+                    s.at = 4;
+                    Next::Call(k.costs.user_op, Wait4::any_child(sig))
+                }
+                (None, Some(f)) => {
+                    // pthread_join(): FUTEX_WAIT on the tid while it is not 0.
+                    let v = k.futexes[f as usize].val;
+                    if v != 0 {
+                        return Next::Call(k.costs.user_op, FutexOp::wait(f, v));
+                    }
+                    s.i += 1;
+                    user(k, s)
+                }
+                (None, None) => unreachable!("a child with neither a parent nor a tid"),
+            }
+        }
+        4 => {
+            s.i += 1;
+            s.at = 3;
+            user(k, s)
+        }
+        _ => unreachable!("hackbench main ran after exit"),
+    }
+}
+
+/// Create the fdpairs and the children (`group()` of the tools), then start the children.
+fn setup(k: &mut Kernel, cpu: CpuId) {
+    let o = st(k).o.clone();
+    let comm = o.tool.comm();
+    let ready = fdpair(k, cpu, o.pipe);
+    let wake = fdpair(k, cpu, o.pipe);
+    let parent_sig = (!o.threads).then(|| signal_alloc(k, cpu));
+    let mut pairs = Vec::new();
+    let mut children = Vec::new();
+    for g in 0..o.groups {
+        for r in 0..o.fds {
+            pairs.push(fdpair(k, cpu, o.pipe));
+            children.push((false, g, r));
+        }
+        for i in 0..o.fds {
+            children.push((true, g, i));
+        }
+    }
+    let mut made = Vec::with_capacity(children.len());
+    for (n, (sender, group, index)) in children.into_iter().enumerate() {
+        let task = new_task(k, comm, n as u32 + 1);
+        let tid_futex = if o.threads {
+            let pid = k.tasks[task as usize].pid as i64;
+            Some(futex_alloc(k, cpu, pid))
+        } else {
+            link_child(k, parent_sig.expect("process mode"), task);
+            None
+        };
+        made.push(Child { task, sender, group, index, tid_futex });
+    }
+    let header = {
+        let w = st(k);
+        w.ready = Some(ready);
+        w.wake = Some(wake);
+        w.pairs = pairs;
+        w.parent_sig = parent_sig;
+        w.header()
+    };
+    let tasks: Vec<TaskId> = made.iter().map(|c| c.task).collect();
+    {
+        let w = st(k);
+        w.output.push_str(&header);
+        w.children = made;
+    }
+    for t in tasks {
+        super::spawn(k, cpu, t);
+    }
+}
+
+/// A sender or a receiver.
+fn child_step(k: &mut Kernel, s: &mut TaskFrame, ci: usize) -> Next {
+    match s.at {
+        0 => {
+            // ready(): tell them we're ready...
+            let fd = st(k).ready.expect("set up").1;
+            s.at = 1;
+            Next::Call(k.costs.user_op, sys_write(fd, 1))
+        }
+        1 => {
+            // ...and wait for "GO".
+            let fd = st(k).wake.expect("set up").0;
+            s.at = 2;
+            s.i = 0;
+            s.mark[0] = 0;
+            st(k).ready_children += 1;
+            Next::Call(k.costs.user_op, sys_poll_in(fd))
+        }
+        2 => {
+            let w = st(k);
+            let o = &w.o;
+            let c = &w.children[ci];
+            let total = o.loops as u64 * o.fds as u64;
+            if s.i == total {
+                let f = match (w.parent_sig, c.tid_futex) {
+                    (Some(sig), _) => DoExit::process(sig),
+                    (None, Some(f)) => DoExit::thread(f),
+                    (None, None) => unreachable!(),
+                };
+                s.at = u8::MAX;
+                return Next::Call(k.costs.user_op, f);
+            }
+            let left = o.datasize - s.mark[0] as u32;
+            let frame = if c.sender {
+                // Message i goes to receiver i % fds of the group.
+                let j = (s.i % o.fds as u64) as usize;
+                sys_write(w.pairs[(c.group * o.fds) as usize + j].1, left)
+            } else {
+                sys_read(w.pairs[(c.group * o.fds + c.index) as usize].0, left)
+            };
+            s.at = 3;
+            Next::Call(k.costs.user_op, frame)
+        }
+        3 => {
+            let n = s.ret.max(0) as u64;
+            s.mark[0] += n;
+            let w = st(k);
+            let sender = w.children[ci].sender;
+            if !sender {
+                w.bytes_received += n;
+            }
+            if s.mark[0] >= w.o.datasize as u64 {
+                s.mark[0] = 0;
+                s.i += 1;
+                if sender {
+                    w.messages_sent += 1;
+                } else {
+                    w.messages_received += 1;
+                }
+            }
+            s.at = 2;
+            user(k, s)
+        }
+        _ => unreachable!("hackbench child ran after exit"),
+    }
+}

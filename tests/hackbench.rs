@@ -1,0 +1,291 @@
+//! hackbench end to end (workloads.md §3): the three forms (rt-tests, the old `hackbench N`,
+//! `perf bench sched messaging`) deliver every message (groups x 20 senders x loops x 20
+//! receivers) over pipes and AF_UNIX sockets, in process and thread mode; the wakeups of
+//! fs/pipe.c and net/unix/af_unix.c are sync wakeups (WF_SYNC) of the sleeping reader; the
+//! output has each tool's layout; bad options are rejected with an error naming the option.
+
+use schedsim::linux::fs::Fd;
+use schedsim::linux::kernel::sched::WF_SYNC;
+use schedsim::linux::net::unix::{unix_skb_truesize, SK_WMEM_MAX};
+use schedsim::linux::Kernel;
+use schedsim::run::{build, execute, RunResult, RunSpec};
+use schedsim::workload::hackbench::Hackbench;
+use schedsim::workload::params::Params;
+use schedsim::workload::Workload;
+use std::process::Command;
+
+const LIMIT_NS: u64 = 10_000_000_000;
+
+fn spec(tool: &str, args: &str) -> RunSpec {
+    let mut s = RunSpec::new("hackbench");
+    s.machine = "i7-4c8t".into();
+    s.params = Params::from_pairs(vec![("tool".into(), tool.into()), ("args".into(), args.into())], "test");
+    s.limit_ns = LIMIT_NS;
+    s
+}
+
+fn hb(r: &RunResult) -> &Hackbench {
+    match &r.workload {
+        Workload::Hackbench(w) => w,
+        other => panic!("not a hackbench run: {other:?}"),
+    }
+}
+
+fn hb_of(k: &Kernel) -> &Hackbench {
+    match &k.wl {
+        Workload::Hackbench(w) => w,
+        other => panic!("not a hackbench run: {other:?}"),
+    }
+}
+
+fn run(tool: &str, args: &str) -> RunResult {
+    let r = execute(&spec(tool, args)).unwrap_or_else(|e| panic!("{tool} {args}: {e}"));
+    assert!(r.finished, "{tool} {args}: did not finish");
+    r
+}
+
+/// Build and run a kernel, keeping it for inspection of the IPC objects.
+fn run_kernel(tool: &str, args: &str) -> Kernel {
+    let mut k = build(&spec(tool, args)).unwrap_or_else(|e| panic!("{tool} {args}: {e}"));
+    k.run(LIMIT_NS);
+    assert!(k.finished, "{tool} {args}: did not finish");
+    k
+}
+
+fn check_accounting(w: &Hackbench, groups: u64, loops: u64, what: &str) {
+    let expected = groups * 20 * loops * 20;
+    assert_eq!(w.o.expected_messages(), expected, "{what}");
+    assert_eq!(w.messages_sent, expected, "{what}: messages written");
+    assert_eq!(w.messages_received, expected, "{what}: messages read");
+    assert_eq!(w.bytes_received, expected * 100, "{what}: bytes read");
+    assert_eq!(w.ready_children as u64, groups * 40, "{what}: every child got ready");
+    let t = w.time_us().unwrap_or_else(|| panic!("{what}: no time"));
+    assert!(t > 0, "{what}: the timed section took no time");
+}
+
+#[test]
+fn every_form_delivers_groups_x_20_x_loops_x_20_messages() {
+    for (tool, args, groups, loops) in [
+        ("rt-tests", "-g 2 -l 3", 2, 3),
+        ("rt-tests", "-p -T -g 1 -l 4", 1, 4),
+        ("old", "2 process 3", 2, 3),
+        ("old", "-pipe 1 thread 4", 1, 4),
+        ("perf", "-g 2 -l 3", 2, 3),
+        ("perf", "-p -t -g 1 -l 4", 1, 4),
+    ] {
+        let r = run(tool, args);
+        check_accounting(hb(&r), groups, loops, &format!("{tool} {args}"));
+    }
+}
+
+#[test]
+fn pipe_and_socket_modes_finish_and_drain_their_objects() {
+    for args in ["-p -g 2 -l 5", "-g 2 -l 5", "-p -T -g 2 -l 5", "-T -g 2 -l 5"] {
+        let k = run_kernel("rt-tests", args);
+        let w = hb_of(&k);
+        check_accounting(w, 2, 5, args);
+        // Every data pipe/socket is empty; "ready" is drained; "wake" still holds its GO byte.
+        let (wake_rd, _) = w.wake.unwrap();
+        for (i, p) in k.ipc.pipes.iter().enumerate() {
+            let expect = if Fd::PipeRead(i as u32) == wake_rd { 1 } else { 0 };
+            assert_eq!(p.unread(), expect, "{args}: pipe {i}");
+        }
+        for (i, s) in k.ipc.socks.iter().enumerate() {
+            let expect = if Fd::Sock(i as u32) == wake_rd { 1 } else { 0 };
+            let queued: u64 = s.receive_queue.iter().map(|b| (b.len - b.consumed) as u64).sum();
+            assert_eq!(queued, expect, "{args}: socket {i}");
+        }
+        assert!(k.ipc.wqs.iter().all(|q| q.entries.is_empty()), "{args}: a task is still queued");
+    }
+}
+
+/// One sender, one receiver over a pipe: the receiver sleeps in pipe_read() on the empty pipe
+/// and the sender's pipe_write() wakes it with a sync wakeup from the sender's own context.
+#[test]
+fn receiver_blocked_on_empty_pipe_is_woken_by_the_writer_with_wf_sync() {
+    let k = run_kernel("rt-tests", "-p -g 1 -f 1 -l 50");
+    let w = hb_of(&k);
+    assert_eq!(w.messages_received, 50);
+    let (rx, tx) = (&w.children[0], &w.children[1]);
+    assert!(!rx.sender && tx.sender);
+    let Fd::PipeRead(p) = w.pairs[0].0 else { panic!("a pipe") };
+    let rd_wait = k.ipc.pipes[p as usize].rd_wait;
+    let wakes: Vec<_> = k.ipc.wake_log.iter().filter(|r| r.wq == rd_wait).collect();
+    assert!(!wakes.is_empty(), "the receiver never slept on its empty pipe");
+    for r in &wakes {
+        assert_eq!(r.wakee, rx.task, "only the receiver sleeps on rd_wait");
+        assert_eq!(r.waker, tx.task, "the writer wakes it");
+        assert_ne!(r.wake_flags & WF_SYNC, 0, "pipe_write() wakes with WF_SYNC");
+    }
+}
+
+#[test]
+fn socket_reader_is_woken_by_sock_def_readable_with_wf_sync() {
+    let k = run_kernel("rt-tests", "-g 1 -f 1 -l 50");
+    let w = hb_of(&k);
+    let (rx, tx) = (&w.children[0], &w.children[1]);
+    let Fd::Sock(s) = w.pairs[0].0 else { panic!("a socket") };
+    let wq = k.ipc.socks[s as usize].wq;
+    let wakes: Vec<_> = k.ipc.wake_log.iter().filter(|r| r.wq == wq).collect();
+    assert!(!wakes.is_empty(), "the receiver never slept in unix_stream_data_wait()");
+    assert!(wakes.iter().all(|r| r.wakee == rx.task && r.waker == tx.task && r.wake_flags & WF_SYNC != 0));
+}
+
+/// "GO": the main task's single write to the wake fd wakes every child polling it at once.
+#[test]
+fn the_go_write_wakes_every_poller() {
+    for args in ["-p -g 1 -l 1", "-g 1 -l 1"] {
+        let k = run_kernel("rt-tests", args);
+        let w = hb_of(&k);
+        let wq = match w.wake.unwrap().0 {
+            Fd::PipeRead(p) => k.ipc.pipes[p as usize].rd_wait,
+            Fd::Sock(s) => k.ipc.socks[s as usize].wq,
+            Fd::PipeWrite(_) => unreachable!(),
+        };
+        let wakes: Vec<_> = k.ipc.wake_log.iter().filter(|r| r.wq == wq).collect();
+        assert_eq!(wakes.len(), 40, "{args}: one wakeup per poller");
+        assert!(wakes.iter().all(|r| r.waker == w.main_task && r.wake_flags & WF_SYNC != 0), "{args}");
+        let mut woken: Vec<_> = wakes.iter().map(|r| r.wakee).collect();
+        woken.sort();
+        woken.dedup();
+        assert_eq!(woken.len(), 40, "{args}: each child once");
+    }
+}
+
+/// AF_UNIX flow control is in bytes of skb truesize against the sender's sk_sndbuf.
+#[test]
+fn socket_write_space_is_counted_in_truesize() {
+    assert_eq!(SK_WMEM_MAX, 212_992);
+    assert_eq!(unix_skb_truesize(100), 896);
+    assert_eq!(unix_skb_truesize(1), 896);
+    assert!(unix_skb_truesize(4000) > 4000);
+    // About 238 100-byte messages fit before a sender blocks.
+    assert_eq!(SK_WMEM_MAX.div_ceil(896), 238);
+}
+
+fn lines(s: &str) -> Vec<&str> {
+    s.lines().collect()
+}
+
+fn is_time(t: &str) -> bool {
+    let Some((s, ms)) = t.split_once('.') else { return false };
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) && ms.len() == 3 && ms.bytes().all(|b| b.is_ascii_digit())
+}
+
+#[test]
+fn output_has_each_tools_layout() {
+    let r = run("rt-tests", "-g 1 -l 2");
+    let w = hb(&r);
+    let l = lines(&w.output);
+    assert_eq!(l.len(), 3, "{}", w.output);
+    assert_eq!(l[0], "Running in process mode with 1 groups using 40 file descriptors each (== 40 tasks)");
+    assert_eq!(l[1], "Each sender will pass 2 messages of 100 bytes");
+    let t = l[2].strip_prefix("Time: ").expect("Time: line");
+    assert!(is_time(t), "{t}");
+    assert_eq!(Some(t.to_string()), w.time_text());
+
+    let r = run("rt-tests", "-T -p -s 64 -g 1 -l 2");
+    let l = lines(&hb(&r).output);
+    assert_eq!(l[0], "Running in threaded mode with 1 groups using 40 file descriptors each (== 40 tasks)");
+    assert_eq!(l[1], "Each sender will pass 2 messages of 64 bytes");
+
+    let r = run("old", "1 thread 2");
+    let l = lines(&hb(&r).output);
+    assert_eq!(l.len(), 2);
+    assert_eq!(l[0], "Running with 1*40 (== 40) tasks.");
+    assert!(is_time(l[1].strip_prefix("Time: ").expect("Time: line")));
+
+    for (args, word) in [("-g 1 -l 2", "processes"), ("-t -g 1 -l 2", "threads")] {
+        let r = run("perf", args);
+        let w = hb(&r);
+        let l = lines(&w.output);
+        assert_eq!(l.len(), 5, "{}", w.output);
+        assert_eq!(l[0], "# Running 'sched/messaging' benchmark:");
+        assert_eq!(l[1], format!("# 20 sender and receiver {word} per group"));
+        assert_eq!(l[2], format!("# 1 groups == 40 {word} run"));
+        assert_eq!(l[3], "");
+        let t = l[4].strip_prefix("     Total time: ").and_then(|x| x.strip_suffix(" [sec]")).expect("Total time line");
+        assert!(is_time(t), "{t}");
+    }
+}
+
+/// The printed time is gettimeofday() after the ready bytes to gettimeofday() after the last
+/// reap, in whole microseconds, shown as sec.msec with the milliseconds truncated.
+#[test]
+fn time_is_measured_from_go_to_the_last_reap() {
+    let r = run("rt-tests", "-p -g 1 -l 20");
+    let w = hb(&r);
+    let (start, stop) = (w.start_us.unwrap(), w.stop_us.unwrap());
+    assert!(w.exec_ns / 1000 <= start && start < stop && stop <= r.sim_ns / 1000);
+    let d = stop - start;
+    assert_eq!(w.time_text().unwrap(), format!("{}.{:03}", d / 1_000_000, d % 1_000_000 / 1000));
+    assert!(w.elapsed_ns() >= d * 1000);
+}
+
+#[test]
+fn same_seed_same_run() {
+    let (a, b) = (run("old", "1 process 5"), run("old", "1 process 5"));
+    assert_eq!(format!("{:?}", a.stats), format!("{:?}", b.stats));
+    assert_eq!(format!("{:?}", a.workload), format!("{:?}", b.workload));
+    assert_eq!((a.sim_ns, a.actions), (b.sim_ns, b.actions));
+}
+
+#[test]
+fn bad_options_are_errors_naming_the_option() {
+    let err = |tool: &str, args: &str| match execute(&spec(tool, args)) {
+        Ok(_) => panic!("{tool} {args}: accepted"),
+        Err(e) => e,
+    };
+    for (tool, args, needle) in [
+        ("rt-tests", "-g 0", "--groups|-g requires an integer > 0"),
+        ("rt-tests", "--loops=x", "--loops|-l requires an integer > 0"),
+        ("rt-tests", "-s", "option requires an argument -- 's'"),
+        ("rt-tests", "-x", "invalid option -- 'x'"),
+        ("rt-tests", "--grops 2", "unrecognized option '--grops'"),
+        ("rt-tests", "--p", "option '--p' is ambiguous"),
+        ("rt-tests", "-F", "-F/--fifo"),
+        ("rt-tests", "10", "unexpected argument '10'"),
+        ("old", "abc", "<num groups> 'abc'"),
+        ("old", "2 proc", "mode 'proc'"),
+        ("old", "2 process x", "[loops] 'x'"),
+        ("perf", "-g x", "option `group' (-g)"),
+        ("perf", "--nr_loops -1", "option `nr_loops' (-l)"),
+        ("perf", "-T", "invalid option -- 'T'"),
+        ("perf", "-g 0", "option `group' (-g)"),
+    ] {
+        let e = err(tool, args);
+        assert!(e.contains(needle), "{tool} {args}: {e}");
+    }
+    let mut s = spec("rt-tests", "");
+    s.params = Params::from_pairs(vec![("tool".into(), "lmbench".into())], "test");
+    let e = execute(&s).err().expect("unknown tool");
+    assert!(e.contains("hackbench tool 'lmbench'"), "{e}");
+    s.params = Params::from_pairs(vec![("groups".into(), "2".into())], "test");
+    let e = execute(&s).err().expect("unknown parameter");
+    assert!(e.contains("unknown hackbench parameter 'groups'"), "{e}");
+}
+
+/// The command line: `schedsim run hackbench -- TOOL ARGS` prints the tool's output and the
+/// perf stat block; bad options exit with code 2.
+#[test]
+fn command_line_runs_each_tool() {
+    let exe = env!("CARGO_BIN_EXE_schedsim");
+    let out = Command::new(exe).args(["run", "hackbench", "--", "perf", "-p", "-g", "1", "-l", "2"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("# 1 groups == 40 processes run\n"), "{text}");
+    assert!(text.contains(" Performance counter stats for 'perf bench sched messaging -p -g 1 -l 2':"), "{text}");
+    for counter in ["msec task-clock", "context-switches", "cpu-migrations", "seconds time elapsed"] {
+        assert!(text.contains(counter), "{counter}: {text}");
+    }
+    let out =
+        Command::new(exe).args(["run", "hackbench", "--json", "--", "old", "1", "process", "2"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["workload"]["messages_received"], 800);
+    assert_eq!(v["workload"]["messages_expected"], 800);
+    assert_eq!(v["workload"]["tool"], "old");
+    let out = Command::new(exe).args(["run", "hackbench", "--", "rt-tests", "-g", "0"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--groups|-g"));
+}
