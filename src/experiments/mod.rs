@@ -1,6 +1,7 @@
 //! The built-in experiments (`schedsim reproduce NAME`): each runs its variants over several
 //! seeds and prints the table with the published figures beside the simulated ones.
 
+pub mod hackbench2013;
 pub mod ipistorm;
 pub mod nohz;
 pub mod schbench_ttwu;
@@ -54,6 +55,10 @@ pub const EXPERIMENTS: &[Experiment] = &[Experiment {
     name: "nanosleep",
     description: "240 processes looping nanosleep(1 us) on 240 CPUs: share of CPU time in newidle balance and update_sd_lb_stats, v6.10 vs v6.13",
     run: nohz::nanosleep,
+}, Experiment {
+    name: "hackbench-2013",
+    description: "perf stat -a hackbench 500 on an i7 4C/8T: newidle in __schedule vs Rostedt's 2013 post-schedule idle_balance (IRQs on), and with the nr_running re-check (at most 2 seeds, ~75 s wall each)",
+    run: hackbench2013::reproduce,
 }];
 
 pub fn find(name: &str) -> Result<&'static Experiment, String> {

@@ -47,6 +47,11 @@ impl KernelConfig {
             }
         }
         for p in &patches {
+            for r in p.info().requires {
+                if !patches.contains(r) {
+                    return Err(format!("patch {} requires {}", p.info().id, r.info().id));
+                }
+            }
             for c in p.info().conflicts {
                 if patches.contains(c) {
                     return Err(format!("patches {} and {} cannot be applied together", p.info().id, c.info().id));

@@ -46,6 +46,8 @@ pub enum Frame {
     Schedule(Schedule),
     /// `sched_balance_newidle()`.
     NewidleBalance(NewidleBalance),
+    /// The 2013 idle-class post-schedule hook.
+    PostScheduleIdle(super::kernel::sched::core::PostScheduleIdle),
     /// `sched_balance_softirq()`.
     SchedBalanceSoftirq(SchedBalanceSoftirq),
     /// `flush_smp_call_function_queue()` (task context).
@@ -432,6 +434,7 @@ fn phase_of(f: &Frame, waiting: bool) -> Phase {
         }
         Frame::ScheduleCaller(_) | Frame::Schedule(_) | Frame::RetFromFork => Phase::Schedule,
         Frame::NewidleBalance(_) => Phase::Newidle,
+        Frame::PostScheduleIdle(_) => Phase::Schedule,
         Frame::FlushSmpCallFunctionQueue(_) | Frame::FlushQueue(_) | Frame::TtwuPending(_) => Phase::Flush,
         Frame::HardIrq(_) => Phase::HardIrq,
         Frame::HandleSoftirqs(_) | Frame::SchedBalanceSoftirq(_) => Phase::Softirq,
@@ -572,6 +575,7 @@ fn step(k: &mut Kernel, cpu: CpuId, frame: &mut Frame) -> Next {
         Frame::ScheduleCaller(s) => core::schedule_caller(k, cpu, s),
         Frame::Schedule(s) => core::__schedule(k, cpu, s),
         Frame::NewidleBalance(s) => fair::sched_balance_newidle(k, cpu, s),
+        Frame::PostScheduleIdle(s) => core::post_schedule_idle(k, cpu, s),
         Frame::SchedBalanceSoftirq(s) => fair::sched_balance_softirq(k, cpu, s),
         Frame::FlushSmpCallFunctionQueue(s) => smp::flush_smp_call_function_queue(k, cpu, s),
         Frame::FlushQueue(s) => smp::__flush_smp_call_function_queue(k, cpu, s),

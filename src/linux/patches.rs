@@ -37,6 +37,15 @@ pub enum Patch {
     /// set around `__flush_smp_call_function_queue()` stops `raise_softirq_irqoff()` from
     /// waking ksoftirqd there.
     SoftirqFlagRfcV1,
+    /// Steven Rostedt 2013 (tip pull 1db13ecf8905, patch 2/3): `idle_balance()` moves out of
+    /// `__schedule()` into the idle class's post-schedule hook, after the switch to idle (a
+    /// pull then costs a second switch, idle -> task). Modelled on today's kernel: the newidle
+    /// balance leaves `pick_next_task_fair()` and runs after `__schedule()` unlocks.
+    Rostedt2013PostSchedule,
+    /// Rostedt 2013 patch 3/3: that balance drops the rq lock with IRQs *enabled*.
+    Rostedt2013IrqsOn,
+    /// The follow-up in the 2013 thread: skip the post-schedule balance if a task arrived.
+    Rostedt2013NrRunningCheck,
     /// Softirq RFC v2 (2024-07): reuse PREEMPT_RT's per-CPU `softirq_ctrl.cnt` on !RT too; its
     /// low bits count "softirqs will be processed after this flush", and
     /// `should_wake_ksoftirqd()` reads it.
@@ -57,15 +66,42 @@ pub struct PatchInfo {
     pub merged: &'static str,
     /// Patches this one cannot be combined with.
     pub conflicts: &'static [Patch],
+    /// Patches this one builds on.
+    pub requires: &'static [Patch],
 }
 
 pub const PATCHES: &[PatchInfo] = &[
+    PatchInfo {
+        patch: Patch::Rostedt2013PostSchedule,
+        id: "rostedt-2013-post-schedule",
+        subject: "sched: Move idle_balance() to post_schedule (Steven Rostedt, 2013-02, tip pull 1db13ecf8905)",
+        merged: "not kept",
+        conflicts: &[],
+        requires: &[],
+    },
+    PatchInfo {
+        patch: Patch::Rostedt2013IrqsOn,
+        id: "rostedt-2013-irqs-on",
+        subject: "sched: Enable interrupts in idle_balance() (Steven Rostedt, 2013-02)",
+        merged: "not kept",
+        conflicts: &[],
+        requires: &[Patch::Rostedt2013PostSchedule],
+    },
+    PatchInfo {
+        patch: Patch::Rostedt2013NrRunningCheck,
+        id: "rostedt-2013-nr-running-check",
+        subject: "sched: Check rq->nr_running before the post-schedule idle_balance() (2013 thread follow-up)",
+        merged: "not kept",
+        conflicts: &[],
+        requires: &[Patch::Rostedt2013PostSchedule],
+    },
     PatchInfo {
         patch: Patch::B2a02fc43a1f,
         id: "b2a02fc43a1f",
         subject: "smp: Optimize send_call_function_single_ipi()",
         merged: "v5.8",
         conflicts: &[],
+        requires: &[],
     },
     PatchInfo {
         patch: Patch::Sm3dcac251b066,
@@ -73,6 +109,7 @@ pub const PATCHES: &[PatchInfo] = &[
         subject: "sched/core: Introduce SM_IDLE and an idle re-entry fast-path in __schedule()",
         merged: "v6.12",
         conflicts: &[],
+        requires: &[],
     },
     PatchInfo {
         patch: Patch::F3dd3f674555,
@@ -80,6 +117,7 @@ pub const PATCHES: &[PatchInfo] = &[
         subject: "sched: Remove the limitation of WF_ON_CPU on wakelist if wakee cpu is idle",
         merged: "v6.0",
         conflicts: &[],
+        requires: &[],
     },
     PatchInfo {
         patch: Patch::D6962c4fe8f9,
@@ -87,6 +125,7 @@ pub const PATCHES: &[PatchInfo] = &[
         subject: "sched: Clear ttwu_pending after enqueue_task()",
         merged: "v6.2",
         conflicts: &[],
+        requires: &[],
     },
     PatchInfo {
         patch: Patch::Ea9cffc0a154,
@@ -94,6 +133,7 @@ pub const PATCHES: &[PatchInfo] = &[
         subject: "sched/core: Remove the unnecessary need_resched() check in nohz_csd_func()",
         merged: "v6.13",
         conflicts: &[],
+        requires: &[],
     },
     PatchInfo {
         patch: Patch::Ff47a0acfcce,
@@ -101,6 +141,7 @@ pub const PATCHES: &[PatchInfo] = &[
         subject: "sched/fair: Check idle_cpu() before need_resched() to detect ilb CPU turning busy",
         merged: "v6.13",
         conflicts: &[],
+        requires: &[],
     },
     PatchInfo {
         patch: Patch::E932c4ab38f0,
@@ -108,6 +149,7 @@ pub const PATCHES: &[PatchInfo] = &[
         subject: "sched/core: Prevent wakeup of ksoftirqd during idle load balance",
         merged: "v6.13",
         conflicts: &[],
+        requires: &[],
     },
     PatchInfo {
         patch: Patch::S6675ce20046d,
@@ -115,6 +157,7 @@ pub const PATCHES: &[PatchInfo] = &[
         subject: "softirq: Allow raising SCHED_SOFTIRQ from SMP-call-function on RT kernel",
         merged: "v6.13",
         conflicts: &[],
+        requires: &[],
     },
     PatchInfo {
         patch: Patch::TifNotifyIpiRfc,
@@ -122,6 +165,7 @@ pub const PATCHES: &[PatchInfo] = &[
         subject: "[RFC] sched: Introduce TIF_NOTIFY_IPI (posted 2024-02-20)",
         merged: "not merged",
         conflicts: &[],
+        requires: &[],
     },
     PatchInfo {
         patch: Patch::SoftirqFlagRfcV1,
@@ -129,6 +173,7 @@ pub const PATCHES: &[PatchInfo] = &[
         subject: "[RFC 3/3] softirq: Avoid waking up ksoftirqd from flush_smp_call_function_queue() (posted 2024-07-10, cacheline-aligned flag)",
         merged: "not merged",
         conflicts: &[Patch::SoftirqFlagRfcV1Unaligned],
+        requires: &[],
     },
     PatchInfo {
         patch: Patch::SoftirqCtrlRfcV2,
@@ -136,6 +181,7 @@ pub const PATCHES: &[PatchInfo] = &[
         subject: "[RFC v2 3/3] softirq: reuse softirq_ctrl.cnt on !RT to mark a flush that will run softirqs (posted 2024-07)",
         merged: "not merged",
         conflicts: &[Patch::SoftirqFlagRfcV1, Patch::SoftirqFlagRfcV1Unaligned],
+        requires: &[],
     },
     PatchInfo {
         patch: Patch::SoftirqFlagRfcV1Unaligned,
@@ -143,6 +189,7 @@ pub const PATCHES: &[PatchInfo] = &[
         subject: "[RFC 3/3] as rfc-softirq-flag, with the per-CPU flag not cacheline-aligned",
         merged: "not merged",
         conflicts: &[Patch::SoftirqFlagRfcV1],
+        requires: &[],
     },
 ];
 

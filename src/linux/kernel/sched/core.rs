@@ -238,6 +238,8 @@ pub enum ScheduleAt {
     Finish,
     /// prev == next: callbacks and unlock.
     Unlock,
+    /// Back from the post-schedule hook.
+    AfterPostSchedule,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -348,6 +350,13 @@ pub fn __schedule(k: &mut Kernel, cpu: CpuId, s: &mut Schedule) -> Next {
                 s.at = ScheduleAt::Picked;
                 return Next::Cont(k.costs.pick_fair_task);
             }
+            if k.cfg.has(crate::linux::patches::Patch::Rostedt2013PostSchedule) {
+                // Rostedt 2013: no balance here; pick idle, balance after the switch.
+                k.cpus[cpu as usize].rq.post_schedule = true;
+                k.cpus[cpu as usize].x.ret = 0;
+                s.at = ScheduleAt::AfterNewidle;
+                return Next::Cont(k.costs.pick_fair_empty);
+            }
             // pick_next_task_fair() found nothing: the `idle:` label runs the newidle balance.
             s.at = ScheduleAt::AfterNewidle;
             Next::Call(k.costs.pick_fair_empty, Frame::NewidleBalance(NewidleBalance::default()))
@@ -419,13 +428,62 @@ pub fn __schedule(k: &mut Kernel, cpu: CpuId, s: &mut Schedule) -> Next {
         }
         ScheduleAt::Finish => {
             finish_task_switch(k, cpu);
-            Next::Ret(k.costs.schedule_exit)
+            post_schedule(k, cpu, s, k.costs.schedule_exit)
         }
         ScheduleAt::Unlock => {
             // __balance_callbacks(); raw_spin_rq_unlock_irq().
             let c = raw_spin_rq_unlock(k, cpu, cpu);
             local_irq_enable(k, cpu);
-            Next::Ret(k.costs.schedule_exit + c)
+            post_schedule(k, cpu, s, k.costs.schedule_exit + c)
+        }
+        ScheduleAt::AfterPostSchedule => Next::Ret(0),
+    }
+}
+
+/// The 2013 `post_schedule()` hook (today's balance callbacks run at the same point): with
+/// Rostedt's patch, the idle class's `post_schedule_idle()` runs the newidle balance here.
+fn post_schedule(k: &mut Kernel, cpu: CpuId, s: &mut Schedule, cost: Time) -> Next {
+    if !std::mem::take(&mut k.cpus[cpu as usize].rq.post_schedule) {
+        return Next::Ret(cost);
+    }
+    s.at = ScheduleAt::AfterPostSchedule;
+    Next::Call(cost, Frame::PostScheduleIdle(PostScheduleIdle::default()))
+}
+
+/// `post_schedule_idle()` in progress.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PostScheduleIdle {
+    pub at: u8,
+}
+
+/// Models the 2013 `post_schedule_idle()` -> `idle_balance()` of Steven Rostedt's patch 2/3
+/// (kernel/sched/idle_task.c @ v3.8 + the patch), on the modern kernel: after the switch to
+/// the idle task, lock the rq and run `sched_balance_newidle()` (with patch 3/3, dropping the
+/// lock with IRQs on; with the follow-up, only if no task arrived). A pull sets NEED_RESCHED,
+/// so the idle task schedules again: idle -> task is a second switch.
+///
+/// Context: the idle task, right after `__schedule()` released the rq lock.
+pub fn post_schedule_idle(k: &mut Kernel, cpu: CpuId, s: &mut PostScheduleIdle) -> Next {
+    use crate::linux::patches::Patch;
+    match s.at {
+        0 => {
+            local_irq_disable(k, cpu);
+            let Some(lc) = raw_spin_rq_lock(k, cpu, cpu) else {
+                return Next::Wait(WaitOn::Lock);
+            };
+            k.cpus[cpu as usize].rq.clock = k.now;
+            s.at = 1;
+            if k.cfg.has(Patch::Rostedt2013NrRunningCheck) && k.cpus[cpu as usize].rq.nr_running > 0 {
+                return Next::Cont(lc);
+            }
+            let nb = NewidleBalance { irqs_on: k.cfg.has(Patch::Rostedt2013IrqsOn), ..Default::default() };
+            Next::Call(lc, Frame::NewidleBalance(nb))
+        }
+        _ => {
+            // A task pulled here (attach_tasks -> wakeup_preempt) already set NEED_RESCHED.
+            let c = raw_spin_rq_unlock(k, cpu, cpu);
+            local_irq_enable(k, cpu);
+            Next::Ret(c)
         }
     }
 }

@@ -30,6 +30,8 @@ pub enum NewidleAt {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NewidleBalance {
     pub at: NewidleAt,
+    /// Rostedt 2013 patch 3/3: drop the rq lock with IRQs enabled (post-schedule hook only).
+    pub irqs_on: bool,
     /// Domain index (bottom-up).
     pub sd: u8,
     pub pulled: i8,
@@ -312,6 +314,9 @@ pub fn sched_balance_newidle(k: &mut Kernel, cpu: CpuId, s: &mut NewidleBalance)
                 return Next::Cont(k.costs.newidle_gated);
             }
             let c = raw_spin_rq_unlock(k, cpu, cpu);
+            if s.irqs_on {
+                crate::linux::engine::local_irq_enable(k, cpu);
+            }
             k.stats.newidle_balances += 1;
             s.t0 = k.now;
             s.sd = 0;
@@ -350,6 +355,9 @@ pub fn sched_balance_newidle(k: &mut Kernel, cpu: CpuId, s: &mut NewidleBalance)
             Next::Cont(c)
         }
         NewidleAt::Relock => {
+            if s.irqs_on {
+                crate::linux::engine::local_irq_disable(k, cpu);
+            }
             let Some(lc) = raw_spin_rq_lock(k, cpu, cpu) else {
                 return Next::Wait(WaitOn::Lock);
             };

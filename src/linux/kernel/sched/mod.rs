@@ -157,6 +157,8 @@ pub struct Rq {
     pub stop_work: Option<crate::linux::kernel::stop_machine::StopWork>,
     /// `active_balance`: an active balance of this CPU is in flight.
     pub active_balance: bool,
+    /// 2013 `rq->post_schedule`: run the idle class's post-schedule hook after this switch.
+    pub post_schedule: bool,
     /// `nr_running`: all runnable tasks, including curr.
     pub nr_running: u32,
     /// `cfs.h_nr_running`.
@@ -203,6 +205,7 @@ impl Rq {
             stop_runnable: false,
             stop_work: None,
             active_balance: false,
+            post_schedule: false,
             nr_running: 0,
             cfs_h_nr_running: 0,
             cfs,

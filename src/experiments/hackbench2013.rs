@@ -1,0 +1,103 @@
+//! The hackbench-2013 experiment (kernel-model-spec.md §5.4): `perf stat -a hackbench 500`
+//! (the old hackbench: 500 groups of 20 senders + 20 receivers over AF_UNIX sockets, 100
+//! loops) on a 4C/8T i7, for the newidle balance in `__schedule()` (then and now), moved to
+//! the idle class's post-schedule hook with IRQs on (Rostedt's patches 2/3 + 3/3), and that
+//! plus the `nr_running` re-check. Rostedt ran `-r 100`; each run here is ~30 s of wall time,
+//! so the experiment uses at most 2 seeds.
+
+use super::{run_all, ExpOpts};
+use crate::report::{mean_stddev, normalize, render_grid, CompareRow, Comparison};
+use crate::run::{RunResult, RunSpec};
+use crate::workload::params::Params;
+use crate::workload::Workload;
+use serde_json::json;
+
+/// (label, patches on v6.10)
+pub const VARIANTS: &[(&str, &str)] = &[
+    ("newidle-in-schedule", ""),
+    ("post-schedule", "+rostedt-2013-post-schedule,+rostedt-2013-irqs-on"),
+    (
+        "post-schedule-nr-running-check",
+        "+rostedt-2013-post-schedule,+rostedt-2013-irqs-on,+rostedt-2013-nr-running-check",
+    ),
+];
+
+fn spec(patches: &str, seed: u64, o: &ExpOpts) -> RunSpec {
+    let mut s = RunSpec::new("hackbench");
+    s.machine = "i7-4c8t".into();
+    s.kernel = "v6.10".into();
+    s.patches = patches.into();
+    s.seed = seed;
+    let mut pairs = vec![("tool".to_string(), "old".to_string()), ("args".to_string(), "500".to_string())];
+    pairs.extend(o.params.iter().cloned());
+    s.params = Params::from_pairs(pairs, "hackbench-2013 experiment");
+    s
+}
+
+fn elapsed_s(r: &RunResult) -> f64 {
+    match &r.workload {
+        Workload::Hackbench(w) => w.elapsed_ns() as f64 / 1e9,
+        _ => unreachable!(),
+    }
+}
+
+/// `schedsim reproduce hackbench-2013`.
+pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
+    let runs = o.runs.min(2);
+    let mut specs = Vec::new();
+    for (_, patches) in VARIANTS {
+        for i in 0..runs {
+            specs.push(spec(patches, o.seed + i as u64, o));
+        }
+    }
+    crate::run::build(&specs[0])?;
+    let results = run_all(&specs, o.jobs)?;
+    let mut rows = Vec::new();
+    let mut grid = Vec::new();
+    for (vi, (label, patches)) in VARIANTS.iter().enumerate() {
+        let rs = &results[vi * runs..(vi + 1) * runs];
+        let e: Vec<f64> = rs.iter().map(elapsed_s).collect();
+        let (mean, stddev) = mean_stddev(&e);
+        let avg = |f: &dyn Fn(&RunResult) -> f64| rs.iter().map(f).sum::<f64>() / rs.len() as f64;
+        let cs = avg(&|r| r.stats.context_switches as f64);
+        let mig = avg(&|r| r.stats.cpu_migrations as f64);
+        let mut extra = serde_json::Map::new();
+        extra.insert("elapsed_s".into(), json!(mean));
+        extra.insert("context_switches".into(), json!(cs));
+        extra.insert("cpu_migrations".into(), json!(mig));
+        let cfg = crate::linux::KernelConfig::resolve("v6.10", patches, 1000)?;
+        rows.push(CompareRow {
+            variant: label.to_string(),
+            kernel: cfg.label(),
+            patches: cfg.patches.iter().map(|p| p.info().id.to_string()).collect(),
+            runs,
+            mean,
+            stddev,
+            normalized: 0.0,
+            published: None,
+            extra,
+        });
+        grid.push(vec![
+            label.to_string(),
+            format!("{mean:.3}"),
+            format!("{cs:.0}"),
+            format!("{mig:.0}"),
+            format!("{:.0}", avg(&|r| r.stats.newidle_calls as f64)),
+        ]);
+    }
+    normalize(&mut rows);
+    let h: Vec<String> = ["variant", "elapsed (s)", "context-switches", "cpu-migrations", "newidle calls"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    Ok(Comparison {
+        experiment: "hackbench-2013".into(),
+        machine: "i7-4c8t".into(),
+        metric: "elapsed".into(),
+        unit: "s".into(),
+        lower_is_better: true,
+        rows,
+        title: "perf stat -a hackbench 500 (old hackbench, sockets, 100 loops) on an i7 4C/8T".into(),
+        notes: vec![format!("perf stat (means over seeds)\n{}", render_grid(&h, &grid))],
+    })
+}
