@@ -707,6 +707,13 @@ fn cmd_bench(a: BenchArgs) -> Result<(), String> {
         ("nanosleep procs=8 i7-4c8t (8 CPUs) 100 ms", nanosleep_bench("i7-4c8t", 8)?),
         ("nanosleep procs=128 xeon-128-4n (128 CPUs) 100 ms", nanosleep_bench("xeon-128-4n", 128)?),
         ("nanosleep procs=240 intel-240-2s (240 CPUs) 100 ms", nanosleep_bench("intel-240-2s", 240)?),
+        ("hackbench 10 i7-4c8t (400 tasks)", scenario::builtin("hackbench")?),
+        ("hackbench 32 epyc-7763-2s (256 CPUs, 1280 tasks)", {
+            let mut s = scenario::builtin("hackbench")?;
+            s.machine = "epyc-7763-2s".into();
+            s.params.set("args".into(), "32".into());
+            s
+        }),
         ("schbench -m 8 -t 128 -r 10 epyc-7763-2s v6.10 (1032 tasks)", {
             let mut s = scenario::builtin("schbench")?;
             s.machine = "epyc-7763-2s".into();
