@@ -2,7 +2,7 @@
 //! (the old hackbench: 500 groups of 20 senders + 20 receivers over AF_UNIX sockets, 100
 //! loops) on a 4C/8T i7, for the newidle balance in `__schedule()` (then and now), moved to
 //! the idle class's post-schedule hook with IRQs on (Rostedt's patches 2/3 + 3/3), and that
-//! plus the `nr_running` re-check. Rostedt ran `-r 100`; each run here is ~30 s of wall time,
+//! plus the `nr_running` re-check. Rostedt ran `-r 100`; each run here is ~75 s of wall time,
 //! so the experiment uses at most 2 seeds.
 
 use super::{run_all, ExpOpts};
