@@ -293,6 +293,8 @@ fn counters_json(r: &RunResult) -> serde_json::Value {
         "ksoftirqd_wakeups": st.ksoftirqd_wakeups,
         "context_switches": st.context_switches,
         "cpu_migrations": st.cpu_migrations,
+        "lb_gained_newidle": st.lb_gained_newidle,
+        "lb_gained_periodic": st.lb_gained_periodic,
         "wakeups_wakelist_polling": st.wakeups_wakelist_polling,
         "wakeups_wakelist_ipi": st.wakeups_wakelist_ipi,
         "wakeups_wakelist_coalesced": st.wakeups_wakelist_coalesced,
@@ -510,6 +512,8 @@ fn run_text(s: &RunSpec, r: &RunResult) -> String {
     line(&mut o, format!("{:.3}", r.task_clock_ns as f64 / 1e6), "task-clock (msec, workload tasks)");
     line(&mut o, st.context_switches.to_string(), "context-switches");
     line(&mut o, st.cpu_migrations.to_string(), "cpu-migrations");
+    line(&mut o, st.lb_gained_newidle.to_string(), "lb-gained (newidle)");
+    line(&mut o, st.lb_gained_periodic.to_string(), "lb-gained (periodic/nohz)");
     line(&mut o, st.wakeups_wakelist_polling.to_string(), "wakeups (wakelist, polling kick)");
     line(&mut o, st.wakeups_wakelist_ipi.to_string(), "wakeups (wakelist, IPI)");
     line(&mut o, st.wakeups_wakelist_coalesced.to_string(), "wakeups (wakelist, coalesced)");

@@ -83,13 +83,23 @@ pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
             format!("{cs:.0}"),
             format!("{mig:.0}"),
             format!("{:.0}", avg(&|r| r.stats.newidle_calls as f64)),
+            format!("{:.0}", avg(&|r| r.stats.lb_gained_newidle as f64)),
+            format!("{:.0}", avg(&|r| r.stats.lb_gained_periodic as f64)),
         ]);
     }
     normalize(&mut rows);
-    let h: Vec<String> = ["variant", "elapsed (s)", "context-switches", "cpu-migrations", "newidle calls"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let h: Vec<String> = [
+        "variant",
+        "elapsed (s)",
+        "context-switches",
+        "cpu-migrations",
+        "newidle calls",
+        "newidle pulls",
+        "periodic pulls",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
     Ok(Comparison {
         experiment: "hackbench-2013".into(),
         machine: "i7-4c8t".into(),

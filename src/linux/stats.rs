@@ -36,6 +36,10 @@ pub struct Stats {
     pub stacking_wakeups: u64,
     /// Task migrations (`set_task_cpu()` to another CPU).
     pub cpu_migrations: u64,
+    /// Tasks pulled by `sched_balance_rq()` (schedstat `lb_gained`): from newidle balancing,
+    /// and from periodic/nohz balancing.
+    pub lb_gained_newidle: u64,
+    pub lb_gained_periodic: u64,
     /// nohz idle balancing: kicks sent (`kick_ilb` reaching a CPU), kicks whose
     /// `nohz_csd_func()` raised SCHED_SOFTIRQ, kicks lost there, `_nohz_idle_balance()` passes
     /// and the passes that aborted.
@@ -92,6 +96,8 @@ impl Stats {
             wakeups_direct: 0,
             stacking_wakeups: 0,
             cpu_migrations: 0,
+            lb_gained_newidle: 0,
+            lb_gained_periodic: 0,
             active_balances: 0,
             lb_stats_ns: 0,
             newidle_lb_stats_ns: 0,

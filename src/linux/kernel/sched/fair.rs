@@ -340,6 +340,7 @@ pub fn sched_balance_newidle(k: &mut Kernel, cpu: CpuId, s: &mut NewidleBalance)
             if d.flags & SD_BALANCE_NEWIDLE != 0 {
                 let before = k.stats.lb_stats_ns;
                 let (pulled, cost) = sched_balance_rq(k, cpu, cpu, i, CpuIdleType::NewlyIdle);
+                k.stats.lb_gained_newidle += pulled as u64;
                 k.stats.newidle_lb_stats_ns += k.stats.lb_stats_ns - before;
                 c = cost;
                 if pulled > 0 {
@@ -475,6 +476,7 @@ pub fn sched_balance_domains(k: &mut Kernel, cpu: CpuId, target: CpuId, idle: Cp
         }
         if j >= last + interval {
             let (moved, c) = sched_balance_rq(k, cpu, target, i, idle);
+            k.stats.lb_gained_periodic += moved as u64;
             cost += c;
             if moved > 0 {
                 // The CPU now has work: it balances as busy from here on.
