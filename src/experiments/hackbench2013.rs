@@ -5,7 +5,7 @@
 //! plus the `nr_running` re-check. Rostedt ran `-r 100`; each run here is ~75 s of wall time,
 //! so the experiment uses at most 2 seeds.
 
-use super::{run_all, ExpOpts};
+use super::{run_variants, ExpOpts};
 use crate::report::{mean_stddev, normalize, render_grid, CompareRow, Comparison};
 use crate::run::{RunResult, RunSpec};
 use crate::workload::params::Params;
@@ -44,18 +44,11 @@ fn elapsed_s(r: &RunResult) -> f64 {
 /// `schedsim reproduce hackbench-2013`.
 pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
     let runs = o.runs.min(2);
-    let mut specs = Vec::new();
-    for (_, patches) in VARIANTS {
-        for i in 0..runs {
-            specs.push(spec(patches, o.seed + i as u64, o));
-        }
-    }
-    crate::run::build(&specs[0])?;
-    let results = run_all(&specs, o.jobs)?;
+    let results = run_variants(VARIANTS.len(), runs, o.seed, o.jobs, |v, seed| spec(VARIANTS[v].1, seed, o))?;
     let mut rows = Vec::new();
     let mut grid = Vec::new();
     for (vi, (label, patches)) in VARIANTS.iter().enumerate() {
-        let rs = &results[vi * runs..(vi + 1) * runs];
+        let rs = &results[vi];
         let e: Vec<f64> = rs.iter().map(elapsed_s).collect();
         let (mean, stddev) = mean_stddev(&e);
         let avg = |f: &dyn Fn(&RunResult) -> f64| rs.iter().map(f).sum::<f64>() / rs.len() as f64;

@@ -2,7 +2,7 @@
 //! SM_IDLE. `ipistorm numipi=100000 single=1 offset=8 cpulist=8 wait=1` on a 2-socket EPYC
 //! 7763 with C2 disabled, so idle CPUs sit in C1 (ACPI FFH MWAIT, polling).
 
-use super::{run_all, ExpOpts};
+use super::{run_variants, ExpOpts};
 use crate::linux::engine::Phase;
 use crate::report::{mean_stddev, normalize, render_grid, CompareRow, Comparison};
 use crate::run::{RunResult, RunSpec};
@@ -96,21 +96,15 @@ fn avg(v: &[Sample], f: impl Fn(&Sample) -> f64) -> f64 {
 
 /// `schedsim reproduce ipistorm`.
 pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
-    let mut specs = Vec::new();
-    for (_, kernel, patches, _) in VARIANTS {
-        for i in 0..o.runs {
-            specs.push(spec(kernel, patches, o.seed + i as u64, &o.params));
-        }
-    }
-    // Validate the parameters once, with a clear error, before running anything.
-    crate::run::build(&specs[0])?;
-    let results = run_all(&specs, o.jobs)?;
+    let results = run_variants(VARIANTS.len(), o.runs, o.seed, o.jobs, |v, seed| {
+        let (_, kernel, patches, _) = VARIANTS[v];
+        spec(kernel, patches, seed, &o.params)
+    })?;
     let mut rows = Vec::new();
     let mut breakdown_rows = Vec::new();
     let mut phase_rows = Vec::new();
     for (vi, (label, kernel, patches, published)) in VARIANTS.iter().enumerate() {
-        let samples: Vec<Sample> =
-            results[vi * o.runs..(vi + 1) * o.runs].iter().map(sample).collect::<Result<_, _>>()?;
+        let samples: Vec<Sample> = results[vi].iter().map(sample).collect::<Result<_, _>>()?;
         let totals: Vec<f64> = samples.iter().map(|s| s.total_ms).collect();
         let (mean, stddev) = mean_stddev(&totals);
         let calls = avg(&samples, |s| s.calls);
@@ -223,7 +217,9 @@ pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
             )
         ),
     ];
-    let params: Vec<String> = specs[0].params.pairs().iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let (_, kernel, patches, _) = VARIANTS[0];
+    let first = spec(kernel, patches, o.seed, &o.params);
+    let params: Vec<String> = first.params.pairs().iter().map(|(k, v)| format!("{k}={v}")).collect();
     Ok(Comparison {
         experiment: "ipistorm".into(),
         machine: "epyc-7763-2s".into(),

@@ -68,6 +68,23 @@ pub fn find(name: &str) -> Result<&'static Experiment, String> {
     })
 }
 
+/// Run `variants` x `runs` specs, `spec(variant, seed)` for seeds `seed, seed + 1, ...`, on
+/// `jobs` threads. The first spec is validated before anything runs, so a bad parameter gives
+/// its error at once. Returns each variant's results in seed order.
+pub fn run_variants(
+    variants: usize,
+    runs: usize,
+    seed: u64,
+    jobs: usize,
+    spec: impl Fn(usize, u64) -> RunSpec,
+) -> Result<Vec<Vec<RunResult>>, String> {
+    let specs: Vec<RunSpec> =
+        (0..variants).flat_map(|v| (0..runs).map(move |i| (v, seed + i as u64))).map(|(v, s)| spec(v, s)).collect();
+    crate::run::build(&specs[0])?;
+    let mut results = run_all(&specs, jobs)?.into_iter();
+    Ok((0..variants).map(|_| results.by_ref().take(runs).collect()).collect())
+}
+
 /// Run many independent specs on `jobs` threads; results come back in input order. Each run
 /// is single-threaded and deterministic, so the result does not depend on `jobs`.
 pub fn run_all(specs: &[RunSpec], jobs: usize) -> Result<Vec<RunResult>, String> {

@@ -1,7 +1,7 @@
 //! The experiments of the 2024 series "Fixes and enhancements around spurious need_resched()
 //! and idle load balancing" (kernel-model-spec.md §5.1): ilb-polling, rt-warn, nanosleep.
 
-use super::{run_all, ExpOpts};
+use super::{run_variants, ExpOpts};
 use crate::report::{mean_stddev, normalize, render_grid, CompareRow, Comparison};
 use crate::run::{RunResult, RunSpec};
 use crate::workload::params::Params;
@@ -74,18 +74,14 @@ fn ilb_spec(kernel: &str, patches: &str, seed: u64, o: &ExpOpts) -> RunSpec {
 
 /// `schedsim reproduce ilb-polling`: one overloaded CPU, the idle CPUs polling (C1 MWAIT).
 pub fn ilb_polling(o: &ExpOpts) -> Result<Comparison, String> {
-    let mut specs = Vec::new();
-    for (_, kernel, patches) in ILB_VARIANTS {
-        for i in 0..o.runs {
-            specs.push(ilb_spec(kernel, patches, o.seed + i as u64, o));
-        }
-    }
-    crate::run::build(&specs[0])?;
-    let results = run_all(&specs, o.jobs)?;
+    let results = run_variants(ILB_VARIANTS.len(), o.runs, o.seed, o.jobs, |v, seed| {
+        let (_, kernel, patches) = ILB_VARIANTS[v];
+        ilb_spec(kernel, patches, seed, o)
+    })?;
     let mut rows = Vec::new();
     let mut grid = Vec::new();
     for (vi, (label, kernel, patches)) in ILB_VARIANTS.iter().enumerate() {
-        let rs = &results[vi * o.runs..(vi + 1) * o.runs];
+        let rs = &results[vi];
         let fill = |r: &RunResult| match &r.workload {
             Workload::Spinners(w) => w.time_to_fill_ns().unwrap_or(r.sim_ns) as f64 / 1e6,
             _ => unreachable!(),
@@ -136,21 +132,17 @@ pub fn ilb_polling(o: &ExpOpts) -> Result<Comparison, String> {
 pub fn rt_warn(o: &ExpOpts) -> Result<Comparison, String> {
     let variants: &[(&str, &str, &str)] =
         &[("patch1", "v6.10", "+ea9cffc0a154"), ("patch1-6675ce20046d", "v6.10", "+ea9cffc0a154,+6675ce20046d")];
-    let mut specs = Vec::new();
-    for (_, kernel, patches) in variants {
-        for i in 0..o.runs {
-            let mut s = ilb_spec(kernel, patches, o.seed + i as u64, o);
-            s.preempt_rt = true;
-            s.params.set("duration_ms".into(), "100".into());
-            specs.push(s);
-        }
-    }
-    crate::run::build(&specs[0])?;
-    let results = run_all(&specs, o.jobs)?;
+    let results = run_variants(variants.len(), o.runs, o.seed, o.jobs, |v, seed| {
+        let (_, kernel, patches) = variants[v];
+        let mut s = ilb_spec(kernel, patches, seed, o);
+        s.preempt_rt = true;
+        s.params.set("duration_ms".into(), "100".into());
+        s
+    })?;
     let mut rows = Vec::new();
     let mut grid = Vec::new();
     for (vi, (label, kernel, patches)) in variants.iter().enumerate() {
-        let rs = &results[vi * o.runs..(vi + 1) * o.runs];
+        let rs = &results[vi];
         let warns = avg(rs, |r| r.stats.warned_sites.len() as f64);
         let hits = avg(rs, |r| r.stats.warns as f64);
         let first = rs.iter().filter_map(|r| r.stats.first_warn_ns).min();
@@ -187,26 +179,15 @@ pub fn rt_warn(o: &ExpOpts) -> Result<Comparison, String> {
 /// machine; the share of CPU time in newidle balance and in `update_sd_lb_stats()`.
 pub fn nanosleep(o: &ExpOpts) -> Result<Comparison, String> {
     let variants: &[(&str, &str, &str)] = &[("v6.10", "v6.10", ""), ("v6.13", "v6.13", "")];
-    let mut specs = Vec::new();
-    for (_, kernel, patches) in variants {
-        for i in 0..o.runs {
-            specs.push(spec(
-                "nanosleep",
-                "intel-240-2s",
-                kernel,
-                patches,
-                o.seed + i as u64,
-                &[("procs", "240"), ("ns", "1000"), ("duration_ms", "50")],
-                o,
-            ));
-        }
-    }
-    crate::run::build(&specs[0])?;
-    let results = run_all(&specs, o.jobs)?;
+    let results = run_variants(variants.len(), o.runs, o.seed, o.jobs, |v, seed| {
+        let (_, kernel, patches) = variants[v];
+        let params = [("procs", "240"), ("ns", "1000"), ("duration_ms", "50")];
+        spec("nanosleep", "intel-240-2s", kernel, patches, seed, &params, o)
+    })?;
     let mut rows = Vec::new();
     let mut grid = Vec::new();
     for (vi, (label, kernel, patches)) in variants.iter().enumerate() {
-        let rs = &results[vi * o.runs..(vi + 1) * o.runs];
+        let rs = &results[vi];
         let cpu_time = |r: &RunResult| r.sim_ns as f64 * r.nr_cpus as f64;
         let newidle = |r: &RunResult| r.stats.newidle_ns as f64 / cpu_time(r);
         let lb = |r: &RunResult| r.stats.newidle_lb_stats_ns as f64 / cpu_time(r);

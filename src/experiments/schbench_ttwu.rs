@@ -3,7 +3,7 @@
 //! ("sched: Clear ttwu_pending after enqueue_task()"): `ttwu_pending` cleared early (v6.1),
 //! early clear with f3dd3f674555 reverted, and the fix (v6.2).
 
-use super::{run_all, ExpOpts};
+use super::{run_variants, ExpOpts};
 use crate::report::{mean_stddev, normalize, render_grid, CompareRow, Comparison};
 use crate::run::RunSpec;
 use crate::workload::params::Params;
@@ -36,18 +36,14 @@ pub fn spec(kernel: &str, patches: &str, seed: u64, overrides: &[(String, String
 
 /// `schedsim reproduce schbench-ttwu`.
 pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
-    let mut specs = Vec::new();
-    for (_, kernel, patches, _) in VARIANTS {
-        for i in 0..o.runs {
-            specs.push(spec(kernel, patches, o.seed + i as u64, &o.params));
-        }
-    }
-    crate::run::build(&specs[0])?;
-    let results = run_all(&specs, o.jobs)?;
+    let results = run_variants(VARIANTS.len(), o.runs, o.seed, o.jobs, |v, seed| {
+        let (_, kernel, patches, _) = VARIANTS[v];
+        spec(kernel, patches, seed, &o.params)
+    })?;
     let mut rows = Vec::new();
     let mut grid = Vec::new();
     for (vi, (label, kernel, patches, published)) in VARIANTS.iter().enumerate() {
-        let rs = &results[vi * o.runs..(vi + 1) * o.runs];
+        let rs = &results[vi];
         let mut pct = [0f64; 7];
         let mut stacking = 0f64;
         let mut p999 = Vec::new();

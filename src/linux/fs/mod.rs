@@ -28,6 +28,22 @@ pub struct Ipc {
     pub wake_log: Vec<WakeRecord>,
 }
 
+/// A short section under a sleeping lock of an IPC object (`pipe->mutex`, the AF_UNIX socket
+/// locks) whose word lives on `line`: taking it costs the line transfer plus the spin behind
+/// another CPU's section that ends at `free_at`. Returns the cost and the lock's new free time
+/// (this section ends `hold` ns after it is taken).
+pub fn lock_section(
+    k: &mut Kernel,
+    cpu: crate::linux::CpuId,
+    line: crate::hw::cacheline::LineId,
+    free_at: crate::sim::Time,
+    hold: crate::sim::Time,
+) -> (crate::sim::Time, crate::sim::Time) {
+    let c = k.line_write(cpu, line);
+    let spin = free_at.saturating_sub(k.now);
+    (c + spin, k.now + c + spin + hold)
+}
+
 /// An open file descriptor of a workload task: a pipe end or an AF_UNIX stream socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fd {

@@ -131,11 +131,10 @@ pub fn create_pipe(k: &mut Kernel, cpu: CpuId) -> PipeId {
 /// `mutex_lock(&pipe->mutex)` for a section of `hold` ns: the line transfer, plus the spin
 /// while another CPU's section is still running.
 fn pipe_lock(k: &mut Kernel, cpu: CpuId, p: PipeId, hold: Time) -> Time {
-    let line = k.ipc.pipes[p as usize].line;
-    let c = k.line_write(cpu, line);
-    let spin = k.ipc.pipes[p as usize].mutex_free_at.saturating_sub(k.now);
-    k.ipc.pipes[p as usize].mutex_free_at = k.now + c + spin + hold;
-    c + spin
+    let pipe = &k.ipc.pipes[p as usize];
+    let (c, free_at) = super::lock_section(k, cpu, pipe.line, pipe.mutex_free_at, hold);
+    k.ipc.pipes[p as usize].mutex_free_at = free_at;
+    c
 }
 
 /// Resume points of a pipe call.
@@ -193,7 +192,6 @@ fn readable(k: &Kernel, p: PipeId) -> bool {
 /// Models `pipe_write()` — fs/pipe.c @ v6.10 (see the module doc).
 pub fn pipe_write(k: &mut Kernel, cpu: CpuId, s: &mut PipeOp) -> Next {
     let p = s.pipe;
-    let me = k.curr(cpu);
     match s.at {
         ENTER => {
             let mut c = syscall_enter(k) + PIPE_WRITE_NS + pipe_lock(k, cpu, p, PIPE_WRITE_NS);
@@ -218,25 +216,11 @@ pub fn pipe_write(k: &mut Kernel, cpu: CpuId, s: &mut PipeOp) -> Next {
             write_loop(k, s, c)
         }
         LOOP => write_loop(k, s, 0),
-        SLEEP => {
-            // wait_event_interruptible_exclusive(pipe->wr_wait, pipe_writable(pipe)).
-            if writable(k, p) {
-                return relocked(k, cpu, s);
-            }
-            let wq = k.ipc.pipes[p as usize].wr_wait;
-            prepare_to_wait(k, wq, me, true);
-            s.at = WOKEN;
-            Next::Call(0, Frame::ScheduleCaller(ScheduleCaller::schedule()))
-        }
-        WOKEN => {
-            let wq = k.ipc.pipes[p as usize].wr_wait;
-            if writable(k, p) {
-                finish_wait(k, wq, me);
-                return relocked(k, cpu, s);
-            }
-            // Woken while still full (a reader's v6.10 `was_full` wakeup): sleep again.
-            prepare_to_wait(k, wq, me, true);
-            Next::Call(0, Frame::ScheduleCaller(ScheduleCaller::schedule()))
+        // wait_event_interruptible_exclusive(pipe->wr_wait, pipe_writable(pipe)); woken while
+        // still full (a reader's v6.10 `was_full` wakeup), it sleeps again.
+        SLEEP | WOKEN => {
+            let (wq, ready) = (k.ipc.pipes[p as usize].wr_wait, writable(k, p));
+            wait_event_step(k, cpu, s, wq, ready)
         }
         OUT => {
             let pipe = &k.ipc.pipes[p as usize];
@@ -266,6 +250,22 @@ pub fn pipe_write(k: &mut Kernel, cpu: CpuId, s: &mut PipeOp) -> Next {
 
 /// After a wait: lock again, re-read `was_empty` / `was_full`, and wake the next waiter of our
 /// kind on the way out.
+/// One test of `wait_event_interruptible_exclusive(wq, cond)` with the pipe mutex dropped:
+/// if `ready`, leave the wait (`finish_wait` if queued) and retake the mutex; otherwise queue
+/// exclusively on `wq` and schedule.
+fn wait_event_step(k: &mut Kernel, cpu: CpuId, s: &mut PipeOp, wq: WqId, ready: bool) -> Next {
+    let me = k.curr(cpu);
+    if ready {
+        if s.at == WOKEN {
+            finish_wait(k, wq, me);
+        }
+        return relocked(k, cpu, s);
+    }
+    prepare_to_wait(k, wq, me, true);
+    s.at = WOKEN;
+    Next::Call(0, Frame::ScheduleCaller(ScheduleCaller::schedule()))
+}
+
 fn relocked(k: &mut Kernel, cpu: CpuId, s: &mut PipeOp) -> Next {
     let c = pipe_lock(k, cpu, s.pipe, PIPE_RELOCK_NS) + PIPE_RELOCK_NS;
     let pipe = &k.ipc.pipes[s.pipe as usize];
@@ -306,7 +306,6 @@ fn write_loop(k: &mut Kernel, s: &mut PipeOp, mut c: Time) -> Next {
 /// Models `pipe_read()` — fs/pipe.c @ v6.10 (see the module doc).
 pub fn pipe_read(k: &mut Kernel, cpu: CpuId, s: &mut PipeOp) -> Next {
     let p = s.pipe;
-    let me = k.curr(cpu);
     match s.at {
         ENTER => {
             let c = syscall_enter(k) + PIPE_READ_NS + pipe_lock(k, cpu, p, PIPE_READ_NS);
@@ -315,24 +314,10 @@ pub fn pipe_read(k: &mut Kernel, cpu: CpuId, s: &mut PipeOp) -> Next {
             read_loop(k, s, c)
         }
         LOOP => read_loop(k, s, 0),
-        SLEEP => {
-            // wait_event_interruptible_exclusive(pipe->rd_wait, pipe_readable(pipe)).
-            if readable(k, p) {
-                return relocked(k, cpu, s);
-            }
-            let wq = k.ipc.pipes[p as usize].rd_wait;
-            prepare_to_wait(k, wq, me, true);
-            s.at = WOKEN;
-            Next::Call(0, Frame::ScheduleCaller(ScheduleCaller::schedule()))
-        }
-        WOKEN => {
-            let wq = k.ipc.pipes[p as usize].rd_wait;
-            if readable(k, p) {
-                finish_wait(k, wq, me);
-                return relocked(k, cpu, s);
-            }
-            prepare_to_wait(k, wq, me, true);
-            Next::Call(0, Frame::ScheduleCaller(ScheduleCaller::schedule()))
+        // wait_event_interruptible_exclusive(pipe->rd_wait, pipe_readable(pipe)).
+        SLEEP | WOKEN => {
+            let (wq, ready) = (k.ipc.pipes[p as usize].rd_wait, readable(k, p));
+            wait_event_step(k, cpu, s, wq, ready)
         }
         OUT => {
             let pipe = &k.ipc.pipes[p as usize];

@@ -141,11 +141,10 @@ pub fn unix_socketpair(k: &mut Kernel, cpu: CpuId) -> (SockId, SockId) {
 /// Lock socket `sk`'s state/queue for a short section: the line, plus the spin behind
 /// another CPU's section.
 fn sock_lock(k: &mut Kernel, cpu: CpuId, sk: SockId) -> Time {
-    let line = k.ipc.socks[sk as usize].line;
-    let c = k.line_write(cpu, line);
-    let spin = k.ipc.socks[sk as usize].lock_free_at.saturating_sub(k.now);
-    k.ipc.socks[sk as usize].lock_free_at = k.now + c + spin + UNIX_LOCK_HOLD_NS;
-    c + spin
+    let sock = &k.ipc.socks[sk as usize];
+    let (c, free_at) = crate::linux::fs::lock_section(k, cpu, sock.line, sock.lock_free_at, UNIX_LOCK_HOLD_NS);
+    k.ipc.socks[sk as usize].lock_free_at = free_at;
+    c
 }
 
 const ENTER: u8 = 0;
