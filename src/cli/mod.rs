@@ -440,7 +440,13 @@ fn perf_stat_text(cmd: &str, task_clock_ns: u64, switches: u64, migrations: u64,
 
 fn run_text(s: &RunSpec, r: &RunResult) -> String {
     let mut o = String::new();
-    let params: Vec<String> = s.params.pairs().iter().map(|(k, v)| format!("{k}={v}")).collect();
+    // Quote values with spaces so the header line can be pasted back into a shell.
+    let params: Vec<String> = s
+        .params
+        .pairs()
+        .iter()
+        .map(|(k, v)| if v.contains(' ') { format!("{k}='{v}'") } else { format!("{k}={v}") })
+        .collect();
     o.push_str(&format!(
         "# schedsim run {} {} --machine {} --kernel '{}' --seed {}\n",
         s.workload,
