@@ -55,6 +55,7 @@ pub const WORKLOADS: &[(&str, &str)] = &[
     ("ipistorm", "Anton Blanchard's IPI stress module: kthreads issuing smp_call_function_single()"),
     ("schbench", "Chris Mason's wakeup-latency benchmark (2021-12 version): message threads and workers on futexes"),
     ("spinners", "N CPU-bound tasks started on chosen CPUs (tasks=, start=CPULIST, duration_ms=): overload setups"),
+    ("rt-push", "a SCHED_FIFO task woken onto a pinned RT task's CPU: where it runs (pinned_cpu=, hold_us=, wake_delay_us=, ..._prio=)"),
     ("nanosleep", "N processes looping nanosleep(1 us) with timer slack (procs=, ns=, duration_ms=)"),
     ("hackbench", "hackbench over pipes or AF_UNIX sockets (tool=rt-tests|old|perf, args=the tool's own arguments)"),
     ("idle", "nothing runs; the machine idles (ticks, idle states)"),
@@ -96,6 +97,7 @@ pub fn build(spec: &RunSpec) -> Result<Kernel, String> {
         }
         "spinners" => Workload::Spinners(crate::workload::spinners::Spinners::parse(&spec.params, nr)?),
         "nanosleep" => Workload::Nanosleep(crate::workload::nanosleep::NanosleepLoop::parse(&spec.params, nr)?),
+        "rt-push" => Workload::RtPush(Box::new(crate::workload::rtpush::RtPush::parse(&spec.params, nr)?)),
         "hackbench" => Workload::Hackbench(Box::new(crate::workload::hackbench::Hackbench::parse(&spec.params)?)),
         "schbench" => {
             spec.params.check_known("schbench", &["args"])?;

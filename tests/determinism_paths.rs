@@ -57,3 +57,14 @@ fn pipe_and_socket_paths_are_deterministic() {
     check(|seed| spec("hackbench", "i7-4c8t", "v6.10", &[("tool", "perf"), ("args", "-p -g 1 -l 20")], seed, false));
     check(|seed| spec("hackbench", "i7-4c8t", "v6.10", &[("tool", "old"), ("args", "1")], seed, false));
 }
+
+#[test]
+fn rt_push_paths_are_deterministic() {
+    for patches in ["", "+rostedt-2013-ok-to-push-task"] {
+        check(|seed| {
+            let mut s = spec("rt-push", "smp-4", "v6.10", &[], seed, false);
+            s.patches = patches.into();
+            s
+        });
+    }
+}

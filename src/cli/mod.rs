@@ -363,6 +363,16 @@ fn workload_json(r: &RunResult) -> serde_json::Value {
             "time_to_fill_ns": w.time_to_fill_ns(),
         }),
         Workload::Nanosleep(w) => json!({"name": "nanosleep", "procs": w.procs, "loops": w.loops}),
+        Workload::RtPush(w) => json!({
+            "name": "rt-push",
+            "pinned_cpu": w.pinned_cpu,
+            "woken_task_cpu": w.woken_ran_on,
+            "woken_task_cpu_is_pinned_cpu": w.woken_task_cpu_is_pinned_cpu(),
+            "pinned_task_preempted": w.pinned_preempted,
+            "wakeup_to_run_ns": w.wakeup_to_run_ns(),
+            "rt_pushes": r.stats.rt_pushes,
+            "rt_push_ipis": r.stats.rt_push_ipis,
+        }),
         Workload::Hackbench(w) => json!({
             "name": "hackbench",
             "tool": w.o.tool.name(),
@@ -484,6 +494,7 @@ fn run_text(s: &RunSpec, r: &RunResult) -> String {
             None => format!("spinners: {} tasks; some CPU still had several tasks at the end\n", w.tasks),
         }),
         Workload::Nanosleep(w) => o.push_str(&format!("nanosleep: {} processes, {} sleeps\n", w.procs, w.loops)),
+        Workload::RtPush(w) => o.push_str(&w.summary(&r.stats)),
         Workload::Hackbench(w) => {
             o.push_str(&w.output);
             o.push_str(&perf_stat_text(
@@ -619,6 +630,7 @@ fn cmd_compare(a: CompareArgs) -> Result<(), String> {
                 Workload::Schbench(w) => w.final_hist.as_ref().map_or(0, |h| h.percentile(990)) as f64,
                 Workload::Spinners(w) => w.time_to_fill_ns().unwrap_or(r.sim_ns) as f64 / 1e6,
                 Workload::Nanosleep(_) => r.stats.newidle_ns as f64 / 1e6,
+                Workload::RtPush(w) => w.wakeup_to_run_ns().unwrap_or(r.sim_ns) as f64 / 1e6,
                 Workload::Hackbench(w) => w.time_us().map_or(r.sim_ns / 1000, |t| t) as f64 / 1e3,
                 Workload::Idle => r.sim_ns as f64 / 1e6,
             })

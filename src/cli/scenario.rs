@@ -38,6 +38,11 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
         "the old `hackbench 10` (400 processes, AF_UNIX sockets, 100 loops) on the 4C/8T i7 desktop",
         include_str!("../../scenarios/hackbench.toml"),
     ),
+    (
+        "rt-push",
+        "a FIFO task woken onto the CPU of a pinned FIFO task it outranks (4-CPU SMP): where does it run?",
+        include_str!("../../scenarios/rt-push.toml"),
+    ),
     ("idle", "an idle EPYC 7763 2S for 100 ms (ticks, idle states, nohz)", include_str!("../../scenarios/idle.toml")),
 ];
 

@@ -4,6 +4,7 @@
 pub mod hackbench2013;
 pub mod ipistorm;
 pub mod nohz;
+pub mod rtpush;
 pub mod schbench_ttwu;
 
 use crate::report::Comparison;
@@ -59,6 +60,10 @@ pub const EXPERIMENTS: &[Experiment] = &[Experiment {
     name: "hackbench-2013",
     description: "perf stat -a hackbench 500 on an i7 4C/8T: newidle in __schedule vs Rostedt's 2013 post-schedule idle_balance (IRQs on), and with the nr_running re-check (at most 2 seeds, ~75 s wall each)",
     run: hackbench2013::reproduce,
+}, Experiment {
+    name: "rt-push",
+    description: "a FIFO task woken onto the CPU of a pinned FIFO task it outranks (4-CPU SMP): v6.10 push_rt_task vs Rostedt's 2013 ok_to_push_task",
+    run: rtpush::reproduce,
 }];
 
 pub fn find(name: &str) -> Result<&'static Experiment, String> {

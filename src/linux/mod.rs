@@ -69,6 +69,8 @@ pub enum CsdFunc {
     NohzCsdFunc(CpuId),
     /// A task's `wake_entry` (`CSD_TYPE_TTWU`), consumed by `sched_ttwu_pending()`.
     TtwuEntry(TaskId),
+    /// The root domain's `rto_push_work` irq_work (`rto_push_irq_work_func`).
+    RtoPushIrqWork,
 }
 
 /// A `call_single_data_t`.
@@ -249,6 +251,10 @@ impl Kernel {
             k.tasks[idle as usize].on_cpu = true;
             k.tasks[idle as usize].on_rq = true;
         }
+        // The root domain's RT overload mask and its push irq_work.
+        k.rd.rt.rto_mask = crate::hw::cpumask::CpuMask::new(nr);
+        let rto_line = k.lines.alloc(0);
+        k.rd.rt.rto_push_work = k.new_csd(CsdFunc::RtoPushIrqWork, rto_line, csd_flags::CSD_TYPE_IRQ_WORK);
         // sd_llc_shared: the machine has been up for a while and idle, so periodic balancing
         // has computed the full SIS_UTIL scan budget, every CPU is idle and cores are idle.
         k.llc_shared = (0..nr)
@@ -435,7 +441,7 @@ impl Kernel {
             let holders: Vec<usize> = (0..nr)
                 .filter(|&c| {
                     let cfs = &self.cpus[c].rq.cfs;
-                    cfs.is_queued(id) || (cfs.curr == Some(id) && self.ents[i].on_rq)
+                    cfs.is_queued(id) || (cfs.curr == Some(id) && self.ents[i].on_rq) || self.cpus[c].rq.rt.on_rt_rq(id)
                 })
                 .collect();
             if t.on_rq {
@@ -455,7 +461,7 @@ impl Kernel {
         }
         for (c, n) in counted.iter().enumerate() {
             let rq = &self.cpus[c].rq;
-            if rq.nr_running != *n || rq.cfs_h_nr_running + rq.stop_runnable as u32 != *n {
+            if rq.nr_running != *n || rq.cfs_h_nr_running + rq.rt.nr_running() + rq.stop_runnable as u32 != *n {
                 return Err(format!(
                     "CPU {c}: nr_running {} / h_nr_running {} but {} queued tasks at {}",
                     rq.nr_running, rq.cfs_h_nr_running, n, self.now

@@ -46,6 +46,11 @@ pub enum Patch {
     Rostedt2013IrqsOn,
     /// The follow-up in the 2013 thread: skip the post-schedule balance if a task arrived.
     Rostedt2013NrRunningCheck,
+    /// Rostedt 2013 patch 1/3: `ok_to_push_task(p, curr)` shared by `task_woken_rt()` and
+    /// `push_rt_task()`; `push_rt_task()` no longer gives up on a task that outranks `curr`
+    /// when `curr` is pinned (or does not rank below it), so the task is pushed away instead
+    /// of preempting the pinned task.
+    Rostedt2013OkToPushTask,
     /// Softirq RFC v2 (2024-07): reuse PREEMPT_RT's per-CPU `softirq_ctrl.cnt` on !RT too; its
     /// low bits count "softirqs will be processed after this flush", and
     /// `should_wake_ksoftirqd()` reads it.
@@ -94,6 +99,14 @@ pub const PATCHES: &[PatchInfo] = &[
         merged: "not kept",
         conflicts: &[],
         requires: &[Patch::Rostedt2013PostSchedule],
+    },
+    PatchInfo {
+        patch: Patch::Rostedt2013OkToPushTask,
+        id: "rostedt-2013-ok-to-push-task",
+        subject: "sched/rt: Use ok_to_push_task() in push_rt_task() as in task_woken_rt() (Steven Rostedt, 2013-02)",
+        merged: "not kept",
+        conflicts: &[],
+        requires: &[],
     },
     PatchInfo {
         patch: Patch::B2a02fc43a1f,

@@ -34,6 +34,10 @@ pub struct Stats {
     /// Wakeups placed on a CPU that already had a pending wakee while another CPU of its LLC
     /// was idle.
     pub stacking_wakeups: u64,
+    /// RT tasks moved by `push_rt_task()` / `pull_rt_task()`, and RT push irq_works queued.
+    pub rt_pushes: u64,
+    pub rt_pulls: u64,
+    pub rt_push_ipis: u64,
     /// Task migrations (`set_task_cpu()` to another CPU).
     pub cpu_migrations: u64,
     /// Tasks pulled by `sched_balance_rq()` (schedstat `lb_gained`): from newidle balancing,
@@ -95,6 +99,9 @@ impl Stats {
             wakeups_wakelist_coalesced: 0,
             wakeups_direct: 0,
             stacking_wakeups: 0,
+            rt_pushes: 0,
+            rt_pulls: 0,
+            rt_push_ipis: 0,
             cpu_migrations: 0,
             lb_gained_newidle: 0,
             lb_gained_periodic: 0,

@@ -568,7 +568,7 @@ struct SymInfo {
 /// vmlinux: they are plausible stand-ins. Symbols that appear as function pointers (callbacks,
 /// csd funcs) have offset 0; symbols that appear as call sites have a return-address offset
 /// inside the function.
-const SYMS: [SymInfo; 13] = [
+const SYMS: [SymInfo; 15] = [
     SymInfo { sym: Sym::Null, name: "0x0", offset: 0, size: 0, with_offset: "0x0" },
     SymInfo {
         sym: Sym::GenericSmpCallFunctionSingleInterrupt,
@@ -648,6 +648,20 @@ const SYMS: [SymInfo; 13] = [
         size: 0x4c0,
         with_offset: "smp_call_function_many_cond+0x1f5/0x4c0",
     },
+    SymInfo {
+        sym: Sym::IrqWorkQueueOn,
+        name: "irq_work_queue_on",
+        offset: 0x6b,
+        size: 0xf0,
+        with_offset: "irq_work_queue_on+0x6b/0xf0",
+    },
+    SymInfo {
+        sym: Sym::RtoPushIrqWorkFunc,
+        name: "rto_push_irq_work_func",
+        offset: 0x0,
+        size: 0x120,
+        with_offset: "rto_push_irq_work_func+0x0/0x120",
+    },
 ];
 
 #[inline]
@@ -666,6 +680,8 @@ const fn sym_index(s: Sym) -> usize {
         Sym::SchedTtwuPending => 10,
         Sym::NohzCsdFunc => 11,
         Sym::SmpCallFunctionManyCond => 12,
+        Sym::IrqWorkQueueOn => 13,
+        Sym::RtoPushIrqWorkFunc => 14,
     }
 }
 
@@ -1426,6 +1442,8 @@ mod tests {
             Sym::SchedTtwuPending,
             Sym::NohzCsdFunc,
             Sym::SmpCallFunctionManyCond,
+            Sym::IrqWorkQueueOn,
+            Sym::RtoPushIrqWorkFunc,
         ];
         assert_eq!(all.len(), SYMS.len());
         for s in all {

@@ -39,6 +39,10 @@ pub enum Sym {
     NohzCsdFunc,
     /// `smp_call_function_many_cond()`.
     SmpCallFunctionManyCond,
+    /// `irq_work_queue_on()` (the RT push irq_work's call site).
+    IrqWorkQueueOn,
+    /// `rto_push_irq_work_func`, the RT push irq_work.
+    RtoPushIrqWorkFunc,
 }
 
 /// x86 interrupt vectors that the model delivers.

@@ -6,6 +6,7 @@ pub mod hackbench;
 pub mod ipistorm;
 pub mod nanosleep;
 pub mod params;
+pub mod rtpush;
 pub mod schbench;
 pub mod schbench_stats;
 pub mod spinners;
@@ -24,6 +25,7 @@ pub enum Workload {
     Spinners(spinners::Spinners),
     Nanosleep(nanosleep::NanosleepLoop),
     Hackbench(Box<hackbench::Hackbench>),
+    RtPush(Box<rtpush::RtPush>),
 }
 
 /// The frame of a workload task's own code: a resume point and a loop counter.
@@ -109,6 +111,7 @@ pub fn start(k: &mut Kernel) {
         Workload::Spinners(_) => spinners::start(k),
         Workload::Nanosleep(_) => nanosleep::start(k),
         Workload::Hackbench(_) => hackbench::start(k),
+        Workload::RtPush(_) => rtpush::start(k),
         Workload::Idle => {}
     }
 }
@@ -125,6 +128,7 @@ pub fn on_action(k: &mut Kernel, what: u32) {
         Workload::Spinners(_) => spinners::on_action(k, what),
         Workload::Nanosleep(_) => nanosleep::on_action(k, what),
         Workload::Hackbench(_) => hackbench::on_action(k, what),
+        Workload::RtPush(_) => rtpush::on_action(k, what),
         Workload::Idle => {}
     }
 }
@@ -151,6 +155,7 @@ pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
         Workload::Spinners(_) => spinners::task_step(k, cpu, s),
         Workload::Nanosleep(_) => nanosleep::task_step(k, cpu, s),
         Workload::Hackbench(_) => hackbench::task_step(k, cpu, s),
+        Workload::RtPush(_) => rtpush::task_step(k, cpu, s),
         Workload::Idle => unreachable!("the idle workload has no tasks"),
     }
 }

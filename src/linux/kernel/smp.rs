@@ -16,6 +16,7 @@ pub fn csd_func_sym(f: CsdFunc) -> Sym {
         CsdFunc::DoNothingIpi => Sym::DoNothingIpi,
         CsdFunc::NohzCsdFunc(_) => Sym::NohzCsdFunc,
         CsdFunc::TtwuEntry(_) => Sym::SchedTtwuPending,
+        CsdFunc::RtoPushIrqWork => Sym::RtoPushIrqWorkFunc,
     }
 }
 
@@ -400,7 +401,11 @@ pub fn __flush_smp_call_function_queue(k: &mut Kernel, cpu: CpuId, s: &mut Flush
                 if s.pass == 2 {
                     c += csd_unlock(k, cpu, e);
                 }
-                k.tp(cpu, Event::CsdFunctionEntry { func: sym, csd: addr });
+                // irq_work entries run through irq_work_single(), without the csd tracepoints.
+                let traced = ty != CSD_TYPE_IRQ_WORK;
+                if traced {
+                    k.tp(cpu, Event::CsdFunctionEntry { func: sym, csd: addr });
+                }
                 let (fc, wake) = run_csd_func(k, cpu, func);
                 c += fc;
                 s.in_func = true;
@@ -409,7 +414,9 @@ pub fn __flush_smp_call_function_queue(k: &mut Kernel, cpu: CpuId, s: &mut Flush
                 }
                 return Next::Cont(c + k.costs.csd_call);
             }
-            k.tp(cpu, Event::CsdFunctionExit { func: sym, csd: addr });
+            if ty != CSD_TYPE_IRQ_WORK {
+                k.tp(cpu, Event::CsdFunctionExit { func: sym, csd: addr });
+            }
             s.in_func = false;
             s.i += 1;
             let c = if s.pass == 1 { csd_unlock(k, cpu, e) } else { 0 };
@@ -466,5 +473,6 @@ fn run_csd_func(k: &mut Kernel, cpu: CpuId, f: CsdFunc) -> (Time, Option<Frame>)
         CsdFunc::NohzCsdFunc(_) => crate::linux::kernel::sched::core::nohz_csd_func(k, cpu),
         // TTWU entries never come here (pass 3 hands them to sched_ttwu_pending()).
         CsdFunc::TtwuEntry(_) => (0, None),
+        CsdFunc::RtoPushIrqWork => (crate::linux::kernel::sched::rt::rto_push_irq_work_func(k, cpu), None),
     }
 }

@@ -263,6 +263,18 @@ impl Schedule {
 /// Enqueue `p` on `rq_cpu` (`activate_task` -> `enqueue_task_fair` -> `add_nr_running`).
 /// Returns true if the fair class asked for a resched of the current task.
 pub fn activate_task(k: &mut Kernel, rq_cpu: CpuId, p: TaskId, flags: EnqueueFlags) -> bool {
+    if super::rt::rt_task(k, p) {
+        // enqueue_task_rt().
+        k.tasks[p as usize].cpu = rq_cpu;
+        super::rt::enqueue_task_rt(k, rq_cpu, p, false);
+        let rq = &mut k.cpus[rq_cpu as usize].rq;
+        rq.nr_running += 1;
+        if rq.nr_running >= 2 {
+            k.rd.overloaded = true;
+        }
+        k.tasks[p as usize].on_rq = true;
+        return false;
+    }
     let now = k.now;
     let r = k.with_cfs(rq_cpu, |cfs, ents| cfs.enqueue_entity(ents, p, now, flags));
     let rq = &mut k.cpus[rq_cpu as usize].rq;
@@ -286,6 +298,12 @@ pub fn deactivate_task(k: &mut Kernel, rq_cpu: CpuId, p: TaskId, flags: DequeueF
         let rq = &mut k.cpus[rq_cpu as usize].rq;
         rq.nr_running -= 1;
         rq.stop_runnable = false;
+        k.tasks[p as usize].on_rq = false;
+        return;
+    }
+    if super::rt::rt_task(k, p) {
+        super::rt::dequeue_task_rt(k, rq_cpu, p);
+        k.cpus[rq_cpu as usize].rq.nr_running -= 1;
         k.tasks[p as usize].on_rq = false;
         return;
     }
@@ -335,31 +353,50 @@ pub fn __schedule(k: &mut Kernel, cpu: CpuId, s: &mut Schedule) -> Next {
         }
         ScheduleAt::Pick => {
             let now = k.now;
+            let prev = s.prev;
+            let mut c = 0;
+            if super::rt::rt_task(k, prev) {
+                // put_prev_task_balance() -> balance_rt(): an RT prev that left the RT queue
+                // lowers this CPU's priority, so pull (or have overloaded CPUs push) first.
+                if !k.cpus[cpu as usize].rq.rt.on_rt_rq(prev) && super::rt::need_pull_rt_task(k, cpu, prev) {
+                    c += super::rt::pull_rt_task(k, cpu);
+                }
+                super::rt::put_prev_task_rt(k, cpu, prev);
+            }
             if k.cpus[cpu as usize].rq.stop_runnable {
                 // Slow path: the stop class comes first (pick_task_stop()); a fair prev is put
                 // back on its runqueue.
                 k.with_cfs(cpu, |cfs, ents| cfs.put_prev_entity(ents, now));
                 s.next = k.cpus[cpu as usize].rq.stopper;
                 s.at = ScheduleAt::Picked;
-                return Next::Cont(k.costs.pick_fair_task);
+                return Next::Cont(k.costs.pick_fair_task + c);
+            }
+            if let Some(next) = super::rt::pick_task_rt(k, cpu) {
+                // pick_next_task_rt(): the RT class before the fair class; a fair prev is put
+                // back on its runqueue.
+                k.with_cfs(cpu, |cfs, ents| cfs.put_prev_entity(ents, now));
+                super::rt::set_next_task_rt(k, cpu, next);
+                s.next = next;
+                s.at = ScheduleAt::Picked;
+                return Next::Cont(k.costs.pick_fair_task + c);
             }
             // __pick_next_task() fast path: only fair tasks, so pick_next_task_fair().
             if let Some(next) = k.with_cfs(cpu, |cfs, ents| cfs.pick_next_entity(ents, now)) {
                 k.with_cfs(cpu, |cfs, ents| cfs.switch_to(ents, next, now));
                 s.next = next;
                 s.at = ScheduleAt::Picked;
-                return Next::Cont(k.costs.pick_fair_task);
+                return Next::Cont(k.costs.pick_fair_task + c);
             }
             if k.cfg.has(crate::linux::patches::Patch::Rostedt2013PostSchedule) {
                 // Rostedt 2013: no balance here; pick idle, balance after the switch.
                 k.cpus[cpu as usize].rq.post_schedule = true;
                 k.cpus[cpu as usize].x.ret = 0;
                 s.at = ScheduleAt::AfterNewidle;
-                return Next::Cont(k.costs.pick_fair_empty);
+                return Next::Cont(k.costs.pick_fair_empty + c);
             }
             // pick_next_task_fair() found nothing: the `idle:` label runs the newidle balance.
             s.at = ScheduleAt::AfterNewidle;
-            Next::Call(k.costs.pick_fair_empty, Frame::NewidleBalance(NewidleBalance::default()))
+            Next::Call(k.costs.pick_fair_empty + c, Frame::NewidleBalance(NewidleBalance::default()))
         }
         ScheduleAt::AfterNewidle => {
             let pulled = k.cpus[cpu as usize].x.ret;
@@ -427,12 +464,12 @@ pub fn __schedule(k: &mut Kernel, cpu: CpuId, s: &mut Schedule) -> Next {
             Next::Switched(c)
         }
         ScheduleAt::Finish => {
-            finish_task_switch(k, cpu);
-            post_schedule(k, cpu, s, k.costs.schedule_exit)
+            let c = finish_task_switch(k, cpu);
+            post_schedule(k, cpu, s, k.costs.schedule_exit + c)
         }
         ScheduleAt::Unlock => {
             // __balance_callbacks(); raw_spin_rq_unlock_irq().
-            let c = raw_spin_rq_unlock(k, cpu, cpu);
+            let c = super::rt::balance_callbacks(k, cpu) + raw_spin_rq_unlock(k, cpu, cpu);
             local_irq_enable(k, cpu);
             post_schedule(k, cpu, s, k.costs.schedule_exit + c)
         }
@@ -490,7 +527,10 @@ pub fn post_schedule_idle(k: &mut Kernel, cpu: CpuId, s: &mut PostScheduleIdle) 
 
 /// Models `finish_task_switch()` — kernel/sched/core.c @ v6.10, running on the new task's
 /// stack: balance callbacks, unlock with IRQs on, `finish_task(prev)` (`prev->on_cpu = 0`).
-fn finish_task_switch(k: &mut Kernel, cpu: CpuId) {
+/// Returns the cost of the balance callbacks.
+fn finish_task_switch(k: &mut Kernel, cpu: CpuId) -> Time {
+    // finish_lock_switch() -> __balance_callbacks(): the RT push queued by set_next_task_rt().
+    let c = super::rt::balance_callbacks(k, cpu);
     raw_spin_rq_unlock(k, cpu, cpu);
     local_irq_enable(k, cpu);
     let prev = k.cpus[cpu as usize].switch_prev;
@@ -501,14 +541,15 @@ fn finish_task_switch(k: &mut Kernel, cpu: CpuId) {
     if k.tasks[prev as usize].state == TASK_DEAD {
         k.tasks[prev as usize].saved.clear();
     }
+    c
 }
 
 /// Models `schedule_tail()` — kernel/sched/core.c @ v6.10: a new task's first run.
 pub fn schedule_tail(k: &mut Kernel, cpu: CpuId) -> Next {
-    finish_task_switch(k, cpu);
+    let c = finish_task_switch(k, cpu);
     // preempt_enable() after the switch.
     k.cpus[cpu as usize].preempt_count -= 1;
-    Next::Ret(k.costs.schedule_exit)
+    Next::Ret(k.costs.schedule_exit + c)
 }
 
 /// The `prev_state` field of `sched_switch` (`__trace_sched_switch_state`).
@@ -606,26 +647,18 @@ pub fn ttwu_queue_wakelist(k: &mut Kernel, cpu: CpuId, p: TaskId, target: CpuId,
 /// the preemption check (a possible remote resched).
 pub fn ttwu_do_activate(k: &mut Kernel, cpu: CpuId, rq_cpu: CpuId, p: TaskId, wake_flags: u32) -> Time {
     let migrated = wake_flags & WF_MIGRATED != 0;
-    let mut resched = activate_task(k, rq_cpu, p, EnqueueFlags { wakeup: true, migrated, initial: false });
-    // wakeup_preempt(): a fair task always preempts the idle task; against a fair task the
-    // fair class decides (wakeup_preempt_fair / check_preempt_wakeup).
-    let curr = k.cpus[rq_cpu as usize].rq.curr;
+    let resched = activate_task(k, rq_cpu, p, EnqueueFlags { wakeup: true, migrated, initial: false });
     let mut c = 0;
-    if curr == k.cpus[rq_cpu as usize].rq.idle {
-        resched = true;
-    } else if k.tasks[curr as usize].kind == super::TaskKind::Stopper {
-        // Nothing preempts the stop class.
-        resched = false;
-    } else if k.cfg.feat(SchedFeat::WAKEUP_PREEMPTION) {
-        let now = k.now;
-        resched |= k.with_cfs(rq_cpu, |cfs, ents| cfs.check_preempt_wakeup(ents, p, now));
-    }
-    if resched {
+    if wakeup_preempt(k, rq_cpu, p, resched) {
         c += resched_curr(k, cpu, rq_cpu, Sym::WakeupPreempt);
     }
     k.tasks[p as usize].state = TASK_RUNNING;
     let (pid, prio) = (k.tasks[p as usize].pid, k.tasks[p as usize].prio);
     k.tp(cpu, Event::SchedWakeup { pid, prio, target_cpu: rq_cpu });
+    if super::rt::rt_task(k, p) {
+        // p->sched_class->task_woken(): push it away if curr stays.
+        c += super::rt::task_woken_rt(k, cpu, rq_cpu, p);
+    }
     let rq = &mut k.cpus[rq_cpu as usize].rq;
     if rq.idle_stamp != 0 {
         let delta = rq.clock.saturating_sub(rq.idle_stamp) as i64;
@@ -637,6 +670,34 @@ pub fn ttwu_do_activate(k: &mut Kernel, cpu: CpuId, rq_cpu: CpuId, p: TaskId, wa
         rq.idle_stamp = 0;
     }
     c
+}
+
+/// Models `wakeup_preempt()` — kernel/sched/core.c @ v6.10, after `p` was enqueued on
+/// `rq_cpu`: the same class decides for itself (`wakeup_preempt_rt`, the fair class's
+/// `check_preempt_wakeup`); a higher class always preempts a lower one (idle < fair < RT <
+/// stop). `enqueue_resched` is the fair enqueue's own `update_curr()` verdict. True to resched.
+pub fn wakeup_preempt(k: &mut Kernel, rq_cpu: CpuId, p: TaskId, enqueue_resched: bool) -> bool {
+    use super::rt::rt_task;
+    let curr = k.cpus[rq_cpu as usize].rq.curr;
+    if curr == k.cpus[rq_cpu as usize].rq.idle {
+        return true;
+    }
+    if k.tasks[curr as usize].kind == super::TaskKind::Stopper {
+        return false;
+    }
+    match (rt_task(k, p), rt_task(k, curr)) {
+        (true, true) => super::rt::wakeup_preempt_rt(k, rq_cpu, p),
+        (true, false) => true,
+        (false, true) => false,
+        (false, false) => {
+            let mut resched = enqueue_resched;
+            if k.cfg.feat(SchedFeat::WAKEUP_PREEMPTION) {
+                let now = k.now;
+                resched |= k.with_cfs(rq_cpu, |cfs, ents| cfs.check_preempt_wakeup(ents, p, now));
+            }
+            resched
+        }
+    }
 }
 
 /// Models `try_to_wake_up()` — kernel/sched/core.c @ v6.10.
@@ -699,6 +760,7 @@ pub fn try_to_wake_up(k: &mut Kernel, cpu: CpuId, s: &mut TryToWakeUp) -> Next {
             // select_task_rq(): the class hook for a task allowed on several CPUs.
             let target = match k.tasks[p as usize].pinned {
                 Some(c) => c,
+                None if super::rt::rt_task(k, p) => super::rt::select_task_rq_rt(k, cpu, p, prev_cpu),
                 None => {
                     let sync = s.wake_flags & WF_SYNC != 0;
                     let (t, c) = crate::linux::kernel::sched::fair::select_task_rq_fair(k, cpu, p, prev_cpu, sync);
@@ -711,7 +773,9 @@ pub fn try_to_wake_up(k: &mut Kernel, cpu: CpuId, s: &mut TryToWakeUp) -> Next {
                 wf |= WF_MIGRATED;
                 // set_task_cpu() -> migrate_task_rq_fair(): take the entity's load and
                 // vruntime basis off the old CPU.
-                k.with_cfs(prev_cpu, |cfs, ents| cfs.migrate_task_rq(ents, p));
+                if !super::rt::rt_task(k, p) {
+                    k.with_cfs(prev_cpu, |cfs, ents| cfs.migrate_task_rq(ents, p));
+                }
                 let (pid, prio) = (k.tasks[p as usize].pid, k.tasks[p as usize].prio);
                 k.tp(cpu, Event::SchedMigrateTask { pid, prio, orig_cpu: prev_cpu, dest_cpu: target });
                 k.tasks[p as usize].cpu = target;
@@ -842,7 +906,13 @@ pub fn sched_ttwu_pending(k: &mut Kernel, cpu: CpuId, s: &mut TtwuPending) -> Ne
 /// Performed by `cpu` (the CPU running the creator).
 pub fn wake_up_new_task(k: &mut Kernel, cpu: CpuId, p: TaskId) {
     // select_task_rq(p, WF_FORK): fork balancing for an unpinned task.
-    let target = crate::linux::kernel::sched::fair::sched_balance_find_dst_cpu(k, cpu, p);
+    let target = if super::rt::rt_task(k, p) && k.tasks[p as usize].pinned.is_none() {
+        // select_task_rq_rt(WF_FORK).
+        let c = k.tasks[p as usize].cpu;
+        super::rt::select_task_rq_rt(k, cpu, p, c)
+    } else {
+        crate::linux::kernel::sched::fair::sched_balance_find_dst_cpu(k, cpu, p)
+    };
     k.tasks[p as usize].cpu = target;
     k.tasks[p as usize].state = TASK_RUNNING;
     activate_task(k, target, p, EnqueueFlags { wakeup: false, migrated: false, initial: true });
@@ -863,7 +933,8 @@ pub fn sched_tick(k: &mut Kernel, cpu: CpuId) -> Time {
     // task_tick_fair() -> entity_tick(): slice/deadline accounting; resched if curr must go.
     let rq = &k.cpus[cpu as usize].rq;
     let now = k.now;
-    let fair_curr = matches!(k.tasks[rq.curr as usize].kind, super::TaskKind::Workload | super::TaskKind::Ksoftirqd);
+    let fair_curr = matches!(k.tasks[rq.curr as usize].kind, super::TaskKind::Workload | super::TaskKind::Ksoftirqd)
+        && !super::rt::rt_task(k, rq.curr);
     if fair_curr {
         let resched = k.with_cfs(cpu, |cfs, ents| cfs.check_preempt_tick(ents, now));
         if resched {

@@ -209,6 +209,7 @@ pub fn sched_balance_rq(k: &mut Kernel, cpu: CpuId, dst: CpuId, sd: usize, idle:
             // push its running task away (it preempts it), if that task may run on dst.
             let d = &k.sd.domains(dst)[sd];
             let curr_ok = k.tasks[curr as usize].kind == super::TaskKind::Workload
+                && !super::rt::rt_task(k, curr)
                 && k.tasks[curr as usize].pinned.is_none_or(|c| c == dst);
             if curr_ok && d.nr_balance_failed > d.cache_nice_tries + 2 && !k.cpus[src as usize].rq.active_balance {
                 k.cpus[src as usize].rq.active_balance = true;
@@ -281,6 +282,9 @@ fn move_queued_task(k: &mut Kernel, cpu: CpuId, src: CpuId, dst: CpuId, p: TaskI
     let curr = k.cpus[dst as usize].rq.curr;
     if curr == k.cpus[dst as usize].rq.idle {
         resched = true;
+    } else if crate::linux::kernel::sched::rt::rt_task(k, curr) {
+        // A fair task never preempts an RT one.
+        resched = false;
     } else {
         resched |= k.with_cfs(dst, |cfs, ents| cfs.check_preempt_wakeup(ents, p, now));
     }

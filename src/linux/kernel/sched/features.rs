@@ -30,6 +30,9 @@ sched_features! {
     WA_WEIGHT = true,
     /// wake_affine: bias the load comparison toward the previous CPU by imbalance_pct/2.
     WA_BIAS = true,
+    /// RT pull by irq_work: a CPU lowering its priority has the overloaded CPUs push to it
+    /// (`tell_cpu_to_push()`) instead of locking their runqueues to pull.
+    RT_PUSH_IPI = true,
 }
 
 /// The set of enabled features.

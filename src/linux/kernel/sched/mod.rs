@@ -7,6 +7,7 @@ pub mod fair;
 pub mod fair_class;
 pub mod features;
 pub mod idle;
+pub mod rt;
 pub mod topology;
 
 use crate::hw::cacheline::LineId;
@@ -166,6 +167,8 @@ pub struct Rq {
     /// `cfs`: the fair class's runqueue (EEVDF or CFS), over the entity table
     /// [`Kernel::ents`](crate::linux::Kernel).
     pub cfs: fair_class::CfsRq,
+    /// `rt`: the RT class's runqueue.
+    pub rt: rt::RtRq,
     /// `ttwu_pending`.
     pub ttwu_pending: bool,
     /// `__lock`: the CPU holding it, waiters in arrival order, and its line.
@@ -209,6 +212,7 @@ impl Rq {
             nr_running: 0,
             cfs_h_nr_running: 0,
             cfs,
+            rt: rt::RtRq::default(),
             ttwu_pending: false,
             lock_owner: None,
             lock_waiters: Vec::new(),
@@ -236,6 +240,8 @@ pub struct RootDomain {
     /// a root-level `update_sd_lb_stats`).
     pub overloaded: bool,
     pub overutilized: bool,
+    /// The RT overload mask and push iterator.
+    pub rt: rt::RtRootDomain,
 }
 
 /// The global `nohz` structure (kernel/sched/fair.c).

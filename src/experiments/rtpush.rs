@@ -1,0 +1,127 @@
+//! The rt-push experiment (product.md; kernel-model-spec.md 2.10 and 5.4): a SCHED_FIFO task
+//! woken onto the CPU of a pinned, lower-priority FIFO task that is inside a non-preemptible
+//! section, on a 4-CPU SMP box whose other CPUs run higher-priority hogs, while the waker's
+//! CPU is about to free up (see `workload::rtpush`). v6.10's `push_rt_task()` gives up on a
+//! task that outranks `curr` ("it is about to preempt"), so the woken task waits for the
+//! pinned task and preempts it; with Rostedt's 2013 `ok_to_push_task()` in `push_rt_task()`
+//! it is pushed to the freed CPU and the pinned task keeps running.
+
+use super::{run_variants, ExpOpts};
+use crate::report::{mean_stddev, normalize, render_grid, CompareRow, Comparison};
+use crate::run::{RunResult, RunSpec};
+use crate::workload::params::Params;
+use crate::workload::rtpush::RtPush;
+use crate::workload::Workload;
+use serde_json::json;
+
+/// (label, patches on v6.10, what product.md expects)
+pub const VARIANTS: &[(&str, &str, &str)] = &[
+    ("v6.10", "", "preempts the pinned task"),
+    ("ok_to_push_task", "+rostedt-2013-ok-to-push-task", "pushed to another CPU"),
+];
+
+/// The built-in scenario's machine.
+pub const MACHINE: &str = "smp-4";
+
+/// The run of scenarios/rt-push.toml (the workload's defaults) with `patches`.
+fn spec(patches: &str, seed: u64, o: &ExpOpts) -> RunSpec {
+    let mut s = RunSpec::new("rt-push");
+    s.machine = MACHINE.into();
+    s.kernel = "v6.10".into();
+    s.patches = patches.into();
+    s.seed = seed;
+    s.params = Params::from_pairs(o.params.clone(), "rt-push experiment");
+    s
+}
+
+fn rt(r: &RunResult) -> &RtPush {
+    match &r.workload {
+        Workload::RtPush(w) => w,
+        _ => unreachable!(),
+    }
+}
+
+/// `schedsim reproduce rt-push`.
+pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
+    let results = run_variants(VARIANTS.len(), o.runs, o.seed, o.jobs, |v, seed| spec(VARIANTS[v].1, seed, o))?;
+    let mut rows = Vec::new();
+    let mut grid = Vec::new();
+    for (vi, (label, patches, expected)) in VARIANTS.iter().enumerate() {
+        let rs = &results[vi];
+        let mut lat = Vec::new();
+        let mut on_pinned = 0usize;
+        let mut preempted = 0usize;
+        let mut cpus = Vec::new();
+        for r in rs {
+            let w = rt(r);
+            let Some(l) = w.wakeup_to_run_ns() else {
+                return Err(format!("rt-push: the woken task never ran ({label}, seed {})", r.seed));
+            };
+            lat.push(l as f64 / 1e3);
+            on_pinned += (w.woken_task_cpu_is_pinned_cpu() == Some(true)) as usize;
+            preempted += w.pinned_preempted as usize;
+            if let Some(c) = w.woken_ran_on {
+                if !cpus.contains(&c) {
+                    cpus.push(c);
+                }
+            }
+        }
+        cpus.sort_unstable();
+        let (mean, stddev) = mean_stddev(&lat);
+        let n = rs.len();
+        let all_pinned = on_pinned == n;
+        let pushes = rs.iter().map(|r| r.stats.rt_pushes).sum::<u64>() as f64 / n as f64;
+        let mut extra = serde_json::Map::new();
+        extra.insert("woken_task_cpu_is_pinned_cpu".into(), json!(all_pinned));
+        extra.insert("runs_on_pinned_cpu".into(), json!(on_pinned));
+        extra.insert("woken_task_cpus".into(), json!(cpus));
+        extra.insert("pinned_task_preempted_runs".into(), json!(preempted));
+        extra.insert("rt_pushes".into(), json!(pushes));
+        extra.insert("expected".into(), json!(expected));
+        let cfg = crate::linux::KernelConfig::resolve("v6.10", patches, 1000)?;
+        rows.push(CompareRow {
+            variant: label.to_string(),
+            kernel: cfg.label(),
+            patches: cfg.patches.iter().map(|p| p.info().id.to_string()).collect(),
+            runs: n,
+            mean,
+            stddev,
+            normalized: 0.0,
+            published: None,
+            extra,
+        });
+        let cpu_list: Vec<String> = cpus.iter().map(|c| c.to_string()).collect();
+        grid.push(vec![
+            label.to_string(),
+            cpu_list.join(","),
+            format!("{}/{n}", on_pinned),
+            format!("{}/{n}", preempted),
+            format!("{pushes:.1}"),
+            format!("{mean:.1}"),
+            expected.to_string(),
+        ]);
+    }
+    normalize(&mut rows);
+    let h: Vec<String> = [
+        "variant",
+        "woken ran on CPU",
+        "on pinned CPU",
+        "pinned preempted",
+        "RT pushes",
+        "wake->run (us)",
+        "expected (product.md)",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    Ok(Comparison {
+        experiment: "rt-push".into(),
+        machine: MACHINE.into(),
+        metric: "wakeup-to-run".into(),
+        unit: "us".into(),
+        lower_is_better: true,
+        rows,
+        title: "FIFO 60 woken onto CPU 1 while a FIFO 50 task bound to CPU 1 is in a 100 us non-preemptible section; FIFO 90 hogs on CPUs 2-3; the FIFO 70 waker on CPU 0 then blocks".into(),
+        notes: vec![format!("where the woken task ran (pinned CPU = 1)\n{}", render_grid(&h, &grid))],
+    })
+}

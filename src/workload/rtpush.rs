@@ -1,0 +1,316 @@
+//! The RT push case of Steven Rostedt's 2013 `ok_to_push_task` patch (kernel-model-spec.md
+//! 2.10, 5.4): a SCHED_FIFO task is woken onto the CPU of a *pinned* RT task it outranks, while
+//! the waker's CPU is about to become free. Where does the woken task run?
+//!
+//! The cast, all SCHED_FIFO (user priorities; kernel `prio = 99 - rtprio`):
+//! - `pinned` (rtprio `pinned_prio`, bound to `pinned_cpu`): spins in user mode, then at
+//!   `hold_at_us` enters a `hold_us` non-preemptible kernel section (a spinlock-held syscall);
+//!   NEED_RESCHED set meanwhile is honoured only on its way back to user mode.
+//! - `woken` (rtprio `woken_prio`, any CPU): started on `pinned_cpu`, it blocks on a futex at
+//!   once, so that CPU is its previous CPU (`task_cpu()`).
+//! - `waker` (rtprio `waker_prio`, bound to `waker_cpu`): spins, `wake_delay_us` into the
+//!   pinned task's section does FUTEX_WAKE on the woken task, then (after `block_delay_us`)
+//!   blocks on its own futex.
+//! - `hogs` (rtprio `hog_prio`, one bound to each other CPU; `hogs=false` leaves them idle):
+//!   spin, so the waker's CPU is the only one that can become lower than the woken task.
+//!
+//! At the wakeup no CPU runs below the woken task except the pinned one, so
+//! `select_task_rq_rt()` keeps it there and `wakeup_preempt_rt()` marks the pinned task for
+//! preemption. The waker then blocks: its CPU's priority drops and `pull_rt_task()` sends the
+//! RT_PUSH_IPI irq_work to the overloaded pinned CPU, whose `push_rt_task()` decides.
+
+use super::params::Params;
+use super::{TaskFrame, Workload};
+use crate::linux::engine::{Action, Next};
+use crate::linux::kernel::futex::{futex_alloc, FutexId, FutexOp};
+use crate::linux::kernel::sched::rt::fifo_prio;
+use crate::linux::kernel::sched::TaskKind;
+use crate::linux::{CpuId, Kernel, TaskId};
+use crate::sim::{Time, NSEC_PER_USEC};
+
+pub const PARAM_NAMES: &[&str] = &[
+    "pinned_cpu",
+    "waker_cpu",
+    "pinned_prio",
+    "woken_prio",
+    "waker_prio",
+    "hog_prio",
+    "hold_at_us",
+    "hold_us",
+    "wake_delay_us",
+    "run_us",
+    "hogs",
+    "block_delay_us",
+];
+
+/// Roles (the `task` field of each task's frame).
+const PINNED: u32 = 0;
+const WOKEN: u32 = 1;
+const WAKER: u32 = 2;
+const HOG: u32 = 3;
+
+#[derive(Debug, Clone)]
+pub struct RtPush {
+    pub pinned_cpu: CpuId,
+    pub waker_cpu: CpuId,
+    pub pinned_prio: i32,
+    pub woken_prio: i32,
+    pub waker_prio: i32,
+    pub hog_prio: i32,
+    pub hold_at_ns: Time,
+    pub hold_ns: Time,
+    pub wake_delay_ns: Time,
+    pub run_ns: Time,
+    /// Bind a `hog_prio` spinner to every other CPU (off: those CPUs idle).
+    pub hogs_on: bool,
+    /// How long the waker runs on after FUTEX_WAKE before it blocks.
+    pub block_delay_ns: Time,
+    pub start_ns: Time,
+    pub pinned: TaskId,
+    pub woken: TaskId,
+    pub waker: TaskId,
+    pub hogs: Vec<TaskId>,
+    futex_woken: FutexId,
+    futex_waker: FutexId,
+    /// When the waker called FUTEX_WAKE, and where and when the woken task first ran.
+    pub woken_at_ns: Option<Time>,
+    pub woken_ran_on: Option<CpuId>,
+    pub woken_ran_at_ns: Option<Time>,
+    /// Whether the pinned task had to give up its CPU while the woken task ran.
+    pub pinned_preempted: bool,
+}
+
+impl RtPush {
+    pub fn parse(p: &Params, nr_cpus: u32) -> Result<RtPush, String> {
+        p.check_known("rt-push", PARAM_NAMES)?;
+        if nr_cpus < 2 {
+            return Err(format!("{}: rt-push needs at least 2 CPUs (the machine has {nr_cpus})", p.origin));
+        }
+        let cpu = |key: &str, default: u64| -> Result<CpuId, String> {
+            let c = p.u64_or(key, default)?;
+            if c >= nr_cpus as u64 {
+                return Err(format!("{}: parameter {key}: CPU {c} does not exist (0..{})", p.origin, nr_cpus - 1));
+            }
+            Ok(c as CpuId)
+        };
+        let prio = |key: &str, default: u64| -> Result<i32, String> {
+            let r = p.u64_or(key, default)?;
+            if !(1..=99).contains(&r) {
+                return Err(format!("{}: parameter {key}: SCHED_FIFO priority must be 1..99, got {r}", p.origin));
+            }
+            Ok(r as i32)
+        };
+        let pinned_cpu = cpu("pinned_cpu", 1)?;
+        let waker_cpu = cpu("waker_cpu", 0)?;
+        if pinned_cpu == waker_cpu {
+            return Err(format!("{}: pinned_cpu and waker_cpu must differ", p.origin));
+        }
+        let w = RtPush {
+            pinned_cpu,
+            waker_cpu,
+            pinned_prio: prio("pinned_prio", 50)?,
+            woken_prio: prio("woken_prio", 60)?,
+            waker_prio: prio("waker_prio", 70)?,
+            hog_prio: prio("hog_prio", 90)?,
+            hold_at_ns: p.u64_or("hold_at_us", 200)? * NSEC_PER_USEC,
+            hold_ns: p.u64_or("hold_us", 100)? * NSEC_PER_USEC,
+            wake_delay_ns: p.u64_or("wake_delay_us", 20)? * NSEC_PER_USEC,
+            run_ns: p.u64_or("run_us", 100)? * NSEC_PER_USEC,
+            hogs_on: p.bool_or("hogs", true)?,
+            block_delay_ns: p.u64_or("block_delay_us", 0)? * NSEC_PER_USEC,
+            start_ns: 0,
+            pinned: 0,
+            woken: 0,
+            waker: 0,
+            hogs: Vec::new(),
+            futex_woken: 0,
+            futex_waker: 0,
+            woken_at_ns: None,
+            woken_ran_on: None,
+            woken_ran_at_ns: None,
+            pinned_preempted: false,
+        };
+        if w.hold_at_ns < 100 * NSEC_PER_USEC {
+            return Err(format!("{}: hold_at_us must be at least 100 (the tasks start first)", p.origin));
+        }
+        Ok(w)
+    }
+
+    /// From the FUTEX_WAKE to the woken task's first instruction.
+    pub fn wakeup_to_run_ns(&self) -> Option<Time> {
+        Some(self.woken_ran_at_ns? - self.woken_at_ns?)
+    }
+
+    /// The result in words (`schedsim run rt-push`).
+    pub fn summary(&self, stats: &crate::linux::stats::Stats) -> String {
+        match (self.woken_ran_on, self.wakeup_to_run_ns()) {
+            (Some(c), Some(lat)) => format!(
+                "rt-push: woken task (FIFO {}) ran on CPU {} ({}), {:.1} us after its wakeup; pinned task (FIFO {}, CPU {}) {}; {} RT push(es), {} push irq_work(s)\n",
+                self.woken_prio,
+                c,
+                if c == self.pinned_cpu { "the pinned task's CPU" } else { "pushed away" },
+                lat as f64 / 1e3,
+                self.pinned_prio,
+                self.pinned_cpu,
+                if self.pinned_preempted { "was preempted" } else { "kept its CPU" },
+                stats.rt_pushes,
+                stats.rt_push_ipis,
+            ),
+            _ => "rt-push: the woken task never ran\n".to_string(),
+        }
+    }
+
+    /// The woken task ran on the pinned task's CPU.
+    pub fn woken_task_cpu_is_pinned_cpu(&self) -> Option<bool> {
+        self.woken_ran_on.map(|c| c == self.pinned_cpu)
+    }
+}
+
+fn st(k: &mut Kernel) -> &mut RtPush {
+    match &mut k.wl {
+        Workload::RtPush(s) => s.as_mut(),
+        _ => unreachable!(),
+    }
+}
+
+fn new_rt_task(k: &mut Kernel, comm: String, rtprio: i32, role: u32, pinned: Option<CpuId>) -> TaskId {
+    let t = k.new_task(TaskKind::Workload, comm, 1, fifo_prio(rtprio), pinned);
+    k.tasks[t as usize].saved = vec![
+        crate::linux::engine::Frame::Workload(TaskFrame { task: role, ..Default::default() }),
+        crate::linux::engine::Frame::RetFromFork,
+    ];
+    t
+}
+
+pub fn start(k: &mut Kernel) {
+    let nr = k.m.topo.nr_cpus;
+    let w = st(k).clone();
+    let pinned = new_rt_task(k, "pinned".into(), w.pinned_prio, PINNED, Some(w.pinned_cpu));
+    let woken = new_rt_task(k, "woken".into(), w.woken_prio, WOKEN, None);
+    let waker = new_rt_task(k, "waker".into(), w.waker_prio, WAKER, Some(w.waker_cpu));
+    let hogs: Vec<TaskId> = (0..nr)
+        .filter(|&c| w.hogs_on && c != w.pinned_cpu && c != w.waker_cpu)
+        .map(|c| new_rt_task(k, format!("hog/{c}"), w.hog_prio, HOG, Some(c)))
+        .collect();
+    let fw = futex_alloc(k, w.pinned_cpu, 0);
+    let fk = futex_alloc(k, w.waker_cpu, 0);
+    let load = super::load_time(k, 0x2715);
+    let s = st(k);
+    s.pinned = pinned;
+    s.woken = woken;
+    s.waker = waker;
+    s.hogs = hogs;
+    s.futex_woken = fw;
+    s.futex_waker = fk;
+    s.start_ns = load;
+    k.q.push(load, Action::Workload { what: 0 });
+    k.q.push(load + 50 * NSEC_PER_USEC, Action::Workload { what: 1 });
+}
+
+/// 0: start the woken task on the pinned CPU (it blocks at once), the waker and the hogs;
+/// 1: start the pinned task.
+pub fn on_action(k: &mut Kernel, what: u32) {
+    let w = st(k).clone();
+    if what == 0 {
+        // Started under taskset on the pinned CPU, then given every CPU.
+        k.tasks[w.woken as usize].pinned = Some(w.pinned_cpu);
+        super::spawn(k, w.pinned_cpu, w.woken);
+        k.tasks[w.woken as usize].pinned = None;
+        super::spawn(k, w.waker_cpu, w.waker);
+        for &h in &w.hogs {
+            let c = k.tasks[h as usize].pinned.expect("hogs are bound");
+            super::spawn(k, c, h);
+        }
+    } else {
+        super::spawn(k, w.pinned_cpu, w.pinned);
+    }
+}
+
+pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
+    let w = st(k);
+    let hold_start = w.start_ns + w.hold_at_ns;
+    let end = hold_start + w.hold_ns + w.run_ns + 200 * NSEC_PER_USEC;
+    let w_delay = w.wake_delay_ns;
+    // Spin in user mode until `until`; past it, in 1 ms slices until the run ends.
+    let spin_to = |k: &Kernel, s: &mut TaskFrame, until: Time| -> Next {
+        s.user = true;
+        Next::Cont(if until > k.now { until - k.now } else { crate::sim::NSEC_PER_MSEC })
+    };
+    match (s.task, s.at) {
+        (PINNED, 0) => {
+            s.at = 1;
+            spin_to(k, s, hold_start)
+        }
+        (PINNED, 1) if k.now < hold_start => spin_to(k, s, hold_start),
+        (PINNED, 1) => {
+            // The non-preemptible kernel section.
+            s.at = 2;
+            s.user = false;
+            Next::Cont(st(k).hold_ns)
+        }
+        (PINNED, 2) => {
+            // Back to user mode: exit_to_user_mode_loop() honours NEED_RESCHED.
+            s.at = 3;
+            let c = crate::linux::kernel::entry::syscall_exit_to_user_mode(k, cpu, 0);
+            if crate::linux::kernel::sched::need_resched(k, cpu) {
+                s.preempt = true;
+            }
+            Next::Cont(c)
+        }
+        (PINNED, _) | (HOG, _) => spin_to(k, s, end),
+        (WOKEN, 0) => {
+            s.at = 1;
+            let f = st(k).futex_woken;
+            Next::Call(k.costs.user_op, FutexOp::wait(f, 0))
+        }
+        (WOKEN, 1) => {
+            let now = k.now;
+            let w = st(k);
+            if w.woken_ran_on.is_none() {
+                w.woken_ran_on = Some(cpu);
+                w.woken_ran_at_ns = Some(now);
+            }
+            s.at = 2;
+            let run = w.run_ns;
+            s.user = true;
+            s.spin_until = now + run;
+            Next::Cont(run)
+        }
+        (WOKEN, _) => {
+            let (pinned, pcpu) = (st(k).pinned, st(k).pinned_cpu);
+            st(k).pinned_preempted = k.tasks[pinned as usize].on_rq && k.curr(pcpu) != pinned;
+            super::all_exited(k);
+            super::exit_current(k, cpu, s)
+        }
+        (WAKER, 0) => {
+            s.at = 1;
+            let t = hold_start + st(k).wake_delay_ns;
+            spin_to(k, s, t)
+        }
+        (WAKER, 1) if k.now < hold_start + w_delay => spin_to(k, s, hold_start + w_delay),
+        (WAKER, 1) => {
+            s.at = 2;
+            let now = k.now;
+            st(k).woken_at_ns = Some(now);
+            let f = st(k).futex_woken;
+            k.futexes[f as usize].val = 1;
+            Next::Call(k.costs.user_op, FutexOp::wake(f, 1))
+        }
+        (WAKER, 2) => {
+            // Back from FUTEX_WAKE: run on for block_delay_us, then block.
+            s.at = 3;
+            let until = k.now + st(k).block_delay_ns;
+            if until > k.now {
+                s.spin_until = until;
+                return spin_to(k, s, until);
+            }
+            Next::Cont(0)
+        }
+        (WAKER, _) => {
+            s.spin_until = 0;
+            let f = st(k).futex_waker;
+            Next::Call(k.costs.user_op, FutexOp::wait(f, 0))
+        }
+        _ => unreachable!("rt-push has four roles"),
+    }
+}
