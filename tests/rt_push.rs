@@ -143,3 +143,34 @@ fn rt_push_is_deterministic() {
     let b = run(OK, &[], &[]);
     assert_eq!(trace_hash(&a.trace), trace_hash(&b.trace));
 }
+
+#[test]
+fn a_preempted_migratable_rt_task_is_pushed_by_the_balance_callback() {
+    // The woken task (FIFO 40) is still running on CPU 1 when the pinned FIFO 50 task starts
+    // there and preempts it; set_next_task_rt() queues push_rt_tasks(), which runs at the end
+    // of __schedule() and moves the preempted task to an idle CPU (no hogs).
+    let r = run("", &[], &[("woken_prio", "40"), ("woken_first_us", "100"), ("hogs", "false")]);
+    let woken_pid = r
+        .trace
+        .iter()
+        .find_map(|x| match x.event {
+            Event::SchedSwitch { next_pid, next_prio: 59, .. } => Some(next_pid),
+            _ => None,
+        })
+        .expect("the woken task ran");
+    let first = migrations_of(&r, woken_pid);
+    assert!(!first.is_empty());
+    let (from, to) = first[0];
+    assert_eq!(from, 1);
+    assert!(to == 2 || to == 3, "pushed to an idle CPU, got {to}");
+    // The move is made on CPU 1 by the task that preempted it, right after the switch.
+    let i = r
+        .trace
+        .iter()
+        .position(|x| matches!(x.event, Event::SchedMigrateTask { pid, .. } if pid == woken_pid))
+        .unwrap();
+    assert_eq!(r.trace[i].cpu, 1);
+    let sw = r.trace[..i].iter().rev().find(|x| x.cpu == 1 && matches!(x.event, Event::SchedSwitch { .. })).unwrap();
+    assert!(matches!(sw.event, Event::SchedSwitch { prev_pid, next_prio: 49, .. } if prev_pid == woken_pid));
+    assert!(r.stats.rt_pushes >= 1);
+}

@@ -7,7 +7,7 @@
 //!   `hold_at_us` enters a `hold_us` non-preemptible kernel section (a spinlock-held syscall);
 //!   NEED_RESCHED set meanwhile is honoured only on its way back to user mode.
 //! - `woken` (rtprio `woken_prio`, any CPU): started on `pinned_cpu`, it blocks on a futex at
-//!   once, so that CPU is its previous CPU (`task_cpu()`).
+//!   once (or after `woken_first_us`), so that CPU is its previous CPU (`task_cpu()`).
 //! - `waker` (rtprio `waker_prio`, bound to `waker_cpu`): spins, `wake_delay_us` into the
 //!   pinned task's section does FUTEX_WAKE on the woken task, then (after `block_delay_us`)
 //!   blocks on its own futex.
@@ -41,6 +41,7 @@ pub const PARAM_NAMES: &[&str] = &[
     "run_us",
     "hogs",
     "block_delay_us",
+    "woken_first_us",
 ];
 
 /// Roles (the `task` field of each task's frame).
@@ -65,6 +66,8 @@ pub struct RtPush {
     pub hogs_on: bool,
     /// How long the waker runs on after FUTEX_WAKE before it blocks.
     pub block_delay_ns: Time,
+    /// How long the woken task runs at its start before it first blocks.
+    pub woken_first_ns: Time,
     pub start_ns: Time,
     pub pinned: TaskId,
     pub woken: TaskId,
@@ -118,6 +121,7 @@ impl RtPush {
             run_ns: p.u64_or("run_us", 100)? * NSEC_PER_USEC,
             hogs_on: p.bool_or("hogs", true)?,
             block_delay_ns: p.u64_or("block_delay_us", 0)? * NSEC_PER_USEC,
+            woken_first_ns: p.u64_or("woken_first_us", 0)? * NSEC_PER_USEC,
             start_ns: 0,
             pinned: 0,
             woken: 0,
@@ -259,6 +263,16 @@ pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
         }
         (PINNED, _) | (HOG, _) => spin_to(k, s, end),
         (WOKEN, 0) => {
+            s.at = 5;
+            let until = k.now + st(k).woken_first_ns;
+            if until > k.now {
+                s.spin_until = until;
+                return spin_to(k, s, until);
+            }
+            Next::Cont(0)
+        }
+        (WOKEN, 5) => {
+            s.spin_until = 0;
             s.at = 1;
             let f = st(k).futex_woken;
             Next::Call(k.costs.user_op, FutexOp::wait(f, 0))
