@@ -216,6 +216,14 @@ fn apply_spec_args(s: &mut RunSpec, a: &SpecArgs) -> Result<(), String> {
 }
 
 fn base_spec(name: &str, file: &Option<PathBuf>, params: &[String]) -> Result<RunSpec, String> {
+    let own_cli = name == "schbench" || name == "hackbench";
+    if own_cli && params.iter().any(|p| p.contains('=')) && params.iter().any(|p| !p.contains('=')) {
+        let example = if name == "hackbench" { "-- rt-tests -p -g 4" } else { "-- -m 2 -t 16" };
+        return Err(format!(
+            "command line: {name} takes either key=value parameters or its own options after `--`, not both \
+             (for example `schedsim run {name} {example}`; for hackbench the tool name comes first)"
+        ));
+    }
     if name == "schbench" && file.is_none() && !params.is_empty() && params.iter().all(|p| !p.contains('=')) {
         // schbench takes its own command line.
         let mut s = scenario::builtin(name)?;
@@ -816,4 +824,19 @@ pub fn list_text() -> String {
         o.push_str(&format!("  {:<16} {}\n", e.name, e.description));
     }
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn own_options_and_key_values_do_not_mix() {
+        let p = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let e = base_spec("hackbench", &None, &p(&["tool=rt-tests", "-p"])).err().unwrap();
+        assert!(e.contains("tool name comes first"), "{e}");
+        assert!(base_spec("hackbench", &None, &p(&["rt-tests", "-p"])).is_ok());
+        assert!(base_spec("schbench", &None, &p(&["-m", "2", "args=-t 4"])).is_err());
+        assert!(base_spec("rt-push", &None, &p(&["hold_us=50"])).is_ok());
+    }
 }
