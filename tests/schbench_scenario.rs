@@ -121,3 +121,51 @@ fn cli_rejects_bad_schbench_options_with_exit_code_2() {
         assert!(o.stdout.is_empty(), "{args:?}: nothing on stdout");
     }
 }
+
+/// schbench's `usec_spin()` polls `gettimeofday()` until the wall clock passes the spin time,
+/// so interrupts that land during the spin (the 1000 Hz tick here) do not lengthen it: the
+/// spin ends at its deadline. With one worker on an otherwise idle VM, every on-CPU stretch of
+/// the worker (switch-in to the switch-out of its next FUTEX_WAIT) is the 30 ms spin, the
+/// spin's sub-microsecond overshoot and msg_and_wait(): a few microseconds over 30 ms, not
+/// 30 ms plus the ~30 tick handlers it absorbed. The recorded latency (wakeup delay plus
+/// overshoot) stays at a few microseconds too.
+#[test]
+fn interrupts_do_not_lengthen_a_wall_clock_spin() {
+    let r = execute(&schbench_spec("icx-vm-32", "v6.2", "", "-m 1 -t 1 -r 7", true)).expect("valid spec");
+    assert!(r.finished);
+    let worker = *worker_pids(&r).first().expect("one worker");
+    let mut on_cpu: Option<(u64, u32)> = None;
+    let mut stretches = 0;
+    for (i, x) in r.trace.iter().enumerate() {
+        let schedsim::trace::Event::SchedSwitch { prev_pid, next_pid, prev_state, .. } = x.event else { continue };
+        if next_pid == worker {
+            on_cpu = Some((x.ts_ns, i as u32));
+        } else if prev_pid == worker && prev_state == 0x1 {
+            let Some((t0, i0)) = on_cpu.take() else { continue };
+            if t0 < 2_000_000_000 {
+                continue; // the first loop starts with msg_and_wait(), not a spin
+            }
+            let ticks = r.trace[i0 as usize..i]
+                .iter()
+                .filter(|y| {
+                    y.cpu == x.cpu
+                        && matches!(
+                            y.event,
+                            schedsim::trace::Event::VectorEntry { vector: schedsim::trace::Vector::LocalTimer }
+                        )
+                })
+                .count();
+            assert!(ticks >= 25, "scenario: the tick interrupts the 30 ms spin ({ticks} ticks)");
+            let d = x.ts_ns - t0;
+            assert!(
+                (30_000_000..30_005_000).contains(&d),
+                "worker on CPU {} for {d} ns from {t0}: the spin must end at its deadline",
+                x.cpu
+            );
+            stretches += 1;
+        }
+    }
+    assert!(stretches > 40, "{stretches} spins checked");
+    let h = schbench_of(&r).final_hist.as_ref().expect("the final histogram");
+    assert!(h.max() <= 20, "one worker on an idle VM: max latency {} us", h.max());
+}
