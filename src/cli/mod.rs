@@ -308,6 +308,7 @@ fn counters_json(r: &RunResult) -> serde_json::Value {
         "wakeups_wakelist_coalesced": st.wakeups_wakelist_coalesced,
         "wakeups_direct": st.wakeups_direct,
         "stacking_wakeups": st.stacking_wakeups,
+        "stacking_fallback_wakeups": st.stacking_fallback_wakeups,
         "nohz_kicks": st.nohz_kicks,
         "nohz_kicks_raised_softirq": st.nohz_kicks_raised_softirq,
         "nohz_kicks_lost": st.nohz_kicks_lost,
@@ -544,6 +545,7 @@ fn run_text(s: &RunSpec, r: &RunResult) -> String {
     line(&mut o, st.wakeups_wakelist_coalesced.to_string(), "wakeups (wakelist, coalesced)");
     line(&mut o, st.wakeups_direct.to_string(), "wakeups (direct enqueue)");
     line(&mut o, st.stacking_wakeups.to_string(), "stacking-wakeups");
+    line(&mut o, st.stacking_fallback_wakeups.to_string(), "stacking-wakeups (no idle CPU left)");
     line(&mut o, st.nohz_kicks.to_string(), "nohz-ilb-kicks");
     line(&mut o, st.nohz_kicks_raised_softirq.to_string(), "nohz-kicks-raised-softirq");
     line(&mut o, st.nohz_kicks_lost.to_string(), "nohz-kicks-lost");

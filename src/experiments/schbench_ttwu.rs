@@ -46,6 +46,7 @@ pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
         let rs = &results[vi];
         let mut pct = [0f64; 7];
         let mut stacking = 0f64;
+        let mut fallback = 0f64;
         let mut p999 = Vec::new();
         for r in rs {
             let Workload::Schbench(w) = &r.workload else { unreachable!() };
@@ -57,6 +58,7 @@ pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
             }
             p999.push(h.percentile(999) as f64);
             stacking += r.stats.stacking_wakeups as f64 / rs.len() as f64;
+            fallback += r.stats.stacking_fallback_wakeups as f64 / rs.len() as f64;
         }
         let (mean, stddev) = mean_stddev(&p999);
         let names = ["50", "75", "90", "95", "99", "99.5", "99.9"];
@@ -70,6 +72,7 @@ pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
         extra.insert("percentiles".into(), serde_json::Value::Object(pm));
         extra.insert("published_percentiles".into(), serde_json::Value::Object(pubm));
         extra.insert("stacking".into(), json!(stacking));
+        extra.insert("stacking_no_idle_cpu".into(), json!(fallback));
         let cfg = crate::linux::KernelConfig::resolve(kernel, patches, 1000)?;
         rows.push(CompareRow {
             variant: label.to_string(),
@@ -85,17 +88,20 @@ pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
         let mut sim_row = vec![format!("{label} (sim)")];
         sim_row.extend(pct.iter().map(|v| format!("{v:.0}")));
         sim_row.push(format!("{stacking:.0}"));
+        sim_row.push(format!("{fallback:.0}"));
         grid.push(sim_row);
         let mut pub_row = vec![format!("{label} (published)")];
         pub_row.extend(published.iter().map(|v| v.to_string()));
         pub_row.push("-".into());
+        pub_row.push("-".into());
         grid.push(pub_row);
     }
     normalize(&mut rows);
-    let header: Vec<String> = ["kernel", "p50", "p75", "p90", "p95", "*p99", "p99.5", "p99.9", "stacking"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let header: Vec<String> =
+        ["kernel", "p50", "p75", "p90", "p95", "*p99", "p99.5", "p99.9", "stacking", "no-idle fallback"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
     Ok(Comparison {
         experiment: "schbench-ttwu".into(),
         machine: "icx-vm-32".into(),
@@ -105,7 +111,8 @@ pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
         rows,
         title: format!("schbench {ARGS} (wakeup latency percentiles, us; means over seeds)"),
         notes: vec![format!(
-            "Latency percentiles (usec), simulated beside published, and stacking wakeups per run\n{}",
+            "Latency percentiles (usec), simulated beside published, and stacking wakeups per run \
+             (onto a CPU already holding a pending wakee, with another LLC CPU idle / with none)\n{}",
             render_grid(&header, &grid)
         )],
     })

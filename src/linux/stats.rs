@@ -34,6 +34,9 @@ pub struct Stats {
     /// Wakeups placed on a CPU that already had a pending wakee while another CPU of its LLC
     /// was idle.
     pub stacking_wakeups: u64,
+    /// Wakeups placed on a CPU that already had a pending wakee when no other CPU of its LLC
+    /// was idle (the overflow fallback of `select_idle_sibling()` to its target).
+    pub stacking_fallback_wakeups: u64,
     /// RT tasks moved by `push_rt_task()` / `pull_rt_task()`, and RT push irq_works queued.
     pub rt_pushes: u64,
     pub rt_pulls: u64,
@@ -99,6 +102,7 @@ impl Stats {
             wakeups_wakelist_coalesced: 0,
             wakeups_direct: 0,
             stacking_wakeups: 0,
+            stacking_fallback_wakeups: 0,
             rt_pushes: 0,
             rt_pulls: 0,
             rt_push_ipis: 0,

@@ -829,7 +829,8 @@ pub struct TtwuPending {
 }
 
 /// Count a "stacking" wakeup: the target was idle, already chosen for another wakee that
-/// has not started running, while another CPU of its LLC was idle at this instant.
+/// has not started running, while another CPU of its LLC was idle at this instant; or, with no
+/// other idle CPU there, a fallback onto such a CPU.
 fn note_placement(k: &mut Kernel, target: CpuId) {
     let rq = &k.cpus[target as usize].rq;
     if rq.curr == rq.idle && rq.wakees_placed > 0 {
@@ -838,6 +839,8 @@ fn note_placement(k: &mut Kernel, target: CpuId) {
             llc.is_some_and(|l| k.sd.domains(target)[l].span.iter().any(|c| c != target && idle_cpu(k, c)));
         if other_idle {
             k.stats.stacking_wakeups += 1;
+        } else {
+            k.stats.stacking_fallback_wakeups += 1;
         }
     }
     k.cpus[target as usize].rq.wakees_placed += 1;
