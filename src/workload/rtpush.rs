@@ -230,6 +230,17 @@ pub fn on_action(k: &mut Kernel, what: u32) {
     }
 }
 
+/// A user-mode wall-clock spin of `d` (nothing if 0): it ends at its deadline even if
+/// interrupts or preemption cut into it.
+fn wall_spin(k: &Kernel, s: &mut TaskFrame, d: Time) -> Next {
+    if d == 0 {
+        return Next::Cont(0);
+    }
+    s.user = true;
+    s.spin_until = k.now + d;
+    Next::Cont(d)
+}
+
 pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
     let w = st(k);
     let hold_start = w.start_ns + w.hold_at_ns;
@@ -264,12 +275,8 @@ pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
         (PINNED, _) | (HOG, _) => spin_to(k, s, end),
         (WOKEN, 0) => {
             s.at = 5;
-            let until = k.now + st(k).woken_first_ns;
-            if until > k.now {
-                s.spin_until = until;
-                return spin_to(k, s, until);
-            }
-            Next::Cont(0)
+            let d = st(k).woken_first_ns;
+            wall_spin(k, s, d)
         }
         (WOKEN, 5) => {
             s.spin_until = 0;
@@ -286,9 +293,7 @@ pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
             }
             s.at = 2;
             let run = w.run_ns;
-            s.user = true;
-            s.spin_until = now + run;
-            Next::Cont(run)
+            wall_spin(k, s, run)
         }
         (WOKEN, _) => {
             let (pinned, pcpu) = (st(k).pinned, st(k).pinned_cpu);
@@ -313,12 +318,8 @@ pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
         (WAKER, 2) => {
             // Back from FUTEX_WAKE: run on for block_delay_us, then block.
             s.at = 3;
-            let until = k.now + st(k).block_delay_ns;
-            if until > k.now {
-                s.spin_until = until;
-                return spin_to(k, s, until);
-            }
-            Next::Cont(0)
+            let d = st(k).block_delay_ns;
+            wall_spin(k, s, d)
         }
         (WAKER, _) => {
             s.spin_until = 0;
