@@ -905,7 +905,8 @@ pub fn sched_ttwu_pending(k: &mut Kernel, cpu: CpuId, s: &mut TtwuPending) -> Ne
 }
 
 /// Models `wake_up_new_task()` — kernel/sched/core.c @ v6.10 for a task created by a workload:
-/// place it (its bound CPU, or fork balancing), activate it and preempt the idle task there.
+/// place it (its bound CPU, or fork balancing), activate it and let `wakeup_preempt()` decide
+/// whether it preempts the current task there.
 /// Performed by `cpu` (the CPU running the creator).
 pub fn wake_up_new_task(k: &mut Kernel, cpu: CpuId, p: TaskId) {
     // select_task_rq(p, WF_FORK): fork balancing for an unpinned task.
@@ -918,10 +919,13 @@ pub fn wake_up_new_task(k: &mut Kernel, cpu: CpuId, p: TaskId) {
     };
     k.tasks[p as usize].cpu = target;
     k.tasks[p as usize].state = TASK_RUNNING;
-    activate_task(k, target, p, EnqueueFlags { wakeup: false, migrated: false, initial: true });
+    let r = activate_task(k, target, p, EnqueueFlags { wakeup: false, migrated: false, initial: true });
     let (pid, prio) = (k.tasks[p as usize].pid, k.tasks[p as usize].prio);
     k.tp(cpu, Event::SchedWakeupNew { pid, prio, target_cpu: target });
-    resched_curr(k, cpu, target, Sym::WakeupPreempt);
+    // wakeup_preempt(rq, p, WF_FORK).
+    if wakeup_preempt(k, target, p, r) {
+        resched_curr(k, cpu, target, Sym::WakeupPreempt);
+    }
 }
 
 // ---------------------------------------------------------------------------------------
