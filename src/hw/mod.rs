@@ -254,6 +254,9 @@ struct RawTopology {
     cores_per_socket: Spanned<u32>,
     cores_per_llc: Spanned<u32>,
     threads_per_core: Spanned<u32>,
+    /// SMT siblings numbered consecutively (a KVM guest's APIC-id order).
+    #[serde(default)]
+    smt_siblings_adjacent: bool,
 }
 
 #[derive(Deserialize, Default)]
@@ -335,6 +338,7 @@ pub fn machine_from_toml(text: &str, origin: &str) -> Result<Machine, String> {
         node_distance_same_socket: numa.node_distance_same_socket.as_ref().map_or(12, |v| *v.get_ref()),
         node_distance_remote: numa.node_distance_remote.as_ref().map_or(32, |v| *v.get_ref()),
         node_reclaim_distance: numa.node_reclaim_distance.as_ref().map_or(RECLAIM_DISTANCE, |v| *v.get_ref()),
+        smt_siblings_adjacent: rt.smt_siblings_adjacent,
     };
     let topo = Topology::new(&spec).map_err(|e| {
         let span = match e.field {

@@ -4,7 +4,8 @@
 //! are grouped into LLCs of consecutive cores, and NUMA nodes split a socket's cores evenly
 //! (AMD "NPS"). CPU ids follow the Linux x86 enumeration on these machines: first the first
 //! hardware thread of every core in socket order, then the second threads in the same order.
-//! So on a 2x64-core SMT-2 machine CPU `n`'s sibling is `n + 128`.
+//! So on a 2x64-core SMT-2 machine CPU `n`'s sibling is `n + 128`. A KVM guest enumerates its
+//! vCPUs in APIC-id order instead, threads of a core consecutive (`smt_siblings_adjacent`).
 //!
 //! Architecture invariant: hardware facts only; the kernel's view of them (sched domains)
 //! is built in `kernel::sched::topology`.
@@ -66,6 +67,10 @@ pub struct TopologySpec {
     /// The arch's `node_reclaim_distance`: NUMA domains farther than this lose
     /// SD_BALANCE_EXEC/FORK and SD_WAKE_AFFINE. 30 by default; 32 on AMD Zen.
     pub node_reclaim_distance: u32,
+    /// SMT siblings get consecutive CPU ids (`2k`, `2k+1`), as a QEMU/KVM guest enumerates its
+    /// vCPUs in APIC-id order; off: the bare-metal x86 order (all first threads, then all
+    /// second threads).
+    pub smt_siblings_adjacent: bool,
 }
 
 impl TopologySpec {
@@ -86,6 +91,7 @@ impl TopologySpec {
             node_distance_same_socket: 12,
             node_distance_remote: 32,
             node_reclaim_distance: RECLAIM_DISTANCE,
+            smt_siblings_adjacent: false,
         }
     }
 }
@@ -186,8 +192,11 @@ impl Topology {
         let mut node_masks = vec![CpuMask::new(nr_cpus); nr_nodes as usize];
         let mut socket_masks = vec![CpuMask::new(nr_cpus); spec.sockets as usize];
         for cpu in 0..nr_cpus {
-            let thread = cpu / nr_cores;
-            let core = cpu % nr_cores;
+            let (thread, core) = if spec.smt_siblings_adjacent {
+                (cpu % spec.threads_per_core, cpu / spec.threads_per_core)
+            } else {
+                (cpu / nr_cores, cpu % nr_cores)
+            };
             let socket = core / spec.cores_per_socket;
             let node = socket * spec.nodes_per_socket + (core % spec.cores_per_socket) / cores_per_node;
             let llc = core / spec.cores_per_llc;
@@ -327,6 +336,18 @@ mod tests {
         assert_eq!(t.node_mask(8).to_string(), "0-63,128-191");
         assert_eq!(t.socket_mask(200).to_string(), "64-127,192-255");
         assert_eq!((t.nr_sockets(), t.nr_nodes(), t.nr_llcs(), t.nr_cores()), (2, 2, 16, 128));
+    }
+
+    #[test]
+    fn kvm_guest_numbering_puts_siblings_next_to_each_other() {
+        let mut spec = TopologySpec::new(1, 1, 16, 16, 2);
+        spec.smt_siblings_adjacent = true;
+        let t = Topology::new(&spec).unwrap();
+        assert_eq!(t.smt_mask(0).to_string(), "0-1");
+        assert_eq!(t.smt_mask(31).to_string(), "30-31");
+        assert_eq!(t.cpus[5], CpuTopo { socket: 0, node: 0, llc: 0, core: 2, thread: 1 });
+        assert_eq!(t.distance(4, 5), Distance::Smt);
+        assert_eq!(t.distance(4, 20), Distance::Llc);
     }
 
     #[test]
