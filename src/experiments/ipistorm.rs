@@ -166,15 +166,8 @@ pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
             format!("{:.0}", avg(&samples, |s| s.newidle_calls)),
         ]);
         let mut pr = vec![label.to_string()];
-        for p in [
-            Phase::IdleState,
-            Phase::IdleLoop,
-            Phase::Flush,
-            Phase::Schedule,
-            Phase::Newidle,
-            Phase::HardIrq,
-            Phase::Softirq,
-        ] {
+        // Every phase of the target but its task and spin time.
+        for &p in &Phase::ALL[2..] {
             pr.push(format!("{:.0}", avg(&samples, |s| s.target_phase_ns[p as usize])));
         }
         pr.push(format!("{:.0}", avg(&samples, |s| s.sender_phase_ns[Phase::Spin as usize])));

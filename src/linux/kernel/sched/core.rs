@@ -315,6 +315,19 @@ pub fn deactivate_task(k: &mut Kernel, rq_cpu: CpuId, p: TaskId, flags: DequeueF
     k.tasks[p as usize].on_rq = false;
 }
 
+/// Models `move_queued_task_locked()` — kernel/sched/sched.h @ v6.10 (with both rq locks held):
+/// deactivate `p` on `src`, `set_task_cpu()` (a `sched_migrate_task` record and a migration),
+/// activate it on `dst`. Performed by `cpu`. Returns the fair enqueue's resched verdict; the
+/// caller decides how `dst`'s current task learns of it (`wakeup_preempt()` when the fair
+/// balancer attaches, an unconditional `resched_curr()` when RT pushes).
+pub fn move_queued_task_locked(k: &mut Kernel, cpu: CpuId, src: CpuId, dst: CpuId, p: TaskId) -> bool {
+    deactivate_task(k, src, p, DequeueFlags { sleep: false, migrating: true });
+    let (pid, prio) = (k.tasks[p as usize].pid, k.tasks[p as usize].prio);
+    k.tp(cpu, Event::SchedMigrateTask { pid, prio, orig_cpu: src, dest_cpu: dst });
+    k.stats.cpu_migrations += 1;
+    activate_task(k, dst, p, EnqueueFlags { wakeup: false, migrated: true, initial: false })
+}
+
 /// Models `__schedule()` — kernel/sched/core.c @ v6.10, with SM_IDLE (3dcac251b066, v6.12).
 ///
 /// Context: preemption disabled; IRQs are off from entry until the final unlock, including the

@@ -267,29 +267,10 @@ pub fn active_load_balance_cpu_stop(k: &mut Kernel, cpu: CpuId, push_cpu: CpuId)
 /// `detach_task()` + `attach_task()`: move a queued task from `src` to `dst`, then
 /// `wakeup_preempt()` on `dst` (which sets NEED_RESCHED there, or IPIs it).
 fn move_queued_task(k: &mut Kernel, cpu: CpuId, src: CpuId, dst: CpuId, p: TaskId) {
-    use super::fair_class::{DequeueFlags, EnqueueFlags};
-    let now = k.now;
-    crate::linux::kernel::sched::core::deactivate_task(k, src, p, DequeueFlags { sleep: false, migrating: true });
-    let (pid, prio) = (k.tasks[p as usize].pid, k.tasks[p as usize].prio);
-    k.tp(cpu, crate::trace::Event::SchedMigrateTask { pid, prio, orig_cpu: src, dest_cpu: dst });
-    k.stats.cpu_migrations += 1;
-    let mut resched = crate::linux::kernel::sched::core::activate_task(
-        k,
-        dst,
-        p,
-        EnqueueFlags { wakeup: false, migrated: true, initial: false },
-    );
-    let curr = k.cpus[dst as usize].rq.curr;
-    if curr == k.cpus[dst as usize].rq.idle {
-        resched = true;
-    } else if crate::linux::kernel::sched::rt::rt_task(k, curr) {
-        // A fair task never preempts an RT one.
-        resched = false;
-    } else {
-        resched |= k.with_cfs(dst, |cfs, ents| cfs.check_preempt_wakeup(ents, p, now));
-    }
-    if resched {
-        crate::linux::kernel::sched::core::resched_curr(k, cpu, dst, crate::trace::Sym::WakeupPreempt);
+    use crate::linux::kernel::sched::core::{move_queued_task_locked, resched_curr, wakeup_preempt};
+    let r = move_queued_task_locked(k, cpu, src, dst, p);
+    if wakeup_preempt(k, dst, p, r) {
+        resched_curr(k, cpu, dst, crate::trace::Sym::WakeupPreempt);
     }
 }
 

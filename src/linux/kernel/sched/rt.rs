@@ -17,13 +17,13 @@
 //! (`MAX_RT_PRIO - 1`) means "no RT task" in `highest_prio`; a SCHED_FIFO task of user
 //! priority `r` has `prio = 99 - r`.
 
-use super::core::resched_curr;
+use super::core::{move_queued_task_locked, resched_curr};
 use super::topology::SD_WAKE_AFFINE;
 use super::TaskKind;
 use crate::linux::patches::Patch;
 use crate::linux::{CpuId, Kernel, TaskId};
 use crate::sim::Time;
-use crate::trace::{Event, Sym};
+use crate::trace::Sym;
 
 /// `MAX_RT_PRIO`.
 pub const MAX_RT_PRIO: i32 = 100;
@@ -385,8 +385,8 @@ pub fn push_rt_task(k: &mut Kernel, cpu: CpuId, rq_cpu: CpuId) -> (bool, Time) {
     // double_lock_balance(): the other rq's lock line.
     c += k.line_write(cpu, k.cpus[dst as usize].rq.lock_line);
     k.cpus[dst as usize].rq.clock = k.now;
-    c += move_queued_task_locked(k, cpu, rq_cpu, dst, next);
-    c += resched_curr(k, cpu, dst, Sym::ReschedCurr);
+    move_queued_task_locked(k, cpu, rq_cpu, dst, next);
+    c += k.costs.ttwu_activate + resched_curr(k, cpu, dst, Sym::ReschedCurr);
     k.stats.rt_pushes += 1;
     (true, c)
 }
@@ -401,18 +401,6 @@ pub fn push_rt_tasks(k: &mut Kernel, cpu: CpuId, rq_cpu: CpuId) -> Time {
             return c;
         }
     }
-}
-
-/// Models `move_queued_task_locked()`: deactivate on `src`, `set_task_cpu()`, activate on
-/// `dst` (both locks held). Returns the cost.
-fn move_queued_task_locked(k: &mut Kernel, cpu: CpuId, src: CpuId, dst: CpuId, p: TaskId) -> Time {
-    use super::fair_class::{DequeueFlags, EnqueueFlags};
-    super::core::deactivate_task(k, src, p, DequeueFlags { sleep: false, migrating: true });
-    let (pid, prio) = (k.tasks[p as usize].pid, k.tasks[p as usize].prio);
-    k.tp(cpu, Event::SchedMigrateTask { pid, prio, orig_cpu: src, dest_cpu: dst });
-    k.stats.cpu_migrations += 1;
-    super::core::activate_task(k, dst, p, EnqueueFlags { wakeup: false, migrated: true, initial: false });
-    k.costs.ttwu_activate
 }
 
 /// `need_pull_rt_task(rq, prev)`: this rq's best RT priority is now below `prev`'s.
@@ -459,7 +447,8 @@ pub fn pull_rt_task(k: &mut Kernel, cpu: CpuId) -> Time {
         if pp < k.tasks[src_curr as usize].prio {
             continue;
         }
-        c += move_queued_task_locked(k, cpu, src, cpu, p);
+        move_queued_task_locked(k, cpu, src, cpu, p);
+        c += k.costs.ttwu_activate;
         k.stats.rt_pulls += 1;
         resched = true;
     }
