@@ -847,8 +847,9 @@ fn select_idle_core(
     idle && allowed(core)
 }
 
-/// Models `select_idle_cpu()` — kernel/sched/fair.c @ v6.10: scan the LLC from target+1,
-/// whole cores first when one is known idle, else CPU by CPU within the SIS_UTIL budget.
+/// Models `select_idle_cpu()` — kernel/sched/fair.c @ v6.10: nothing if the SIS_UTIL budget
+/// is zero; else scan the LLC from target+1, whole cores when one is known idle, otherwise CPU
+/// by CPU within the budget.
 fn select_idle_cpu(
     k: &mut Kernel,
     cpu: CpuId,
@@ -862,8 +863,10 @@ fn select_idle_cpu(
     let span = k.sd.domains(target)[llc].span.clone();
     let pinned = k.tasks[p as usize].pinned;
     let allowed = move |c: CpuId| pinned.is_none_or(|x| x == c);
+    // The SIS_UTIL budget applies to the CPU-by-CPU scan only, but an exhausted budget (an
+    // overloaded LLC) ends the search before any scan, the idle-core one included.
     let mut nr: i64 = i64::MAX;
-    if k.cfg.feat(SchedFeat::SIS_UTIL) && !has_idle_core {
+    if k.cfg.feat(SchedFeat::SIS_UTIL) {
         nr = k.llc_shared[llc_of(k, target)].nr_idle_scan as i64 + 1;
         if nr == 1 {
             return None;
