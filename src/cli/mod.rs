@@ -33,14 +33,21 @@ enum Cmd {
     /// Run built-in experiments with the published figures beside the simulated ones.
     Reproduce(ReproduceArgs),
     /// List machines, kernels, patches, sched features, workloads, scenarios and experiments.
-    List,
+    List(ListArgs),
     /// Measure the simulator's speed: actions per second and simulated time per wall second.
     Bench(BenchArgs),
 }
 
+#[derive(Args, Debug)]
+struct ListArgs {
+    /// Print this machine preset's TOML file instead (a starting point for `--machine FILE.toml`).
+    #[arg(long)]
+    machine: Option<String>,
+}
+
 #[derive(Args, Debug, Clone)]
 struct SpecArgs {
-    /// Machine preset (see `schedsim list`).
+    /// Machine preset (see `schedsim list`), or a machine file `PATH.toml` in the same format.
     #[arg(long)]
     machine: Option<String>,
     /// Named kernel (v6.10, v6.12).
@@ -161,10 +168,22 @@ pub fn main() -> i32 {
         Cmd::Run(a) => cmd_run(a),
         Cmd::Compare(a) => cmd_compare(a),
         Cmd::Reproduce(a) => cmd_reproduce(a),
-        Cmd::List => {
-            emit(&list_text());
-            Ok(())
-        }
+        Cmd::List(a) => match a.machine {
+            None => {
+                emit(&list_text());
+                Ok(())
+            }
+            Some(m) => match crate::hw::preset_text(&m) {
+                Some(t) => {
+                    emit(t);
+                    Ok(())
+                }
+                None => Err(format!(
+                    "unknown machine preset `{m}`; known presets: {}",
+                    crate::hw::preset_names().join(", ")
+                )),
+            },
+        },
         Cmd::Bench(a) => cmd_bench(a),
     };
     match res {
@@ -792,7 +811,7 @@ pub fn list_text() -> String {
     use crate::linux::kernel::sched::features::SCHED_FEATURES;
     use crate::linux::patches::{KERNELS, PATCHES};
     let mut o = String::new();
-    o.push_str("Machines:\n");
+    o.push_str("Machines (--machine NAME, or --machine FILE.toml; `schedsim list --machine NAME` prints one):\n");
     for n in crate::hw::preset_names() {
         if let Ok(m) = crate::hw::preset(n) {
             let states: Vec<String> =
