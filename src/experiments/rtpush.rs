@@ -44,6 +44,8 @@ fn rt(r: &RunResult) -> &RtPush {
 /// `schedsim reproduce rt-push`.
 pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
     let results = run_variants(VARIANTS.len(), o.runs, o.seed, o.jobs, |v, seed| spec(VARIANTS[v].1, seed, o))?;
+    let first = rt(&results[0][0]);
+    let (setup, pinned_cpu) = (first.setup(results[0][0].nr_cpus), first.pinned_cpu);
     let mut rows = Vec::new();
     let mut grid = Vec::new();
     for (vi, (label, patches, expected)) in VARIANTS.iter().enumerate() {
@@ -121,7 +123,7 @@ pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
         unit: "us".into(),
         lower_is_better: true,
         rows,
-        title: "FIFO 60 woken onto CPU 1 while a FIFO 50 task bound to CPU 1 is in a 100 us non-preemptible section; FIFO 90 hogs on CPUs 2-3; the FIFO 70 waker on CPU 0 then blocks".into(),
-        notes: vec![format!("where the woken task ran (pinned CPU = 1)\n{}", render_grid(&h, &grid))],
+        title: setup,
+        notes: vec![format!("where the woken task ran (pinned CPU = {pinned_cpu})\n{}", render_grid(&h, &grid))],
     })
 }

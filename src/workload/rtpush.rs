@@ -84,6 +84,27 @@ pub struct RtPush {
 }
 
 impl RtPush {
+    /// One line saying who runs where at which FIFO priority, from the parameters in force.
+    pub fn setup(&self, nr_cpus: u32) -> String {
+        let others: Vec<String> =
+            (0..nr_cpus).filter(|&c| c != self.pinned_cpu && c != self.waker_cpu).map(|c| c.to_string()).collect();
+        let hogs = match (self.hogs_on, others.len()) {
+            (false, _) | (_, 0) => "no hogs".to_string(),
+            (true, 1) => format!("a FIFO {} hog on CPU {}", self.hog_prio, others[0]),
+            (true, _) => format!("FIFO {} hogs on CPUs {}", self.hog_prio, others.join(",")),
+        };
+        format!(
+            "FIFO {} woken onto CPU {} while a FIFO {} task bound to CPU {} is in a {} us non-preemptible section; {hogs}; the FIFO {} waker on CPU {} then blocks",
+            self.woken_prio,
+            self.pinned_cpu,
+            self.pinned_prio,
+            self.pinned_cpu,
+            self.hold_ns / NSEC_PER_USEC,
+            self.waker_prio,
+            self.waker_cpu,
+        )
+    }
+
     pub fn parse(p: &Params, nr_cpus: u32) -> Result<RtPush, String> {
         p.check_known("rt-push", PARAM_NAMES)?;
         if nr_cpus < 2 {
@@ -327,5 +348,31 @@ pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
             Next::Call(k.costs.user_op, FutexOp::wait(f, 0))
         }
         _ => unreachable!("rt-push has four roles"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(pairs: &[(&str, &str)], nr: u32) -> RtPush {
+        let p = Params::from_pairs(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(), "test");
+        RtPush::parse(&p, nr).unwrap()
+    }
+
+    #[test]
+    fn the_setup_line_follows_the_parameters() {
+        assert_eq!(
+            parse(&[], 4).setup(4),
+            "FIFO 60 woken onto CPU 1 while a FIFO 50 task bound to CPU 1 is in a 100 us non-preemptible \
+             section; FIFO 90 hogs on CPUs 2,3; the FIFO 70 waker on CPU 0 then blocks"
+        );
+        let w = parse(&[("pinned_cpu", "2"), ("woken_prio", "55"), ("hold_us", "40")], 3);
+        assert_eq!(
+            w.setup(3),
+            "FIFO 55 woken onto CPU 2 while a FIFO 50 task bound to CPU 2 is in a 40 us non-preemptible \
+             section; a FIFO 90 hog on CPU 1; the FIFO 70 waker on CPU 0 then blocks"
+        );
+        assert!(parse(&[("hogs", "false")], 4).setup(4).contains("; no hogs;"));
     }
 }
