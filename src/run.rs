@@ -61,6 +61,23 @@ pub const WORKLOADS: &[(&str, &str)] = &[
     ("idle", "nothing runs; the machine idles (ticks, idle states)"),
 ];
 
+/// Notes on a valid spec that will not do what its author probably means (printed on stderr
+/// by the command line; the run goes ahead).
+pub fn spec_notes(spec: &RunSpec) -> Vec<String> {
+    let mut notes = Vec::new();
+    let Ok(m) = hw::preset(&spec.machine) else { return notes };
+    let disabled: Vec<&str> = spec.idle_states.iter().filter(|(_, on)| !on).map(|(n, _)| n.as_str()).collect();
+    if m.governor == hw::Governor::Haltpoll && !disabled.is_empty() {
+        notes.push(format!(
+            "{} uses the haltpoll cpuidle governor, whose haltpoll_select() never reads the states' \
+             disable flags (drivers/cpuidle/governors/haltpoll.c): disabling {} changes nothing, as on a real guest",
+            m.name,
+            disabled.join(", ")
+        ));
+    }
+    notes
+}
+
 /// Build the machine for a spec (validating every input).
 pub fn build(spec: &RunSpec) -> Result<Kernel, String> {
     let mut m = hw::preset(&spec.machine)?;
@@ -235,4 +252,24 @@ pub fn trace_hash(records: &[Record]) -> u64 {
         }
     }
     h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn disabling_a_state_under_the_haltpoll_governor_gets_a_note() {
+        let mut s = RunSpec::new("idle");
+        s.machine = "icx-vm-32".into();
+        assert!(spec_notes(&s).is_empty());
+        s.idle_states = vec![("haltpoll".into(), false)];
+        let n = spec_notes(&s);
+        assert_eq!(n.len(), 1);
+        assert!(n[0].contains("disabling haltpoll changes nothing"), "{}", n[0]);
+        // The menu governor honours the flag: no note.
+        s.machine = "smp-4".into();
+        s.idle_states = vec![("C2".into(), false)];
+        assert!(spec_notes(&s).is_empty());
+    }
 }

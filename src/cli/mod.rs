@@ -231,6 +231,9 @@ fn apply_spec_args(s: &mut RunSpec, a: &SpecArgs) -> Result<(), String> {
     if a.preempt_rt {
         s.preempt_rt = true;
     }
+    for n in run::spec_notes(s) {
+        eprintln!("schedsim: note: {n}");
+    }
     Ok(())
 }
 
