@@ -169,3 +169,27 @@ fn interrupts_do_not_lengthen_a_wall_clock_spin() {
     let h = schbench_of(&r).final_hist.as_ref().expect("the final histogram");
     assert!(h.max() <= 20, "one worker on an idle VM: max latency {} us", h.max());
 }
+
+/// The simulator's tail attribution (printed after the schbench block) accounts for exactly
+/// the samples of 1 ms or more in the histogram, and on the early-clear kernel with two
+/// groups overlapping on 32 vCPUs it finds stacked wakees behind them.
+#[test]
+fn tail_attribution_covers_the_tail_samples() {
+    use schedsim::workload::schbench::TAIL_US;
+    use schedsim::workload::schbench_stats::plat_idx_range;
+    let r = execute(&schbench_spec("icx-vm-32", "v6.1", "", "-m 2 -t 16 -r 8", false)).expect("valid spec");
+    assert!(r.finished);
+    let w = schbench_of(&r);
+    let h = w.final_hist.as_ref().expect("the final histogram");
+    let mut tail = 0u64;
+    let mut idx = 0;
+    while let Some((lo, _)) = plat_idx_range(idx) {
+        if lo as u64 >= TAIL_US {
+            tail += h.bucket(idx) as u64;
+        }
+        idx += 1;
+    }
+    assert_eq!(w.tail.total(), tail, "{:?}", w.tail);
+    assert!(tail > 0, "this seed has a tail on v6.1");
+    assert!(w.tail.stacked + w.tail.stacked_none_left > 0, "{:?}", w.tail);
+}

@@ -385,6 +385,15 @@ fn workload_json(r: &RunResult) -> serde_json::Value {
                 "percentiles_us": pct,
                 "min_us": h.min(),
                 "max_us": h.max(),
+                "tail_samples": {
+                    "threshold_us": crate::workload::schbench::TAIL_US,
+                    "total": w.tail.total(),
+                    "stacked_idle_cpu_left": w.tail.stacked,
+                    "stacked_no_idle_cpu": w.tail.stacked_none_left,
+                    "onto_busy_cpu": w.tail.busy_target,
+                    "onto_own_idle_cpu": w.tail.idle_target,
+                    "preempted_while_spinning": w.tail.preempted_in_spin,
+                },
                 "output": w.output,
             })
         }
@@ -517,7 +526,22 @@ fn run_text(s: &RunSpec, r: &RunResult) -> String {
                 pct(w.calls_coalesced)
             ));
         }
-        Workload::Schbench(w) => o.push_str(&w.output),
+        Workload::Schbench(w) => {
+            o.push_str(&w.output);
+            let t = &w.tail;
+            o.push_str(&format!(
+                "\nschedsim: {} samples of {} us or more; by what the wakeup found on its target CPU: \
+                 stacked with an idle CPU left {}, stacked with none left {}, a busy CPU {}, its own idle CPU {}; \
+                 preempted while spinning {}\n",
+                t.total(),
+                crate::workload::schbench::TAIL_US,
+                t.stacked,
+                t.stacked_none_left,
+                t.busy_target,
+                t.idle_target,
+                t.preempted_in_spin
+            ));
+        }
         Workload::Spinners(w) => o.push_str(&match w.time_to_fill_ns() {
             Some(t) => {
                 format!("spinners: {} tasks; every CPU had at most one task after {:.3} ms\n", w.tasks, t as f64 / 1e6)

@@ -7,6 +7,7 @@ use super::{run_variants, ExpOpts};
 use crate::report::{mean_stddev, normalize, render_grid, CompareRow, Comparison};
 use crate::run::RunSpec;
 use crate::workload::params::Params;
+use crate::workload::schbench::TAIL_US;
 use crate::workload::schbench_stats::PERCENTILES;
 use crate::workload::Workload;
 use serde_json::json;
@@ -42,14 +43,21 @@ pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
     })?;
     let mut rows = Vec::new();
     let mut grid = Vec::new();
+    let mut tail_grid = Vec::new();
     for (vi, (label, kernel, patches, published)) in VARIANTS.iter().enumerate() {
         let rs = &results[vi];
         let mut pct = [0f64; 7];
         let mut stacking = 0f64;
         let mut fallback = 0f64;
         let mut p999 = Vec::new();
+        let mut tail = [0f64; 6];
         for r in rs {
             let Workload::Schbench(w) = &r.workload else { unreachable!() };
+            let t = &w.tail;
+            let counts = [t.total(), t.stacked, t.stacked_none_left, t.busy_target, t.idle_target, t.preempted_in_spin];
+            for (acc, c) in tail.iter_mut().zip(counts) {
+                *acc += c as f64 / rs.len() as f64;
+            }
             let Some(h) = &w.final_hist else {
                 return Err(format!("schbench did not finish (seed {})", r.seed));
             };
@@ -73,6 +81,21 @@ pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
         extra.insert("published_percentiles".into(), serde_json::Value::Object(pubm));
         extra.insert("stacking".into(), json!(stacking));
         extra.insert("stacking_no_idle_cpu".into(), json!(fallback));
+        extra.insert(
+            "tail_samples".into(),
+            json!({
+                "threshold_us": TAIL_US,
+                "total": tail[0],
+                "stacked_idle_cpu_left": tail[1],
+                "stacked_no_idle_cpu": tail[2],
+                "onto_busy_cpu": tail[3],
+                "onto_own_idle_cpu": tail[4],
+                "preempted_while_spinning": tail[5],
+            }),
+        );
+        let mut tail_row = vec![label.to_string()];
+        tail_row.extend(tail.iter().map(|v| format!("{v:.1}")));
+        tail_grid.push(tail_row);
         let cfg = crate::linux::KernelConfig::resolve(kernel, patches, 1000)?;
         rows.push(CompareRow {
             variant: label.to_string(),
@@ -102,6 +125,18 @@ pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
             .iter()
             .map(|s| s.to_string())
             .collect();
+    let tail_header: Vec<String> = [
+        "kernel",
+        "tail samples",
+        "stacked (idle CPU left)",
+        "stacked (none left)",
+        "onto a busy CPU",
+        "onto its own idle CPU",
+        "preempted in spin",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
     Ok(Comparison {
         experiment: "schbench-ttwu".into(),
         machine: "icx-vm-32".into(),
@@ -110,10 +145,18 @@ pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
         lower_is_better: true,
         rows,
         title: format!("schbench {ARGS} (wakeup latency percentiles, us; means over seeds)"),
-        notes: vec![format!(
-            "Latency percentiles (usec), simulated beside published, and stacking wakeups per run \
-             (onto a CPU already holding a pending wakee, with another LLC CPU idle / with none)\n{}",
-            render_grid(&header, &grid)
-        )],
+        notes: vec![
+            format!(
+                "Latency percentiles (usec), simulated beside published, and stacking wakeups per run \
+                 (onto a CPU already holding a pending wakee, with another LLC CPU idle / with none)\n{}",
+                render_grid(&header, &grid)
+            ),
+            format!(
+                "Where the tail comes from: samples of {TAIL_US} us or more per run, by what the worker's \
+                 wakeup found on its target CPU (when most of the delay came before it ran), or a preemption \
+                 while it spun\n{}",
+                render_grid(&tail_header, &tail_grid)
+            ),
+        ],
     })
 }

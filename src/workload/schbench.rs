@@ -19,7 +19,7 @@ use super::{TaskFrame, Workload};
 use crate::linux::engine::{Action, Frame, Next};
 use crate::linux::kernel::futex::{futex_alloc, FutexId, FutexOp, Nanosleep};
 use crate::linux::kernel::sched::core::ScheduleCaller;
-use crate::linux::kernel::sched::{TaskKind, TASK_DEAD};
+use crate::linux::kernel::sched::{TaskKind, WakePlacement, TASK_DEAD};
 use crate::linux::{CpuId, Kernel, TaskId};
 use crate::sim::{Time, NSEC_PER_MSEC, NSEC_PER_SEC, NSEC_PER_USEC};
 
@@ -54,6 +54,50 @@ pub struct Worker {
     pub hist: Histogram,
 }
 
+/// Samples at or above this many microseconds count as the tail in [`TailCauses`].
+pub const TAIL_US: u64 = 1000;
+
+/// Why the tail samples (>= [`TAIL_US`]) were late: what the wakeup before the sample found
+/// on its target CPU (`WakePlacement`) when most of the delay came before the worker first
+/// ran, or a preemption during its spin otherwise. Counted over the same window as the
+/// histogram (reset at the warmup). The simulator's own attribution, not schbench output.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TailCauses {
+    /// Sent to an idle CPU that already had another wakee pending, with other CPUs idle.
+    pub stacked: u64,
+    /// The same with no idle CPU left in the LLC (overflow).
+    pub stacked_none_left: u64,
+    /// Sent to a CPU running a task.
+    pub busy_target: u64,
+    /// Sent to an idle CPU of its own, and still late to run.
+    pub idle_target: u64,
+    /// Ran promptly, then lost its CPU while spinning.
+    pub preempted_in_spin: u64,
+}
+
+impl TailCauses {
+    pub fn total(&self) -> u64 {
+        self.stacked + self.stacked_none_left + self.busy_target + self.idle_target + self.preempted_in_spin
+    }
+
+    fn note(&mut self, lat_us: u64, wake_to_run_ns: Time, placement: WakePlacement) {
+        if lat_us < TAIL_US {
+            return;
+        }
+        let c = if wake_to_run_ns / NSEC_PER_USEC * 2 < lat_us {
+            &mut self.preempted_in_spin
+        } else {
+            match placement {
+                WakePlacement::IdleStacked => &mut self.stacked,
+                WakePlacement::IdleStackedNoneLeft => &mut self.stacked_none_left,
+                WakePlacement::Busy => &mut self.busy_target,
+                WakePlacement::Idle | WakePlacement::None => &mut self.idle_target,
+            }
+        };
+        *c += 1;
+    }
+}
+
 /// Run state and results.
 #[derive(Debug, Clone)]
 pub struct Schbench {
@@ -68,6 +112,8 @@ pub struct Schbench {
     pub output: String,
     /// The final combined histogram (after the run).
     pub final_hist: Option<Histogram>,
+    /// Why its tail samples were late (same window as the histogram).
+    pub tail: TailCauses,
     pub live: u32,
 }
 
@@ -90,6 +136,7 @@ impl Schbench {
             main_loop: ml,
             output: String::new(),
             final_hist: None,
+            tail: TailCauses::default(),
             live: 0,
         })
     }
@@ -235,6 +282,7 @@ fn main_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
                 for wk in &mut w.workers {
                     wk.hist.reset();
                 }
+                w.tail = TailCauses::default();
                 if a.warmup_reset {
                     w.output.push_str(WARMUP_MESSAGE);
                 }
@@ -441,14 +489,42 @@ fn worker_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, wi: usize) -> Next
         4 => {
             // Record now - wake_time (less the spin) in our histogram.
             let t = now_us(k);
+            let tid = st(k).workers[wi].task as usize;
+            let (wake_to_run, placement) = (k.tasks[tid].wake_to_run_ns, k.tasks[tid].wake_placement);
             let w = st(k);
             let delta = t.saturating_sub(w.workers[wi].wake_time_us);
             if let Some(lat) = w.o.recorded_latency(delta) {
                 w.workers[wi].hist.add(lat);
+                w.tail.note(lat, wake_to_run, placement);
             }
             s.at = 0;
             Next::Cont(k.costs.user_op)
         }
         _ => unreachable!("schbench worker ran after exit"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tail_samples_are_attributed_by_where_the_delay_was() {
+        let mut t = TailCauses::default();
+        // Below the threshold: not counted.
+        t.note(TAIL_US - 1, 5_000_000, WakePlacement::IdleStacked);
+        assert_eq!(t.total(), 0);
+        // Most of a 12.5 ms sample spent before first running: the placement decides.
+        t.note(12_500, 12_400_000, WakePlacement::IdleStacked);
+        t.note(12_500, 12_400_000, WakePlacement::IdleStackedNoneLeft);
+        t.note(3_000, 2_900_000, WakePlacement::Busy);
+        t.note(3_000, 2_900_000, WakePlacement::Idle);
+        // Ran after 4 us, late anyway: it lost the CPU while spinning.
+        t.note(3_000, 4_000, WakePlacement::IdleStacked);
+        assert_eq!(
+            t,
+            TailCauses { stacked: 1, stacked_none_left: 1, busy_target: 1, idle_target: 1, preempted_in_spin: 1 }
+        );
+        assert_eq!(t.total(), 5);
     }
 }

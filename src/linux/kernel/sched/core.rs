@@ -461,6 +461,7 @@ pub fn __schedule(k: &mut Kernel, cpu: CpuId, s: &mut Schedule) -> Next {
             k.tasks[next as usize].exec_start = now;
             if let Some(w) = k.tasks[next as usize].woken_at.take() {
                 let _ = k.stats.wakeup_latency.record((now - w).max(1));
+                k.tasks[next as usize].wake_to_run_ns = now - w;
             }
             s.at = ScheduleAt::Finish;
             let mut this = *s;
@@ -744,6 +745,7 @@ pub fn try_to_wake_up(k: &mut Kernel, cpu: CpuId, s: &mut TryToWakeUp) -> Next {
                 // ttwu_runnable(): still queued, it has not scheduled out yet.
                 k.tasks[p as usize].state = TASK_RUNNING;
                 k.tasks[p as usize].woken_at = None;
+                k.tasks[p as usize].wake_placement = super::WakePlacement::None;
                 s.at = TtwuAt::Done;
                 return Next::Cont(0);
             }
@@ -794,7 +796,7 @@ pub fn try_to_wake_up(k: &mut Kernel, cpu: CpuId, s: &mut TryToWakeUp) -> Next {
                 k.tasks[p as usize].cpu = target;
                 k.stats.cpu_migrations += 1;
             }
-            note_placement(k, target);
+            note_placement(k, p, target);
             s.target = target;
             s.wake_flags = wf;
             if let Some(c) = ttwu_queue_wakelist(k, cpu, p, target, wf) {
@@ -843,19 +845,26 @@ pub struct TtwuPending {
 
 /// Count a "stacking" wakeup: the target was idle, already chosen for another wakee that
 /// has not started running, while another CPU of its LLC was idle at this instant; or, with no
-/// other idle CPU there, a fallback onto such a CPU.
-fn note_placement(k: &mut Kernel, target: CpuId) {
+/// other idle CPU there, a fallback onto such a CPU. Records on `p` what the target held.
+fn note_placement(k: &mut Kernel, p: TaskId, target: CpuId) {
     let rq = &k.cpus[target as usize].rq;
-    if rq.curr == rq.idle && rq.wakees_placed > 0 {
+    let placement = if rq.curr != rq.idle {
+        super::WakePlacement::Busy
+    } else if rq.wakees_placed > 0 {
         let llc = k.sd.sd_llc[target as usize];
         let other_idle =
             llc.is_some_and(|l| k.sd.domains(target)[l].span.iter().any(|c| c != target && idle_cpu(k, c)));
         if other_idle {
             k.stats.stacking_wakeups += 1;
+            super::WakePlacement::IdleStacked
         } else {
             k.stats.stacking_fallback_wakeups += 1;
+            super::WakePlacement::IdleStackedNoneLeft
         }
-    }
+    } else {
+        super::WakePlacement::Idle
+    };
+    k.tasks[p as usize].wake_placement = placement;
     k.cpus[target as usize].rq.wakees_placed += 1;
 }
 

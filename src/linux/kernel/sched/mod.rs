@@ -101,9 +101,32 @@ pub struct Task {
     pub recent_used_cpu: Option<CpuId>,
     /// When the current wakeup began (`sched_waking`), until the task runs.
     pub woken_at: Option<Time>,
+    /// Simulator observation, not kernel state: what the last wakeup's target CPU held when
+    /// the task was placed there, and how long it then waited to run (`sched_waking` to
+    /// `sched_switch`). Workloads read them to say why a latency sample was large.
+    pub wake_placement: WakePlacement,
+    pub wake_to_run_ns: Time,
     /// Accumulated run time and the start of the current run.
     pub sum_exec_runtime: Time,
     pub exec_start: Time,
+}
+
+/// What a wakeup's target CPU held at the instant `try_to_wake_up()` chose it (see
+/// `core::note_placement`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WakePlacement {
+    /// Not placed by `try_to_wake_up()` (not woken yet, or woken while still queued).
+    #[default]
+    None,
+    /// An idle CPU that no other wakee had been sent to.
+    Idle,
+    /// An idle CPU already chosen for another wakee that had not run yet, while another CPU of
+    /// the LLC was idle: the stacking of d6962c4fe8f9.
+    IdleStacked,
+    /// As `IdleStacked`, but no other CPU of the LLC was idle (overflow).
+    IdleStackedNoneLeft,
+    /// A CPU running a task (the waker's own CPU included).
+    Busy,
 }
 
 impl Task {
@@ -137,6 +160,8 @@ impl Task {
             last_wakee: None,
             recent_used_cpu: None,
             woken_at: None,
+            wake_placement: WakePlacement::None,
+            wake_to_run_ns: 0,
             saved: Vec::new(),
             sum_exec_runtime: 0,
             exec_start: 0,
