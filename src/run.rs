@@ -61,11 +61,22 @@ pub const WORKLOADS: &[(&str, &str)] = &[
     ("idle", "nothing runs; the machine idles (ticks, idle states)"),
 ];
 
+/// The machine a spec names: a built-in preset, or a machine file (a name ending in `.toml`,
+/// in the presets' format; `schedsim list --machine NAME` prints one to start from). Errors
+/// name the file and line.
+pub fn machine(name: &str) -> Result<hw::Machine, String> {
+    if !name.ends_with(".toml") || hw::preset_text(name).is_some() {
+        return hw::preset(name);
+    }
+    let text = std::fs::read_to_string(name).map_err(|e| format!("cannot read machine file {name}: {e}"))?;
+    hw::machine_from_toml(&text, name)
+}
+
 /// Notes on a valid spec that will not do what its author probably means (printed on stderr
 /// by the command line; the run goes ahead).
 pub fn spec_notes(spec: &RunSpec) -> Vec<String> {
     let mut notes = Vec::new();
-    let Ok(m) = hw::preset(&spec.machine) else { return notes };
+    let Ok(m) = machine(&spec.machine) else { return notes };
     let disabled: Vec<&str> = spec.idle_states.iter().filter(|(_, on)| !on).map(|(n, _)| n.as_str()).collect();
     if m.governor == hw::Governor::Haltpoll && !disabled.is_empty() {
         notes.push(format!(
@@ -80,7 +91,7 @@ pub fn spec_notes(spec: &RunSpec) -> Vec<String> {
 
 /// Build the machine for a spec (validating every input).
 pub fn build(spec: &RunSpec) -> Result<Kernel, String> {
-    let mut m = hw::preset(&spec.machine)?;
+    let mut m = machine(&spec.machine)?;
     for (name, on) in &spec.idle_states {
         let Some(i) = m.idle_states.iter().position(|s| &s.name == name) else {
             let names: Vec<&str> = m.idle_states.iter().map(|s| s.name.as_str()).collect();
@@ -257,6 +268,30 @@ pub fn trace_hash(records: &[Record]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_machine_file_is_read_and_its_errors_name_it() {
+        let dir = std::env::temp_dir().join(format!("schedsim-machine-file-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // A preset's text, renamed and with one cost changed, is a valid machine file.
+        let text = hw::preset_text("smp-4").unwrap().replace("name = \"smp-4\"", "name = \"my-4\"");
+        let good = dir.join("my-4.toml");
+        std::fs::write(&good, &text).unwrap();
+        let m = machine(good.to_str().unwrap()).unwrap();
+        assert_eq!(m.name, "my-4");
+        assert_eq!(m.topo.nr_cpus, machine("smp-4").unwrap().topo.nr_cpus);
+        // A bad value: the error names the file and the line.
+        let bad = dir.join("bad.toml");
+        std::fs::write(&bad, text.replace("hz = 250", "hz = 123")).unwrap();
+        let e = machine(bad.to_str().unwrap()).unwrap_err();
+        let line = text.lines().position(|l| l.starts_with("hz = ")).unwrap() + 1;
+        assert!(e.starts_with(&format!("{}:{line}: hz = 123", bad.display())), "{e}");
+        // A missing file, and a name that is neither a preset nor a .toml path.
+        let e = machine(dir.join("none.toml").to_str().unwrap()).unwrap_err();
+        assert!(e.starts_with("cannot read machine file"), "{e}");
+        assert!(machine("smp-5").unwrap_err().contains("known presets: epyc-7763-2s"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn disabling_a_state_under_the_haltpoll_governor_gets_a_note() {

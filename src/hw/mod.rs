@@ -209,21 +209,16 @@ pub fn preset_names() -> &'static [&'static str] {
     PRESET_NAMES
 }
 
-/// A built-in machine by name, or a machine file: a name ending in `.toml` is read as a path
-/// (the presets' own format; `schedsim list --machine NAME` prints one to start from). Errors
-/// name the file and line, or list the known presets.
+/// A built-in machine by name. The error lists the known names. (`run::machine` also takes a
+/// machine file.)
 pub fn preset(name: &str) -> Result<Machine, String> {
-    if let Some((_, text)) = PRESETS.iter().find(|(preset_name, _)| *preset_name == name) {
-        return machine_from_toml(text, &format!("src/hw/presets/{name}.toml"));
+    match PRESETS.iter().find(|(preset_name, _)| *preset_name == name) {
+        Some((_, text)) => machine_from_toml(text, &format!("src/hw/presets/{name}.toml")),
+        None => Err(format!(
+            "unknown machine preset `{name}`; known presets: {} (or a machine file ending in .toml)",
+            preset_names().join(", ")
+        )),
     }
-    if name.ends_with(".toml") {
-        let text = std::fs::read_to_string(name).map_err(|e| format!("cannot read machine file {name}: {e}"))?;
-        return machine_from_toml(&text, name);
-    }
-    Err(format!(
-        "unknown machine preset `{name}`; known presets: {} (or a machine file ending in .toml)",
-        preset_names().join(", ")
-    ))
 }
 
 /// The TOML text of a built-in machine.
@@ -473,30 +468,6 @@ mod tests {
             assert_eq!(m.name, name);
             assert_eq!(m.idle_states[0].kind, IdleKind::Poll);
         }
-    }
-
-    #[test]
-    fn a_machine_file_is_read_and_its_errors_name_it() {
-        let dir = std::env::temp_dir().join(format!("schedsim-machine-file-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        // A preset's text, renamed and with one cost changed, is a valid machine file.
-        let text = preset_text("smp-4").unwrap().replace("name = \"smp-4\"", "name = \"my-4\"");
-        let good = dir.join("my-4.toml");
-        std::fs::write(&good, &text).unwrap();
-        let m = preset(good.to_str().unwrap()).unwrap();
-        assert_eq!(m.name, "my-4");
-        assert_eq!(m.topo.nr_cpus, preset("smp-4").unwrap().topo.nr_cpus);
-        // A bad value: the error names the file and the line.
-        let bad = dir.join("bad.toml");
-        std::fs::write(&bad, text.replace("hz = 250", "hz = 123")).unwrap();
-        let e = preset(bad.to_str().unwrap()).unwrap_err();
-        let line = text.lines().position(|l| l.starts_with("hz = ")).unwrap() + 1;
-        assert!(e.starts_with(&format!("{}:{line}: hz = 123", bad.display())), "{e}");
-        // A missing file, and a name that is neither a preset nor a .toml path.
-        let e = preset(dir.join("none.toml").to_str().unwrap()).unwrap_err();
-        assert!(e.starts_with("cannot read machine file"), "{e}");
-        assert!(preset("smp-5").unwrap_err().contains("known presets: epyc-7763-2s"));
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
