@@ -65,7 +65,7 @@ pub const WORKLOADS: &[(&str, &str)] = &[
 /// in the presets' format; `schedsim list --machine NAME` prints one to start from). Errors
 /// name the file and line.
 pub fn machine(name: &str) -> Result<hw::Machine, String> {
-    if !name.ends_with(".toml") || hw::preset_text(name).is_some() {
+    if !name.ends_with(".toml") {
         return hw::preset(name);
     }
     let text = std::fs::read_to_string(name).map_err(|e| format!("cannot read machine file {name}: {e}"))?;

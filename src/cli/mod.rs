@@ -375,6 +375,9 @@ fn workload_json(r: &RunResult) -> serde_json::Value {
         }),
         Workload::Schbench(w) => {
             let h = w.final_hist.clone().unwrap_or_else(|| w.combined());
+            let mut tail: serde_json::Map<String, serde_json::Value> =
+                w.tail.rows().iter().map(|(key, _, n)| (key.to_string(), json!(n))).collect();
+            tail.insert("threshold_us".into(), json!(crate::workload::schbench::TAIL_US));
             let pct: serde_json::Map<String, serde_json::Value> = crate::workload::schbench_stats::PERCENTILES
                 .iter()
                 .map(|p| (format!("{}", p.permille as f64 / 10.0), json!(h.percentile(p.permille))))
@@ -385,15 +388,7 @@ fn workload_json(r: &RunResult) -> serde_json::Value {
                 "percentiles_us": pct,
                 "min_us": h.min(),
                 "max_us": h.max(),
-                "tail_samples": {
-                    "threshold_us": crate::workload::schbench::TAIL_US,
-                    "total": w.tail.total(),
-                    "stacked_idle_cpu_left": w.tail.stacked,
-                    "stacked_no_idle_cpu": w.tail.stacked_none_left,
-                    "onto_busy_cpu": w.tail.busy_target,
-                    "onto_own_idle_cpu": w.tail.idle_target,
-                    "preempted_while_spinning": w.tail.preempted_in_spin,
-                },
+                "tail_samples": tail,
                 "output": w.output,
             })
         }
@@ -528,18 +523,13 @@ fn run_text(s: &RunSpec, r: &RunResult) -> String {
         }
         Workload::Schbench(w) => {
             o.push_str(&w.output);
-            let t = &w.tail;
+            let rows = w.tail.rows();
+            let causes: Vec<String> = rows[1..].iter().map(|(_, label, n)| format!("{label} {n}")).collect();
             o.push_str(&format!(
-                "\nschedsim: {} samples of {} us or more; by what the wakeup found on its target CPU: \
-                 stacked with an idle CPU left {}, stacked with none left {}, a busy CPU {}, its own idle CPU {}; \
-                 preempted while spinning {}\n",
-                t.total(),
+                "\nschedsim: {} samples of {} us or more, by what the wakeup found on its target CPU: {}\n",
+                rows[0].2,
                 crate::workload::schbench::TAIL_US,
-                t.stacked,
-                t.stacked_none_left,
-                t.busy_target,
-                t.idle_target,
-                t.preempted_in_spin
+                causes.join(", ")
             ));
         }
         Workload::Spinners(w) => o.push_str(&match w.time_to_fill_ns() {

@@ -7,7 +7,7 @@ use super::{run_variants, ExpOpts};
 use crate::report::{mean_stddev, normalize, render_grid, CompareRow, Comparison};
 use crate::run::RunSpec;
 use crate::workload::params::Params;
-use crate::workload::schbench::TAIL_US;
+use crate::workload::schbench::{TailCauses, TAIL_US};
 use crate::workload::schbench_stats::PERCENTILES;
 use crate::workload::Workload;
 use serde_json::json;
@@ -44,6 +44,7 @@ pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
     let mut rows = Vec::new();
     let mut grid = Vec::new();
     let mut tail_grid = Vec::new();
+    let tail_keys = TailCauses::default().rows().map(|(key, _, _)| key);
     for (vi, (label, kernel, patches, published)) in VARIANTS.iter().enumerate() {
         let rs = &results[vi];
         let mut pct = [0f64; 7];
@@ -53,10 +54,8 @@ pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
         let mut tail = [0f64; 6];
         for r in rs {
             let Workload::Schbench(w) = &r.workload else { unreachable!() };
-            let t = &w.tail;
-            let counts = [t.total(), t.stacked, t.stacked_none_left, t.busy_target, t.idle_target, t.preempted_in_spin];
-            for (acc, c) in tail.iter_mut().zip(counts) {
-                *acc += c as f64 / rs.len() as f64;
+            for (acc, (_, _, n)) in tail.iter_mut().zip(w.tail.rows()) {
+                *acc += n as f64 / rs.len() as f64;
             }
             let Some(h) = &w.final_hist else {
                 return Err(format!("schbench did not finish (seed {})", r.seed));
@@ -81,18 +80,10 @@ pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
         extra.insert("published_percentiles".into(), serde_json::Value::Object(pubm));
         extra.insert("stacking".into(), json!(stacking));
         extra.insert("stacking_no_idle_cpu".into(), json!(fallback));
-        extra.insert(
-            "tail_samples".into(),
-            json!({
-                "threshold_us": TAIL_US,
-                "total": tail[0],
-                "stacked_idle_cpu_left": tail[1],
-                "stacked_no_idle_cpu": tail[2],
-                "onto_busy_cpu": tail[3],
-                "onto_own_idle_cpu": tail[4],
-                "preempted_while_spinning": tail[5],
-            }),
-        );
+        let mut tail_json: serde_json::Map<String, serde_json::Value> =
+            tail_keys.iter().zip(tail).map(|(key, v)| (key.to_string(), json!(v))).collect();
+        tail_json.insert("threshold_us".into(), json!(TAIL_US));
+        extra.insert("tail_samples".into(), serde_json::Value::Object(tail_json));
         let mut tail_row = vec![label.to_string()];
         tail_row.extend(tail.iter().map(|v| format!("{v:.1}")));
         tail_grid.push(tail_row);
@@ -125,18 +116,8 @@ pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
             .iter()
             .map(|s| s.to_string())
             .collect();
-    let tail_header: Vec<String> = [
-        "kernel",
-        "tail samples",
-        "stacked (idle CPU left)",
-        "stacked (none left)",
-        "onto a busy CPU",
-        "onto its own idle CPU",
-        "preempted in spin",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    let mut tail_header = vec!["kernel".to_string()];
+    tail_header.extend(TailCauses::default().rows().iter().map(|(_, label, _)| label.to_string()));
     Ok(Comparison {
         experiment: "schbench-ttwu".into(),
         machine: "icx-vm-32".into(),

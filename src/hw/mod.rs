@@ -212,8 +212,8 @@ pub fn preset_names() -> &'static [&'static str] {
 /// A built-in machine by name. The error lists the known names. (`run::machine` also takes a
 /// machine file.)
 pub fn preset(name: &str) -> Result<Machine, String> {
-    match PRESETS.iter().find(|(preset_name, _)| *preset_name == name) {
-        Some((_, text)) => machine_from_toml(text, &format!("src/hw/presets/{name}.toml")),
+    match preset_text(name) {
+        Some(text) => machine_from_toml(text, &format!("src/hw/presets/{name}.toml")),
         None => Err(format!(
             "unknown machine preset `{name}`; known presets: {} (or a machine file ending in .toml)",
             preset_names().join(", ")

@@ -80,6 +80,19 @@ impl TailCauses {
         self.stacked + self.stacked_none_left + self.busy_target + self.idle_target + self.preempted_in_spin
     }
 
+    /// The total, then each cause, as (JSON key, table column, count): the one place the
+    /// outputs (`run`, `reproduce schbench-ttwu`, both `--json`) take their names from.
+    pub fn rows(&self) -> [(&'static str, &'static str, u64); 6] {
+        [
+            ("total", "tail samples", self.total()),
+            ("stacked_idle_cpu_left", "stacked (idle CPU left)", self.stacked),
+            ("stacked_no_idle_cpu", "stacked (none left)", self.stacked_none_left),
+            ("onto_busy_cpu", "onto a busy CPU", self.busy_target),
+            ("onto_own_idle_cpu", "onto its own idle CPU", self.idle_target),
+            ("preempted_while_spinning", "preempted in spin", self.preempted_in_spin),
+        ]
+    }
+
     fn note(&mut self, lat_us: u64, wake_to_run_ns: Time, placement: WakePlacement) {
         if lat_us < TAIL_US {
             return;
