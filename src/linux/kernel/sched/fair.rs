@@ -58,13 +58,31 @@ pub fn update_newidle_cost(k: &mut Kernel, cpu: CpuId, sd: usize, cost: u64) -> 
     false
 }
 
-/// The cost of one `sched_balance_rq()` pass over a domain: fixed part plus
-/// `update_sg_lb_stats()` for every CPU of the span.
-fn balance_rq_cost(k: &mut Kernel, cpu: CpuId, sd: usize) -> Time {
-    let w = k.sd.domains(cpu)[sd].span_weight as Time;
-    let stats = w * k.costs.lb_stats_per_cpu;
+/// The cost of `update_sd_lb_stats()` run by `cpu` over `dst`'s domain `sd`: for every group,
+/// `update_sg_lb_stats()` reads every CPU's runqueue and PELT fields. Each CPU's read is a
+/// modelled read of that runqueue's hot line (a transfer when another CPU wrote it since this
+/// CPU last read it, the same charge `select_idle_sibling()` pays for its `available_idle_cpu()`
+/// reads) plus `lb_stats_per_cpu` for the arithmetic on them. The reads are charged one after
+/// another: the model does not overlap misses (no memory-level parallelism).
+fn update_sd_lb_stats_cost(k: &mut Kernel, cpu: CpuId, dst: CpuId, sd: usize) -> Time {
+    let span = k.sd.domains(dst)[sd].span.clone();
+    let mut stats = 0;
+    for c in span.iter() {
+        stats += k.costs.lb_stats_per_cpu;
+        if c != cpu {
+            stats += peek_rq(k, cpu, c);
+        }
+    }
     k.stats.lb_stats_ns += stats;
-    k.costs.balance_rq + stats
+    stats
+}
+
+/// Models `sched_balance_update_blocked_averages()` — kernel/sched/fair.c @ v6.10: decay the
+/// blocked PELT load of every leaf `cfs_rq` of the rq (one here: no cgroups), plus the rt, dl
+/// and irq averages. Returns the cost.
+pub fn sched_balance_update_blocked_averages(k: &Kernel, _cpu: CpuId) -> Time {
+    const NR_LEAF_CFS_RQS: Time = 1;
+    k.costs.update_blocked_averages * NR_LEAF_CFS_RQS
 }
 
 /// `enum cpu_idle_type`.
@@ -113,10 +131,12 @@ fn task_hot(k: &Kernel, p: TaskId) -> bool {
 /// `nr_balance_failed` and `balance_interval` growth/reset outside NEWLY_IDLE, and the pulled
 /// task preempting the destination's current task (`attach_tasks` -> `wakeup_preempt`).
 pub fn sched_balance_rq(k: &mut Kernel, cpu: CpuId, dst: CpuId, sd: usize, idle: CpuIdleType) -> (u32, Time) {
-    let mut cost = balance_rq_cost(k, dst, sd);
+    // should_we_balance() looks at the local group only; update_sd_lb_stats() runs after it.
+    let mut cost = k.costs.balance_rq;
     if !should_we_balance(k, dst, sd, idle) {
         return (0, cost);
     }
+    cost += update_sd_lb_stats_cost(k, cpu, dst, sd);
     let d = &k.sd.domains(dst)[sd];
     let local = d.groups.iter().position(|g| g.test(dst));
     // sched_balance_find_src_group(): the group with the most excess runnable tasks.
@@ -135,7 +155,8 @@ pub fn sched_balance_rq(k: &mut Kernel, cpu: CpuId, dst: CpuId, sd: usize, idle:
     if at_root {
         // update_sd_lb_stats() at the root domain recomputes rd->overloaded.
         let nr = k.m.topo.nr_cpus;
-        k.rd.overloaded = (0..nr).any(|c| k.cpus[c as usize].rq.nr_running >= 2);
+        let o = (0..nr).any(|c| k.cpus[c as usize].rq.nr_running >= 2);
+        super::set_rd_overloaded(k, o);
     }
     let Some((_, gi)) = busiest else {
         balanced(k, dst, sd, idle);
@@ -166,9 +187,7 @@ pub fn sched_balance_rq(k: &mut Kernel, cpu: CpuId, dst: CpuId, sd: usize, idle:
     // LBF_ALL_PINNED: stays set while every task looked at is bound elsewhere.
     let mut all_pinned = true;
     let curr = k.cpus[src as usize].rq.curr;
-    if k.tasks[curr as usize].pinned.is_none_or(|c| c == dst)
-        && k.tasks[curr as usize].kind == super::TaskKind::Workload
-    {
+    if k.tasks[curr as usize].pinned.is_none_or(|c| c == dst) && k.tasks[curr as usize].kind.is_fair_task() {
         all_pinned = false;
     }
     for p in queued {
@@ -208,7 +227,7 @@ pub fn sched_balance_rq(k: &mut Kernel, cpu: CpuId, dst: CpuId, sd: usize, idle:
             // need_active_balance(): repeated failures -> have the stopper of the busiest CPU
             // push its running task away (it preempts it), if that task may run on dst.
             let d = &k.sd.domains(dst)[sd];
-            let curr_ok = k.tasks[curr as usize].kind == super::TaskKind::Workload
+            let curr_ok = k.tasks[curr as usize].kind.is_fair_task()
                 && !super::rt::rt_task(k, curr)
                 && k.tasks[curr as usize].pinned.is_none_or(|c| c == dst);
             if curr_ok && d.nr_balance_failed > d.cache_nice_tries + 2 && !k.cpus[src as usize].rq.active_balance {
@@ -306,7 +325,7 @@ pub fn sched_balance_newidle(k: &mut Kernel, cpu: CpuId, s: &mut NewidleBalance)
             s.t0 = k.now;
             s.sd = 0;
             s.at = NewidleAt::Domain;
-            Next::Cont(c + k.costs.newidle_gated + k.costs.update_blocked_averages)
+            Next::Cont(c + k.costs.newidle_gated + sched_balance_update_blocked_averages(k, cpu))
         }
         NewidleAt::Domain => {
             let nsd = k.sd.domains(cpu).len();
@@ -513,7 +532,7 @@ pub fn sched_balance_softirq(k: &mut Kernel, cpu: CpuId, s: &mut SchedBalanceSof
                 s.at = 1;
                 return Next::Cont(0);
             }
-            let c = k.costs.update_blocked_averages + sched_balance_domains(k, cpu, cpu, idle);
+            let c = sched_balance_update_blocked_averages(k, cpu) + sched_balance_domains(k, cpu, cpu, idle);
             Next::Ret(c)
         }
         _ => _nohz_idle_balance_step(k, cpu, s),
@@ -555,7 +574,7 @@ fn _nohz_idle_balance_step(k: &mut Kernel, cpu: CpuId, s: &mut SchedBalanceSofti
         let mut c = 0;
         if s.flags & NOHZ_STATS_KICK != 0 {
             // update_nohz_stats(): the blocked-load decay of that CPU.
-            c += k.costs.update_blocked_averages;
+            c += sched_balance_update_blocked_averages(k, cpu);
         }
         if k.jiffies() >= k.cpus[b as usize].rq.next_balance && s.flags & NOHZ_BALANCE_KICK != 0 {
             let line = k.cpus[b as usize].rq.lock_line;
