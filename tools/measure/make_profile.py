@@ -1,0 +1,337 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""Write a background profile (TOML) from background.py's JSON of an idle capture.
+
+usage: make_profile.py IDLE.json [LIGHT.json] --out src/background/profiles/kvm-guest.toml
+
+Which sources are listed, and of which kind, is decided here in SOURCES (a reviewed list, one
+line per source with the reason); every number is computed from the JSON, and each source's
+comment names the figure it came from and the same figure in the light capture when given.
+"""
+import argparse
+import json
+import sys
+
+import tracelib
+
+# (profile name, kind, cpus, where: (section, key), note)
+# section: workqueue | hrtimer | task | group | tick
+SOURCES = [
+    ("vmstat_update", "percpu-work", "all", ("workqueue", "vmstat_update"),
+     "per-CPU delayed work on mm_percpu_wq, queued by its own deferrable timer or by vmstat_shepherd"),
+    ("vmstat_shepherd", "percpu-work", "0", ("workqueue", "vmstat_shepherd"),
+     "one delayed work on system_wq; its timer was armed on CPU 0 and it ran only there"),
+    ("psi_avgs_work", "unbound-work", "any", ("workqueue", "psi_avgs_work"),
+     "one delayed work (root PSI group) on system_wq: a bound kworker of whichever CPU's timer "
+     "fired, spread over both CPUs, so modelled as one instance on any CPU"),
+    ("flush_memcg_stats_dwork", "unbound-work", "any", ("workqueue", "flush_memcg_stats_dwork"),
+     "memcg stats flush, events_unbound"),
+    ("neigh_managed_work", "percpu-work", "all", ("workqueue", "neigh_managed_work"),
+     "really one item per neighbour table (IPv4, IPv6); on this 2-CPU guest they sat one per CPU"),
+    ("kfree_rcu_monitor", "unbound-work", "any", ("workqueue", "kfree_rcu_monitor"),
+     "kvfree_rcu batching monitor"),
+    ("update_balloon_stats_func", "percpu-work", "1", ("workqueue", "update_balloon_stats_func"),
+     "virtio-balloon stats: the host polls, the virtio0-stats irq (on CPU 1) queues the work; "
+     "not timer-driven in the guest"),
+    ("virtio_transport_tx_work", "percpu-work", "1", ("workqueue", "virtio_transport_tx_work"),
+     "vsock tx completion: virtio3-tx irq on CPU 1 queues it (the guest agent's traffic); each run "
+     "queues virtio_transport_send_pkt_work once more (merged here, <1 us)"),
+    ("virtio_transport_rx_work", "percpu-work", "0", ("workqueue", "virtio_transport_rx_work"),
+     "vsock rx: virtio3-rx irq on CPU 0 queues it"),
+    ("watchdog", "watchdog", "all", ("hrtimer", "watchdog_timer_fn"),
+     "softlockup hrtimer; every expiry woke migration/N (stopper runs softlockup_fn)"),
+    ("RCU", "tick-softirq", "all", ("tick", "RCU"), "RCU_SOFTIRQ raised from the tick"),
+    ("TIMER", "tick-softirq", "all", ("tick", "TIMER"),
+     "TIMER_SOFTIRQ raised from the tick when a timer-wheel bucket is due"),
+    ("rcu_preempt", "kthread", "any", ("task", "rcu_preempt"),
+     "RCU grace-period kthread; woken by its own process_timeout timer, by RCU softirq and by IPI"),
+    ("kcompactd0", "kthread", "any", ("task", "kcompactd0"),
+     "proactive compaction check, woken by process_timeout (500 ms)"),
+    ("kdamond.0", "kthread", "any", ("task", "kdamond.0"),
+     "DAMON monitoring kthread (enabled on this guest), woken by process_timeout; the largest "
+     "kernel CPU consumer of the idle capture"),
+    ("ksoftirqd", "kthread", "all", ("group", "ksoftirqd/N"),
+     "softirq overflow into ksoftirqd/N (rare when idle)"),
+    ("other-kworker", "unbound-work", "any", ("other-work", None),
+     "every other work function of the capture merged (I/O completion, writeback, cgroup "
+     "release, neighbour GC, ...): runs of all of them pooled"),
+    ("memfd:sealed-91", "daemon", "any", ("task", "memfd:sealed-91"),
+     "a user-space process of this guest's session environment, woken mostly by an hrtimer "
+     "(hrtimer_wakeup: a nanosleep/poll timeout), nearly always on CPU 0"),
+    ("tokio-rt-worker", "daemon", "any", ("task", "tokio-rt-worker"),
+     "the guest agent's threads (prio 110 = nice -10), woken by timerfd every 1 s, by hrtimer "
+     "sleeps and by vsock work. Their task-context records are missing from the trace, so their "
+     "run length is bounded, not measured: runtime_ns is the CPU 0 bound (switch-in seen, end = "
+     "next record of another task on CPU 0)"),
+]
+# Work functions listed individually above; the rest is 'other-kworker'.
+LISTED_WORK = {s[3][1] for s in SOURCES if s[3][0] == "workqueue"} | {
+    "virtio_transport_send_pkt_work"}
+
+
+def us(ns):
+    return int(round(ns / 1000.0))
+
+
+def rt(summary):
+    return [int(round(summary[k])) for k in ("min", "p50", "p90", "p99", "max")]
+
+
+def jitter_from(ival, period_ns):
+    """Half-width of a uniform [P-J, P+J] that covers the measured p10..p90 of the interval."""
+    if not ival or ival.get("n", 0) < 2:
+        return 0
+    j = max(period_ns - ival["p10"], ival["p90"] - period_ns)
+    return max(0, min(j, period_ns))
+
+
+def fmt_q(s):
+    if not s or not s.get("n"):
+        return "n=0"
+    return (f"n={s['n']} p0 {s['min']:.0f} p50 {s['p50']:.0f} p90 {s['p90']:.0f} "
+            f"p99 {s['p99']:.0f} p100 {s['max']:.0f} ns")
+
+
+def pooled_other_work(d):
+    runs = []
+    names = []
+    for f, w in d["workqueue"].items():
+        if f in LISTED_WORK:
+            continue
+        runs += w["duration_raw_ns"]
+        names.append(f"{f}({w['runs']})")
+    return len(runs), names, tracelib.summarize(runs)
+
+
+def source_entry(d, light, spec):
+    name, kind, cpus, (sec, key), note = spec
+    dur_ns = d["duration_s"] * 1e9
+    ncpu = d["ncpu"]
+    L = light
+    lines = [f"# {note}."]
+    e = {"name": name, "kind": kind, "cpus": cpus}
+    if sec == "workqueue":
+        w = d["workqueue"][key]
+        if cpus == "all":
+            n = w["runs"]
+            period = dur_ns * ncpu / n
+            ival = w["interval_same_cpu_ns"]
+            how = f"{n} runs in {d['duration_s']:.0f} s on {ncpu} CPUs"
+        elif cpus == "any":
+            n = w["runs"]
+            period = dur_ns / n
+            ival = w["interval_any_cpu_ns"]
+            how = f"{n} runs in {d['duration_s']:.0f} s (any CPU)"
+        else:
+            n = round(w["runs_per_s_per_cpu"][cpus] * d["duration_s"])
+            period = dur_ns / n
+            ival = w["interval_same_cpu_ns"]
+            how = f"{n} runs on CPU {cpus} in {d['duration_s']:.0f} s"
+        e["period_us"] = us(period)
+        e["jitter_us"] = us(jitter_from(ival, period))
+        fl = w["delayed_timer_flags"]
+        if fl:
+            dflag = sum(v for k, v in fl.items() if "D" in k)
+            known = sum(v for k, v in fl.items() if k != "?")
+            e["deferrable"] = dflag * 2 > known
+            lines.append(f"# deferrable: {dflag} of {known} queueing timers had flag D "
+                         f"(timer_start flags {fl}).")
+        else:
+            e["deferrable"] = False
+            lines.append("# deferrable = false: not queued by a timer (irq or softirq driven).")
+        e["runtime_ns"] = rt(w["duration_ns"])
+        lines.append(f"# period: {how} -> mean {period/1e6:.1f} ms; interval p10/p50/p90 "
+                     f"{ival.get('p10',0)/1e6:.1f}/{ival.get('p50',0)/1e6:.1f}/"
+                     f"{ival.get('p90',0)/1e6:.1f} ms -> jitter covers p10..p90.")
+        lines.append(f"# runtime: workqueue_execute_start->end, {fmt_q(w['duration_ns'])}; "
+                     f"workers {w['workers']}, wq {list(w['workqueue'])}, queued from "
+                     f"{w['queued_from']}.")
+        if L and key in L["workqueue"]:
+            lw = L["workqueue"][key]
+            lines.append(f"# light capture: {lw['runs']} runs in {L['duration_s']:.0f} s, per CPU/s "
+                         f"{lw['runs_per_s_per_cpu']}, runtime {fmt_q(lw['duration_ns'])}.")
+        elif L:
+            lines.append("# light capture: not seen.")
+    elif sec == "other-work":
+        n, names, qs = pooled_other_work(d)
+        period = dur_ns / n
+        e["period_us"] = us(period)
+        e["jitter_us"] = us(period)
+        e["deferrable"] = False
+        e["runtime_ns"] = [int(round(qs[k])) for k in ("min", "p50", "p90", "p99", "max")]
+        lines.append(f"# {n} runs in {d['duration_s']:.0f} s -> mean {period/1e6:.0f} ms; not "
+                     "periodic as a whole, so jitter = period (uniform in [0, 2*period]).")
+        lines.append(f"# runtime: all their runs pooled, {fmt_q(qs)}.")
+        lines.append("# merged: " + ", ".join(names) + ".")
+    elif sec == "hrtimer":
+        h = d["hrtimer"][key]
+        ival = h["interval_same_cpu_ns"]
+        period = ival["p50"]
+        e["period_us"] = us(period)
+        e["jitter_us"] = us(jitter_from(ival, period))
+        e["deferrable"] = False
+        g = d["task_groups"]["migration/N"]["run_ns_by_wakeup_origin"].get(
+            "hrtimer:watchdog_timer_fn")
+        e["runtime_ns"] = rt(g)
+        lines.append(f"# period: hrtimer_expire_entry function={key}, {h['expiries']} expiries, "
+                     f"per CPU/s {h['per_s_per_cpu']}, same-CPU interval {fmt_q(ival)}.")
+        lines.append(f"# led to: {h['led_to']}; runtime = run of migration/N after those "
+                     f"wakeups (switch-in->out), {fmt_q(g)}.")
+        lines.append(f"# hrtimer callback itself: {fmt_q(h['duration_ns'])}.")
+        if L:
+            lh = L["hrtimer"][key]
+            lg = L["task_groups"]["migration/N"]["run_ns_by_wakeup_origin"].get(
+                "hrtimer:watchdog_timer_fn")
+            lines.append(f"# light capture: interval p50 {lh['interval_same_cpu_ns']['p50']/1e6:.1f}"
+                         f" ms, stopper run {fmt_q(lg)}.")
+    elif sec == "tick":
+        vec = key
+        tb = tn = 0.0
+        for c, t in d["tick"].items():
+            r = t.get(f"{vec}_per_tick_busy")
+            if r is not None:
+                tb += r * t["ticks_busy"]
+                tn += t["ticks_busy"]
+        per_tick = tb / tn
+        tick_ns = d["tick_gap_busy_ns"]["p50"]
+        period = tick_ns / per_tick
+        e["period_us"] = us(period)
+        e["jitter_us"] = 0
+        e["vec"] = vec
+        s = d["softirq"][vec]
+        e["runtime_ns"] = rt(s["duration_ns"])
+        lines.append(f"# HZ {d['hz_from_jiffies']:.0f} (jiffies of timer_expire_entry vs time), tick "
+                     f"gap while busy p50 {tick_ns/1e6:.2f} ms. While a CPU is busy, "
+                     f"{per_tick:.3f} of its ticks raised {vec} ({int(tn)} busy ticks) -> one every "
+                     f"{period/1e3:.0f} us; per tick when idle: "
+                     + ", ".join(f"cpu{c} {t.get(vec + '_per_tick_idle')}" for c, t in d["tick"].items())
+                     + ". Period is in whole ticks in reality; jitter 0 here, the model should "
+                     "raise it on a tick with probability tick/period.")
+        lines.append(f"# runtime: softirq_entry->exit vec={vec} (all its runs), {fmt_q(s['duration_ns'])}.")
+        if L:
+            lb = ln = 0.0
+            for c, t in L["tick"].items():
+                r = t.get(f"{vec}_per_tick_busy")
+                if r is not None:
+                    lb += r * t["ticks_busy"]
+                    ln += t["ticks_busy"]
+            lines.append(f"# light capture: {lb/ln:.3f} per busy tick ({int(ln)} busy ticks), "
+                         f"runtime {fmt_q(L['softirq'][vec]['duration_ns'])}.")
+    elif sec in ("task", "group"):
+        t = d["tasks"][key] if sec == "task" else d["task_groups"][key]
+        n = t["wakeups"]
+        if cpus == "all":
+            period = dur_ns * ncpu / n
+            how = f"{n} wakeups in {d['duration_s']:.0f} s on {ncpu} CPUs"
+        else:
+            period = dur_ns / n
+            how = f"{n} wakeups in {d['duration_s']:.0f} s"
+        e["period_us"] = us(period)
+        iv = t["wakeup_interval_ns"]
+        e["jitter_us"] = us(jitter_from(iv, period))
+        if key == "tokio-rt-worker":
+            run = t["run_ns_upper_by_cpu"]["0"]
+            lines.append(f"# runtime: bound from CPU 0 runs only ({run['n']} runs): "
+                         f"{fmt_q(run)}; lower bound from visible records is "
+                         f"{fmt_q(t['run_ns'])}.")
+        else:
+            run = t["run_ns"]
+            lines.append(f"# runtime: switch-in->switch-out per run, {fmt_q(run)}; CPU time "
+                         f"{t['cpu_time_ms']} ms in {d['duration_s']:.0f} s.")
+        e["runtime_ns"] = rt(run)
+        lines.append(f"# period: {how} -> mean {period/1e6:.1f} ms; interval between wakeups "
+                     f"p10/p50/p90 {iv.get('p10',0)/1e6:.1f}/{iv.get('p50',0)/1e6:.1f}/"
+                     f"{iv.get('p90',0)/1e6:.1f} ms.")
+        if sec == "task":
+            lines.append(f"# placement (target_cpu of its wakeups): {t['target_cpus']}; woken from "
+                         f"{t['woken_from']}.")
+        if L:
+            lt = (L["tasks"] if sec == "task" else L["task_groups"]).get(key)
+            if lt:
+                lines.append(f"# light capture: {lt['wakeups_per_s']}/s wakeups, run "
+                             f"{fmt_q(lt['run_ns'])}.")
+    return e, lines
+
+
+def toml_value(v):
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
+    return json.dumps(v)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("idle_json")
+    ap.add_argument("light_json", nargs="?")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--command", default="tools/measure/trace-idle.sh idle-180s.trace.gz 180")
+    a = ap.parse_args()
+    try:
+        d = json.load(open(a.idle_json))
+        L = json.load(open(a.light_json)) if a.light_json else None
+    except (OSError, ValueError) as e:
+        raise SystemExit(f"make_profile: {e}")
+    entries = []
+    for spec in SOURCES:
+        try:
+            entries.append(source_entry(d, L, spec))
+        except KeyError as e:
+            print(f"make_profile: source {spec[0]}: figure {e} not in {a.idle_json}; skipped",
+                  file=sys.stderr)
+    # coverage: wakeups and CPU time of what the listed sources stand for
+    groups = d["task_groups"]
+    tot_w = sum(g["wakeups"] for g in groups.values())
+    tot_t = sum(g["cpu_time_ms"] for g in groups.values())
+    covered_groups = {"kworker/N", "kworker/uN", "kworker/u8", "kworker/N:H", "migration/N",
+                      "ksoftirqd/N", "rcu_preempt", "kcompactd0", "kdamond.0",
+                      "memfd:sealed-91", "tokio-rt-worker"}
+    cw = sum(g["wakeups"] for k, g in groups.items() if k in covered_groups)
+    ct = sum(g["cpu_time_ms"] for k, g in groups.items() if k in covered_groups)
+    shell = {k: g for k, g in groups.items() if not g["kthread"] and k not in covered_groups}
+    sw = sum(g["wakeups"] for g in shell.values())
+    st = sum(g["cpu_time_ms"] for g in shell.values())
+    out = []
+    out.append("# Background profile of this project's KVM guest, measured (generated by")
+    out.append("# tools/measure/make_profile.py from tools/measure/background.py output; edit the")
+    out.append("# generator, not this file). All times in the trace's resolution (1 us clock).")
+    out.append(f"# Coverage: the sources below stand for {cw} of {tot_w} wakeups "
+               f"({100*cw/tot_w:.0f}%) and {ct:.0f} of {tot_t:.0f} ms non-idle CPU time "
+               f"({100*ct/tot_t:.0f}%) of the idle capture. Left out: interactive shells and "
+               f"short-lived commands of the people sharing this machine ({sw} wakeups, "
+               f"{st:.0f} ms: {', '.join(sorted(shell))}); with them out of the total the "
+               f"coverage is {100*cw/(tot_w-sw):.1f}% of wakeups and {100*ct/(tot_t-st):.1f}% of CPU time "
+               "(the rest: hwrng, khungtaskd).")
+    out.append("# Timer-only callbacks that wake nothing (tcp_orphan_update, blk_stat_timer_fn, "
+               "mix_interrupt_randomness, dev_watchdog, ...) are not listed: their expiries ride")
+    out.append("# on the TIMER tick-softirq entry, whose runtime includes them.")
+    out.append(f"# Not modelled here: the tick itself ({d['hz_from_jiffies']:.0f} Hz while busy; "
+               "idle ticks per s " + ", ".join(f"cpu{c} {t['ticks_per_s']}" for c, t in d["tick"].items())
+               + "), which the simulator already has.")
+    out.append("# Format note: the brief's top-level `source = \"...\"` cannot sit next to the")
+    out.append("# `[[source]]` array of tables (TOML forbids redefining a key), so the measurement")
+    out.append("# note is under `measured` instead.")
+    out.append('name = "kvm-guest"')
+    out.append('description = "2-vCPU KVM guest, Linux 6.18, idle: per-CPU vmstat/psi/memcg work, '
+               'watchdog, RCU, DAMON, vsock agent"')
+    out.append(f'measured = "{a.command}: {d["duration_s"]:.0f} s idle '
+               f'trace (tracefs, default clock), Linux 6.18 KVM guest, 2 vCPUs AMD EPYC 2596 MHz, '
+               f'haltpoll; cross-checked with a {L["duration_s"]:.0f} s lightly loaded trace"'
+               if L else f'measured = "{a.command}"')
+    for e, lines in entries:
+        out.append("")
+        out.append("[[source]]")
+        out += lines
+        for k in ("name", "kind", "period_us", "jitter_us", "deferrable", "cpus", "runtime_ns", "vec"):
+            if k in e:
+                out.append(f"{k} = {toml_value(e[k])}")
+    tracelib.write_atomic(a.out, "\n".join(out) + "\n")
+    print(f"wrote {a.out}: {len(entries)} sources, coverage {100*cw/tot_w:.0f}% wakeups, "
+          f"{100*ct/tot_t:.0f}% CPU time")
+
+
+if __name__ == "__main__":
+    main()
