@@ -395,6 +395,28 @@ def markdown(results, cmdline):
     L.append("```")
     L.append("")
     L.append(METHOD)
+    head = results[0]
+    L.append(f"## Headline: each path in the workload that exercised it most (`{head['dir']}`)")
+    L.append("")
+    L.append("ns unless marked; medians of the three repeats, their spread, and p10-p90 of the "
+             "repeat with the most samples. Full tables per workload below.")
+    L.append("")
+    L.append("| path | workload | n (all repeats) | medians per repeat | spread | p10-p90 |")
+    L.append("|---|---|---|---|---|---|")
+    for label, key in MD_ROWS:
+        best = None
+        for wl, sp in head["spread"].items():
+            p = sp["paths"].get(key)
+            if p and (best is None or sum(p["counts"]) > sum(best[1]["counts"])):
+                best = (wl, p)
+        if not best or sum(best[1]["counts"]) < MIN_N:
+            continue
+        wl, p = best
+        i = max(range(len(p["counts"])), key=lambda j: p["counts"][j])
+        L.append(f"| {label} | {wl} | {sum(p['counts'])} | "
+                 f"{' / '.join(fmt(m) for m in p['medians'])} | {fmt(p['median_min'])}..{fmt(p['median_max'])}"
+                 f" | {fmt(p['p10'][i])}-{fmt(p['p90'][i])} |")
+    L.append("")
     for res in results:
         L.append(f"## `{res['dir']}` (trace clock {res['clock']}"
                  + (f", TSC {res['tsc_mhz']} MHz" if res["tsc_mhz"] else "") + ")")
@@ -484,8 +506,20 @@ CAVEATS = """## Caveats
   all. For CPU 1 the idle state is taken from whether idle is the current task, and a wakeup
   whose switch-in record is missing is measured to the woken pid's first record on that CPU
   (rows marked "no switch rec"): an upper bound of wake-to-run.
-- **Cross-CPU times** assume the two vCPUs' TSCs are synchronised (the guest's TSC is marked
-  reliable on this host; no check beyond that was possible without a reference event).
+- **Cross-CPU times** assume the two vCPUs' TSCs agree. Check: an offset would shift the
+  CPU0->CPU1 and CPU1->CPU0 IPI latencies in opposite directions by the same amount; their
+  medians (rows "IPI csd idle target, CPU0->CPU1 / CPU1->CPU0") agree to within the repeat
+  spread (e.g. pipe-2: 14.2 vs 13.8 us), so any offset is well under a microsecond.
+- **perf bench's figures were taken with tracing on** (usecs/op includes the cost of every
+  record written during the run); they are not the untraced benchmark result.
+- **Placement decides the pipe figures.** In pipe-1 of the TSC set both tasks ended up on one
+  CPU (8 us/op, few idle transitions); in pipe-2/3 and all of the older set they ran on
+  different CPUs and every op crossed an IPI to a halted vCPU (45-54 us/op). The spread across
+  repeats is this bimodality, not noise.
+- **Idle transitions are expensive here.** `cpu_idle` exit -> next record and switch -> idle's
+  `cpu_idle` entry are about 1-2 us in some runs and 7-10 us in others (pipe-2/3); tick_stop
+  was not traced in this set, so whether the slow case is the NOHZ tick restart/stop
+  (reprogramming the local timer, a VM exit) could not be confirmed.
 - **The default-clock set** (`paths`) has 1 us resolution: its sub-microsecond paths read as 0 or
   1000 ns.
 """
