@@ -429,11 +429,14 @@ MD_CANNOT = """## What could not be measured
   (scheduler_tick, RCU, timer wheel) is not separable.
 - **1 us resolution.** The idle and light captures use the default trace clock: durations under a
   microsecond read as 0, and every quantile is a whole number of microseconds.
-- **Missing task-context records.** CPU 1's idle task and the agent's tokio-rt-worker threads log
-  no task-context records (no sched_switch away from them, no cpu_idle on CPU 1). Their switch-out
-  is inferred from the next record of another task on that CPU, so the agent's run lengths are
-  bounds (the profile uses the CPU 0 bound, where the idle task is visible), CPU 1's busy fraction
-  is an undercount, and cpu_idle figures cover CPU 0 only.
+- **Missing task-context records.** CPU 1's idle task and the session environment's own
+  processes (in the idle capture pids 68, 69, 75 tokio-rt-worker and 78 damon-regions; in the
+  light one also pid 1 process_api, 58 vsock-console, 59 spawner) log no task-context records:
+  they are switched in by a visible sched_switch but never seen switching out, and CPU 1 has no
+  cpu_idle records. Their switch-out is inferred from the next record of another task on that
+  CPU, so the agent's run lengths are bounds (the profile uses the CPU 0 bound, where the idle
+  task is visible), CPU 1's busy fraction is an undercount, and cpu_idle figures cover CPU 0
+  only.
 - **One machine, short windows.** One 180 s idle and one 90 s light capture; sources with a
   period over a minute (crng_reseed 60 s, check_lifetime and addrconf 120 s) were seen a few
   times only and are merged into other-kworker. The profile's rates are this guest's (DAMON is

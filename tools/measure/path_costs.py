@@ -447,8 +447,9 @@ def markdown(results, cmdline):
                          f" | {fmt(p['median_min'])}..{fmt(p['median_max'])} |")
         L.append("")
         L.append("Gaps between two consecutive records on one CPU (per repeat, ns): the smallest "
-                 "nonzero one bounds the cost of writing one record from above. (A zero gap is "
-                 "a record written from an interrupt while another was being reserved; rare.)")
+                 "nonzero one bounds the cost of writing one record from above. (On the TSC clock "
+                 "a zero gap is a record written from an interrupt while another was being "
+                 "reserved, rare; on the default clock every gap under 1 us reads as 0.)")
         L.append("")
         for name, run in sorted(res["runs"].items()):
             L.append(f"- {name}: min nonzero per CPU {run['gap_min_nonzero_ns']}, 0.1th percentile "
@@ -456,7 +457,9 @@ def markdown(results, cmdline):
                      f"{run['cpus_with_cpu_idle_records']}; busiest comms: "
                      + ", ".join(f"{k} {v}" for k, v in list(run["top_comms"].items())[:5]))
         L.append("")
-    L.append(CAVEATS)
+    gaps = [g for res in results if res["tsc_mhz"] for run in res["runs"].values()
+            for g in run["gap_min_nonzero_ns"].values()]
+    L.append(CAVEATS.replace("{gap_range}", f"{min(gaps)}-{max(gaps)} ns" if gaps else "n/a"))
     return "\n".join(L) + "\n"
 
 
@@ -477,7 +480,8 @@ whether a sched_switch away from that pid came in between), a cpu_idle exit to t
 of that CPU. Two paths cross CPUs and use both CPUs' TSCs: an ipi_send_cpu to the first handler
 entry of the right vector on the target (split by whether the target was idle), and a
 sched_waking to the sched_switch that puts that pid on a CPU (split by same/cross CPU and by
-whether that CPU was idle at the waking).
+whether that CPU was idle at the waking). On a busy CPU wake-to-run includes waiting behind the
+running task (the rest of its time slice or syscall), so it is a latency, not a path cost.
 
 The context switch itself cannot be isolated with tracepoints: there is no record at the start
 of `__schedule()` nor at the end of `finish_task_switch()`. What can be measured is the time from
@@ -497,13 +501,14 @@ CAVEATS = """## Caveats
 - **Halted vCPUs.** With haltpoll and `guest_halt_poll_ns=0`, an idle vCPU executes HLT and exits
   to the host; an IPI to it is a host wakeup of a sleeping thread. The IPI and wake-to-run
   latencies to an idle target include that host round trip and are not a bare-metal figure.
-- **Tracing overhead.** Every record costs the time to write it (the minimum gap between two
-  records of one CPU, listed above per repeat, bounds it from above); a path with k records
-  inside it is inflated by about k times that. Entry->exit pairs with nothing inside (an empty
+- **Tracing overhead.** Every record costs the time to write it: the smallest nonzero gap
+  between two records of one CPU, over all TSC-clock repeats, is {gap_range}, an upper bound
+  on one record (it includes whatever code ran between the two tracepoints). A path with k
+  records inside it is inflated by about k times that. Entry->exit pairs with nothing inside (an empty
   csd function) are close to one record's cost.
 - **Missing records.** On these captures CPU 1 logs no `cpu_idle` and no `sched_switch` away from
-  its idle task, and the guest agent's threads (tokio-rt-worker) log no task-context records at
-  all. For CPU 1 the idle state is taken from whether idle is the current task, and a wakeup
+  its idle task, and the session environment's own processes (tokio-rt-worker and others) log
+  no task-context records at all. For CPU 1 the idle state is taken from whether idle is the current task, and a wakeup
   whose switch-in record is missing is measured to the woken pid's first record on that CPU
   (rows marked "no switch rec"): an upper bound of wake-to-run.
 - **Cross-CPU times** assume the two vCPUs' TSCs agree. Check: an offset would shift the
