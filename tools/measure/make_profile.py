@@ -500,9 +500,14 @@ def main():
                f"{st:.0f} ms: {', '.join(sorted(shell))}); with them out of the total the "
                f"coverage is {100*cw/(tot_w-sw):.1f}% of wakeups and {100*ct/(tot_t-st):.1f}% of CPU time "
                "(the rest: hwrng, khungtaskd).")
-    out.append("# Timer-only callbacks that wake nothing (tcp_orphan_update, blk_stat_timer_fn, "
-               "mix_interrupt_randomness, dev_watchdog, ...) are not listed: their expiries ride")
-    out.append("# on the TIMER tick-softirq entry, whose runtime includes them.")
+    quiet_timers = [(f, t) for f, t in d["timer"].items() if not t["led_to"]]
+    out.append("# Timer callbacks that wake no task and queue no work are not listed as sources: "
+               "while a CPU is busy their")
+    out.append("# expiries are inside the TIMER tick-softirq entry's runtime. On an idle CPU the "
+               "non-deferrable ones end an idle period")
+    out.append("# (start flags without D). Per s, all CPUs: " + ", ".join(
+        f"{f} {t['per_s']:.2f} (flags {','.join(k or '-' for k in t.get('start_flags', {}))})"
+        for f, t in quiet_timers) + ".")
     out.append(f"# Not modelled here: the tick itself ({d['hz_from_jiffies']:.0f} Hz while busy; "
                "idle ticks per s " + ", ".join(f"cpu{c} {t['ticks_per_s']}" for c, t in d["tick"].items())
                + "), which the simulator already has.")
