@@ -212,8 +212,6 @@ class Analyzer:
             self.last_cur_ts[cpu] = ts
             if next_pid == 0:
                 self.idle_switch_in[cpu] += 1
-        elif ev == "sched_waking":
-            pass
         elif ev in ("sched_wakeup", "sched_wakeup_new"):
             m = tracelib.WAKE_RE.search(r.args)
             if m:

@@ -209,8 +209,6 @@ class PathCollector:
             if prev is not None and prev[1] == ppid and ppid != 0:
                 self.add(f"cs:prev_last->switch:{prev[2]}", ts - prev[0])
             self.after_switch[cpu] = (ts, npid)
-            for c in list(self.idle_exit):
-                pass
             if npid in self.waking:
                 wts, wcpu, states = self.waking.pop(npid)
                 same = "SAME" if wcpu == cpu else "CROSS"
@@ -220,8 +218,6 @@ class PathCollector:
             if sysent:
                 self.sys[ppid] = (sysent[0], sysent[1], True)
             self.cur[cpu] = npid
-            if npid == 0 and cpu in self.cpu_seen_idle_records:
-                pass
         elif ev == "sys_enter":
             m = tracelib.SYS_ENTER_RE.search(r.args)
             if m:
