@@ -465,8 +465,12 @@ def main():
     ap.add_argument("--md", help="also write the measurement summary (docs/background-measured.md)")
     a = ap.parse_args()
     try:
-        d = json.load(open(a.idle_json))
-        L = json.load(open(a.light_json)) if a.light_json else None
+        with open(a.idle_json) as f:
+            d = json.load(f)
+        L = None
+        if a.light_json:
+            with open(a.light_json) as f:
+                L = json.load(f)
     except (OSError, ValueError) as e:
         raise SystemExit(f"make_profile: {e}")
     entries = []

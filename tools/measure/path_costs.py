@@ -241,7 +241,8 @@ def parse_stdout(path):
     out = {}
     if not os.path.exists(path):
         return out
-    txt = open(path, errors="replace").read()
+    with open(path, errors="replace") as f:
+        txt = f.read()
     m = re.search(r"Total time:\s*([0-9.]+)\s*\[sec\]", txt)
     if m:
         out["total_s"] = float(m.group(1))

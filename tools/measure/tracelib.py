@@ -49,7 +49,8 @@ def read_tsc_mhz(capture_dir):
     p = os.path.join(capture_dir, "tsc-mhz.txt")
     if not os.path.exists(p):
         return None
-    txt = open(p).read()
+    with open(p) as f:
+        txt = f.read()
     m = re.search(r"([0-9]+\.[0-9]+)", txt)
     if not m:
         raise SystemExit(f"{p}: expected a 'cpu MHz : N.N' line, got {txt!r}")
