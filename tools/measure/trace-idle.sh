@@ -3,7 +3,8 @@
 # usage: trace-idle.sh OUT.trace.gz SECONDS [COMMAND...]
 # With no COMMAND the machine is left idle; with one, it runs for the whole window (a light load).
 # Events: sched, workqueue, timer, rcu, irq, irq_vectors, ipi, csd, power:cpu_idle.
-# Source of the background profiles in src/linux/background/ (see docs/costs.md).
+# Source of the background profiles in src/background/profiles/ (tools/measure/background.py,
+# make_profile.py; docs/background-measured.md).
 set -u
 out=${1:?out.trace.gz}; secs=${2:?seconds}; shift 2
 T=/sys/kernel/tracing; mountpoint -q $T || mount -t tracefs nodev $T

@@ -4,7 +4,7 @@
 # For each repeat, traces four workloads with the tracepoint pairs that bracket the paths the
 # model charges (csd/softirq/local_timer/hrtimer entry->exit, ipi_send_cpu->handler,
 # sched_waking->sched_switch, cpu_idle exit, raw syscalls), then tools/measure/path_costs.py
-# turns the traces into per-path medians and spreads (docs/costs.md "Measured on this guest").
+# turns the traces into per-path medians and spreads (docs/measured-paths.md).
 # The nanosleep loop is a one-line C program compiled here (loop nanosleep(1 us) for 1 s).
 set -u
 out=${1:?outdir}; reps=${2:-3}; mkdir -p "$out"
