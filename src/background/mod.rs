@@ -199,7 +199,8 @@ pub fn parse(text: &str, origin: &str) -> Result<Profile, String> {
         format!("{origin}:{line}: {}", e.message())
     })?;
     // Line of a `[[source]]` table number `i`, for errors.
-    let table_lines: Vec<usize> = text.match_indices("[[source]]").map(|(at, _)| line_of(text, at)).collect();
+    let table_lines: Vec<usize> =
+        text.lines().enumerate().filter(|(_, l)| l.trim() == "[[source]]").map(|(i, _)| i + 1).collect();
     let mut top = doc.clone();
     let raw_sources = top.remove("source");
     let raw: RawProfile =
