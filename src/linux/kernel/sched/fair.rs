@@ -1093,3 +1093,151 @@ pub fn sched_balance_find_dst_cpu(k: &Kernel, cpu: CpuId, p: TaskId) -> CpuId {
 fn idle_cpu_like(k: &Kernel, c: CpuId) -> bool {
     super::idle_cpu(k, c)
 }
+
+/// The v6.10 gates of newidle balancing, each pinned on a hand-set kernel state (i7-4c8t:
+/// SMT and MC domains, a quiet machine).
+#[cfg(test)]
+mod newidle_gate_tests {
+    use super::*;
+    use crate::run::{build, RunSpec};
+
+    fn kernel() -> Kernel {
+        let mut s = RunSpec::new("idle");
+        s.machine = "i7-4c8t".into();
+        s.background = Some("none".into());
+        let mut k = build(&s).expect("valid spec");
+        // A long uptime so that decay and blocked-load clocks are past their first period.
+        k.now = 10 * crate::sim::NSEC_PER_SEC;
+        k
+    }
+
+    /// Run `sched_balance_newidle()` on CPU 0 from its entry (rq lock held, as
+    /// `pick_next_task_fair()` calls it) to its return; the domains it walked.
+    fn newidle(k: &mut Kernel) -> (Vec<u8>, i64) {
+        let cpu = 0;
+        k.cpus[0].rq.lock_owner = Some(cpu);
+        k.cpus[0].preempt_count += 1;
+        let mut s = NewidleBalance::default();
+        let mut walked = Vec::new();
+        for _ in 0..100 {
+            let (at, sd) = (s.at, s.sd);
+            let next = sched_balance_newidle(k, cpu, &mut s);
+            if at == NewidleAt::Domain && s.sd > sd {
+                walked.push(sd);
+            }
+            match next {
+                Next::Ret(_) => return (walked, k.cpus[0].x.ret),
+                Next::Cont(t) => k.now += t,
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        panic!("newidle did not return")
+    }
+
+    #[test]
+    fn rd_overloaded_clear_gates_the_walk() {
+        let mut k = kernel();
+        k.rd.overloaded = false;
+        k.cpus[0].rq.avg_idle = 1_000_000;
+        let (walked, _) = newidle(&mut k);
+        assert!(walked.is_empty());
+        assert_eq!(k.stats.newidle_balances, 0);
+        // idle_stamp is stamped even when gated.
+        assert_ne!(k.cpus[0].rq.idle_stamp, 0);
+        k.rd.overloaded = true;
+        let (walked, _) = newidle(&mut k);
+        assert_eq!(walked, vec![0, 1], "SMT then MC");
+        assert_eq!(k.stats.newidle_balances, 1);
+    }
+
+    #[test]
+    fn avg_idle_below_the_lowest_domains_cost_gates_the_walk() {
+        let mut k = kernel();
+        k.rd.overloaded = true;
+        k.sd.domains_mut(0)[0].max_newidle_lb_cost = 100_000;
+        k.cpus[0].rq.avg_idle = 50_000;
+        let (walked, _) = newidle(&mut k);
+        assert!(walked.is_empty());
+        k.cpus[0].rq.avg_idle = 150_000;
+        let (walked, _) = newidle(&mut k);
+        assert!(!walked.is_empty());
+    }
+
+    #[test]
+    fn the_walk_stops_where_avg_idle_is_below_cost_so_far_plus_the_domains_max() {
+        let mut k = kernel();
+        k.rd.overloaded = true;
+        k.sd.domains_mut(0)[0].max_newidle_lb_cost = 1_000;
+        k.sd.domains_mut(0)[1].max_newidle_lb_cost = 400_000;
+        k.sd.domains_mut(0)[0].last_decay_max_lb_cost = k.jiffies();
+        k.sd.domains_mut(0)[1].last_decay_max_lb_cost = k.jiffies();
+        k.cpus[0].rq.avg_idle = 300_000;
+        let (walked, _) = newidle(&mut k);
+        assert_eq!(walked, vec![0], "MC is skipped: avg_idle < curr_cost + its max cost");
+    }
+
+    #[test]
+    fn a_pending_wakeup_returns_before_stamping_idle() {
+        let mut k = kernel();
+        k.rd.overloaded = true;
+        k.cpus[0].rq.ttwu_pending = true;
+        k.cpus[0].rq.idle_stamp = 0;
+        let (walked, ret) = newidle(&mut k);
+        assert!(walked.is_empty() && ret == 0);
+        assert_eq!(k.cpus[0].rq.idle_stamp, 0);
+    }
+
+    #[test]
+    fn max_newidle_lb_cost_decays_by_253_256_at_most_once_a_second() {
+        let mut k = kernel();
+        k.sd.domains_mut(0)[0].max_newidle_lb_cost = 256_000;
+        k.sd.domains_mut(0)[0].last_decay_max_lb_cost = k.jiffies();
+        assert!(!update_newidle_cost(&mut k, 0, 0, 0), "within a second: no decay");
+        k.now += 2 * crate::sim::NSEC_PER_SEC;
+        assert!(update_newidle_cost(&mut k, 0, 0, 0));
+        assert_eq!(k.sd.domains(0)[0].max_newidle_lb_cost, 253_000);
+        // A more expensive pass raises the max at once.
+        assert!(!update_newidle_cost(&mut k, 0, 0, 300_000));
+        assert_eq!(k.sd.domains(0)[0].max_newidle_lb_cost, 300_000);
+    }
+
+    #[test]
+    fn rd_overloaded_is_cleared_only_by_the_root_domains_stats() {
+        let mut k = kernel();
+        k.rd.overloaded = true;
+        // No runqueue holds two tasks. The SMT level (not the root) leaves the flag alone.
+        let _ = sched_balance_rq(&mut k, 0, 0, 0, CpuIdleType::NewlyIdle);
+        assert!(k.rd.overloaded);
+        let root = k.sd.domains(0).len() - 1;
+        let _ = sched_balance_rq(&mut k, 0, 0, root, CpuIdleType::NewlyIdle);
+        assert!(!k.rd.overloaded);
+    }
+
+    #[test]
+    fn update_sd_lb_stats_reads_every_cpu_of_the_span() {
+        let mut k = kernel();
+        let root = k.sd.domains(0).len() - 1;
+        let before = k.stats.lb_stats_ns;
+        let _ = sched_balance_rq(&mut k, 0, 0, root, CpuIdleType::NewlyIdle);
+        let first = k.stats.lb_stats_ns - before;
+        // Seven remote runqueue lines missed, so the pass costs more than the arithmetic.
+        assert!(first > 8 * k.costs.lb_stats_per_cpu, "{first}");
+        // Read again with nothing written since: the lines hit, only the arithmetic is left.
+        let before = k.stats.lb_stats_ns;
+        let _ = sched_balance_rq(&mut k, 0, 0, root, CpuIdleType::NewlyIdle);
+        assert_eq!(k.stats.lb_stats_ns - before, 8 * k.costs.lb_stats_per_cpu);
+    }
+
+    #[test]
+    fn nohz_newidle_balance_needs_avg_idle_above_migration_cost_and_blocked_load_due() {
+        let mut k = kernel();
+        k.nohz.has_blocked = true;
+        k.nohz.next_blocked = 0;
+        k.cpus[0].rq.avg_idle = SYSCTL_SCHED_MIGRATION_COST - 1;
+        nohz_newidle_balance(&mut k, 0);
+        assert_eq!(k.cpus[0].rq.nohz_flags & NOHZ_NEWILB_KICK, 0);
+        k.cpus[0].rq.avg_idle = SYSCTL_SCHED_MIGRATION_COST;
+        nohz_newidle_balance(&mut k, 0);
+        assert_ne!(k.cpus[0].rq.nohz_flags & NOHZ_NEWILB_KICK, 0);
+    }
+}
