@@ -462,6 +462,9 @@ fn run_json(s: &RunSpec, r: &RunResult) -> serde_json::Value {
         "seed": r.seed,
         "finished": r.finished,
         "sim_ns": r.sim_ns,
+        "warmup_ns": r.warmup_ns,
+        "background": r.background,
+        "preempt": r.preempt,
         "actions": r.actions,
         "workload": workload_json(r),
         "counters": counters_json(r),
@@ -515,12 +518,14 @@ fn run_text(s: &RunSpec, r: &RunResult) -> String {
         .map(|(k, v)| if v.contains(' ') { format!("{k}='{v}'") } else { format!("{k}={v}") })
         .collect();
     o.push_str(&format!(
-        "# schedsim run {} {} --machine {} --kernel '{}' --seed {}\n",
+        "# schedsim run {} {} --machine {} --kernel '{}' --seed {} --background {} --preempt {}\n",
         s.workload,
         params.join(" "),
         r.machine,
         r.kernel_label,
-        r.seed
+        r.seed,
+        r.background,
+        r.preempt
     ));
     match &r.workload {
         Workload::Ipistorm(w) => {
@@ -864,9 +869,26 @@ pub fn list_text() -> String {
         if let Ok(m) = crate::hw::preset(n) {
             let states: Vec<String> =
                 m.idle_states.iter().map(|s| format!("{}{}", s.name, if s.disabled { "(off)" } else { "" })).collect();
-            o.push_str(&format!("  {:<16} {} [idle: {}]\n", n, m.summary(), states.join(" ")));
+            o.push_str(&format!(
+                "  {:<16} {} [idle: {}] [background: {}, preempt: {}]\n",
+                n,
+                m.summary(),
+                states.join(" "),
+                m.background,
+                m.preempt
+            ));
         }
     }
+    o.push_str("\nBackground profiles (--background NAME, none, or a profile FILE.toml):\n");
+    for n in crate::background::names() {
+        let p = crate::background::builtin(n).expect("built-in");
+        let d = if n == "none" { "nothing besides the workload: the quiet machine" } else { p.description.as_str() };
+        o.push_str(&format!("  {:<16} {} [{} sources]\n", n, d, p.sources.len()));
+    }
+    o.push_str(&format!(
+        "\nPreemption models (--preempt MODEL): {}\n",
+        crate::linux::config::Preempt::NAMES.join(", ")
+    ));
     o.push_str("\nKernels:\n");
     for k in KERNELS {
         let ids: Vec<&str> = k.patches.iter().map(|p| p.info().id).collect();
