@@ -137,6 +137,9 @@ struct ReproduceArgs {
     /// Override a workload parameter of the experiment, key=value (repeatable).
     #[arg(long = "param")]
     params: Vec<String>,
+    /// The named kernel the variants are built on (hackbench-2013 only; default v3.8).
+    #[arg(long)]
+    kernel: Option<String>,
     #[arg(long)]
     json: bool,
 }
@@ -731,7 +734,17 @@ fn cmd_reproduce(a: ReproduceArgs) -> Result<(), String> {
     };
     let exps: Vec<_> = names.iter().map(|n| experiments::find(n)).collect::<Result<_, _>>()?;
     let params = Params::parse(a.params.iter().map(String::as_str), "--param")?;
-    let o = ExpOpts { runs: a.runs, seed: a.seed, jobs: a.jobs, params: params.pairs().to_vec() };
+    if let Some(k) = &a.kernel {
+        if let Some(e) = exps.iter().find(|e| !experiments::TAKES_KERNEL.contains(&e.name)) {
+            return Err(format!(
+                "--kernel {k}: experiment '{}' runs its own kernels (--kernel is accepted by: {})",
+                e.name,
+                experiments::TAKES_KERNEL.join(", ")
+            ));
+        }
+    }
+    let o =
+        ExpOpts { runs: a.runs, seed: a.seed, jobs: a.jobs, params: params.pairs().to_vec(), kernel: a.kernel.clone() };
     let mut docs = Vec::new();
     for e in exps {
         let c = (e.run)(&o)?;

@@ -58,6 +58,8 @@ impl KernelConfig {
                 }
             }
         }
+        let patches_has_eevdf = patches.contains(&Patch::S147f3efaa241);
+        debug_assert!(nk.fair == FairClass::Eevdf || !nk.patches.contains(&Patch::S147f3efaa241));
         if !(100..=1000).contains(&hz) {
             return Err(format!("HZ={hz} is out of range (expected 100..=1000)"));
         }
@@ -67,7 +69,8 @@ impl KernelConfig {
             features: Features::default(),
             hz,
             preempt_rt: false,
-            fair: nk.fair,
+            // 147f3efaa241 (v6.6) is the EEVDF switch: a `-147f3efaa241` delta runs CFS.
+            fair: if patches_has_eevdf { FairClass::Eevdf } else { FairClass::Cfs },
         })
     }
 
