@@ -55,6 +55,7 @@ pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
     let results = run_variants(VARIANTS.len(), runs, o.seed, o.jobs, |v, seed| spec(VARIANTS[v].1, seed, o))?;
     let mut rows = Vec::new();
     let mut grid = Vec::new();
+    let mut paths = Vec::new();
     for (vi, (label, patches)) in VARIANTS.iter().enumerate() {
         let rs = &results[vi];
         let e: Vec<f64> = rs.iter().map(elapsed_s).collect();
@@ -87,6 +88,21 @@ pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
             format!("{:.0}", avg(&|r| r.stats.lb_gained_newidle as f64)),
             format!("{:.0}", avg(&|r| r.stats.lb_gained_periodic as f64)),
         ]);
+        let st = |f: &dyn Fn(&crate::linux::stats::Stats) -> u64| avg(&|r| f(&r.stats) as f64);
+        let block = st(&|s| s.context_switches - s.switches_to_idle - s.switches_from_idle - s.switches_preempt);
+        paths.push(vec![
+            label.to_string(),
+            format!("{block:.0}"),
+            format!("{:.0}", st(&|s| s.switches_preempt)),
+            format!("{:.0}", st(&|s| s.switches_to_idle)),
+            format!("{:.0}", st(&|s| s.switches_from_idle)),
+            format!("{:.0}", st(&|s| s.wakeups_direct)),
+            format!(
+                "{:.0}",
+                st(&|s| s.wakeups_wakelist_polling + s.wakeups_wakelist_ipi + s.wakeups_wakelist_coalesced)
+            ),
+            format!("{:.0}", st(&|s| s.resched_ipis_sent)),
+        ]);
     }
     normalize(&mut rows);
     let h: Vec<String> = [
@@ -101,6 +117,19 @@ pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
     .iter()
     .map(|s| s.to_string())
     .collect();
+    let h2: Vec<String> = [
+        "variant",
+        "task->task (blocking)",
+        "task->task (preempted)",
+        "task->idle",
+        "idle->task",
+        "direct wakeups",
+        "wakelist wakeups",
+        "resched IPIs",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
     Ok(Comparison {
         experiment: "hackbench-2013".into(),
         machine: "i7-4c8t".into(),
@@ -109,6 +138,12 @@ pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
         lower_is_better: true,
         rows,
         title: format!("perf stat -a hackbench 500 (old hackbench, sockets, 100 loops) on an i7 4C/8T, {}", kernel(o)),
-        notes: vec![format!("perf stat (means over seeds)\n{}", render_grid(&h, &grid))],
+        notes: vec![
+            format!("perf stat (means over seeds)\n{}", render_grid(&h, &grid)),
+            format!(
+                "where the switches come from (means over seeds; docs/rostedt-2013.md)\n{}",
+                render_grid(&h2, &paths)
+            ),
+        ],
     })
 }

@@ -463,6 +463,14 @@ pub fn __schedule(k: &mut Kernel, cpu: CpuId, s: &mut Schedule) -> Next {
             }
             k.cpus[cpu as usize].rq.nr_switches += 1;
             k.stats.context_switches += 1;
+            let idle = k.cpus[cpu as usize].rq.idle;
+            if next == idle {
+                k.stats.switches_to_idle += 1;
+            } else if prev == idle {
+                k.stats.switches_from_idle += 1;
+            } else if k.tasks[prev as usize].on_rq {
+                k.stats.switches_preempt += 1;
+            }
             k.cpus[cpu as usize].rq.curr = next;
             k.tasks[next as usize].on_cpu = true;
             let pt = &k.tasks[prev as usize];
