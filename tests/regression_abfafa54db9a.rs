@@ -20,8 +20,8 @@ fn avg_idle_after(kernel: &str, patches: &str) -> u64 {
     let p = sleeper(&mut k, "wakee", cpu, Some(cpu));
     raw_spin_rq_lock(&mut k, 0, cpu).expect("uncontended");
     let rq = &mut k.cpus[cpu as usize].rq;
-    rq.clock = k.now;
-    rq.idle_stamp = k.now - 5_000_000;
+    rq.clock = 20_000_000;
+    rq.idle_stamp = 15_000_000;
     rq.avg_idle = 100_000;
     ttwu_do_activate(&mut k, 0, cpu, p, 0);
     raw_spin_rq_unlock(&mut k, 0, cpu);
