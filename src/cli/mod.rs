@@ -152,6 +152,9 @@ struct ReproduceArgs {
     /// Preemption model for every run (default: each machine's own).
     #[arg(long, value_name = "MODEL")]
     preempt: Option<String>,
+    /// The named kernel the variants are built on (hackbench-2013 only; default v3.8).
+    #[arg(long)]
+    kernel: Option<String>,
     #[arg(long)]
     json: bool,
 }
@@ -760,6 +763,15 @@ fn cmd_reproduce(a: ReproduceArgs) -> Result<(), String> {
     };
     let exps: Vec<_> = names.iter().map(|n| experiments::find(n)).collect::<Result<_, _>>()?;
     let params = Params::parse(a.params.iter().map(String::as_str), "--param")?;
+    if let Some(k) = &a.kernel {
+        if let Some(e) = exps.iter().find(|e| !experiments::TAKES_KERNEL.contains(&e.name)) {
+            return Err(format!(
+                "--kernel {k}: experiment '{}' runs its own kernels (--kernel is accepted by: {})",
+                e.name,
+                experiments::TAKES_KERNEL.join(", ")
+            ));
+        }
+    }
     let o = ExpOpts {
         runs: a.runs,
         seed: a.seed,
@@ -767,6 +779,7 @@ fn cmd_reproduce(a: ReproduceArgs) -> Result<(), String> {
         params: params.pairs().to_vec(),
         background: a.background.clone(),
         preempt: a.preempt.clone(),
+        kernel: a.kernel.clone(),
     };
     let mut docs = Vec::new();
     for e in exps {
