@@ -577,7 +577,7 @@ fn run_text(s: &RunSpec, r: &RunResult) -> String {
                 r.task_clock_ns,
                 r.stats.context_switches,
                 r.stats.cpu_migrations,
-                if w.end_ns > 0 { w.elapsed_ns() } else { r.sim_ns.saturating_sub(w.exec_ns) },
+                if w.end_ns > 0 { w.elapsed_ns() } else { (r.sim_ns + r.warmup_ns).saturating_sub(w.exec_ns) },
             ));
         }
         Workload::Idle => o.push_str(&format!("idle: {:.3} ms simulated\n", r.sim_ns as f64 / 1e6)),
