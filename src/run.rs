@@ -171,6 +171,10 @@ pub struct RunResult {
 pub fn execute(spec: &RunSpec) -> Result<RunResult, String> {
     let mut k = build(spec)?;
     k.run(spec.limit_ns);
+    Ok(collect(k, spec))
+}
+
+fn collect(mut k: Kernel, spec: &RunSpec) -> RunResult {
     let comms = k.tasks.iter().filter(|t| t.pid != 0).map(|t| (t.pid, t.comm.clone())).collect();
     let now = k.now;
     let task_clock_ns = k
@@ -179,7 +183,7 @@ pub fn execute(spec: &RunSpec) -> Result<RunResult, String> {
         .filter(|t| t.kind == crate::linux::kernel::sched::TaskKind::Workload)
         .map(|t| t.sum_exec_runtime + if t.on_cpu { now - t.exec_start } else { 0 })
         .sum();
-    Ok(RunResult {
+    RunResult {
         kernel_label: k.cfg.label(),
         machine: k.m.name.clone(),
         nr_cpus: k.m.topo.nr_cpus,
@@ -193,7 +197,31 @@ pub fn execute(spec: &RunSpec) -> Result<RunResult, String> {
         comms,
         finished: k.finished,
         task_clock_ns,
-    })
+    }
+}
+
+/// Run a spec with its trace streamed to `path` in `format` while the run goes on (memory stays
+/// bounded however long the trace). The file appears complete or not at all; the error names the
+/// file and the OS error. Returns the result (whose `trace` is empty) and the records written.
+pub fn execute_streaming(
+    spec: &RunSpec,
+    path: &std::path::Path,
+    format: crate::trace::sink::TraceFormat,
+) -> Result<(RunResult, u64), String> {
+    let err = |e: std::io::Error| format!("cannot write trace file {}: {e}", path.display());
+    let mut k = build(spec)?;
+    k.trace.enabled = true;
+    k.trace.sink = Some(crate::trace::sink::open(path, format, k.m.topo.nr_cpus).map_err(err)?);
+    k.run(spec.limit_ns);
+    k.flush_trace();
+    let sink = k.trace.sink.take().expect("attached above");
+    if let Some(e) = k.trace.error.take() {
+        sink.abort();
+        return Err(err(e));
+    }
+    let n = sink.finish().map_err(err)?;
+    k.trace.enabled = false;
+    Ok((collect(k, spec), n))
 }
 
 /// Task names for the ftrace writer.

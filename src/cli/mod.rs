@@ -89,9 +89,13 @@ struct RunArgs {
     /// Seed of the run.
     #[arg(long)]
     seed: Option<u64>,
-    /// Write the ftrace text of the run to FILE.
+    /// Write the trace of the run to FILE, streamed while it runs: ftrace text, or Perfetto
+    /// protobuf for FILE.perfetto-trace / .pftrace, or trace-cmd's trace.dat for FILE.dat.
     #[arg(long, value_name = "FILE")]
     trace: Option<PathBuf>,
+    /// Trace file format, overriding the file name: text, perfetto or dat.
+    #[arg(long, value_name = "FORMAT", requires = "trace")]
+    trace_format: Option<String>,
     /// Print one JSON document instead of text.
     #[arg(long)]
     json: bool,
@@ -288,17 +292,23 @@ fn cmd_run(a: RunArgs) -> Result<(), String> {
     if let Some(seed) = a.seed {
         s.seed = seed;
     }
-    s.trace = a.trace.is_some();
-    let r = run::execute(&s)?;
-    if let Some(path) = &a.trace {
-        run::write_trace_file(&r, path)?;
-    }
+    let (r, written) = match &a.trace {
+        Some(path) => {
+            let format = match &a.trace_format {
+                Some(f) => crate::trace::sink::TraceFormat::parse(f)?,
+                None => crate::trace::sink::TraceFormat::from_path(path),
+            };
+            let (r, n) = run::execute_streaming(&s, path, format)?;
+            (r, Some(n))
+        }
+        None => (run::execute(&s)?, None),
+    };
     if a.json {
         emit(&format!("{}\n", serde_json::to_string_pretty(&run_json(&s, &r)).expect("serializable")));
     } else {
         emit(&run_text(&s, &r));
-        if let Some(path) = &a.trace {
-            emit(&format!("\ntrace: {} records written to {}\n", r.trace.len(), path.display()));
+        if let (Some(path), Some(n)) = (&a.trace, written) {
+            emit(&format!("\ntrace: {n} records written to {}\n", path.display()));
         }
     }
     Ok(())

@@ -408,6 +408,29 @@ impl Kernel {
         }
         let pc = (c.preempt_count & preempt::PREEMPT_MASK).min(15) as u8;
         self.trace.records.push(Record { ts_ns: self.now, cpu, pid: curr.pid, flags, preempt_count: pc, event });
+        if self.trace.full() {
+            self.flush_trace();
+        }
+    }
+
+    /// Hand the buffered trace records to the streaming sink, if one is attached, announcing
+    /// the tasks created since the last hand-over (the cold path of [`Kernel::tp`]; also called
+    /// once at the end of a run).
+    #[cold]
+    #[inline(never)]
+    pub fn flush_trace(&mut self) {
+        let from = self.trace.tasks_sent.min(self.tasks.len());
+        let new: Vec<trace::TaskInfo> = self.tasks[from..]
+            .iter()
+            .filter(|t| t.kind != kernel::sched::TaskKind::Idle)
+            .map(|t| trace::TaskInfo {
+                pid: t.pid,
+                tgid: t.pid,
+                comm: t.comm.clone(),
+                kthread: t.kind != kernel::sched::TaskKind::Workload,
+            })
+            .collect();
+        self.trace.flush(&new, self.tasks.len());
     }
 
     /// A modelled `WARN_ON_ONCE()` firing: a finding of the run, recorded in the trace and the
