@@ -208,9 +208,20 @@ pub fn execute_streaming(
     path: &std::path::Path,
     format: crate::trace::sink::TraceFormat,
 ) -> Result<(RunResult, u64), String> {
+    execute_streaming_chunked(spec, path, format, 0)
+}
+
+/// [`execute_streaming`] handing records over every `chunk` records (0: the default chunk).
+pub fn execute_streaming_chunked(
+    spec: &RunSpec,
+    path: &std::path::Path,
+    format: crate::trace::sink::TraceFormat,
+    chunk: usize,
+) -> Result<(RunResult, u64), String> {
     let err = |e: std::io::Error| format!("cannot write trace file {}: {e}", path.display());
     let mut k = build(spec)?;
     k.trace.enabled = true;
+    k.trace.chunk = chunk;
     k.trace.sink = Some(crate::trace::sink::open(path, format, k.m.topo.nr_cpus).map_err(err)?);
     k.run(spec.limit_ns);
     k.flush_trace();

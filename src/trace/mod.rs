@@ -270,6 +270,8 @@ pub struct TraceBuf {
     pub tasks_sent: usize,
     /// The first write error of the sink; the run goes on without a trace and reports it.
     pub error: Option<std::io::Error>,
+    /// Records per chunk when not 0 (tests use small chunks); else [`SINK_CHUNK_RECORDS`].
+    pub chunk: usize,
 }
 
 impl std::fmt::Debug for TraceBuf {
@@ -293,7 +295,8 @@ impl TraceBuf {
     /// True when a sink is attached and the buffer holds a full chunk.
     #[inline]
     pub fn full(&self) -> bool {
-        self.records.len() >= SINK_CHUNK_RECORDS && self.sink.is_some()
+        let chunk = if self.chunk == 0 { SINK_CHUNK_RECORDS } else { self.chunk };
+        self.records.len() >= chunk && self.sink.is_some()
     }
 
     /// Hand the buffered records to the sink, after announcing `new_tasks` (the tasks created
