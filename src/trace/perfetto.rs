@@ -347,12 +347,201 @@ pub fn encode_event(e: &Event, cpu: u32, names: &NameTable) -> Ev {
     }
 }
 
+// ------------------------------------------------------------------------------------------------
+// The hot path: FtraceEvents written with prost's wire primitives
+// ------------------------------------------------------------------------------------------------
+//
+// Building a message struct per record (with its `String`s and, for generic events, a `Vec` of
+// fields) and letting prost walk it measured 0.77 s against the text writer's 0.23 s for the
+// ~580k records of `run ipistorm numipi=100000`. The records are therefore written with prost's
+// encoding primitives (`encode_key`, `encode_varint`) straight into a per-CPU bundle buffer,
+// field for field as the structs above declare them; a test decodes the result with the structs
+// and compares it with [`encode_event`]'s message.
+
+use prost::encoding::{encode_key, encode_varint, WireType};
+
+#[inline]
+fn put_varint(out: &mut Vec<u8>, tag: u32, v: u64) {
+    encode_key(tag, WireType::Varint, out);
+    encode_varint(v, out);
+}
+
+/// `int32`: negative values are sign-extended to 64 bits on the wire.
+#[inline]
+fn put_int32(out: &mut Vec<u8>, tag: u32, v: i32) {
+    put_varint(out, tag, i64::from(v) as u64);
+}
+
+#[inline]
+fn put_bytes(out: &mut Vec<u8>, tag: u32, b: &[u8]) {
+    encode_key(tag, WireType::LengthDelimited, out);
+    encode_varint(b.len() as u64, out);
+    out.extend_from_slice(b);
+}
+
+/// Scratch buffers for the nested messages of one record.
+#[derive(Default)]
+struct Scratch {
+    ev: Vec<u8>,
+    sub: Vec<u8>,
+    field: Vec<u8>,
+}
+
+impl Scratch {
+    fn generic_uint(&mut self, name: &str, v: u64) {
+        self.field.clear();
+        put_bytes(&mut self.field, 1, name.as_bytes());
+        put_varint(&mut self.field, 5, v);
+        put_bytes(&mut self.sub, 2, &self.field);
+    }
+    fn generic_str(&mut self, name: &str, v: &str) {
+        self.field.clear();
+        put_bytes(&mut self.field, 1, name.as_bytes());
+        put_bytes(&mut self.field, 3, v.as_bytes());
+        put_bytes(&mut self.sub, 2, &self.field);
+    }
+    fn wakeup(&mut self, comm: &str, pid: u32, prio: i32, target_cpu: u32) {
+        put_bytes(&mut self.sub, 1, comm.as_bytes());
+        put_int32(&mut self.sub, 2, pid as i32);
+        put_int32(&mut self.sub, 3, prio);
+        put_int32(&mut self.sub, 5, target_cpu as i32);
+    }
+}
+
+/// Write one record as an `FtraceEvent` message body into `s.ev`; the same message as
+/// `FtraceEvent { timestamp, pid, common_flags, event: encode_event(..) }`.
+fn write_event(s: &mut Scratch, r: &Record, names: &NameTable) {
+    let cpu = r.cpu;
+    let comm = |pid: u32| names.get(pid, cpu).unwrap_or("<...>");
+    s.ev.clear();
+    s.sub.clear();
+    put_varint(&mut s.ev, 1, r.ts_ns);
+    put_varint(&mut s.ev, 2, u64::from(r.pid));
+    put_varint(&mut s.ev, 5, u64::from(r.flags));
+    let tag = match r.event {
+        Event::SchedSwitch { prev_pid, prev_prio, prev_state, next_pid, next_prio } => {
+            put_bytes(&mut s.sub, 1, comm(prev_pid).as_bytes());
+            put_int32(&mut s.sub, 2, prev_pid as i32);
+            put_int32(&mut s.sub, 3, prev_prio);
+            put_varint(&mut s.sub, 4, u64::from(prev_state));
+            put_bytes(&mut s.sub, 5, comm(next_pid).as_bytes());
+            put_int32(&mut s.sub, 6, next_pid as i32);
+            put_int32(&mut s.sub, 7, next_prio);
+            4
+        }
+        Event::SchedWaking { pid, prio, target_cpu } => {
+            s.wakeup(comm(pid), pid, prio, target_cpu);
+            20
+        }
+        Event::SchedWakeup { pid, prio, target_cpu } => {
+            s.wakeup(comm(pid), pid, prio, target_cpu);
+            17
+        }
+        Event::SchedWakeupNew { pid, prio, target_cpu } => {
+            s.wakeup(comm(pid), pid, prio, target_cpu);
+            114
+        }
+        Event::SchedMigrateTask { pid, prio, orig_cpu, dest_cpu } => {
+            put_bytes(&mut s.sub, 1, comm(pid).as_bytes());
+            put_int32(&mut s.sub, 2, pid as i32);
+            put_int32(&mut s.sub, 3, prio);
+            put_int32(&mut s.sub, 4, orig_cpu as i32);
+            put_int32(&mut s.sub, 5, dest_cpu as i32);
+            491
+        }
+        Event::SchedWakeIdleWithoutIpi { cpu } => {
+            put_bytes(&mut s.sub, 1, b"sched_wake_idle_without_ipi");
+            s.generic_uint("cpu", cpu.into());
+            327
+        }
+        Event::IpiSendCpu { cpu, callsite, callback } => {
+            put_bytes(&mut s.sub, 1, b"ipi_send_cpu");
+            s.generic_uint("cpu", cpu.into());
+            s.generic_str("callsite", ftrace::sym_with_offset(callsite));
+            s.generic_str("callback", ftrace::sym_with_offset(callback));
+            327
+        }
+        Event::IpiSendCpumask { mask, callsite, callback } => {
+            put_bytes(&mut s.sub, 1, b"ipi_send_cpumask");
+            s.generic_str("cpumask", ftrace::Names::cpumask(names, mask));
+            s.generic_str("callsite", ftrace::sym_with_offset(callsite));
+            s.generic_str("callback", ftrace::sym_with_offset(callback));
+            327
+        }
+        Event::CsdQueueCpu { cpu, callsite, func, csd } => {
+            put_bytes(&mut s.sub, 1, b"csd_queue_cpu");
+            s.generic_uint("cpu", cpu.into());
+            s.generic_str("callsite", ftrace::sym_with_offset(callsite));
+            s.generic_str("func", ftrace::sym_name(func));
+            s.generic_uint("csd", csd);
+            327
+        }
+        Event::CsdFunctionEntry { func, csd } => {
+            put_bytes(&mut s.sub, 1, b"csd_function_entry");
+            s.generic_str("func", ftrace::sym_name(func));
+            s.generic_uint("csd", csd);
+            327
+        }
+        Event::CsdFunctionExit { func, csd } => {
+            put_bytes(&mut s.sub, 1, b"csd_function_exit");
+            s.generic_str("func", ftrace::sym_name(func));
+            s.generic_uint("csd", csd);
+            327
+        }
+        Event::CpuIdle { state, cpu_id } => {
+            put_varint(&mut s.sub, 1, state.into());
+            put_varint(&mut s.sub, 2, cpu_id.into());
+            13
+        }
+        Event::VectorEntry { vector: v } | Event::VectorExit { vector: v } => {
+            let entry = matches!(r.event, Event::VectorEntry { .. });
+            if v == super::Vector::LocalTimer {
+                put_int32(&mut s.sub, 1, v.number() as i32);
+                if entry {
+                    559
+                } else {
+                    560
+                }
+            } else {
+                put_bytes(&mut s.sub, 1, ftrace::vector_event_name(v, entry).as_bytes());
+                s.generic_uint("vector", v.number().into());
+                327
+            }
+        }
+        Event::SoftirqRaise { vec } => {
+            put_varint(&mut s.sub, 1, vec.into());
+            26
+        }
+        Event::SoftirqEntry { vec } => {
+            put_varint(&mut s.sub, 1, vec.into());
+            24
+        }
+        Event::SoftirqExit { vec } => {
+            put_varint(&mut s.sub, 1, vec.into());
+            25
+        }
+        Event::Warning { site } => {
+            let (func, text) = ftrace::warning_text(site);
+            put_varint(&mut s.sub, 1, 0);
+            put_bytes(&mut s.sub, 2, format!("{func}: {text}\n").as_bytes());
+            3
+        }
+    };
+    put_bytes(&mut s.ev, tag, &s.sub);
+}
+
+/// Bytes of encoded events after which a CPU's bundle is written out.
+const BUNDLE_BYTES: usize = 256 * 1024;
+
 /// The Perfetto writer (a [`TraceSink`]).
 pub struct PerfettoSink {
     out: Output,
     names: NameTable,
     new_tasks: Vec<TaskInfo>,
-    per_cpu: Vec<Vec<FtraceEvent>>,
+    /// Per CPU: the body of the bundle being filled (`cpu` then `event`s).
+    bundles: Vec<Vec<u8>>,
+    scratch: Scratch,
+    packet_buf: Vec<u8>,
     buf: Vec<u8>,
     n: u64,
 }
@@ -363,13 +552,15 @@ impl PerfettoSink {
             out: Output::create(path)?,
             names: NameTable::new(nr_cpus),
             new_tasks: Vec::new(),
-            per_cpu: (0..nr_cpus).map(|_| Vec::new()).collect(),
+            bundles: (0..nr_cpus).map(|_| Vec::new()).collect(),
+            scratch: Scratch::default(),
+            packet_buf: Vec::new(),
             buf: Vec::with_capacity(1 << 20),
             n: 0,
         };
         // The simulated clocks all start at 0 together; ftrace timestamps are boot time.
         let clock = |id| Clock { clock_id: Some(id), timestamp: Some(0) };
-        s.packet(TracePacket {
+        s.packet(&TracePacket {
             timestamp: Some(0),
             timestamp_clock_id: Some(CLOCK_BOOTTIME),
             trusted_packet_sequence_id: Some(SEQUENCE_ID),
@@ -383,8 +574,12 @@ impl PerfettoSink {
     }
 
     /// Append one packet as field 1 of `Trace`.
-    fn packet(&mut self, p: TracePacket) -> io::Result<()> {
-        prost::encoding::message::encode(1, &p, &mut self.buf);
+    fn packet(&mut self, p: &TracePacket) -> io::Result<()> {
+        prost::encoding::message::encode(1, p, &mut self.buf);
+        self.drain()
+    }
+
+    fn drain(&mut self) -> io::Result<()> {
         if self.buf.len() >= 1 << 20 {
             self.out.w().write_all(&self.buf)?;
             self.buf.clear();
@@ -392,6 +587,20 @@ impl PerfettoSink {
         Ok(())
     }
 
+    /// Write CPU `cpu`'s bundle as a packet and start a new one.
+    fn bundle_out(&mut self, cpu: usize) -> io::Result<()> {
+        if self.bundles[cpu].is_empty() {
+            return Ok(());
+        }
+        self.packet_buf.clear();
+        put_varint(&mut self.packet_buf, 10, SEQUENCE_ID.into());
+        put_bytes(&mut self.packet_buf, 1, &self.bundles[cpu]);
+        put_bytes(&mut self.buf, 1, &self.packet_buf);
+        self.bundles[cpu].clear();
+        self.drain()
+    }
+
+    /// A `ProcessTree` packet for the tasks announced since the last one.
     fn process_tree(&mut self, ts: u64) -> io::Result<()> {
         if self.new_tasks.is_empty() {
             return Ok(());
@@ -415,7 +624,7 @@ impl PerfettoSink {
                 .map(|t| Thread { tid: Some(t.pid as i32), name: Some(t.comm.clone()), tgid: Some(t.tgid as i32) })
                 .collect(),
         };
-        self.packet(TracePacket {
+        self.packet(&TracePacket {
             timestamp: Some(ts),
             trusted_packet_sequence_id: Some(SEQUENCE_ID),
             process_tree: Some(tree),
@@ -437,33 +646,22 @@ impl TraceSink for PerfettoSink {
         self.process_tree(records.first().map_or(0, |r| r.ts_ns))?;
         for r in records {
             let cpu = r.cpu as usize;
-            if cpu >= self.per_cpu.len() {
-                self.per_cpu.resize_with(cpu + 1, Vec::new);
+            if cpu >= self.bundles.len() {
+                self.bundles.resize_with(cpu + 1, Vec::new);
             }
-            let ev = FtraceEvent {
-                timestamp: Some(r.ts_ns),
-                pid: Some(r.pid),
-                common_flags: Some(u32::from(r.flags)),
-                event: Some(encode_event(&r.event, r.cpu, &self.names)),
-            };
-            self.per_cpu[cpu].push(ev);
+            write_event(&mut self.scratch, r, &self.names);
+            let b = &mut self.bundles[cpu];
+            if b.is_empty() {
+                put_varint(b, 1, cpu as u64);
+            }
+            put_bytes(b, 2, &self.scratch.ev);
+            if b.len() >= BUNDLE_BYTES {
+                self.bundle_out(cpu)?;
+            }
         }
-        for cpu in 0..self.per_cpu.len() {
-            if self.per_cpu[cpu].is_empty() {
-                continue;
-            }
-            let event = std::mem::take(&mut self.per_cpu[cpu]);
-            let mut p = TracePacket {
-                trusted_packet_sequence_id: Some(SEQUENCE_ID),
-                ftrace_events: Some(FtraceEventBundle { cpu: Some(cpu as u32), event }),
-                ..Default::default()
-            };
-            self.packet(std::mem::take(&mut p))?;
-            // Keep the allocation for the next chunk.
-            if let Some(mut b) = p.ftrace_events.take() {
-                b.event.clear();
-                self.per_cpu[cpu] = b.event;
-            }
+        // Bundles do not span chunks: the next chunk may name new tasks first.
+        for cpu in 0..self.bundles.len() {
+            self.bundle_out(cpu)?;
         }
         self.n += records.len() as u64;
         Ok(())
@@ -471,6 +669,9 @@ impl TraceSink for PerfettoSink {
 
     fn finish(mut self: Box<Self>) -> io::Result<u64> {
         self.process_tree(0)?;
+        for cpu in 0..self.bundles.len() {
+            self.bundle_out(cpu)?;
+        }
         let buf = std::mem::take(&mut self.buf);
         self.out.w().write_all(&buf)?;
         let n = self.n;
@@ -479,4 +680,57 @@ impl TraceSink for PerfettoSink {
     }
 
     fn abort(self: Box<Self>) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::{Sym, Vector, WarnSite};
+
+    /// The wire-level writer produces, for every kind of record, the message the structs
+    /// declare (decoded back with prost).
+    #[test]
+    fn hand_written_events_decode_to_the_declared_messages() {
+        let mut names = NameTable::new(4);
+        names.add(&TaskInfo { pid: 7, tgid: 7, comm: "ping".into(), kthread: false });
+        let mut m = CpuMask::new(4);
+        m.set(1);
+        m.set(3);
+        names.set_masks(&[m]);
+        let events = [
+            Event::SchedSwitch { prev_pid: 7, prev_prio: -1, prev_state: 0x101, next_pid: 0, next_prio: 120 },
+            Event::SchedWaking { pid: 7, prio: 120, target_cpu: 3 },
+            Event::SchedWakeup { pid: 7, prio: 120, target_cpu: 3 },
+            Event::SchedWakeupNew { pid: 9, prio: 120, target_cpu: 0 },
+            Event::SchedMigrateTask { pid: 7, prio: 120, orig_cpu: 1, dest_cpu: 2 },
+            Event::SchedWakeIdleWithoutIpi { cpu: 2 },
+            Event::IpiSendCpu { cpu: 1, callsite: Sym::WakeupPreempt, callback: Sym::Null },
+            Event::IpiSendCpumask { mask: 0, callsite: Sym::SmpCallFunctionManyCond, callback: Sym::DoNothingIpi },
+            Event::CsdQueueCpu { cpu: 1, callsite: Sym::TtwuQueueWakelist, func: Sym::SchedTtwuPending, csd: u64::MAX },
+            Event::CsdFunctionEntry { func: Sym::SchedTtwuPending, csd: 5 },
+            Event::CsdFunctionExit { func: Sym::SchedTtwuPending, csd: 5 },
+            Event::CpuIdle { state: u32::MAX, cpu_id: 1 },
+            Event::VectorEntry { vector: Vector::LocalTimer },
+            Event::VectorExit { vector: Vector::LocalTimer },
+            Event::VectorEntry { vector: Vector::Reschedule },
+            Event::VectorExit { vector: Vector::CallFunctionSingle },
+            Event::SoftirqRaise { vec: 7 },
+            Event::SoftirqEntry { vec: 7 },
+            Event::SoftirqExit { vec: 7 },
+            Event::Warning { site: WarnSite::NohzCsdFuncNoKick },
+        ];
+        let mut s = Scratch::default();
+        for e in events {
+            let r = Record { ts_ns: 123_456_789, cpu: 1, pid: 7, flags: 0x0d, preempt_count: 1, event: e };
+            write_event(&mut s, &r, &names);
+            let got = FtraceEvent::decode(s.ev.as_slice()).unwrap();
+            let want = FtraceEvent {
+                timestamp: Some(r.ts_ns),
+                pid: Some(7),
+                common_flags: Some(0x0d),
+                event: Some(encode_event(&e, 1, &names)),
+            };
+            assert_eq!(got, want, "{e:?}");
+        }
+    }
 }

@@ -664,7 +664,12 @@ mod tests {
         for i in 0..300 {
             c.add(1 << 28 | i, &[3; 12]);
         }
-        assert!(c.pages >= 1);
-        assert_eq!(u64::from_le_bytes(c.staged[8..16].try_into().unwrap()) as usize % 16, 0);
+        // 40 bytes, then 16-byte entries until the next would pass the 4080 data bytes.
+        assert_eq!(c.pages, 1);
+        let commit = u64::from_le_bytes(c.staged[8..16].try_into().unwrap()) as usize;
+        assert_eq!(commit, 40 + (PAGE_DATA - 40) / 16 * 16);
+        assert_eq!(u64::from_le_bytes(c.staged[0..8].try_into().unwrap()), 5);
+        // The second page starts at the first entry that did not fit, with delta 0.
+        assert_eq!(u64::from_le_bytes(c.page[0..8].try_into().unwrap()), 1 << 28 | ((PAGE_DATA - 40) / 16) as u64);
     }
 }
