@@ -7,6 +7,7 @@
 
 pub mod cli;
 pub mod experiments;
+pub mod html;
 pub mod hw;
 pub mod linux;
 pub mod report;

@@ -219,18 +219,33 @@ pub fn execute_streaming_chunked(
     chunk: usize,
 ) -> Result<(RunResult, u64), String> {
     let err = |e: std::io::Error| format!("cannot write trace file {}: {e}", path.display());
+    let nr_cpus = machine(&spec.machine)?.topo.nr_cpus;
+    let sink = crate::trace::sink::open(path, format, nr_cpus).map_err(err)?;
+    let (r, n) = execute_with_sink(spec, sink, chunk)?;
+    Ok((r, n.map_err(err)?))
+}
+
+/// Run a spec handing its trace records to `sink` every `chunk` records (0: the default).
+/// The outer error is the run's; the inner one the sink's (write errors).
+pub fn execute_with_sink(
+    spec: &RunSpec,
+    sink: Box<dyn crate::trace::TraceSink>,
+    chunk: usize,
+) -> Result<(RunResult, std::io::Result<u64>), String> {
     let mut k = build(spec)?;
     k.trace.enabled = true;
     k.trace.chunk = chunk;
-    k.trace.sink = Some(crate::trace::sink::open(path, format, k.m.topo.nr_cpus).map_err(err)?);
+    k.trace.sink = Some(sink);
     k.run(spec.limit_ns);
     k.flush_trace();
     let sink = k.trace.sink.take().expect("attached above");
-    if let Some(e) = k.trace.error.take() {
-        sink.abort();
-        return Err(err(e));
-    }
-    let n = sink.finish().map_err(err)?;
+    let n = match k.trace.error.take() {
+        Some(e) => {
+            sink.abort();
+            Err(e)
+        }
+        None => sink.finish(),
+    };
     k.trace.enabled = false;
     Ok((collect(k, spec), n))
 }

@@ -132,6 +132,10 @@ pub struct Cpu {
     pub switch_prev: TaskId,
 }
 
+/// Simulated time of a running [`Kernel::run`], stored every 2^20 actions for the command
+/// line's progress display (any run may store it; the model never reads it).
+pub static PROGRESS_NS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// The whole simulated machine.
 pub struct Kernel {
     pub now: Time,
@@ -505,6 +509,9 @@ impl Kernel {
             debug_assert!(t >= self.now, "time went backwards");
             self.now = t;
             self.actions += 1;
+            if self.actions & 0xf_ffff == 0 {
+                PROGRESS_NS.store(t, std::sync::atomic::Ordering::Relaxed);
+            }
             engine::dispatch(self, a);
         }
         engine::account_all(self);
