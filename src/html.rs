@@ -143,27 +143,39 @@ fn perr<E: std::fmt::Debug>(e: E) -> String {
     format!("plot: {e:?}")
 }
 
-/// Horizontal bars: each variant's normalized mean with mean ± stddev, the published figure as
-/// a red diamond.
+/// Horizontal bars: each variant's mean with mean ± stddev, the published figure as a red
+/// diamond. Normalized to the first variant when the published figures are (the first one is
+/// 1.0, as in ipistorm); in the metric's own units otherwise (schbench's p99.9 in us).
 fn comparison_chart(c: &Comparison) -> Plot {
     let n = c.rows.len();
+    let normalized = c.rows.first().and_then(|r| r.published).is_some_and(|p| (p - 1.0).abs() < 1e-9);
+    // (value, spread, published) per row, in the chart's units.
+    let vals: Vec<(f64, f64, Option<f64>)> = c
+        .rows
+        .iter()
+        .map(|r| {
+            if normalized {
+                let sd = if r.mean != 0.0 { r.stddev / r.mean * r.normalized } else { 0.0 };
+                (r.normalized, sd, r.published)
+            } else {
+                (r.mean, r.stddev, r.published)
+            }
+        })
+        .collect();
     let mut svg = String::new();
     {
         let h = 80 + 34 * n as u32;
         let root = SVGBackend::with_string(&mut svg, (900, h)).into_drawing_area();
         root.fill(&WHITE).map_err(perr)?;
-        let xmax = c
-            .rows
-            .iter()
-            .map(|r| {
-                let sd = if r.mean != 0.0 { r.stddev / r.mean * r.normalized } else { 0.0 };
-                (r.normalized + sd).max(r.published.unwrap_or(0.0))
-            })
-            .fold(1.0f64, f64::max)
-            * 1.1;
+        let xmax = vals.iter().map(|&(v, sd, p)| (v + sd).max(p.unwrap_or(0.0))).fold(1e-9f64, f64::max) * 1.1;
         let labels: Vec<String> = c.rows.iter().map(|r| r.variant.clone()).collect();
+        let caption = if normalized {
+            format!("{} normalized to {} (bar: mean, line: ± stddev, red ◆: published)", c.metric, labels[0])
+        } else {
+            format!("{} in {} (bar: mean, line: ± stddev, red ◆: published)", c.metric, c.unit)
+        };
         let mut ch = ChartBuilder::on(&root)
-            .caption(format!("{} (normalized to {}; red ◆ = published)", c.metric, labels[0]), ("sans-serif", 16))
+            .caption(caption, ("sans-serif", 16))
             .margin(10)
             .x_label_area_size(30)
             .y_label_area_size(190)
@@ -181,28 +193,25 @@ fn comparison_chart(c: &Comparison) -> Plot {
                 }
             })
             .x_desc(format!(
-                "normalized {} ({})",
+                "{} {} ({})",
+                if normalized { "normalized" } else { "" },
                 c.metric,
                 if c.lower_is_better { "lower is better" } else { "higher is better" }
             ))
             .draw()
             .map_err(perr)?;
-        for (i, r) in c.rows.iter().enumerate() {
+        for (i, &(v, sd, published)) in vals.iter().enumerate() {
             let y = (n - 1 - i) as f64;
-            ch.draw_series(std::iter::once(Rectangle::new(
-                [(0.0, y + 0.2), (r.normalized, y + 0.8)],
-                color(i).mix(0.8).filled(),
-            )))
-            .map_err(perr)?;
-            let sd = if r.mean != 0.0 { r.stddev / r.mean * r.normalized } else { 0.0 };
+            ch.draw_series(std::iter::once(Rectangle::new([(0.0, y + 0.2), (v, y + 0.8)], color(i).mix(0.8).filled())))
+                .map_err(perr)?;
             if sd > 0.0 {
                 ch.draw_series(std::iter::once(PathElement::new(
-                    vec![(r.normalized - sd, y + 0.5), (r.normalized + sd, y + 0.5)],
+                    vec![(v - sd, y + 0.5), (v + sd, y + 0.5)],
                     BLACK.stroke_width(2),
                 )))
                 .map_err(perr)?;
             }
-            if let Some(p) = r.published {
+            if let Some(p) = published {
                 ch.draw_series(std::iter::once(Polygon::new(
                     vec![(p, y + 0.25), (p + xmax * 0.012, y + 0.5), (p, y + 0.75), (p - xmax * 0.012, y + 0.5)],
                     RED.filled(),
@@ -311,25 +320,22 @@ fn latency_cdf(details: &[Detail]) -> Option<Plot> {
         let root = SVGBackend::with_string(&mut svg, (900, 420)).into_drawing_area();
         root.fill(&WHITE).map_err(perr)?;
         // Up to the largest p99.9 so one outlier does not flatten the curves.
-        let xmax = details
-            .iter()
-            .filter(|d| !d.run.stats.wakeup_latency.is_empty())
-            .map(|d| d.run.stats.wakeup_latency.value_at_quantile(0.999) as f64 / 1000.0)
-            .fold(0.001, f64::max)
-            * 1.05;
+        let hists = || details.iter().map(|d| &d.run.stats.wakeup_latency).filter(|h| !h.is_empty());
+        let xmax = hists().map(|h| h.max() as f64 / 1000.0).fold(0.01, f64::max) * 1.2;
+        let xmin = hists().map(|h| h.min() as f64 / 1000.0).fold(f64::MAX, f64::min).max(0.01) / 1.2;
         let mut ch = ChartBuilder::on(&root)
-            .caption("wakeup latency CDF (sched_waking to running; first seed of each variant)", ("sans-serif", 16))
+            .caption("wakeup latency CDF, sched_waking to running (first seed of each variant)", ("sans-serif", 16))
             .margin(10)
             .x_label_area_size(35)
             .y_label_area_size(50)
-            .build_cartesian_2d(0f64..xmax, 0f64..1.0)
+            .build_cartesian_2d((xmin..xmax).log_scale(), 0f64..1.0)
             .map_err(perr)?;
-        ch.configure_mesh().x_desc("µs").y_desc("fraction of wakeups").draw().map_err(perr)?;
+        ch.configure_mesh().x_desc("µs (log scale)").y_desc("fraction of wakeups").draw().map_err(perr)?;
         for (i, (label, pts)) in curves.iter().enumerate() {
             let c = color(i);
             let mut step = Vec::with_capacity(pts.len() * 2 + 1);
             let mut prev = 0.0;
-            step.push((0.0, 0.0));
+            step.push((xmin, 0.0));
             for &(x, y) in pts {
                 step.push((x, prev));
                 step.push((x, y));
@@ -477,7 +483,7 @@ fn timeline(d: &Detail) -> Plot {
     pids.dedup();
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (1100, 110 + 40 * n as u32)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (1100, 110 + 40 * n.max(5) as u32)).into_drawing_area();
         root.fill(&WHITE).map_err(perr)?;
         let labels: Vec<String> = order.iter().rev().map(|c| format!("CPU{c}")).collect();
         let mut ch = ChartBuilder::on(&root)
@@ -493,10 +499,11 @@ fn timeline(d: &Detail) -> Plot {
             .margin(10)
             .x_label_area_size(30)
             .y_label_area_size(70)
-            .build_cartesian_2d(0f64..end, 0f64..n as f64)
+            .build_cartesian_2d(0f64..end * 1.22, 0f64..n as f64)
             .map_err(perr)?;
         ch.configure_mesh()
             .disable_y_mesh()
+            .x_label_formatter(&|x| if *x <= end { format!("{x:.0}") } else { String::new() })
             .y_labels(n * 2 + 1)
             .y_label_formatter(&|y| {
                 let i = (y - 0.5).round();
