@@ -282,6 +282,9 @@ for p in t.packet:
     if p.HasField("clock_snapshot"):
         out["clocks"] = [c.clock_id for c in p.clock_snapshot.clocks]
         out["primary_clock"] = p.clock_snapshot.primary_trace_clock
+    if p.HasField("system_info"):
+        out["release"] = p.system_info.utsname.release
+        out["num_cpus"] = p.system_info.num_cpus
     if p.HasField("process_tree"):
         for th in p.process_tree.threads:
             out["threads"][str(th.tid)] = [th.name, th.tgid]
@@ -345,6 +348,8 @@ fn perfetto_classes_decode_the_same_records_as_the_text() {
         let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
         assert_eq!(doc["clocks"].as_array().unwrap()[0], 6, "BOOTTIME first");
         assert_eq!(doc["primary_clock"], 6);
+        assert_eq!(doc["release"], schedsim::trace::perfetto::RELEASE);
+        assert_eq!(doc["num_cpus"], 4);
         let events = doc["events"].as_array().unwrap();
         assert_eq!(events.len() as u64, n, "{name}: event count");
         let want = parse_text(&txt);

@@ -37,7 +37,38 @@ pub struct TracePacket {
     pub process_tree: Option<ProcessTree>,
     #[prost(message, optional, tag = "6")]
     pub clock_snapshot: Option<ClockSnapshot>,
+    #[prost(message, optional, tag = "45")]
+    pub system_info: Option<SystemInfo>,
 }
+
+/// `perfetto.protos.SystemInfo` (the fields we write). Perfetto decodes `sched_switch`'s
+/// `prev_state` bits by the kernel release it names.
+#[derive(Clone, PartialEq, Message)]
+pub struct SystemInfo {
+    #[prost(message, optional, tag = "1")]
+    pub utsname: Option<Utsname>,
+    #[prost(uint32, optional, tag = "6")]
+    pub page_size: Option<u32>,
+    #[prost(uint32, optional, tag = "8")]
+    pub num_cpus: Option<u32>,
+}
+
+/// `perfetto.protos.Utsname`.
+#[derive(Clone, PartialEq, Message)]
+pub struct Utsname {
+    #[prost(string, optional, tag = "1")]
+    pub sysname: Option<String>,
+    #[prost(string, optional, tag = "2")]
+    pub version: Option<String>,
+    #[prost(string, optional, tag = "3")]
+    pub release: Option<String>,
+    #[prost(string, optional, tag = "4")]
+    pub machine: Option<String>,
+}
+
+/// The release the trace claims: the kernel whose event formats and `prev_state` encoding the
+/// records follow (`event-formats.txt`).
+pub const RELEASE: &str = "6.18.0-schedsim";
 
 /// `perfetto.protos.ClockSnapshot`.
 #[derive(Clone, PartialEq, Message)]
@@ -567,6 +598,20 @@ impl PerfettoSink {
             clock_snapshot: Some(ClockSnapshot {
                 clocks: vec![clock(CLOCK_BOOTTIME), clock(CLOCK_MONOTONIC), clock(CLOCK_REALTIME)],
                 primary_trace_clock: Some(CLOCK_BOOTTIME as i32),
+            }),
+            ..Default::default()
+        })?;
+        s.packet(&TracePacket {
+            trusted_packet_sequence_id: Some(SEQUENCE_ID),
+            system_info: Some(SystemInfo {
+                utsname: Some(Utsname {
+                    sysname: Some("Linux".into()),
+                    version: Some("schedsim".into()),
+                    release: Some(RELEASE.into()),
+                    machine: Some("x86_64".into()),
+                }),
+                page_size: Some(4096),
+                num_cpus: Some(nr_cpus),
             }),
             ..Default::default()
         })?;
