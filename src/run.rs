@@ -221,6 +221,10 @@ pub struct RunResult {
 pub fn execute(spec: &RunSpec) -> Result<RunResult, String> {
     let mut k = build(spec)?;
     k.run(spec.limit_ns);
+    Ok(collect(k, spec))
+}
+
+fn collect(mut k: Kernel, spec: &RunSpec) -> RunResult {
     let comms = k.tasks.iter().filter(|t| t.pid != 0).map(|t| (t.pid, t.comm.clone())).collect();
     let now = k.now;
     let task_clock_ns = k
@@ -229,7 +233,7 @@ pub fn execute(spec: &RunSpec) -> Result<RunResult, String> {
         .filter(|t| t.kind == crate::linux::kernel::sched::TaskKind::Workload)
         .map(|t| t.sum_exec_runtime + if t.on_cpu { now - t.exec_start } else { 0 })
         .sum();
-    Ok(RunResult {
+    RunResult {
         kernel_label: k.cfg.label(),
         machine: k.m.name.clone(),
         nr_cpus: k.m.topo.nr_cpus,
@@ -244,10 +248,62 @@ pub fn execute(spec: &RunSpec) -> Result<RunResult, String> {
         comms,
         finished: k.finished,
         task_clock_ns,
-        funcs: k.cfg.background.sources.iter().map(|s| s.name.clone()).collect(),
+        funcs: k.cfg.background.trace_funcs(),
         background: spec.background.clone().unwrap_or_else(|| k.cfg.background.name.clone()),
         preempt: k.cfg.preempt.name(),
-    })
+    }
+}
+
+/// Run a spec with its trace streamed to `path` in `format` while the run goes on (memory stays
+/// bounded however long the trace). The file appears complete or not at all; the error names the
+/// file and the OS error. Returns the result (whose `trace` is empty) and the records written.
+pub fn execute_streaming(
+    spec: &RunSpec,
+    path: &std::path::Path,
+    format: crate::trace::sink::TraceFormat,
+) -> Result<(RunResult, u64), String> {
+    execute_streaming_chunked(spec, path, format, 0)
+}
+
+/// [`execute_streaming`] handing records over every `chunk` records (0: the default chunk).
+pub fn execute_streaming_chunked(
+    spec: &RunSpec,
+    path: &std::path::Path,
+    format: crate::trace::sink::TraceFormat,
+    chunk: usize,
+) -> Result<(RunResult, u64), String> {
+    let err = |e: std::io::Error| format!("cannot write trace file {}: {e}", path.display());
+    let nr_cpus = machine(&spec.machine)?.topo.nr_cpus;
+    let sink = crate::trace::sink::open(path, format, nr_cpus).map_err(err)?;
+    let (r, n) = execute_with_sink(spec, sink, chunk)?;
+    Ok((r, n.map_err(err)?))
+}
+
+/// Run a spec handing its trace records to `sink` every `chunk` records (0: the default).
+/// The outer error is the run's; the inner one the sink's (write errors).
+pub fn execute_with_sink(
+    spec: &RunSpec,
+    sink: Box<dyn crate::trace::TraceSink>,
+    chunk: usize,
+) -> Result<(RunResult, std::io::Result<u64>), String> {
+    let mut k = build(spec)?;
+    k.trace.enabled = true;
+    k.trace.chunk = chunk;
+    let mut sink = sink;
+    sink.funcs(&k.cfg.background.trace_funcs());
+    k.trace.sink = Some(sink);
+    k.run(spec.limit_ns);
+    k.flush_trace();
+    let sink = k.trace.sink.take().expect("attached above");
+    let n = match k.trace.error.take() {
+        Some(e) => {
+            sink.abort();
+            Err(e)
+        }
+        None => sink.finish(),
+    };
+    k.trace.enabled = false;
+    Ok((collect(k, spec), n))
 }
 
 /// Task names for the ftrace writer.
