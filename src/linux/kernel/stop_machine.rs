@@ -13,6 +13,8 @@ use crate::linux::{CpuId, Kernel};
 pub enum StopWork {
     /// `active_load_balance_cpu_stop()`: push one task from this CPU to `push_cpu`.
     ActiveLoadBalance { push_cpu: CpuId },
+    /// `migration_cpu_stop()`: move task `p`, which may no longer run here, to `dest`.
+    MigrationCpuStop { p: crate::linux::TaskId, dest: CpuId },
 }
 
 /// The stopper thread body in progress.
@@ -71,6 +73,7 @@ pub fn cpu_stopper_thread(k: &mut Kernel, cpu: CpuId, s: &mut Stopper) -> Next {
             StopWork::ActiveLoadBalance { push_cpu } => {
                 super::sched::fair::active_load_balance_cpu_stop(k, cpu, push_cpu)
             }
+            StopWork::MigrationCpuStop { p, dest } => super::sched::syscalls::migration_cpu_stop(k, cpu, p, dest),
         };
         return Next::Cont(c);
     }

@@ -8,6 +8,7 @@ pub mod fair_class;
 pub mod features;
 pub mod idle;
 pub mod rt;
+pub mod syscalls;
 pub mod topology;
 
 use crate::hw::cacheline::LineId;
@@ -84,6 +85,15 @@ pub struct Task {
     pub cpu: CpuId,
     /// The CPU this task is bound to (`kthread_bind`), if any.
     pub pinned: Option<CpuId>,
+    /// `cpus_mask` set by `sched_setaffinity()`, when it is not every CPU (None: all CPUs, or
+    /// the one `pinned` CPU). Read through [`Task::cpu_allowed`] and [`Task::migratable`].
+    pub cpus_mask: Option<crate::hw::cpumask::CpuMask>,
+    /// `nr_cpus_allowed` of `cpus_mask` (meaningful only when it is set).
+    pub mask_weight: u32,
+    /// `policy` (SCHED_NORMAL 0, SCHED_FIFO 1, SCHED_RR 2) and the SCHED_RR `rt.time_slice`
+    /// left, in ticks.
+    pub policy: u32,
+    pub rr_time_slice: u32,
     /// `thread_info.flags` and the line it lives on.
     pub ti_flags: u32,
     pub ti_line: LineId,
@@ -110,6 +120,39 @@ pub struct Task {
     pub sum_exec_runtime: Time,
     pub exec_start: Time,
 }
+
+impl Task {
+    /// `cpumask_test_cpu(cpu, p->cpus_ptr)`: `cpu` is in the task's affinity (its bound CPU,
+    /// its `sched_setaffinity()` mask, or any CPU).
+    #[inline]
+    pub fn cpu_allowed(&self, cpu: CpuId) -> bool {
+        match (self.pinned, &self.cpus_mask) {
+            (Some(c), _) => c == cpu,
+            (None, Some(m)) => m.test(cpu),
+            (None, None) => true,
+        }
+    }
+
+    /// `p->nr_cpus_allowed > 1`: the task may run on more than one CPU.
+    #[inline]
+    pub fn migratable(&self) -> bool {
+        self.pinned.is_none() && self.cpus_mask.as_ref().is_none_or(|_| self.mask_weight > 1)
+    }
+
+    /// The one CPU a task with `nr_cpus_allowed == 1` may run on.
+    pub fn single_cpu(&self) -> Option<CpuId> {
+        match (self.pinned, &self.cpus_mask) {
+            (Some(c), _) => Some(c),
+            (None, Some(m)) if self.mask_weight == 1 => m.first(),
+            _ => None,
+        }
+    }
+}
+
+// Scheduling policies (include/uapi/linux/sched.h).
+pub const SCHED_NORMAL: u32 = 0;
+pub const SCHED_FIFO: u32 = 1;
+pub const SCHED_RR: u32 = 2;
 
 /// What a wakeup's target CPU held at the instant `try_to_wake_up()` chose it (see
 /// `core::note_placement`).
@@ -151,6 +194,10 @@ impl Task {
             on_cpu: false,
             cpu,
             pinned,
+            cpus_mask: None,
+            mask_weight: 0,
+            policy: SCHED_NORMAL,
+            rr_time_slice: 0,
             ti_flags: 0,
             ti_line,
             wake_entry,
