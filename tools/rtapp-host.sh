@@ -1,0 +1,44 @@
+#!/bin/sh
+# Run the rt-app JSON files of scenarios/rtapp/ with Debian's rt-app on this host and in the
+# model, and print rt-app's log columns side by side (tools/rtapp-compare.py).
+#
+#   tools/rtapp-host.sh [FILE.json ...]      (default: the four files rt-app 1.0 can run)
+#
+# Needs the `rt-app` package (apt-get install rt-app) and root for the SCHED_FIFO/SCHED_RR
+# threads. MACHINE=FILE.toml|PRESET picks the model's machine; by default a 2-vCPU KVM guest
+# derived from the icx-vm-32 preset (haltpoll idle, HZ=250), which is what the project's host
+# is. SCHEDSIM=path overrides the binary (default: cargo build --release). OUT=DIR keeps the
+# logs (default: a temporary directory).
+set -eu
+cd "$(dirname "$0")/.."
+command -v rt-app >/dev/null || { echo "rtapp-host: rt-app is not installed (apt-get install rt-app)" >&2; exit 2; }
+if [ "$(id -u)" != 0 ]; then echo "rtapp-host: run as root (SCHED_FIFO/SCHED_RR threads)" >&2; exit 2; fi
+if [ -z "${SCHEDSIM:-}" ]; then cargo build --release -q; SCHEDSIM=target/release/schedsim; fi
+OUT=${OUT:-$(mktemp -d /tmp/rtapp-host.XXXXXX)}
+mkdir -p "$OUT"
+if [ -z "${MACHINE:-}" ]; then
+    MACHINE=$OUT/kvm-2vcpu.toml
+    "$SCHEDSIM" list --machine icx-vm-32 | sed \
+        -e '0,/^name = /s/^name = .*/name = "kvm-2vcpu"/' \
+        -e 's/^description = .*/description = "KVM guest, 2 vCPUs (2 cores, no SMT), haltpoll idle: icx-vm-32 costs"/' \
+        -e 's/^hz = .*/hz = 250/' \
+        -e 's/^cores_per_socket = .*/cores_per_socket = 2/' \
+        -e 's/^cores_per_llc = [0-9]*/cores_per_llc = 2/' \
+        -e 's/^threads_per_core = .*/threads_per_core = 1/' > "$MACHINE"
+fi
+[ $# -gt 0 ] || set -- scenarios/rtapp/periodic.json scenarios/rtapp/pipeline.json \
+    scenarios/rtapp/lock-contention.json scenarios/rtapp/barrier.json
+for f in "$@"; do
+    b=$(basename "$f" .json)
+    mkdir -p "$OUT/$b/host" "$OUT/$b/model"
+    # rt-app writes its logs into global.logdir ("./" by default): run it in the host dir.
+    abs=$(cd "$(dirname "$f")" && pwd)/$(basename "$f")
+    echo "== $b: rt-app $f (host), schedsim run --rtapp $f --machine $MACHINE (model)"
+    if ! (cd "$OUT/$b/host" && rt-app "$abs" > rt-app.out 2>&1); then
+        echo "   rt-app failed on the host (see $OUT/$b/host/rt-app.out):"; tail -3 "$OUT/$b/host/rt-app.out" | sed 's/^/   /'
+        continue
+    fi
+    "$SCHEDSIM" run --rtapp "$f" --machine "$MACHINE" --log-dir "$OUT/$b/model" > "$OUT/$b/model/schedsim.out"
+    python3 tools/rtapp-compare.py "$OUT/$b/host" "$OUT/$b/model"
+done
+echo "logs in $OUT"
