@@ -203,6 +203,23 @@ fn sched_yield_hands_the_cpu_to_an_equal_priority_fifo_thread() {
 }
 
 #[test]
+fn an_overrunning_absolute_timer_keeps_its_reference_and_a_relative_one_resets() {
+    let json = |mode: &str| {
+        format!(
+            r#"{{"tasks": {{"t": {{"loop": 1, "phases": {{"p": {{"loop": 6, "run": 15000,
+               "timer": {{"ref": "unique", "period": 10000, "mode": "{mode}"}}}}}}}}}}}}"#
+        )
+    };
+    let abs = TempJson::new("abs", &json("absolute"));
+    let rel = TempJson::new("rel", &json("relative"));
+    let slack = |file: &str| -> Vec<i64> { rows(&run(file).0, "t").iter().map(|r| r.slack / 1000).collect() };
+    // Absolute: the n-th expiry is n periods after the start, so each 15 ms activation falls
+    // 5 ms further behind. Relative: the reference moves to the late end each time.
+    assert_eq!(slack(&abs.path()), vec![-5, -10, -15, -20, -25, -30]);
+    assert_eq!(slack(&rel.path()), vec![-5, -5, -5, -5, -5, -5]);
+}
+
+#[test]
 fn a_scenario_file_names_its_rtapp_json() {
     let text = "rtapp = \"rtapp/periodic.json\"\nmachine = \"smp-4\"\nseed = 3\n";
     let s = schedsim::cli::scenario::parse(text, "scenarios/my.toml").unwrap();

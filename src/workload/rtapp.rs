@@ -207,8 +207,9 @@ pub struct RtApp {
     pub p_load: u64,
     /// Resolved events per task definition and phase.
     evs: Vec<Vec<Vec<Ev>>>,
-    /// Names of each definition's unique timers (their index is `TimerRef::Unique`).
-    unique_timers: Vec<Vec<String>>,
+    /// Each definition's unique timers (their index is `TimerRef::Unique`): name, and whether
+    /// some use of it asks for absolute mode.
+    unique_timers: Vec<Vec<(String, bool)>>,
     mutexes: Vec<FutexId>,
     conds: Vec<Cond>,
     timers: Vec<TimerState>,
@@ -249,6 +250,7 @@ impl RtApp {
         let mut unique_timers = Vec::new();
         for t in &cfg.tasks {
             let mut uniq: Vec<String> = Vec::new();
+            let mut uniq_abs: Vec<bool> = Vec::new();
             let mut phases = Vec::new();
             for ph in &t.phases {
                 let mut v = Vec::new();
@@ -259,7 +261,12 @@ impl RtApp {
                         Event::Sleep(u) => Ev::Sleep(*u),
                         Event::Timer { name, unique, period_us, absolute } => {
                             let timer = if *unique {
-                                TimerRef::Unique(intern(&mut uniq, name))
+                                let i = intern(&mut uniq, name);
+                                if uniq_abs.len() <= i {
+                                    uniq_abs.push(false);
+                                }
+                                uniq_abs[i] |= *absolute;
+                                TimerRef::Unique(i)
                             } else {
                                 let i = intern(&mut timer_names, name);
                                 if timer_abs.len() <= i {
@@ -308,7 +315,7 @@ impl RtApp {
                 phases.push(v);
             }
             evs.push(phases);
-            unique_timers.push(uniq);
+            unique_timers.push(uniq.into_iter().zip(uniq_abs).collect());
         }
         // A barrier's own mutex and condition live beside the named ones.
         let mut barriers = Vec::new();
@@ -472,7 +479,8 @@ fn new_thread(k: &mut Kernel, def: usize, fork_id: Option<u32>) -> usize {
         Policy::Rr => (SCHED_RR, crate::linux::kernel::sched::rt::fifo_prio(t.priority)),
     };
     let cpus = t.cpus.clone();
-    let nuniq = w.unique_timers[def].len();
+    let timers: Vec<TimerState> =
+        w.unique_timers[def].iter().map(|&(_, abs)| TimerState { relative: !abs, ..Default::default() }).collect();
     let idx = w.threads.len();
     let tid = k.new_task(TaskKind::Workload, comm, policy, prio, None);
     if let Some(c) = &cpus {
@@ -502,7 +510,7 @@ fn new_thread(k: &mut Kernel, def: usize, fork_id: Option<u32>) -> usize {
         t_start: 0,
         t_first: 0,
         ld: LogData::default(),
-        timers: vec![TimerState { relative: true, ..Default::default() }; nuniq],
+        timers,
         cur_cpus: cpus,
         rows: Vec::new(),
         exited: false,
