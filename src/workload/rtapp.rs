@@ -810,32 +810,29 @@ fn event_continue(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, ti: usize) -> R
 
 /// Run the event's user-level ops (locks and condition variables on futex words).
 fn run_ops(k: &mut Kernel, cpu: CpuId, ti: usize) -> Result<Time, Next> {
-    loop {
-        let Some(&op) = st(k).threads[ti].ops.first() else {
-            return Ok(0);
-        };
-        let sub = st(k).threads[ti].sub;
-        let step = op_step(k, cpu, ti, op, sub);
-        match step {
-            OpStep::Done(c) => {
-                let th = &mut st(k).threads[ti];
-                th.ops.remove(0);
-                th.sub = 0;
-                if th.ops.is_empty() {
-                    return Ok(c);
-                }
-                return Err(Next::Cont(c));
+    let Some(&op) = st(k).threads[ti].ops.first() else {
+        return Ok(0);
+    };
+    let sub = st(k).threads[ti].sub;
+    match op_step(k, cpu, ti, op, sub) {
+        OpStep::Done(c) => {
+            let th = &mut st(k).threads[ti];
+            th.ops.remove(0);
+            th.sub = 0;
+            if th.ops.is_empty() {
+                return Ok(c);
             }
-            OpStep::Replace(c, new) => {
-                let th = &mut st(k).threads[ti];
-                th.ops.splice(0..1, new);
-                th.sub = 0;
-                return Err(Next::Cont(c));
-            }
-            OpStep::Next(sub, n) => {
-                st(k).threads[ti].sub = sub;
-                return Err(n);
-            }
+            Err(Next::Cont(c))
+        }
+        OpStep::Replace(c, new) => {
+            let th = &mut st(k).threads[ti];
+            th.ops.splice(0..1, new);
+            th.sub = 0;
+            Err(Next::Cont(c))
+        }
+        OpStep::Next(sub, n) => {
+            st(k).threads[ti].sub = sub;
+            Err(n)
         }
     }
 }

@@ -645,6 +645,9 @@ fn parse_event(c: &Ctx, key: &str, kind: &str, v: &JVal, path: &str) -> Result<E
     })
 }
 
+/// The caller's handler for its own non-event keys: `(key, line, value, path)`, true if taken.
+type OtherKeys<'a> = dyn FnMut(&str, u32, &JVal, &str) -> Result<bool, JsonError> + 'a;
+
 /// Keys shared by threads and phases (besides events).
 #[derive(Default)]
 struct Common {
@@ -663,7 +666,7 @@ fn parse_body(
     path: &str,
     lim: Limits,
     allow_events: bool,
-    other: &mut dyn FnMut(&str, u32, &JVal, &str) -> Result<bool, JsonError>,
+    other: &mut OtherKeys,
 ) -> Result<(Common, Vec<EventAt>), JsonError> {
     let mut com = Common::default();
     let mut events = Vec::new();
@@ -870,8 +873,7 @@ fn parse_task(c: &Ctx, name: &str, line: u32, v: &JVal, g: &Global, lim: Limits)
         (_, Some((n, _))) => n as i32,
     };
     let mut phases = Vec::new();
-    let loop_;
-    match phases_v {
+    let loop_ = match phases_v {
         Some(pv) => {
             if !events.is_empty() {
                 let e = &events[0];
@@ -908,7 +910,7 @@ fn parse_task(c: &Ctx, name: &str, line: u32, v: &JVal, g: &Global, lim: Limits)
                     util_max: pc.util_max,
                 });
             }
-            loop_ = com.loop_.map_or(-1, |l| l.0);
+            com.loop_.map_or(-1, |l| l.0)
         }
         None => {
             if events.is_empty() {
@@ -925,9 +927,13 @@ fn parse_task(c: &Ctx, name: &str, line: u32, v: &JVal, g: &Global, lim: Limits)
                 util_min: None,
                 util_max: None,
             });
-            loop_ = if com.loop_.is_some() { 1 } else { -1 };
+            if com.loop_.is_some() {
+                1
+            } else {
+                -1
+            }
         }
-    }
+    };
     Ok(TaskDef {
         name: name.into(),
         line,
