@@ -203,6 +203,27 @@ fn sched_yield_hands_the_cpu_to_an_equal_priority_fifo_thread() {
 }
 
 #[test]
+fn sched_yield_on_eevdf_lets_the_other_fair_thread_run() {
+    let json = |y: &str| {
+        format!(
+            r#"{{"global": {{"duration": 1}}, "tasks": {{"t": {{"instance": 2, "cpus": [1], "loop": 1,
+               "phases": {{"p": {{"loop": 50, "run": 100 {y}}}}}}}}}}}"#
+        )
+    };
+    let with = TempJson::new("fyield", &json(r#", "yield": """#));
+    let without = TempJson::new("fnoyield", &json(""));
+    let switches = |file: &str| {
+        let mut s = spec(file);
+        s.kernel = "v6.10".into();
+        execute(&s).unwrap().stats.context_switches
+    };
+    let (a, b) = (switches(&with.path()), switches(&without.path()));
+    // Without yield each thread keeps the CPU for its 3 ms request (30 loops); with it, the
+    // pushed deadline hands the CPU over after every 100 us run.
+    assert!(a >= 90 && b < 20, "switches with yield {a}, without {b}");
+}
+
+#[test]
 fn an_overrunning_absolute_timer_keeps_its_reference_and_a_relative_one_resets() {
     let json = |mode: &str| {
         format!(

@@ -366,3 +366,34 @@ pub fn need_resched_or_ipi(k: &Kernel, cpu: CpuId) -> bool {
     let f = k.tasks[k.curr(cpu) as usize].ti_flags;
     f & TIF_NEED_RESCHED != 0 || (k.cfg.tif_notify_ipi() && f & TIF_NOTIFY_IPI != 0)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hw::cpumask::CpuMask;
+
+    fn task() -> Task {
+        Task::new(1, "t".into(), 120, TaskKind::Workload, 0, None, 0, 0)
+    }
+
+    #[test]
+    fn affinity_is_the_bound_cpu_the_mask_or_every_cpu() {
+        let mut t = task();
+        assert!(t.cpu_allowed(3) && t.migratable() && t.single_cpu().is_none());
+        t.pinned = Some(2);
+        assert!(t.cpu_allowed(2) && !t.cpu_allowed(3) && !t.migratable());
+        assert_eq!(t.single_cpu(), Some(2));
+        t.pinned = None;
+        let mut m = CpuMask::new(4);
+        m.set(1);
+        m.set(3);
+        t.cpus_mask = Some(m.clone());
+        t.mask_weight = m.weight();
+        assert!(t.cpu_allowed(1) && t.cpu_allowed(3) && !t.cpu_allowed(0));
+        assert!(t.migratable() && t.single_cpu().is_none());
+        t.cpus_mask = Some(CpuMask::of(3, 4));
+        t.mask_weight = 1;
+        assert!(!t.migratable());
+        assert_eq!(t.single_cpu(), Some(3));
+    }
+}
