@@ -2,8 +2,8 @@
 //! `kernel/sched/cpupri.c` @ v6.10 that the RT push experiment needs: the per-rq priority
 //! array and pushable list, the root domain's overload mask, wakeup placement
 //! (`select_task_rq_rt` / `find_lowest_rq`), `wakeup_preempt_rt`, `task_woken_rt`,
-//! `push_rt_task(s)` as a balance callback after a switch, `pull_rt_task` from `balance_rt`, and the RT_PUSH_IPI irq_work chain
-//! (`tell_cpu_to_push` -> `rto_push_irq_work_func`).
+//! `push_rt_task(s)` as a balance callback after a switch, `pull_rt_task` from `balance_rt`,
+//! and the RT_PUSH_IPI irq_work chain (`tell_cpu_to_push` -> `rto_push_irq_work_func`).
 //!
 //! SCHED_RR's slice (`task_tick_rt`) and `yield_task_rt` are modelled for rt-app workloads.
 //!
