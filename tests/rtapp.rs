@@ -273,3 +273,13 @@ fn the_same_seed_gives_the_same_log() {
     assert_eq!(la, lb);
     assert!(la[0].starts_with("# Policy : SCHED_OTHER priority : 0\n#idx     perf      run   period"));
 }
+
+#[test]
+fn the_shipped_scenario_file_runs_its_json() {
+    let text = std::fs::read_to_string("scenarios/rtapp/pipeline.toml").unwrap();
+    let s = schedsim::cli::scenario::parse(&text, "scenarios/rtapp/pipeline.toml").unwrap();
+    assert_eq!(s.params.get("file"), Some("scenarios/rtapp/pipeline.json"));
+    let r = execute(&s).unwrap();
+    let Workload::RtApp(w) = &r.workload else { panic!() };
+    assert_eq!(rows(w, "stage1").len(), 50);
+}
