@@ -765,6 +765,9 @@ fn event_begin(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, ti: usize, cost: &
             w.nforks[def] += 1;
             let nt = new_thread(k, def, Some(fid));
             let tid = st(k).threads[nt].tid;
+            // sched_fork(): the child starts on its parent's CPU (`__set_task_cpu()`), which
+            // select_task_rq(WF_FORK) then starts from.
+            k.tasks[tid as usize].cpu = cpu;
             crate::linux::kernel::sched::core::wake_up_new_task(k, cpu, tid);
             Some(Next::Cont(*cost + k.costs.syscall + PTHREAD_CREATE_NS))
         }
