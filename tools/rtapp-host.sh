@@ -28,17 +28,31 @@ if [ -z "${MACHINE:-}" ]; then
 fi
 [ $# -gt 0 ] || set -- scenarios/rtapp/periodic.json scenarios/rtapp/pipeline.json \
     scenarios/rtapp/lock-contention.json scenarios/rtapp/barrier.json
+# rt-app calibrates its ns per loop from its (SCHED_OTHER) main thread, which a busy host
+# preempts: calibrate once at SCHED_FIFO 99 and give that figure to every run, host and model,
+# so `run` lasts its nominal time and the perf columns compare. CALIBRATION=N skips this.
+if [ -z "${CALIBRATION:-}" ]; then
+    mkdir -p "$OUT/calibrate"
+    printf '{"global": {"calibration": "CPU0"}, "tasks": {"c": {"loop": 1, "phases": {"p": {"run": 10}}}}}\n' \
+        > "$OUT/calibrate/calib.json"
+    (cd "$OUT/calibrate" && chrt -f 99 rt-app calib.json > rt-app.out 2>&1)
+    CALIBRATION=$(sed -n 's/.*pLoad = \([0-9]*\)ns.*/\1/p' "$OUT/calibrate/rt-app.out" | head -1)
+    [ -n "$CALIBRATION" ] || { echo "rtapp-host: calibration failed (see $OUT/calibrate/rt-app.out)" >&2; exit 1; }
+fi
+echo "calibration: $CALIBRATION ns per loop (rt-app at SCHED_FIFO 99); load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 for f in "$@"; do
     b=$(basename "$f" .json)
     mkdir -p "$OUT/$b/host" "$OUT/$b/model"
+    # The same file for both sides, with the measured calibration.
+    abs=$OUT/$b/$b.json
+    sed "s/\"calibration\" *: *\"CPU[0-9]*\"/\"calibration\" : $CALIBRATION/" "$f" > "$abs"
+    echo "== $b: rt-app $abs (host) vs schedsim run --rtapp $abs --machine $MACHINE --log-dir $OUT/$b/model"
     # rt-app writes its logs into global.logdir ("./" by default): run it in the host dir.
-    abs=$(cd "$(dirname "$f")" && pwd)/$(basename "$f")
-    echo "== $b: rt-app $f (host), schedsim run --rtapp $f --machine $MACHINE (model)"
     if ! (cd "$OUT/$b/host" && rt-app "$abs" > rt-app.out 2>&1); then
         echo "   rt-app failed on the host (see $OUT/$b/host/rt-app.out):"; tail -3 "$OUT/$b/host/rt-app.out" | sed 's/^/   /'
         continue
     fi
-    "$SCHEDSIM" run --rtapp "$f" --machine "$MACHINE" --log-dir "$OUT/$b/model" > "$OUT/$b/model/schedsim.out"
+    "$SCHEDSIM" run --rtapp "$abs" --machine "$MACHINE" --log-dir "$OUT/$b/model" > "$OUT/$b/model/schedsim.out"
     python3 tools/rtapp-compare.py "$OUT/$b/host" "$OUT/$b/model"
 done
 echo "logs in $OUT"
