@@ -447,6 +447,10 @@ pub struct RtAppConfig {
     pub tasks: Vec<TaskDef>,
 }
 
+/// The most threads a file may start (instances summed); forks add at most rt-app's
+/// `FORKS_LIMIT` per task.
+pub const MAX_THREADS: u64 = 65_536;
+
 /// Machine facts the grammar checks against.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
@@ -463,9 +467,13 @@ impl Ctx<'_> {
         JsonError { origin: self.origin.into(), line, path: path.into(), msg: msg.into() }
     }
 
+    /// An integer as rt-app reads it (`json_object_get_int()`: 32 bits).
     fn int(&self, v: &JVal, path: &str, what: &str) -> Result<i64, JsonError> {
         match v.v {
-            J::Int(i) => Ok(i),
+            J::Int(i) if i32::try_from(i).is_ok() => Ok(i),
+            J::Int(i) => {
+                Err(self.err(v.line, path, format!("{i} is out of range ({what}; rt-app reads a 32-bit int)")))
+            }
             _ => Err(self.err(v.line, path, format!("expected an integer ({what}), got {}", v.v.kind()))),
         }
     }
@@ -658,14 +666,14 @@ struct Common {
     util_max: Option<u32>,
 }
 
-/// Read one thread or phase object: its events in key order, and the non-event keys `extra`
-/// allows (the caller handles those through `other`).
+/// Read one thread or phase object: its events in key order, the keys threads and phases
+/// share, and the caller's own keys through `other`.
 fn parse_body(
     c: &Ctx,
     o: &[(String, u32, JVal)],
     path: &str,
+    line: u32,
     lim: Limits,
-    allow_events: bool,
     other: &mut OtherKeys,
 ) -> Result<(Common, Vec<EventAt>), JsonError> {
     let mut com = Common::default();
@@ -690,16 +698,9 @@ fn parse_body(
             "taskgroup" => return Err(c.err(*l, &p, "task groups (cgroups) are not modelled")),
             _ if other(k, *l, v, &p)? => {}
             _ => match event_kind(k) {
-                Some(kind) if allow_events => {
+                Some(kind) => {
                     let ev = parse_event(c, k, kind, v, &p)?;
                     events.push(EventAt { ev, key: k.clone(), path: p, line: *l });
-                }
-                Some(_) => {
-                    return Err(c.err(
-                        *l,
-                        &p,
-                        "an event beside \"phases\": put events inside a phase (rt-app ignores them here)",
-                    ))
                 }
                 None => return Err(c.err(*l, &p, format!("unknown key \"{k}\""))),
             },
@@ -707,7 +708,7 @@ fn parse_body(
     }
     if let (Some(a), Some(b)) = (com.util_min, com.util_max) {
         if a > b {
-            return Err(c.err(0, path, format!("util_min {a} is above util_max {b}")));
+            return Err(c.err(line, path, format!("util_min {a} is above util_max {b}")));
         }
     }
     Ok((com, events))
@@ -758,6 +759,9 @@ pub fn parse_rtapp(text: &str, origin: &str, lim: Limits) -> Result<RtAppConfig,
     let total: u64 = tasks.iter().map(|t| t.instance as u64).sum();
     if total == 0 {
         return Err(c.err(tasks_v.line, "tasks", "every task has instance 0: nothing would start"));
+    }
+    if total > MAX_THREADS {
+        return Err(c.err(tasks_v.line, "tasks", format!("{total} threads: schedsim runs at most {MAX_THREADS}")));
     }
     Ok(RtAppConfig { origin: origin.into(), global, tasks })
 }
@@ -851,7 +855,7 @@ fn parse_task(c: &Ctx, name: &str, line: u32, v: &JVal, g: &Global, lim: Limits)
         }
         Ok(true)
     };
-    let (com, events) = parse_body(c, o, &path, lim, true, &mut other)?;
+    let (com, events) = parse_body(c, o, &path, line, lim, &mut other)?;
     let policy = policy.unwrap_or(g.default_policy);
     let priority = match (policy, priority) {
         (Policy::Other, None) => 0,
@@ -896,7 +900,7 @@ fn parse_task(c: &Ctx, name: &str, line: u32, v: &JVal, g: &Global, lim: Limits)
                     }
                     Ok(false)
                 };
-                let (pc, pev) = parse_body(c, pobj, &ppath, lim, true, &mut no_other)?;
+                let (pc, pev) = parse_body(c, pobj, &ppath, *pl, lim, &mut no_other)?;
                 if pev.is_empty() {
                     return Err(c.err(*pl, &ppath, "a phase without events (rt-app requires at least one)"));
                 }
@@ -1023,6 +1027,10 @@ mod tests {
         assert!(e.starts_with("t.json:1: expected ',' or '}', found the end of the file"), "{e}");
         let e = parse("{\"tasks\": {\"t\": {\"loop\": 0, \"run\": 1}}}").unwrap_err();
         assert!(e.contains("tasks.t.loop: loop must be -1"), "{e}");
+        let e = parse("{\"tasks\": {\"t\": {\"run\": 99999999999}}}").unwrap_err();
+        assert!(e.contains("tasks.t.run: 99999999999 is out of range"), "{e}");
+        let e = parse("{\"tasks\": {\"t\": {\"instance\": 100000, \"run\": 1}}}").unwrap_err();
+        assert!(e.contains("tasks: 100000 threads: schedsim runs at most 65536"), "{e}");
         let e = parse("{\"tasks\": {\"t\": {\"priority\": 30, \"run\": 1}}}").unwrap_err();
         assert!(e.contains("nice value -20..19, got 30"), "{e}");
     }
