@@ -309,6 +309,9 @@ fn cmd_run(a: RunArgs) -> Result<(), String> {
         s.seed = seed;
     }
     s.trace = a.trace.is_some();
+    if a.log_dir.is_some() && s.workload != "rtapp" {
+        return Err("command line: --log-dir is for rt-app workloads (--rtapp FILE.json)".into());
+    }
     let r = run::execute(&s)?;
     if let Some(path) = &a.trace {
         run::write_trace_file(&r, path)?;
