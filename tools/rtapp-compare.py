@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 # Compare rt-app log files of two runs (a real rt-app run and `schedsim run --rtapp ... --log-dir`)
-# thread by thread: rows, and the mean and p90 of period, run, slack and wu_lat (us), with the
-# model / host ratio. Usage: tools/rtapp-compare.py HOST_DIR MODEL_DIR
-import glob, os, sys
+# thread by thread: rows, and the mean and p90 of period, run, slack and wu_lat (us), forked
+# threads summed per task. Usage: tools/rtapp-compare.py HOST_DIR MODEL_DIR
+import glob, os, re, sys
 
 COLS = ["idx", "perf", "run", "period", "start", "end", "rel_st", "slack", "c_duration", "c_period", "wu_lat"]
 
@@ -16,7 +16,9 @@ def read(d):
             v = line.split()
             if len(v) == len(COLS):
                 rows.append(dict(zip(COLS, map(int, v))))
-        out[os.path.basename(p)] = rows
+        # Forked threads (<base>-<task>-<ind>-<fork>.log) are summed per task.
+        name = re.sub(r"-\d+-\d{4}\.log$", "-*-NNNN.log (forks)", os.path.basename(p))
+        out.setdefault(name, []).extend(rows)
     return out
 
 def stat(rows, k):

@@ -8,10 +8,12 @@
 # threads. MACHINE=FILE.toml|PRESET picks the model's machine; by default a 2-vCPU KVM guest
 # derived from the icx-vm-32 preset (haltpoll idle, HZ=250), which is what the project's host
 # is. SCHEDSIM=path overrides the binary (default: cargo build --release). OUT=DIR keeps the
-# logs (default: a temporary directory).
+# logs (default: a temporary directory). RTAPP=path runs another rt-app build (fork-storm.json
+# needs one newer than Debian's 1.0, e.g. upstream built from source).
 set -eu
 cd "$(dirname "$0")/.."
-command -v rt-app >/dev/null || { echo "rtapp-host: rt-app is not installed (apt-get install rt-app)" >&2; exit 2; }
+RTAPP=${RTAPP:-rt-app}
+command -v "$RTAPP" >/dev/null || { echo "rtapp-host: $RTAPP is not installed (apt-get install rt-app)" >&2; exit 2; }
 if [ "$(id -u)" != 0 ]; then echo "rtapp-host: run as root (SCHED_FIFO/SCHED_RR threads)" >&2; exit 2; fi
 if [ -z "${SCHEDSIM:-}" ]; then cargo build --release -q; SCHEDSIM=target/release/schedsim; fi
 OUT=${OUT:-$(mktemp -d /tmp/rtapp-host.XXXXXX)}
@@ -35,7 +37,7 @@ if [ -z "${CALIBRATION:-}" ]; then
     mkdir -p "$OUT/calibrate"
     printf '{"global": {"calibration": "CPU0"}, "tasks": {"c": {"loop": 1, "phases": {"p": {"run": 10}}}}}\n' \
         > "$OUT/calibrate/calib.json"
-    (cd "$OUT/calibrate" && chrt -f 99 rt-app calib.json > rt-app.out 2>&1)
+    (cd "$OUT/calibrate" && chrt -f 99 "$RTAPP" calib.json > rt-app.out 2>&1)
     CALIBRATION=$(sed -n 's/.*pLoad = \([0-9]*\)ns.*/\1/p' "$OUT/calibrate/rt-app.out" | head -1)
     [ -n "$CALIBRATION" ] || { echo "rtapp-host: calibration failed (see $OUT/calibrate/rt-app.out)" >&2; exit 1; }
 fi
@@ -46,9 +48,9 @@ for f in "$@"; do
     # The same file for both sides, with the measured calibration.
     abs=$OUT/$b/$b.json
     sed "s/\"calibration\" *: *\"CPU[0-9]*\"/\"calibration\" : $CALIBRATION/" "$f" > "$abs"
-    echo "== $b: rt-app $abs (host) vs schedsim run --rtapp $abs --machine $MACHINE --log-dir $OUT/$b/model"
+    echo "== $b: $RTAPP $abs (host) vs schedsim run --rtapp $abs --machine $MACHINE --log-dir $OUT/$b/model"
     # rt-app writes its logs into global.logdir ("./" by default): run it in the host dir.
-    if ! (cd "$OUT/$b/host" && rt-app "$abs" > rt-app.out 2>&1); then
+    if ! (cd "$OUT/$b/host" && "$RTAPP" "$abs" > rt-app.out 2>&1); then
         echo "   rt-app failed on the host (see $OUT/$b/host/rt-app.out):"; tail -3 "$OUT/$b/host/rt-app.out" | sed 's/^/   /'
         continue
     fi
