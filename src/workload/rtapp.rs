@@ -484,12 +484,9 @@ fn new_thread(k: &mut Kernel, def: usize, fork_id: Option<u32>) -> usize {
     let idx = w.threads.len();
     let tid = k.new_task(TaskKind::Workload, comm, policy, prio, None);
     if let Some(c) = &cpus {
-        let m = mask_of(c, nr);
-        let task = &mut k.tasks[tid as usize];
-        if m.weight() < nr {
-            task.mask_weight = m.weight();
-            task.cpus_mask = Some(m);
-        }
+        // The task-level affinity, in force from creation (the creator is not modelled as
+        // running code, so the call costs nothing).
+        crate::linux::kernel::sched::syscalls::sched_setaffinity(k, 0, tid, &mask_of(c, nr));
     }
     k.tasks[tid as usize].saved =
         vec![Frame::Workload(TaskFrame { task: idx as u32, ..Default::default() }), Frame::RetFromFork];
@@ -765,10 +762,7 @@ fn event_begin(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, ti: usize, cost: &
             w.nforks[def] += 1;
             let nt = new_thread(k, def, Some(fid));
             let tid = st(k).threads[nt].tid;
-            // sched_fork(): the child starts on its parent's CPU (`__set_task_cpu()`), which
-            // select_task_rq(WF_FORK) then starts from.
-            k.tasks[tid as usize].cpu = cpu;
-            crate::linux::kernel::sched::core::wake_up_new_task(k, cpu, tid);
+            crate::linux::kernel::sched::core::sched_fork_and_wake(k, cpu, tid);
             Some(Next::Cont(*cost + k.costs.syscall + PTHREAD_CREATE_NS))
         }
     }

@@ -938,6 +938,14 @@ pub fn select_fallback_rq(k: &Kernel, p: TaskId, cpu: CpuId) -> CpuId {
     (0..k.m.topo.nr_cpus).find(|&c| t.cpu_allowed(c)).unwrap_or(cpu)
 }
 
+/// Models the scheduler's part of `kernel_clone()` for a thread created by running code on
+/// `cpu` (`pthread_create()`): `sched_fork()` starts the child on its parent's CPU
+/// (`__set_task_cpu()`), then `wake_up_new_task()` places and wakes it.
+pub fn sched_fork_and_wake(k: &mut Kernel, cpu: CpuId, p: TaskId) {
+    k.tasks[p as usize].cpu = cpu;
+    wake_up_new_task(k, cpu, p);
+}
+
 /// Models `wake_up_new_task()` — kernel/sched/core.c @ v6.10 for a task created by a workload:
 /// place it (its bound CPU, or fork balancing), activate it and let `wakeup_preempt()` decide
 /// whether it preempts the current task there.
