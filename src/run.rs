@@ -67,7 +67,17 @@ pub const WORKLOADS: &[(&str, &str)] = &[
     ("nanosleep", "N processes looping nanosleep(1 us) with timer slack (procs=, ns=, duration_ms=)"),
     ("hackbench", "hackbench over pipes or AF_UNIX sockets (tool=rt-tests|old|perf, args=the tool's own arguments)"),
     ("idle", "nothing runs; the machine idles (ticks, idle states)"),
+    ("rtapp", "an rt-app JSON file (file=PATH, or `schedsim run --rtapp FILE.json`): rt-app's threads, events and per-thread log"),
 ];
+
+/// The rt-app workload of a JSON file, checked against the machine. Errors name the file, the
+/// line and the JSON path.
+pub fn rtapp_workload(path: &str, m: &hw::Machine) -> Result<crate::workload::rtapp::RtApp, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read rt-app file {path}: {e}"))?;
+    let lim = crate::workload::rtapp_json::Limits { nr_cpus: m.topo.nr_cpus, nr_nodes: m.topo.nr_nodes() };
+    let cfg = crate::workload::rtapp_json::parse_rtapp(&text, path, lim).map_err(|e| e.to_string())?;
+    Ok(crate::workload::rtapp::RtApp::new(cfg))
+}
 
 /// The machine a spec names: a built-in preset, or a machine file (a name ending in `.toml`,
 /// in the presets' format; `schedsim list --machine NAME` prints one to start from). Errors
@@ -100,6 +110,11 @@ pub fn background(name: &str) -> Result<crate::background::Profile, String> {
 pub fn spec_notes(spec: &RunSpec) -> Vec<String> {
     let mut notes = Vec::new();
     let Ok(m) = machine(&spec.machine) else { return notes };
+    if let (true, Some(f)) = (spec.workload == "rtapp", spec.params.get("file")) {
+        if let Ok(w) = rtapp_workload(f, &m) {
+            notes.extend(w.inert_keys().into_iter().map(|n| format!("{f}: {n}")));
+        }
+    }
     let disabled: Vec<&str> = spec.idle_states.iter().filter(|(_, on)| !on).map(|(n, _)| n.as_str()).collect();
     if m.governor == hw::Governor::Haltpoll && !disabled.is_empty() {
         notes.push(format!(
@@ -168,6 +183,13 @@ pub fn build(spec: &RunSpec) -> Result<Kernel, String> {
         "nanosleep" => Workload::Nanosleep(crate::workload::nanosleep::NanosleepLoop::parse(&spec.params, nr)?),
         "rt-push" => Workload::RtPush(Box::new(crate::workload::rtpush::RtPush::parse(&spec.params, nr)?)),
         "hackbench" => Workload::Hackbench(Box::new(crate::workload::hackbench::Hackbench::parse(&spec.params)?)),
+        "rtapp" => {
+            spec.params.check_known("rtapp", &["file"])?;
+            let Some(f) = spec.params.get("file") else {
+                return Err(format!("{}: the rtapp workload needs file=PATH.json", spec.params.origin));
+            };
+            Workload::RtApp(Box::new(rtapp_workload(f, &m)?))
+        }
         "schbench" => {
             spec.params.check_known("schbench", &["args"])?;
             let args = spec.params.get("args").unwrap_or("");

@@ -113,6 +113,12 @@ struct RunArgs {
     /// Print one JSON document instead of text.
     #[arg(long)]
     json: bool,
+    /// Run an rt-app JSON file (rt-app's grammar; errors name the JSON path).
+    #[arg(long, value_name = "FILE.json")]
+    rtapp: Option<PathBuf>,
+    /// With an rt-app workload: write rt-app's per-thread log files into DIR.
+    #[arg(long, value_name = "DIR")]
+    log_dir: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -324,10 +330,27 @@ fn cmd_run(a: RunArgs) -> Result<(), String> {
         // With --scenario FILE, a first positional word is a parameter, not a scenario name.
         params.insert(0, a.scenario.clone());
     }
-    let mut s = base_spec(&a.scenario, &a.scenario_file, &params)?;
+    let mut s = match &a.rtapp {
+        Some(f) => {
+            let mut s = RunSpec::new("rtapp");
+            // rt-app's own examples are laptop/phone sized: a small SMP machine by default.
+            s.machine = "smp-4".into();
+            let mut pairs = vec![("file".to_string(), f.display().to_string())];
+            if a.scenario != "ipistorm" {
+                params.insert(0, a.scenario.clone());
+            }
+            pairs.extend(Params::parse(params.iter().map(String::as_str), "command line")?.pairs().iter().cloned());
+            s.params = Params::from_pairs(pairs, "command line");
+            s
+        }
+        None => base_spec(&a.scenario, &a.scenario_file, &params)?,
+    };
     apply_spec_args(&mut s, &a.spec)?;
     if let Some(seed) = a.seed {
         s.seed = seed;
+    }
+    if a.log_dir.is_some() && s.workload != "rtapp" {
+        return Err("command line: --log-dir is for rt-app workloads (--rtapp FILE.json)".into());
     }
     let progress = Progress::start(a.quiet, Progress::SIM_TIME);
     let (r, written) = match &a.trace {
@@ -357,6 +380,14 @@ fn cmd_run(a: RunArgs) -> Result<(), String> {
         crate::html::write(path, &html)?;
     }
     drop(progress);
+    if let Some(dir) = &a.log_dir {
+        let Workload::RtApp(w) = &r.workload else {
+            return Err("command line: --log-dir is for rt-app workloads (--rtapp FILE.json)".into());
+        };
+        for t in &w.threads {
+            write_file_atomically(&dir.join(w.log_file_name(t)), &w.log_text(t))?;
+        }
+    }
     if a.json {
         emit(&format!("{}\n", serde_json::to_string_pretty(&run_json(&s, &r)).expect("serializable")));
     } else {
@@ -493,6 +524,22 @@ fn workload_json(r: &RunResult) -> serde_json::Value {
             "elapsed_ns": w.elapsed_ns(),
             "output": w.output,
         }),
+        Workload::RtApp(w) => json!({
+            "name": "rtapp",
+            "p_load_ns": w.p_load,
+            "threads": w.threads.iter().map(|t| json!({
+                "name": t.name,
+                "ind": t.ind,
+                "forked": t.fork_id.is_some(),
+                "log_file": w.log_file_name(t),
+                "rows": t.rows.iter().map(|r| json!({
+                    "perf": r.perf, "run": r.run, "period": r.period, "start": r.start, "end": r.end,
+                    "rel_st": r.rel_st, "slack": r.slack, "c_duration": r.c_duration,
+                    "c_period": r.c_period, "wu_lat": r.wu_lat,
+                })).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
+            "notes": w.notes,
+        }),
         Workload::Idle => json!({"name": "idle"}),
     }
 }
@@ -549,6 +596,13 @@ fn perf_stat_text(cmd: &str, task_clock_ns: u64, switches: u64, migrations: u64,
     ));
     o.push_str(&format!("\n{:>18.9} seconds time elapsed\n", elapsed_ns as f64 / 1e9));
     o
+}
+
+/// Write `text` to `path` completely or not at all (a temporary file, then a rename).
+fn write_file_atomically(path: &std::path::Path, text: &str) -> Result<(), String> {
+    let tmp = path.with_extension("log.tmp");
+    std::fs::write(&tmp, text).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
+    std::fs::rename(&tmp, path).map_err(|e| format!("cannot rename {} to {}: {e}", tmp.display(), path.display()))
 }
 
 fn run_text(s: &RunSpec, r: &RunResult) -> String {
@@ -620,6 +674,7 @@ fn run_text(s: &RunSpec, r: &RunResult) -> String {
                 if w.end_ns > 0 { w.elapsed_ns() } else { (r.sim_ns + r.warmup_ns).saturating_sub(w.exec_ns) },
             ));
         }
+        Workload::RtApp(w) => o.push_str(&w.summary()),
         Workload::Idle => o.push_str(&format!("idle: {:.3} ms simulated\n", r.sim_ns as f64 / 1e6)),
     }
     if !r.finished && !matches!(r.workload, Workload::Idle) {
@@ -750,6 +805,11 @@ fn cmd_compare(a: CompareArgs) -> Result<(), String> {
                 Workload::Nanosleep(_) => r.stats.newidle_ns as f64 / 1e6,
                 Workload::RtPush(w) => w.wakeup_to_run_ns().unwrap_or(r.sim_ns) as f64 / 1e6,
                 Workload::Hackbench(w) => w.time_us().map_or(r.sim_ns / 1000, |t| t) as f64 / 1e3,
+                Workload::RtApp(w) => {
+                    // Mean wakeup latency after timers, over every logged phase.
+                    let rows: Vec<_> = w.threads.iter().flat_map(|t| t.rows.iter()).collect();
+                    rows.iter().map(|r| r.wu_lat as f64).sum::<f64>() / rows.len().max(1) as f64 / 1e3
+                }
                 Workload::Idle => r.sim_ns as f64 / 1e6,
             })
             .collect();

@@ -316,7 +316,7 @@ impl Kernel {
     }
 
     /// Allocate a task. `pinned` binds it to one CPU (`kthread_bind`).
-    pub fn new_task(&mut self, kind: TaskKind, comm: String, _policy: u32, prio: i32, pinned: Option<CpuId>) -> TaskId {
+    pub fn new_task(&mut self, kind: TaskKind, comm: String, policy: u32, prio: i32, pinned: Option<CpuId>) -> TaskId {
         let id = self.tasks.len() as TaskId;
         let pid = self.next_pid;
         self.next_pid += 1;
@@ -325,6 +325,10 @@ impl Kernel {
         let wake_line = self.lines.alloc(home);
         let wake_entry = self.new_csd(CsdFunc::TtwuEntry(id), wake_line, kernel::sched::CSD_TTWU_TYPE);
         self.tasks.push(Task::new(pid, comm, prio, kind, home, pinned, ti_line, wake_entry));
+        let t = self.tasks.last_mut().expect("just pushed");
+        t.policy = policy;
+        // sched_fork(): a SCHED_RR task starts with a full slice.
+        t.rr_time_slice = kernel::sched::rt::rr_timeslice_ticks(self.cfg.hz);
         self.ents.push(kernel::sched::fair_class::SchedEntity::with_nice(id, prio - 120));
         id
     }

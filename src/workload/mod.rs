@@ -6,6 +6,8 @@ pub mod hackbench;
 pub mod ipistorm;
 pub mod nanosleep;
 pub mod params;
+pub mod rtapp;
+pub mod rtapp_json;
 pub mod rtpush;
 pub mod schbench;
 pub mod schbench_stats;
@@ -26,6 +28,7 @@ pub enum Workload {
     Nanosleep(nanosleep::NanosleepLoop),
     Hackbench(Box<hackbench::Hackbench>),
     RtPush(Box<rtpush::RtPush>),
+    RtApp(Box<rtapp::RtApp>),
 }
 
 /// The frame of a workload task's own code: a resume point and a loop counter.
@@ -113,6 +116,7 @@ pub fn start(k: &mut Kernel) {
         Workload::Nanosleep(_) => nanosleep::start(k),
         Workload::Hackbench(_) => hackbench::start(k),
         Workload::RtPush(_) => rtpush::start(k),
+        Workload::RtApp(_) => rtapp::start(k),
         Workload::Idle => {}
     }
 }
@@ -130,6 +134,7 @@ pub fn on_action(k: &mut Kernel, what: u32) {
         Workload::Nanosleep(_) => nanosleep::on_action(k, what),
         Workload::Hackbench(_) => hackbench::on_action(k, what),
         Workload::RtPush(_) => rtpush::on_action(k, what),
+        Workload::RtApp(_) => rtapp::on_action(k, what),
         Workload::Idle => {}
     }
 }
@@ -157,6 +162,7 @@ pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
         Workload::Nanosleep(_) => nanosleep::task_step(k, cpu, s),
         Workload::Hackbench(_) => hackbench::task_step(k, cpu, s),
         Workload::RtPush(_) => rtpush::task_step(k, cpu, s),
+        Workload::RtApp(_) => rtapp::task_step(k, cpu, s),
         Workload::Idle => unreachable!("the idle workload has no tasks"),
     }
 }
