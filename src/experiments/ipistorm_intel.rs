@@ -7,7 +7,7 @@
 //! `schedule_idle()` in v6.10), and how long `rd->overloaded` was set during the run.
 
 use super::{run_variants, ExpOpts};
-use crate::report::{mean_stddev, normalize, render_grid, CompareRow, Comparison};
+use crate::report::{normalize, render_grid, Comparison};
 use crate::run::{RunResult, RunSpec};
 use crate::workload::params::Params;
 use crate::workload::Workload;
@@ -54,7 +54,6 @@ pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
     for (vi, (label, patches)) in VARIANTS.iter().enumerate() {
         let rs = &results[vi];
         let times: Vec<f64> = rs.iter().map(total_ms).collect::<Result<_, _>>()?;
-        let (mean, stddev) = mean_stddev(&times);
         let mut runs_json = Vec::new();
         for (r, t) in rs.iter().zip(&times) {
             let ovl_ms = r.stats.overloaded_ns as f64 / 1e6;
@@ -79,18 +78,8 @@ pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
         }
         let mut extra = serde_json::Map::new();
         extra.insert("runs".into(), json!(runs_json));
-        let cfg = crate::linux::KernelConfig::resolve("v6.10", patches, 1000)?;
-        rows.push(CompareRow {
-            variant: label.to_string(),
-            kernel: cfg.label(),
-            patches: cfg.patches.iter().map(|p| p.info().id.to_string()).collect(),
-            runs: rs.len(),
-            mean,
-            stddev,
-            normalized: 0.0,
-            published: None,
-            extra,
-        });
+        let t = |r: &RunResult| total_ms(r).unwrap_or(0.0);
+        rows.push(super::nohz::row(label, "v6.10", patches, rs, t, extra)?);
     }
     normalize(&mut rows);
     let h: Vec<String> = [

@@ -32,7 +32,7 @@ fn avg(rs: &[RunResult], f: impl Fn(&RunResult) -> f64) -> f64 {
     rs.iter().map(f).sum::<f64>() / rs.len().max(1) as f64
 }
 
-fn row(
+pub(super) fn row(
     label: &str,
     kernel: &str,
     patches: &str,
