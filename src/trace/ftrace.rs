@@ -108,7 +108,8 @@ pub fn write_record(out: &mut Vec<u8>, r: &Record, names: &dyn Names) {
         Event::SchedWaking { pid, .. }
         | Event::SchedWakeup { pid, .. }
         | Event::SchedWakeupNew { pid, .. }
-        | Event::SchedMigrateTask { pid, .. } => (names.comm(pid, cpu).as_bytes(), b""),
+        | Event::SchedMigrateTask { pid, .. }
+        | Event::SchedProcessExit { pid, .. } => (names.comm(pid, cpu).as_bytes(), b""),
         Event::WorkqueueQueueWork { func, .. }
         | Event::WorkqueueExecuteStart { func, .. }
         | Event::WorkqueueExecuteEnd { func, .. }
@@ -160,6 +161,19 @@ pub fn write_record(out: &mut Vec<u8>, r: &Record, names: &dyn Names) {
             w.dec(u64::from(orig_cpu));
             w.lit(b" dest_cpu=");
             w.dec(u64::from(dest_cpu));
+        }
+        Event::SchedProcessExit { pid, prio, group_dead } => {
+            w.lit(b"sched_process_exit: comm=");
+            w.bytes(comm_a);
+            w.lit(b" pid=");
+            w.dec(u64::from(pid));
+            w.lit(b" prio=");
+            w.dec_i(i64::from(prio));
+            if group_dead {
+                w.lit(b" group_dead=true");
+            } else {
+                w.lit(b" group_dead=false");
+            }
         }
         Event::SchedWakeIdleWithoutIpi { cpu: target } => {
             w.lit(b"sched_wake_idle_without_ipi: cpu=");
@@ -1119,6 +1133,7 @@ mod tests {
             Event::SoftirqEntry { .. } => "softirq_entry",
             Event::SoftirqExit { .. } => "softirq_exit",
             Event::Warning { .. } => "warning",
+            Event::SchedProcessExit { .. } => "sched_process_exit",
             Event::WorkqueueQueueWork { .. } => "workqueue_queue_work",
             Event::WorkqueueExecuteStart { .. } => "workqueue_execute_start",
             Event::WorkqueueExecuteEnd { .. } => "workqueue_execute_end",

@@ -122,6 +122,13 @@ pub enum Event {
     SchedWakeIdleWithoutIpi {
         cpu: u32,
     },
+    /// `sched_process_exit`: the task leaves in `do_exit()`; `group_dead` when it was the last
+    /// thread of its group.
+    SchedProcessExit {
+        pid: u32,
+        prio: i32,
+        group_dead: bool,
+    },
     IpiSendCpu {
         cpu: u32,
         callsite: Sym,

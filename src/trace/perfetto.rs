@@ -170,6 +170,8 @@ pub enum Ev {
     SoftirqRaise(SoftirqEv),
     #[prost(message, tag = "114")]
     SchedWakeupNew(WakeupEv),
+    #[prost(message, tag = "238")]
+    SchedProcessExit(ProcessExitEv),
     #[prost(message, tag = "327")]
     Generic(GenericEv),
     #[prost(message, tag = "491")]
@@ -210,6 +212,19 @@ pub struct WakeupEv {
     pub prio: Option<i32>,
     #[prost(int32, optional, tag = "5")]
     pub target_cpu: Option<i32>,
+}
+
+/// `SchedProcessExitFtraceEvent`.
+#[derive(Clone, PartialEq, Message)]
+pub struct ProcessExitEv {
+    #[prost(string, optional, tag = "1")]
+    pub comm: Option<String>,
+    #[prost(int32, optional, tag = "2")]
+    pub pid: Option<i32>,
+    #[prost(int32, optional, tag = "3")]
+    pub tgid: Option<i32>,
+    #[prost(int32, optional, tag = "4")]
+    pub prio: Option<i32>,
 }
 
 /// `SchedMigrateTaskFtraceEvent`.
@@ -328,6 +343,13 @@ pub fn encode_event(e: &Event, cpu: u32, names: &NameTable) -> Ev {
             dest_cpu: Some(dest_cpu as i32),
         }),
         Event::SchedWakeIdleWithoutIpi { cpu } => generic("sched_wake_idle_without_ipi", vec![uint("cpu", cpu.into())]),
+        // The model's tasks are their own thread groups: tgid = pid.
+        Event::SchedProcessExit { pid, prio, .. } => Ev::SchedProcessExit(ProcessExitEv {
+            comm: comm(pid),
+            pid: Some(pid as i32),
+            tgid: Some(pid as i32),
+            prio: Some(prio),
+        }),
         Event::IpiSendCpu { cpu, callsite, callback } => generic(
             "ipi_send_cpu",
             vec![
@@ -516,6 +538,13 @@ fn write_event(s: &mut Scratch, r: &Record, names: &NameTable) {
             put_int32(&mut s.sub, 4, orig_cpu as i32);
             put_int32(&mut s.sub, 5, dest_cpu as i32);
             491
+        }
+        Event::SchedProcessExit { pid, prio, .. } => {
+            put_bytes(&mut s.sub, 1, comm(pid).as_bytes());
+            put_int32(&mut s.sub, 2, pid as i32);
+            put_int32(&mut s.sub, 3, pid as i32);
+            put_int32(&mut s.sub, 4, prio);
+            238
         }
         Event::SchedWakeIdleWithoutIpi { cpu } => {
             put_bytes(&mut s.sub, 1, b"sched_wake_idle_without_ipi");

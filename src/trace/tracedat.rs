@@ -76,6 +76,7 @@ const KINDS: &[&str] = &[
     "workqueue_execute_end",
     "timer_expire_entry",
     "timer_expire_exit",
+    "sched_process_exit",
 ];
 
 fn kind(e: &Event) -> usize {
@@ -112,6 +113,7 @@ fn kind(e: &Event) -> usize {
         Event::WorkqueueExecuteEnd { .. } => 26,
         Event::TimerExpireEntry { .. } => 27,
         Event::TimerExpireExit { .. } => 28,
+        Event::SchedProcessExit { .. } => 29,
     }
 }
 
@@ -472,6 +474,13 @@ impl DatSink {
             Event::TimerExpireExit { timer } => {
                 p.u64(8, timer);
                 16
+            }
+            Event::SchedProcessExit { pid, prio, group_dead } => {
+                p.comm(8, comm(pid));
+                p.u32(24, pid);
+                p.i32(28, prio);
+                p.b[32] = group_dead as u8;
+                33
             }
             Event::CpuIdle { state, cpu_id } => {
                 p.u32(8, state);

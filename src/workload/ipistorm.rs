@@ -186,6 +186,8 @@ pub fn kthread_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
                 if w.running == 0 {
                     super::all_exited(k);
                 }
+                // The kthread returns from its function: do_exit().
+                crate::linux::kernel::exit::trace_sched_process_exit(k, cpu, true);
                 let me = k.curr(cpu) as usize;
                 k.tasks[me].state = TASK_DEAD;
                 s.at = 4;

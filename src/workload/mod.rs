@@ -101,6 +101,7 @@ pub fn all_exited(k: &mut Kernel) {
 
 /// The current task exits (`do_exit` -> `schedule()`); it never runs again.
 pub fn exit_current(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
+    crate::linux::kernel::exit::trace_sched_process_exit(k, cpu, true);
     let me = k.curr(cpu) as usize;
     k.tasks[me].state = crate::linux::kernel::sched::TASK_DEAD;
     s.at = u8::MAX;

@@ -242,6 +242,9 @@ pub fn on_action(k: &mut Kernel, _what: u32) {
 
 /// Exit the current thread (`pthread_exit` -> do_exit -> schedule()).
 fn exit_thread(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
+    // A thread of schbench's process: the group lives on until its last thread.
+    let last = st(k).live == 1;
+    crate::linux::kernel::exit::trace_sched_process_exit(k, cpu, last);
     let me = k.curr(cpu) as usize;
     k.tasks[me].state = TASK_DEAD;
     let w = st(k);

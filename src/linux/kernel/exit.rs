@@ -95,6 +95,8 @@ pub fn do_exit(k: &mut Kernel, cpu: CpuId, s: &mut DoExit) -> Next {
     match s.at {
         0 => {
             s.at = 1;
+            // A process (not a thread of one) is its group's last thread.
+            trace_sched_process_exit(k, cpu, s.parent != NONE);
             if s.clear_child_tid != NONE {
                 // mm_release(): put_user(0, tidptr); futex_wake(tidptr, 1) (in-kernel).
                 let f = s.clear_child_tid as usize;
@@ -130,6 +132,14 @@ pub fn do_exit(k: &mut Kernel, cpu: CpuId, s: &mut DoExit) -> Next {
         }
         _ => unreachable!("a dead task ran again"),
     }
+}
+
+/// Models `trace_sched_process_exit()` in `do_exit()` — kernel/exit.c @ v6.10: the exiting
+/// task's record. `group_dead`: it was the last thread of its group.
+pub fn trace_sched_process_exit(k: &mut Kernel, cpu: CpuId, group_dead: bool) {
+    let me = k.curr(cpu) as usize;
+    let (pid, prio) = (k.tasks[me].pid, k.tasks[me].prio);
+    k.tp(cpu, crate::trace::Event::SchedProcessExit { pid, prio, group_dead });
 }
 
 /// A `wait4(-1, ...)` in progress.
