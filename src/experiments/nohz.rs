@@ -145,7 +145,8 @@ pub fn rt_warn(o: &ExpOpts) -> Result<Comparison, String> {
         let rs = &results[vi];
         let warns = avg(rs, |r| r.stats.warned_sites.len() as f64);
         let hits = avg(rs, |r| r.stats.warns as f64);
-        let first = rs.iter().filter_map(|r| r.stats.first_warn_ns).min();
+        // From the workload's start (the counters' window), not from boot.
+        let first = rs.iter().filter_map(|r| r.stats.first_warn_ns.map(|t| t.saturating_sub(r.warmup_ns))).min();
         let mut extra = serde_json::Map::new();
         extra.insert("warns".into(), json!(warns));
         extra.insert("warn_hits".into(), json!(hits));

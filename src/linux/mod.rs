@@ -544,7 +544,10 @@ impl Kernel {
         self.now = self.now.max(self.measure_from);
         engine::account_all(self);
         let nr = self.m.topo.nr_cpus;
+        // WARN_ON_ONCE() fires once per boot: the sites that fired in the warm-up stay fired.
+        let fired = std::mem::take(&mut self.stats.warned_sites);
         self.stats = Stats::new(nr);
+        self.stats.warned_sites = fired;
         if self.rd.overloaded {
             self.stats.overloaded_since = Some(self.now);
         }
