@@ -1,6 +1,7 @@
 //! The command line: `schedsim run | compare | reproduce | list | bench`. The only module that
 //! does I/O or reads the wall clock.
 
+pub mod host;
 pub mod scenario;
 
 use crate::experiments::{self, ExpOpts};
@@ -36,6 +37,8 @@ enum Cmd {
     List(ListArgs),
     /// Measure the simulator's speed: actions per second and simulated time per wall second.
     Bench(BenchArgs),
+    /// Write a machine file: `--from-host` reads this machine's /sys and /proc.
+    Machine(host::MachineArgs),
 }
 
 #[derive(Args, Debug)]
@@ -185,6 +188,7 @@ pub fn main() -> i32 {
             },
         },
         Cmd::Bench(a) => cmd_bench(a),
+        Cmd::Machine(a) => host::cmd_machine(a),
     };
     match res {
         Ok(()) => 0,

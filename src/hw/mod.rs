@@ -146,6 +146,39 @@ pub struct Machine {
     pub polling_idle: bool,
     /// The cpuidle governor the machine's kernel uses.
     pub governor: Governor,
+    /// The haltpoll governor's module parameters (read only when `governor` is haltpoll).
+    pub haltpoll: HaltpollParams,
+}
+
+/// The haltpoll governor's module parameters, as a guest is booted with them
+/// (`haltpoll.guest_halt_poll_ns=0` on the kernel command line, or
+/// `/sys/module/haltpoll/parameters/*`). The defaults are those of
+/// drivers/cpuidle/governors/haltpoll.c (v6.10). `unsigned int` in the kernel, hence `u32`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HaltpollParams {
+    /// The largest per-CPU poll window, ns (0: never poll, always halt).
+    pub guest_halt_poll_ns: u32,
+    /// Divisor applied to the window after a halt longer than `guest_halt_poll_ns` (0: reset).
+    pub guest_halt_poll_shrink: u32,
+    /// Factor applied to the window after a halt it would have covered.
+    pub guest_halt_poll_grow: u32,
+    /// The first non-zero window, ns.
+    pub guest_halt_poll_grow_start: u32,
+    /// Whether long halts shrink the window at all.
+    pub guest_halt_poll_allow_shrink: bool,
+}
+
+impl Default for HaltpollParams {
+    fn default() -> Self {
+        HaltpollParams {
+            guest_halt_poll_ns: 200_000,
+            guest_halt_poll_shrink: 2,
+            guest_halt_poll_grow: 2,
+            guest_halt_poll_grow_start: 50_000,
+            guest_halt_poll_allow_shrink: true,
+        }
+    }
 }
 
 /// A cpuidle governor.
@@ -247,6 +280,9 @@ struct RawMachine {
     /// The cpuidle governor: "menu" (default) or "haltpoll" (KVM guests with cpuidle-haltpoll).
     #[serde(default)]
     governor: Governor,
+    /// The haltpoll governor's module parameters (defaults: the kernel's).
+    #[serde(default)]
+    haltpoll: HaltpollParams,
     topology: Spanned<RawTopology>,
     #[serde(default)]
     numa: RawNuma,
@@ -452,6 +488,7 @@ pub fn machine_from_toml(text: &str, origin: &str) -> Result<Machine, String> {
         hz: *raw.hz.get_ref(),
         polling_idle: raw.polling_idle,
         governor: raw.governor,
+        haltpoll: raw.haltpoll,
     })
 }
 
