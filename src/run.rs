@@ -58,6 +58,8 @@ pub const WORKLOADS: &[(&str, &str)] = &[
     ("rt-push", "a SCHED_FIFO task woken onto a pinned RT task's CPU: where it runs (pinned_cpu=, hold_us=, wake_delay_us=, ..._prio=)"),
     ("nanosleep", "N processes looping nanosleep(1 us) with timer slack (procs=, ns=, duration_ms=)"),
     ("hackbench", "hackbench over pipes or AF_UNIX sockets (tool=rt-tests|old|perf, args=the tool's own arguments)"),
+    ("pingpong", "two threads pinned to two CPUs bouncing a byte through two pipes (iters=, sleep_us=, ping_cpu=, pong_cpu=)"),
+    ("perf-pipe", "perf bench sched pipe: two processes (threaded=1: threads) bouncing 4 bytes through two pipes (loops=)"),
     ("idle", "nothing runs; the machine idles (ticks, idle states)"),
 ];
 
@@ -127,6 +129,12 @@ pub fn build(spec: &RunSpec) -> Result<Kernel, String> {
         "nanosleep" => Workload::Nanosleep(crate::workload::nanosleep::NanosleepLoop::parse(&spec.params, nr)?),
         "rt-push" => Workload::RtPush(Box::new(crate::workload::rtpush::RtPush::parse(&spec.params, nr)?)),
         "hackbench" => Workload::Hackbench(Box::new(crate::workload::hackbench::Hackbench::parse(&spec.params)?)),
+        "pingpong" => {
+            Workload::PipePair(Box::new(crate::workload::pipepair::PipePair::parse_pingpong(&spec.params, nr)?))
+        }
+        "perf-pipe" => {
+            Workload::PipePair(Box::new(crate::workload::pipepair::PipePair::parse_perf_pipe(&spec.params)?))
+        }
         "schbench" => {
             spec.params.check_known("schbench", &["args"])?;
             let args = spec.params.get("args").unwrap_or("");

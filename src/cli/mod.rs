@@ -432,6 +432,13 @@ fn workload_json(r: &RunResult) -> serde_json::Value {
             "elapsed_ns": w.elapsed_ns(),
             "output": w.output,
         }),
+        Workload::PipePair(w) => json!({
+            "name": w.name(),
+            "loops": w.loops,
+            "elapsed_ns": w.elapsed_ns(),
+            "us_per_op": w.us_per_op(),
+            "output": w.output,
+        }),
         Workload::Idle => json!({"name": "idle"}),
     }
 }
@@ -554,6 +561,7 @@ fn run_text(s: &RunSpec, r: &RunResult) -> String {
                 if w.end_ns > 0 { w.elapsed_ns() } else { r.sim_ns.saturating_sub(w.exec_ns) },
             ));
         }
+        Workload::PipePair(w) => o.push_str(&w.output),
         Workload::Idle => o.push_str(&format!("idle: {:.3} ms simulated\n", r.sim_ns as f64 / 1e6)),
     }
     if !r.finished && !matches!(r.workload, Workload::Idle) {
@@ -682,6 +690,7 @@ fn cmd_compare(a: CompareArgs) -> Result<(), String> {
                 Workload::Nanosleep(_) => r.stats.newidle_ns as f64 / 1e6,
                 Workload::RtPush(w) => w.wakeup_to_run_ns().unwrap_or(r.sim_ns) as f64 / 1e6,
                 Workload::Hackbench(w) => w.time_us().map_or(r.sim_ns / 1000, |t| t) as f64 / 1e3,
+                Workload::PipePair(w) => w.elapsed_ns().unwrap_or(r.sim_ns) as f64 / 1e6,
                 Workload::Idle => r.sim_ns as f64 / 1e6,
             })
             .collect();
