@@ -2,6 +2,7 @@
 //! does I/O or reads the wall clock.
 
 pub mod host;
+pub mod host_run;
 pub mod scenario;
 
 use crate::experiments::{self, ExpOpts};
@@ -39,6 +40,8 @@ enum Cmd {
     Bench(BenchArgs),
     /// Write a machine file: `--from-host` reads this machine's /sys and /proc.
     Machine(host::MachineArgs),
+    /// Run a built-in program for real on this machine: pingpong, perf-pipe, messaging, nanosleep.
+    HostRun(host_run::HostRunArgs),
 }
 
 #[derive(Args, Debug)]
@@ -189,6 +192,7 @@ pub fn main() -> i32 {
         },
         Cmd::Bench(a) => cmd_bench(a),
         Cmd::Machine(a) => host::cmd_machine(a),
+        Cmd::HostRun(a) => host_run::cmd_host_run(a),
     };
     match res {
         Ok(()) => 0,
