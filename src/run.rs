@@ -173,6 +173,8 @@ pub struct RunResult {
     pub finished: bool,
     /// CPU time of the workload's tasks (perf's task-clock).
     pub task_clock_ns: u64,
+    /// The pids of the workload's tasks.
+    pub workload_pids: Vec<u32>,
 }
 
 /// Run a spec to completion.
@@ -187,6 +189,8 @@ pub fn execute(spec: &RunSpec) -> Result<RunResult, String> {
         .filter(|t| t.kind == crate::linux::kernel::sched::TaskKind::Workload)
         .map(|t| t.sum_exec_runtime + if t.on_cpu { now - t.exec_start } else { 0 })
         .sum();
+    let workload_pids =
+        k.tasks.iter().filter(|t| t.kind == crate::linux::kernel::sched::TaskKind::Workload).map(|t| t.pid).collect();
     Ok(RunResult {
         kernel_label: k.cfg.label(),
         machine: k.m.name.clone(),
@@ -201,6 +205,7 @@ pub fn execute(spec: &RunSpec) -> Result<RunResult, String> {
         comms,
         finished: k.finished,
         task_clock_ns,
+        workload_pids,
     })
 }
 

@@ -4,6 +4,7 @@
 pub mod host;
 pub mod host_run;
 pub mod scenario;
+pub mod validate;
 
 use crate::experiments::{self, ExpOpts};
 use crate::linux::engine::Phase;
@@ -42,6 +43,8 @@ enum Cmd {
     Machine(host::MachineArgs),
     /// Run a built-in program for real on this machine: pingpong, perf-pipe, messaging, nanosleep.
     HostRun(host_run::HostRunArgs),
+    /// Run a program for real under tracefs and in the model on this host's machine file; one table.
+    Validate(validate::ValidateArgs),
 }
 
 #[derive(Args, Debug)]
@@ -193,6 +196,7 @@ pub fn main() -> i32 {
         Cmd::Bench(a) => cmd_bench(a),
         Cmd::Machine(a) => host::cmd_machine(a),
         Cmd::HostRun(a) => host_run::cmd_host_run(a),
+        Cmd::Validate(a) => validate::cmd_validate(a),
     };
     match res {
         Ok(()) => 0,
