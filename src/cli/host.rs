@@ -90,15 +90,13 @@ impl HostFs {
         v
     }
 
-    /// The kernel config as text: /proc/config.gz (gunzipped by `zcat`) or
+    /// The kernel config as text: /proc/config.gz or
     /// /boot/config-RELEASE. Returns (text, where it came from).
     fn kernel_config(&self, release: &str) -> Option<(String, String)> {
-        let gz = self.path("/proc/config.gz");
-        if gz.exists() {
-            if let Ok(out) = std::process::Command::new("zcat").arg(&gz).output() {
-                if out.status.success() && !out.stdout.is_empty() {
-                    return Some((String::from_utf8_lossy(&out.stdout).into_owned(), "/proc/config.gz".into()));
-                }
+        if let Ok(f) = std::fs::File::open(self.path("/proc/config.gz")) {
+            let mut text = String::new();
+            if std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(f), &mut text).is_ok() {
+                return Some((text, "/proc/config.gz".into()));
             }
         }
         let boot = format!("/boot/config-{release}");

@@ -37,12 +37,38 @@ pub struct ValidateArgs {
     /// A ratio within this many percent of 1 counts as a match.
     #[arg(long, default_value_t = 15.0)]
     pub tolerance_pct: f64,
-    /// Keep the machine file, the real and simulated traces and the JSON summary here.
+    /// Keep the machine file, the real and simulated traces (gzipped ftrace text) and the JSON
+    /// summary (with each real run's root pid) here.
     #[arg(long, value_name = "DIR")]
     pub save: Option<PathBuf>,
+    /// Compare a saved capture instead of tracing (repeatable; `.gz` is read gunzipped): no
+    /// root needed. The program's tasks are those named by --comm.
+    #[arg(long, value_name = "FILE")]
+    pub from_trace: Vec<PathBuf>,
+    /// What the program printed in each --from-trace run (repeatable, same order), for its own
+    /// figure.
+    #[arg(long, value_name = "FILE")]
+    pub from_output: Vec<PathBuf>,
+    /// The program's task names in --from-trace captures (repeatable; default: the names the
+    /// built-in programs and perf give their tasks).
+    #[arg(long)]
+    pub comm: Vec<String>,
     /// Print one JSON document instead of text.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Read a trace file, gunzipping a `.gz`.
+pub fn read_trace(p: &Path) -> Result<String, String> {
+    let bytes = std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display()))?;
+    if p.extension().is_some_and(|e| e == "gz") {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&bytes[..]), &mut text)
+            .map_err(|e| format!("{}: not a gzip file of text: {e}", p.display()))?;
+        Ok(text)
+    } else {
+        String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8 text", p.display()))
+    }
 }
 
 /// The trace events enabled for the real run.
@@ -89,6 +115,8 @@ pub struct Program {
     pub own_name: &'static str,
     /// For messaging: messages per run; for nanosleep: the duration in seconds.
     pub scale: f64,
+    /// The names the program's tasks run under.
+    pub comms: Vec<String>,
 }
 
 impl Program {
@@ -125,6 +153,7 @@ impl Program {
                     params: pairs,
                     own_name: "program: us per round trip",
                     scale: 1.0,
+                    comms: vec!["ping".into(), "pong".into()],
                 })
             }
             "perf-pipe" => {
@@ -150,6 +179,7 @@ impl Program {
                     params: pairs,
                     own_name: "program: usecs/op",
                     scale: 1.0,
+                    comms: vec!["sched-pipe".into()],
                 })
             }
             "messaging" => {
@@ -172,6 +202,7 @@ impl Program {
                     command,
                     own_name: "program: us per message",
                     scale: o.expected_messages() as f64,
+                    comms: vec!["sched-messaging".into()],
                 })
             }
             "nanosleep" => {
@@ -185,6 +216,7 @@ impl Program {
                     params: pairs,
                     own_name: "program: loops per second",
                     scale: w.duration_ns as f64 / 1e9,
+                    comms: vec!["nanosleep".into()],
                 })
             }
             other => Err(format!(
@@ -359,6 +391,13 @@ fn model_trace_text(r: &run::RunResult) -> String {
     String::from_utf8(buf).expect("the writer emits UTF-8")
 }
 
+fn gzip(text: &str) -> Vec<u8> {
+    use std::io::Write;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    e.write_all(text.as_bytes()).expect("writing to memory");
+    e.finish().expect("writing to memory")
+}
+
 /// One side's runs.
 struct Side {
     outputs: Vec<String>,
@@ -367,6 +406,9 @@ struct Side {
 }
 
 pub fn cmd_validate(a: ValidateArgs) -> Result<(), String> {
+    if a.from_output.len() > a.from_trace.len() {
+        return Err("--from-output is given more often than --from-trace".into());
+    }
     if a.repeat == 0 || a.seeds == 0 {
         return Err("--repeat and --seeds must be at least 1".into());
     }
@@ -410,17 +452,29 @@ pub fn cmd_validate(a: ValidateArgs) -> Result<(), String> {
         model_runs.push(r);
     }
 
-    // The real runs.
-    let tracefs = Tracefs::open()?;
-    let missing = tracefs.set_events(EVENTS)?;
+    // The real runs: traced now, or read from saved captures.
     let mut real_traces = Vec::new();
     let mut real_outputs = Vec::new();
-    for _ in 0..a.repeat {
-        let (out, trace, pid) = tracefs.capture(&prog.command)?;
-        real_outputs.push(out);
-        real_traces.push((trace, pid));
+    let mut missing = Vec::new();
+    let comms: Vec<String> = if a.comm.is_empty() { prog.comms.clone() } else { a.comm.clone() };
+    if a.from_trace.is_empty() {
+        let tracefs = Tracefs::open()?;
+        missing = tracefs.set_events(EVENTS)?;
+        for _ in 0..a.repeat {
+            let (out, trace, pid) = tracefs.capture(&prog.command)?;
+            real_outputs.push(out);
+            real_traces.push((trace, Some(pid)));
+        }
+    } else {
+        for (i, p) in a.from_trace.iter().enumerate() {
+            real_traces.push((read_trace(p)?, None));
+            let out = match a.from_output.get(i) {
+                Some(o) => std::fs::read_to_string(o).map_err(|e| format!("cannot read {}: {e}", o.display()))?,
+                None => String::new(),
+            };
+            real_outputs.push(out);
+        }
     }
-    drop(tracefs);
 
     // Idle-silent CPUs, from the real captures; dropped alike on both sides.
     let mut silent = BTreeSet::new();
@@ -441,7 +495,19 @@ pub fn cmd_validate(a: ValidateArgs) -> Result<(), String> {
     let real = {
         let mut s = Side { outputs: real_outputs, counts: Vec::new(), figures: Vec::new() };
         for (i, (t, pid)) in real_traces.iter().enumerate() {
-            let c = validate::analyze(t, &[*pid], true, &silent);
+            let roots: Vec<u32> = pid.iter().copied().collect();
+            let who = match pid {
+                Some(_) => validate::Program::Pids { roots: &roots, follow_forks: true },
+                None => validate::Program::Comms(&comms),
+            };
+            let c = validate::analyze(t, &who, &silent);
+            if c.wakeups == 0 {
+                notes.push(format!(
+                    "real run {}: no wakeup of the program's tasks ({}) in the trace",
+                    i + 1,
+                    comms.join(", ")
+                ));
+            }
             if c.lost_events {
                 notes.push(format!("real run {}: the trace buffer lost events (counts are low)", i + 1));
             }
@@ -456,7 +522,8 @@ pub fn cmd_validate(a: ValidateArgs) -> Result<(), String> {
         let mut s = Side { outputs: Vec::new(), counts: Vec::new(), figures: Vec::new() };
         for r in &model_runs {
             let text = model_trace_text(r);
-            let c = validate::analyze(&text, &r.workload_pids, false, &silent);
+            let who = validate::Program::Pids { roots: &r.workload_pids, follow_forks: false };
+            let c = validate::analyze(&text, &who, &silent);
             let out = model_output(r);
             let own = prog.own_figure(&out).map(|v| (prog.own_name, v));
             s.figures.push(validate::figures(&c, &state_names, own));
@@ -480,10 +547,10 @@ pub fn cmd_validate(a: ValidateArgs) -> Result<(), String> {
 
     if let Some(dir) = &a.save {
         for (i, (t, _)) in real_traces.iter().enumerate() {
-            super::host::write_atomically(&dir.join(format!("real-{}.trace", i + 1)), t.as_bytes())?;
+            super::host::write_atomically(&dir.join(format!("real-{}.trace.gz", i + 1)), &gzip(t))?;
         }
         for (i, t) in model_texts.iter().enumerate() {
-            super::host::write_atomically(&dir.join(format!("model-{}.trace", i + 1)), t.as_bytes())?;
+            super::host::write_atomically(&dir.join(format!("model-{}.trace.gz", i + 1)), &gzip(t))?;
         }
     }
     let doc = json!({
@@ -496,7 +563,12 @@ pub fn cmd_validate(a: ValidateArgs) -> Result<(), String> {
         "tolerance": tol,
         "rows": rows,
         "notes": notes,
-        "real": {"outputs": real.outputs, "counts": real.counts},
+        "real": {
+            "outputs": real.outputs,
+            "root_pids": real_traces.iter().map(|(_, p)| *p).collect::<Vec<_>>(),
+            "from_trace": a.from_trace.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
+            "counts": real.counts,
+        },
         "model": {"outputs": model.outputs, "counts": model.counts},
     });
     if let Some(dir) = &a.save {
@@ -510,15 +582,19 @@ pub fn cmd_validate(a: ValidateArgs) -> Result<(), String> {
         return Ok(());
     }
     let mut o = format!(
-        "# schedsim validate {}\n# real: `{}` x{}; model: {} on {} x{} seeds\n\n",
+        "# schedsim validate {}\n# real: {}; model: {} on {} x{} seeds\n\n",
         prog.label,
-        prog.command.join(" "),
-        a.repeat,
+        if a.from_trace.is_empty() {
+            format!("`{}` x{}", prog.command.join(" "), a.repeat)
+        } else {
+            format!("{} saved capture(s), tasks named {}", a.from_trace.len(), comms.join(", "))
+        },
         kernel,
         machine_path,
         a.seeds
     );
     o.push_str(&validate::render(&rows, tol));
+    o.push_str(&format!("(a per-wakeup difference below {} also counts as within)\n", validate::STRUCTURE_FLOOR));
     let within = rows.iter().filter(|r| r.kind == validate::RowKind::Structure && r.within).count();
     let structural = rows.iter().filter(|r| r.kind == validate::RowKind::Structure).count();
     o.push_str(&format!(
