@@ -384,13 +384,6 @@ fn run_child(command: &[String]) -> Result<(String, u32), String> {
     res
 }
 
-/// The model's trace as ftrace text.
-fn model_trace_text(r: &run::RunResult) -> String {
-    let mut buf = Vec::new();
-    crate::trace::ftrace::write_trace(&mut buf, &r.trace, &run::Comms::new(r), r.nr_cpus).expect("writing to memory");
-    String::from_utf8(buf).expect("the writer emits UTF-8")
-}
-
 fn gzip(text: &str) -> Vec<u8> {
     use std::io::Write;
     let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
@@ -521,9 +514,8 @@ pub fn cmd_validate(a: ValidateArgs) -> Result<(), String> {
     let model = {
         let mut s = Side { outputs: Vec::new(), counts: Vec::new(), figures: Vec::new() };
         for r in &model_runs {
-            let text = model_trace_text(r);
-            let who = validate::Program::Pids { roots: &r.workload_pids, follow_forks: false };
-            let c = validate::analyze(&text, &who, &silent);
+            let text = validate::model_trace_text(r);
+            let c = validate::model_counts(r, &text, &silent);
             let out = model_output(r);
             let own = prog.own_figure(&out).map(|v| (prog.own_name, v));
             s.figures.push(validate::figures(&c, &state_names, own));

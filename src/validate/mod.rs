@@ -296,6 +296,19 @@ pub fn analyze(text: &str, program: &Program, silent: &BTreeSet<u32>) -> Counts 
     c
 }
 
+/// The model's trace as ftrace text (what [`analyze`] reads), from a run kept with `trace`.
+pub fn model_trace_text(r: &crate::run::RunResult) -> String {
+    let mut buf = Vec::new();
+    crate::trace::ftrace::write_trace(&mut buf, &r.trace, &crate::run::Comms::new(r), r.nr_cpus)
+        .expect("writing to memory");
+    String::from_utf8(buf).expect("the writer emits UTF-8")
+}
+
+/// Count what the model's workload did in its run (text: [`model_trace_text`]).
+pub fn model_counts(r: &crate::run::RunResult, text: &str, silent: &BTreeSet<u32>) -> Counts {
+    analyze(text, &Program::Pids { roots: &r.workload_pids, follow_forks: false }, silent)
+}
+
 /// Whether a row is a structural ratio (compared first), a rate, or the program's speed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
