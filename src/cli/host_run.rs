@@ -242,12 +242,13 @@ fn pingpong(iters: u64, sleep_us: u64, ping_cpu: u32, pong_cpu: u32) -> Result<S
 fn pipe_worker(reads_first: bool, loops: u64, rd: i32, wr: i32) -> bool {
     let mut m = [0u8; 4];
     for _ in 0..loops {
-        let ok = if reads_first {
-            read_all(rd, &mut m) && write_all(wr, &m)
-        } else {
-            write_all(wr, &m) && read_all(rd, &mut m)
-        };
-        if !ok {
+        if reads_first && !read_all(rd, &mut m) {
+            return false;
+        }
+        if !write_all(wr, &m) {
+            return false;
+        }
+        if !reads_first && !read_all(rd, &mut m) {
             return false;
         }
     }

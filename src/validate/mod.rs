@@ -225,11 +225,7 @@ pub fn analyze(text: &str, program: &Program, silent: &BTreeSet<u32>) -> Counts 
         };
         match l.event {
             "sched_waking" => waking[cpu] = Some((prog(l.num("pid")), l.pid, l.ts_ns)),
-            "sched_wakeup" => {
-                if prog(l.num("pid")) {
-                    c.wakeups += 1;
-                }
-            }
+            "sched_wakeup" if prog(l.num("pid")) => c.wakeups += 1,
             "ipi_send_cpu" | "ipi_send_cpumask" => {
                 if attributed(&waking) == Some(true) {
                     let callsite = l.arg("callsite").unwrap_or("");
@@ -247,11 +243,7 @@ pub fn analyze(text: &str, program: &Program, silent: &BTreeSet<u32>) -> Counts 
                     c.background_ipis += 1;
                 }
             }
-            "sched_wake_idle_without_ipi" => {
-                if attributed(&waking) == Some(true) {
-                    c.wake_without_ipi += 1;
-                }
-            }
+            "sched_wake_idle_without_ipi" if attributed(&waking) == Some(true) => c.wake_without_ipi += 1,
             "sched_switch" => {
                 let (prev, next) = (l.num("prev_pid"), l.num("next_pid"));
                 if prog(prev) || prog(next) {
@@ -270,11 +262,7 @@ pub fn analyze(text: &str, program: &Program, silent: &BTreeSet<u32>) -> Counts 
                     curr[cpu] = Some((n as u32, l.ts_ns));
                 }
             }
-            "sched_migrate_task" => {
-                if prog(l.num("pid")) {
-                    c.migrations += 1;
-                }
-            }
+            "sched_migrate_task" if prog(l.num("pid")) => c.migrations += 1,
             "cpu_idle" => {
                 if let Some(s) = l.num("state").filter(|&s| s != u32::MAX as u64) {
                     *c.idle_entries.entry(s as u32).or_default() += 1;
@@ -285,11 +273,7 @@ pub fn analyze(text: &str, program: &Program, silent: &BTreeSet<u32>) -> Counts 
                     *c.softirqs.entry(v as u32).or_default() += 1;
                 }
             }
-            "local_timer_entry" => {
-                if l.pid == 0 {
-                    c.idle_timer_irqs += 1;
-                }
-            }
+            "local_timer_entry" if l.pid == 0 => c.idle_timer_irqs += 1,
             _ => {}
         }
     }
