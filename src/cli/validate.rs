@@ -415,6 +415,16 @@ pub fn cmd_validate(a: ValidateArgs) -> Result<(), String> {
         None => std::env::temp_dir().join(format!("schedsim-validate-{}", std::process::id())),
     };
     std::fs::create_dir_all(&work).map_err(|e| format!("cannot create {}: {e}", work.display()))?;
+    /// Removes the temporary directory on every way out (unless it is the --save one).
+    struct TempDir(Option<PathBuf>);
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            if let Some(d) = &self.0 {
+                let _ = std::fs::remove_dir_all(d);
+            }
+        }
+    }
+    let _cleanup = TempDir(a.save.is_none().then(|| work.clone()));
     let machine_path = match &a.machine {
         Some(m) => m.clone(),
         None => {
@@ -566,8 +576,6 @@ pub fn cmd_validate(a: ValidateArgs) -> Result<(), String> {
     if let Some(dir) = &a.save {
         let text = serde_json::to_string_pretty(&doc).expect("serializable");
         super::host::write_atomically(&dir.join("validate.json"), text.as_bytes())?;
-    } else {
-        let _ = std::fs::remove_dir_all(&work);
     }
     if a.json {
         super::emit(&format!("{}\n", serde_json::to_string_pretty(&doc).expect("serializable")));
