@@ -5,6 +5,7 @@
 //! run on it, [`trace`] the trace records and their ftrace text, [`experiments`] the built-in
 //! experiments, [`validate`] the model-versus-kernel figures, and [`cli`] the command line.
 
+pub mod background;
 pub mod cli;
 pub mod experiments;
 pub mod hw;

@@ -30,6 +30,12 @@ pub struct RunSpec {
     pub trace: bool,
     /// CONFIG_PREEMPT_RT.
     pub preempt_rt: bool,
+    /// Background activity: a built-in profile name, `none`, or a profile file (`.toml`).
+    /// `None` takes the machine's default.
+    pub background: Option<String>,
+    /// The preemption model (`none`, `voluntary`, `full`, `dynamic-...`). `None` takes the
+    /// machine's default.
+    pub preempt: Option<String>,
 }
 
 impl RunSpec {
@@ -47,6 +53,8 @@ impl RunSpec {
             limit_ns: 120 * NSEC_PER_SEC,
             trace: false,
             preempt_rt: false,
+            background: None,
+            preempt: None,
         }
     }
 }
@@ -72,6 +80,21 @@ pub fn machine(name: &str) -> Result<hw::Machine, String> {
     }
     let text = std::fs::read_to_string(name).map_err(|e| format!("cannot read machine file {name}: {e}"))?;
     hw::machine_from_toml(&text, name)
+}
+
+/// The background profile a spec names: a built-in profile, `none`, or a profile file (a
+/// name ending in `.toml`). Errors name the file and line.
+pub fn background(name: &str) -> Result<crate::background::Profile, String> {
+    if name.ends_with(".toml") {
+        let text = std::fs::read_to_string(name).map_err(|e| format!("cannot read background file {name}: {e}"))?;
+        return crate::background::parse(&text, name);
+    }
+    crate::background::builtin(name).ok_or_else(|| {
+        format!(
+            "unknown background '{name}' (expected one of: {}, or a profile file ending in .toml)",
+            crate::background::names().join(", ")
+        )
+    })
 }
 
 /// Notes on a valid spec that will not do what its author probably means (printed on stderr
@@ -118,6 +141,24 @@ pub fn build(spec: &RunSpec) -> Result<Kernel, String> {
     for f in &spec.features {
         cfg.features.apply(f)?;
     }
+    let preempt = spec.preempt.as_deref().unwrap_or(&m.preempt);
+    cfg.preempt = crate::linux::config::Preempt::parse(preempt).ok_or_else(|| {
+        format!(
+            "unknown preemption model '{preempt}' (expected one of: {})",
+            crate::linux::config::Preempt::NAMES.join(", ")
+        )
+    })?;
+    cfg.background = background(spec.background.as_deref().unwrap_or(&m.background))?;
+    for s in &cfg.background.sources {
+        if let crate::background::Cpus::One(c) = s.cpus {
+            if c >= m.topo.nr_cpus {
+                return Err(format!(
+                    "background '{}': source {} is bound to CPU {c}, but machine {} has {} CPUs",
+                    cfg.background.name, s.name, m.name, m.topo.nr_cpus
+                ));
+            }
+        }
+    }
     let nr = m.topo.nr_cpus;
     let wl = match spec.workload.as_str() {
         "ipistorm" => Workload::Ipistorm(Ipistorm::new(IpistormParams::parse(&spec.params, nr)?)),
@@ -159,8 +200,11 @@ pub struct RunResult {
     pub machine: String,
     pub nr_cpus: u32,
     pub seed: u64,
-    /// Simulated time at the end.
+    /// Simulated time of the measured window (from the workload's start, after any
+    /// background warm-up, to the end).
     pub sim_ns: Time,
+    /// Simulated time before the window: the background warm-up.
+    pub warmup_ns: Time,
     /// Actions the engine processed.
     pub actions: u64,
     pub stats: Stats,
@@ -173,6 +217,8 @@ pub struct RunResult {
     pub finished: bool,
     /// CPU time of the workload's tasks (perf's task-clock).
     pub task_clock_ns: u64,
+    /// Names of the background sources (the work functions and callbacks trace records cite).
+    pub funcs: Vec<String>,
     /// The pids of the workload's tasks.
     pub workload_pids: Vec<u32>,
 }
@@ -196,7 +242,8 @@ pub fn execute(spec: &RunSpec) -> Result<RunResult, String> {
         machine: k.m.name.clone(),
         nr_cpus: k.m.topo.nr_cpus,
         seed: spec.seed,
-        sim_ns: k.now,
+        sim_ns: k.now - k.measure_from.min(k.now),
+        warmup_ns: k.measure_from.min(k.now),
         actions: k.actions,
         stats: std::mem::take(&mut k.stats),
         workload: k.wl.clone(),
@@ -205,6 +252,7 @@ pub fn execute(spec: &RunSpec) -> Result<RunResult, String> {
         comms,
         finished: k.finished,
         task_clock_ns,
+        funcs: k.cfg.background.sources.iter().map(|s| s.name.clone()).collect(),
         workload_pids,
     })
 }
@@ -214,6 +262,7 @@ pub struct Comms<'a> {
     by_pid: std::collections::BTreeMap<u32, &'a str>,
     swapper: Vec<String>,
     masks: Vec<String>,
+    funcs: &'a [String],
 }
 
 impl<'a> Comms<'a> {
@@ -222,6 +271,7 @@ impl<'a> Comms<'a> {
             by_pid: r.comms.iter().map(|(p, c)| (*p, c.as_str())).collect(),
             swapper: (0..r.nr_cpus).map(|c| format!("swapper/{c}")).collect(),
             masks: r.trace_masks.iter().map(|m| crate::trace::cpumask_pb(m, r.nr_cpus)).collect(),
+            funcs: &r.funcs,
         }
     }
 }
@@ -235,6 +285,9 @@ impl ftrace::Names for Comms<'_> {
     }
     fn cpumask(&self, id: u32) -> &str {
         self.masks.get(id as usize).map_or("", |s| s.as_str())
+    }
+    fn func(&self, id: u32) -> &str {
+        self.funcs.get(id as usize).map_or("", |s| s.as_str())
     }
 }
 

@@ -279,6 +279,7 @@ pub fn machine_toml_from_host(fs: &HostFs, name: &str) -> Result<String, String>
         config_notes.push(format!("Preemption in force: {mode} (/sys/kernel/debug/sched/preempt; the bracketed one)."));
     }
     let cmdline = fs.read("/proc/cmdline").unwrap_or_default();
+    let preempt_line = preempt_from(fs, config.as_ref(), &cmdline);
     for w in cmdline.split_whitespace().filter(|w| w.starts_with("haltpoll.") || w.starts_with("cpuidle")) {
         config_notes.push(format!("Kernel command line: {w}."));
     }
@@ -499,6 +500,12 @@ pub fn machine_toml_from_host(fs: &HostFs, name: &str) -> Result<String, String>
         ),
     ));
     t.push_str(&gov_line);
+    t.push_str(&preempt_line);
+    t.push_str(&kv(
+        "background",
+        "\"server\"",
+        "guess: the generic distro-kernel profile (src/background/profiles/); tools/measure measures your own",
+    ));
     t.push_str(&haltpoll_lines);
     let _ = writeln!(t, "\n[topology]");
     let _ = writeln!(
@@ -566,6 +573,57 @@ pub fn machine_toml_from_host(fs: &HostFs, name: &str) -> Result<String, String>
     Ok(t)
 }
 
+/// The `preempt = ...` line: the model in force from /sys/kernel/debug/sched/preempt (the
+/// bracketed word) when debugfs is mounted, else the kernel config's choice with `preempt=` of
+/// the command line on top.
+fn preempt_from(fs: &HostFs, config: Option<&(String, String)>, cmdline: &str) -> String {
+    let dynamic = config.is_some_and(|(t, _)| config_value(t, "CONFIG_PREEMPT_DYNAMIC") == Some("y"));
+    let name = |m: &str| if dynamic { format!("dynamic-{m}") } else { m.to_string() };
+    let debugfs = "/sys/kernel/debug/sched/preempt";
+    if let Some(line) = fs.read(debugfs) {
+        if let Some(m) = line.split_whitespace().find_map(|w| w.strip_prefix('(')?.strip_suffix(')')) {
+            if matches!(m, "none" | "voluntary" | "full") {
+                return kv("preempt", &format!("\"{}\"", name(m)), &format!("{debugfs} reads `{line}`"));
+            }
+            return kv(
+                "preempt",
+                &format!("\"{}\"", name("full")),
+                &format!("guess: {debugfs} reads `{line}`; `{m}` is modelled as full"),
+            );
+        }
+    }
+    if let Some(m) = cmdline.split_whitespace().find_map(|w| w.strip_prefix("preempt=")) {
+        if dynamic && matches!(m, "none" | "voluntary" | "full") {
+            return kv(
+                "preempt",
+                &format!("\"{}\"", name(m)),
+                &format!("preempt={m} on /proc/cmdline, CONFIG_PREEMPT_DYNAMIC=y"),
+            );
+        }
+    }
+    match config {
+        Some((t, from)) => {
+            let on = |k: &str| config_value(t, k) == Some("y");
+            let (m, why) = if on("CONFIG_PREEMPT_RT") {
+                ("full", "CONFIG_PREEMPT_RT=y (give --preempt-rt for the RT softirq paths)")
+            } else if on("CONFIG_PREEMPT_NONE") {
+                ("none", "CONFIG_PREEMPT_NONE=y")
+            } else if on("CONFIG_PREEMPT_VOLUNTARY") {
+                ("voluntary", "CONFIG_PREEMPT_VOLUNTARY=y")
+            } else if on("CONFIG_PREEMPT") {
+                ("full", "CONFIG_PREEMPT=y")
+            } else if on("CONFIG_PREEMPT_LAZY") {
+                ("full", "guess: CONFIG_PREEMPT_LAZY=y, modelled as full")
+            } else {
+                ("voluntary", "guess: no CONFIG_PREEMPT_* choice found")
+            };
+            let dyn_note = if dynamic { ", CONFIG_PREEMPT_DYNAMIC=y booting it" } else { "" };
+            kv("preempt", &format!("\"{}\"", name(m)), &format!("{why}{dyn_note} ({from})"))
+        }
+        None => kv("preempt", "\"voluntary\"", "guess: the kernel config is unreadable; the x86 distro default"),
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn state_block(
     name: &str,
@@ -623,7 +681,7 @@ mod tests {
         w("/proc/cpuinfo", "vendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC\nflags\t\t: fpu ht hypervisor\n");
         w(
             "/boot/config-6.18.44-test",
-            "CONFIG_HZ_250=y\nCONFIG_HZ=250\nCONFIG_NO_HZ_IDLE=y\nCONFIG_PREEMPT_DYNAMIC=y\n",
+            "CONFIG_HZ_250=y\nCONFIG_HZ=250\nCONFIG_NO_HZ_IDLE=y\nCONFIG_PREEMPT_NONE=y\nCONFIG_PREEMPT_DYNAMIC=y\n",
         );
         w("/sys/devices/system/cpu/online", "0-1");
         for c in 0..2 {
@@ -674,6 +732,8 @@ mod tests {
         assert_eq!(m.governor, Governor::Haltpoll);
         assert_eq!(m.haltpoll.guest_halt_poll_ns, 0);
         assert_eq!(m.haltpoll.guest_halt_poll_grow_start, 50_000);
+        assert_eq!(m.preempt, "dynamic-none");
+        assert_eq!(m.background, "server");
         assert!(
             text.lines().any(|l| l.starts_with("guest_halt_poll_grow_start = 50000 ") && l.contains("# guess:")),
             "{text}"

@@ -80,6 +80,14 @@ struct SpecArgs {
     /// Build the kernel with CONFIG_PREEMPT_RT (TTWU_QUEUE off, softirqs in ksoftirqd).
     #[arg(long)]
     preempt_rt: bool,
+    /// Background activity besides the workload: kvm-guest, server, none, or a profile FILE.toml
+    /// (default: the machine's).
+    #[arg(long, value_name = "NAME|none|FILE")]
+    background: Option<String>,
+    /// Preemption model: none, voluntary, full, or dynamic-{none,voluntary,full}
+    /// (PREEMPT_DYNAMIC with that preempt= choice; default: the machine's).
+    #[arg(long, value_name = "MODEL")]
+    preempt: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -146,6 +154,13 @@ struct ReproduceArgs {
     /// Override a workload parameter of the experiment, key=value (repeatable).
     #[arg(long = "param")]
     params: Vec<String>,
+    /// Background activity for every run (default: each machine's own; `none` for a quiet
+    /// machine).
+    #[arg(long, value_name = "NAME|none|FILE")]
+    background: Option<String>,
+    /// Preemption model for every run (default: each machine's own).
+    #[arg(long, value_name = "MODEL")]
+    preempt: Option<String>,
     #[arg(long)]
     json: bool,
 }
@@ -243,6 +258,12 @@ fn apply_spec_args(s: &mut RunSpec, a: &SpecArgs) -> Result<(), String> {
     if a.preempt_rt {
         s.preempt_rt = true;
     }
+    if a.background.is_some() {
+        s.background = a.background.clone();
+    }
+    if a.preempt.is_some() {
+        s.preempt = a.preempt.clone();
+    }
     for n in run::spec_notes(s) {
         eprintln!("schedsim: note: {n}");
     }
@@ -332,6 +353,7 @@ fn counters_json(r: &RunResult) -> serde_json::Value {
         "newidle_calls": st.newidle_calls,
         "newidle_balances": st.newidle_balances,
         "newidle_ns": st.newidle_ns,
+        "rd_overloaded_ns": st.overloaded_ns,
         "ksoftirqd_wakeups": st.ksoftirqd_wakeups,
         "context_switches": st.context_switches,
         "cpu_migrations": st.cpu_migrations,
@@ -589,7 +611,9 @@ fn run_text(s: &RunSpec, r: &RunResult) -> String {
     line(&mut o, st.idle_exits.to_string(), "idle-exits (do_idle)");
     line(&mut o, st.schedule_idle_calls.to_string(), "schedule-idle-calls");
     line(&mut o, st.newidle_calls.to_string(), "newidle-balance-calls");
+    line(&mut o, st.newidle_balances.to_string(), "newidle-balances (ungated: walked the domains)");
     line(&mut o, format!("{:.3}", st.newidle_ns as f64 / 1e6), "newidle-balance-msec");
+    line(&mut o, format!("{:.3}", st.overloaded_ns as f64 / 1e6), "rd-overloaded-msec (time rd->overloaded was set)");
     line(&mut o, st.ksoftirqd_wakeups.to_string(), "ksoftirqd-wakeups");
     line(&mut o, format!("{:.3}", r.task_clock_ns as f64 / 1e6), "task-clock (msec, workload tasks)");
     line(&mut o, st.context_switches.to_string(), "context-switches");
@@ -752,7 +776,14 @@ fn cmd_reproduce(a: ReproduceArgs) -> Result<(), String> {
     };
     let exps: Vec<_> = names.iter().map(|n| experiments::find(n)).collect::<Result<_, _>>()?;
     let params = Params::parse(a.params.iter().map(String::as_str), "--param")?;
-    let o = ExpOpts { runs: a.runs, seed: a.seed, jobs: a.jobs, params: params.pairs().to_vec() };
+    let o = ExpOpts {
+        runs: a.runs,
+        seed: a.seed,
+        jobs: a.jobs,
+        params: params.pairs().to_vec(),
+        background: a.background.clone(),
+        preempt: a.preempt.clone(),
+    };
     let mut docs = Vec::new();
     for e in exps {
         let c = (e.run)(&o)?;
@@ -817,7 +848,7 @@ fn cmd_bench(a: BenchArgs) -> Result<(), String> {
             let t = Instant::now();
             let r = run::execute(&spec)?;
             let wall = t.elapsed().as_secs_f64();
-            samples.push((wall, r.actions, r.sim_ns));
+            samples.push((wall, r.actions, r.sim_ns + r.warmup_ns));
         }
         samples.sort_by(|x, y| x.0.total_cmp(&y.0));
         let (wall, actions, sim_ns) = samples[samples.len() / 2];

@@ -69,6 +69,9 @@ struct ScenarioFile {
     params: BTreeMap<String, toml::Value>,
     #[serde(default)]
     idle_states: BTreeMap<String, bool>,
+    /// Background profile (`none`, a built-in name or a file) and preemption model.
+    background: Option<String>,
+    preempt: Option<String>,
 }
 
 fn line_of(text: &str, offset: usize) -> usize {
@@ -92,6 +95,8 @@ pub fn parse(text: &str, origin: &str) -> Result<RunSpec, String> {
     s.patches = f.patches.join(",");
     s.features = f.features;
     s.hz = f.hz;
+    s.background = f.background;
+    s.preempt = f.preempt;
     if let Some(seed) = f.seed {
         s.seed = seed;
     }

@@ -31,6 +31,10 @@ pub struct ValidateArgs {
     /// Kernel for the model (default: the newest named kernel).
     #[arg(long)]
     pub kernel: Option<String>,
+    /// Background activity for the model: a profile name, `none`, or a profile file (default:
+    /// the machine file's).
+    #[arg(long)]
+    pub background: Option<String>,
     /// Run schedsim's own perf-bench programs (`host-run`) instead of /usr/bin/perf.
     #[arg(long)]
     pub builtin: bool,
@@ -448,6 +452,7 @@ pub fn cmd_validate(a: ValidateArgs) -> Result<(), String> {
         s.seed = seed;
         s.params = Params::from_pairs(prog.params.clone(), "validate");
         s.trace = true;
+        s.background = a.background.clone();
         let r = run::execute(&s)?;
         if !r.finished {
             return Err(format!("the model's {} did not finish within {} s", prog.label, s.limit_ns / 1_000_000_000));

@@ -44,7 +44,7 @@ fn elapsed_s(r: &RunResult) -> f64 {
 /// `schedsim reproduce hackbench-2013`.
 pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
     let runs = o.runs.min(2);
-    let results = run_variants(VARIANTS.len(), runs, o.seed, o.jobs, |v, seed| spec(VARIANTS[v].1, seed, o))?;
+    let results = run_variants(o, VARIANTS.len(), runs, |v, seed| spec(VARIANTS[v].1, seed, o))?;
     let mut rows = Vec::new();
     let mut grid = Vec::new();
     for (vi, (label, patches)) in VARIANTS.iter().enumerate() {

@@ -96,7 +96,7 @@ fn avg(v: &[Sample], f: impl Fn(&Sample) -> f64) -> f64 {
 
 /// `schedsim reproduce ipistorm`.
 pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
-    let results = run_variants(VARIANTS.len(), o.runs, o.seed, o.jobs, |v, seed| {
+    let results = run_variants(o, VARIANTS.len(), o.runs, |v, seed| {
         let (_, kernel, patches, _) = VARIANTS[v];
         spec(kernel, patches, seed, &o.params)
     })?;

@@ -3,6 +3,7 @@
 
 pub mod hackbench2013;
 pub mod ipistorm;
+pub mod ipistorm_intel;
 pub mod nohz;
 pub mod rtpush;
 pub mod schbench_ttwu;
@@ -21,11 +22,14 @@ pub struct ExpOpts {
     pub jobs: usize,
     /// Workload parameters overriding the experiment's (e.g. a smaller numipi).
     pub params: Vec<(String, String)>,
+    /// Background profile and preemption model overriding the machine's defaults.
+    pub background: Option<String>,
+    pub preempt: Option<String>,
 }
 
 impl Default for ExpOpts {
     fn default() -> Self {
-        ExpOpts { runs: 5, seed: 1, jobs: 2, params: Vec::new() }
+        ExpOpts { runs: 5, seed: 1, jobs: 2, params: Vec::new(), background: None, preempt: None }
     }
 }
 
@@ -40,6 +44,10 @@ pub const EXPERIMENTS: &[Experiment] = &[Experiment {
     name: "ipistorm",
     description: "CPU8 sends 100k waiting smp_call_function_single() to CPU16 on a 2S EPYC 7763 (C2 off): v6.10, SM_IDLE, revert of b2a02fc43a1f, TIF_NOTIFY_IPI RFC, softirq-flag RFC aligned/unaligned",
     run: ipistorm::reproduce,
+}, Experiment {
+    name: "ipistorm-intel",
+    description: "Chen Yu's ipistorm on a 240-CPU 2-node Intel server (C1E and deeper off): v6.10 vs SM_IDLE, ten runs each, every run's time with its ungated newidle passes and rd->overloaded time",
+    run: ipistorm_intel::reproduce,
 }, Experiment {
     name: "schbench-ttwu",
     description: "schbench -m 2 -t 16 on a 32-vCPU Ice Lake VM: ttwu_pending cleared early (v6.1), revert of f3dd3f674555, the fix d6962c4fe8f9 (v6.2)",
@@ -77,16 +85,27 @@ pub fn find(name: &str) -> Result<&'static Experiment, String> {
 /// `jobs` threads. The first spec is validated before anything runs, so a bad parameter gives
 /// its error at once. Returns each variant's results in seed order.
 pub fn run_variants(
+    o: &ExpOpts,
     variants: usize,
     runs: usize,
-    seed: u64,
-    jobs: usize,
     spec: impl Fn(usize, u64) -> RunSpec,
 ) -> Result<Vec<Vec<RunResult>>, String> {
-    let specs: Vec<RunSpec> =
-        (0..variants).flat_map(|v| (0..runs).map(move |i| (v, seed + i as u64))).map(|(v, s)| spec(v, s)).collect();
+    let seed = o.seed;
+    let specs: Vec<RunSpec> = (0..variants)
+        .flat_map(|v| (0..runs).map(move |i| (v, seed + i as u64)))
+        .map(|(v, s)| {
+            let mut sp = spec(v, s);
+            if o.background.is_some() {
+                sp.background = o.background.clone();
+            }
+            if o.preempt.is_some() {
+                sp.preempt = o.preempt.clone();
+            }
+            sp
+        })
+        .collect();
     crate::run::build(&specs[0])?;
-    let mut results = run_all(&specs, jobs)?.into_iter();
+    let mut results = run_all(&specs, o.jobs)?.into_iter();
     Ok((0..variants).map(|_| results.by_ref().take(runs).collect()).collect())
 }
 

@@ -74,7 +74,7 @@ fn ilb_spec(kernel: &str, patches: &str, seed: u64, o: &ExpOpts) -> RunSpec {
 
 /// `schedsim reproduce ilb-polling`: one overloaded CPU, the idle CPUs polling (C1 MWAIT).
 pub fn ilb_polling(o: &ExpOpts) -> Result<Comparison, String> {
-    let results = run_variants(ILB_VARIANTS.len(), o.runs, o.seed, o.jobs, |v, seed| {
+    let results = run_variants(o, ILB_VARIANTS.len(), o.runs, |v, seed| {
         let (_, kernel, patches) = ILB_VARIANTS[v];
         ilb_spec(kernel, patches, seed, o)
     })?;
@@ -132,7 +132,7 @@ pub fn ilb_polling(o: &ExpOpts) -> Result<Comparison, String> {
 pub fn rt_warn(o: &ExpOpts) -> Result<Comparison, String> {
     let variants: &[(&str, &str, &str)] =
         &[("patch1", "v6.10", "+ea9cffc0a154"), ("patch1-6675ce20046d", "v6.10", "+ea9cffc0a154,+6675ce20046d")];
-    let results = run_variants(variants.len(), o.runs, o.seed, o.jobs, |v, seed| {
+    let results = run_variants(o, variants.len(), o.runs, |v, seed| {
         let (_, kernel, patches) = variants[v];
         let mut s = ilb_spec(kernel, patches, seed, o);
         s.preempt_rt = true;
@@ -179,7 +179,7 @@ pub fn rt_warn(o: &ExpOpts) -> Result<Comparison, String> {
 /// machine; the share of CPU time in newidle balance and in `update_sd_lb_stats()`.
 pub fn nanosleep(o: &ExpOpts) -> Result<Comparison, String> {
     let variants: &[(&str, &str, &str)] = &[("v6.10", "v6.10", ""), ("v6.13", "v6.13", "")];
-    let results = run_variants(variants.len(), o.runs, o.seed, o.jobs, |v, seed| {
+    let results = run_variants(o, variants.len(), o.runs, |v, seed| {
         let (_, kernel, patches) = variants[v];
         let params = [("procs", "240"), ("ns", "1000"), ("duration_ms", "50")];
         spec("nanosleep", "intel-240-2s", kernel, patches, seed, &params, o)

@@ -43,7 +43,7 @@ fn rt(r: &RunResult) -> &RtPush {
 
 /// `schedsim reproduce rt-push`.
 pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
-    let results = run_variants(VARIANTS.len(), o.runs, o.seed, o.jobs, |v, seed| spec(VARIANTS[v].1, seed, o))?;
+    let results = run_variants(o, VARIANTS.len(), o.runs, |v, seed| spec(VARIANTS[v].1, seed, o))?;
     let first = rt(&results[0][0]);
     let (setup, pinned_cpu) = (first.setup(results[0][0].nr_cpus), first.pinned_cpu);
     let mut rows = Vec::new();

@@ -37,7 +37,7 @@ pub fn spec(kernel: &str, patches: &str, seed: u64, overrides: &[(String, String
 
 /// `schedsim reproduce schbench-ttwu`.
 pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
-    let results = run_variants(VARIANTS.len(), o.runs, o.seed, o.jobs, |v, seed| {
+    let results = run_variants(o, VARIANTS.len(), o.runs, |v, seed| {
         let (_, kernel, patches, _) = VARIANTS[v];
         spec(kernel, patches, seed, &o.params)
     })?;

@@ -146,6 +146,11 @@ pub struct Machine {
     pub polling_idle: bool,
     /// The cpuidle governor the machine's kernel uses.
     pub governor: Governor,
+    /// The background profile this machine runs by default (a name `run` resolves), and the
+    /// preemption model its published kernel most likely ran. Both are what the preset's
+    /// sources say about the real machine; the kernel model interprets them.
+    pub background: String,
+    pub preempt: String,
     /// The haltpoll governor's module parameters (read only when `governor` is haltpoll).
     pub haltpoll: HaltpollParams,
 }
@@ -268,6 +273,14 @@ fn default_true() -> bool {
     true
 }
 
+fn default_background() -> String {
+    "none".into()
+}
+
+fn default_preempt() -> String {
+    "voluntary".into()
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawMachine {
@@ -280,6 +293,12 @@ struct RawMachine {
     /// The cpuidle governor: "menu" (default) or "haltpoll" (KVM guests with cpuidle-haltpoll).
     #[serde(default)]
     governor: Governor,
+    /// Default background profile ("none" when absent).
+    #[serde(default = "default_background")]
+    background: String,
+    /// Default preemption model ("voluntary" when absent).
+    #[serde(default = "default_preempt")]
+    preempt: String,
     /// The haltpoll governor's module parameters (defaults: the kernel's).
     #[serde(default)]
     haltpoll: HaltpollParams,
@@ -488,6 +507,8 @@ pub fn machine_from_toml(text: &str, origin: &str) -> Result<Machine, String> {
         hz: *raw.hz.get_ref(),
         polling_idle: raw.polling_idle,
         governor: raw.governor,
+        background: raw.background,
+        preempt: raw.preempt,
         haltpoll: raw.haltpoll,
     })
 }

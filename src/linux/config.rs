@@ -17,6 +17,69 @@ pub struct KernelConfig {
     pub preempt_rt: bool,
     /// The fair class (EEVDF from v6.6, CFS before); `--fair` overrides the kernel's.
     pub fair: FairClass,
+    /// The preemption model (CONFIG_PREEMPT_*, or PREEMPT_DYNAMIC with `preempt=`).
+    pub preempt: Preempt,
+    /// The background activity the machine runs besides the workload.
+    pub background: crate::background::Profile,
+}
+
+/// The preemption model in force: where a task running kernel code can be preempted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Preempt {
+    pub model: PreemptModel,
+    /// CONFIG_PREEMPT_DYNAMIC: the model was chosen at boot (`preempt=`); the code paths are
+    /// those of the chosen model (the static calls are patched to match).
+    pub dynamic: bool,
+}
+
+/// CONFIG_PREEMPT_NONE / CONFIG_PREEMPT_VOLUNTARY / CONFIG_PREEMPT (full).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PreemptModel {
+    /// Kernel code is preempted only where it calls `cond_resched()` or sleeps.
+    None,
+    /// As `None`, plus the `might_resched()` points of `might_sleep()`.
+    Voluntary,
+    /// Kernel code is preempted wherever preemption is enabled, at interrupt exit included;
+    /// `cond_resched()` is a no-op.
+    Full,
+}
+
+impl Preempt {
+    /// The names `--preempt` and machine files accept.
+    pub const NAMES: &'static [&'static str] =
+        &["none", "voluntary", "full", "dynamic-none", "dynamic-voluntary", "dynamic-full"];
+
+    pub fn parse(s: &str) -> Option<Preempt> {
+        let (dynamic, m) = match s.strip_prefix("dynamic-") {
+            Some(m) => (true, m),
+            None => (false, s),
+        };
+        let model = match m {
+            "none" => PreemptModel::None,
+            "voluntary" => PreemptModel::Voluntary,
+            "full" => PreemptModel::Full,
+            _ => return None,
+        };
+        Some(Preempt { model, dynamic })
+    }
+
+    pub fn name(self) -> String {
+        let m = match self.model {
+            PreemptModel::None => "none",
+            PreemptModel::Voluntary => "voluntary",
+            PreemptModel::Full => "full",
+        };
+        if self.dynamic {
+            format!("dynamic-{m}")
+        } else {
+            m.to_string()
+        }
+    }
+
+    /// `cond_resched()` reschedules (NONE and VOLUNTARY; under FULL it is a no-op).
+    pub fn cond_resched_active(self) -> bool {
+        self.model != PreemptModel::Full
+    }
 }
 
 impl KernelConfig {
@@ -68,6 +131,8 @@ impl KernelConfig {
             hz,
             preempt_rt: false,
             fair: nk.fair,
+            preempt: Preempt { model: PreemptModel::Voluntary, dynamic: true },
+            background: crate::background::Profile::default(),
         })
     }
 

@@ -83,6 +83,9 @@ pub struct PathCosts {
     pub user_op: Time,
     /// Arming an hrtimer (`hrtimer_start_range_ns`, possibly reprogramming the APIC timer).
     pub hrtimer_start: Time,
+    /// `__queue_work()` (pool lookup, insert, kick) and `process_one_work()`'s own bookkeeping
+    /// around a work function.
+    pub queue_work: Time,
 }
 
 impl Default for PathCosts {
@@ -118,6 +121,7 @@ impl Default for PathCosts {
             futex: 100,
             hrtimer_start: 100,
             user_op: 20,
+            queue_work: 150,
         }
     }
 }

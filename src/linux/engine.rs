@@ -88,6 +88,12 @@ pub enum Frame {
     DoExit(super::kernel::exit::DoExit),
     /// A workload task's own code (kernel thread body or user program).
     Workload(crate::workload::TaskFrame),
+    /// `worker_thread()` of a kworker.
+    Worker(super::kernel::workqueue::WorkerThread),
+    /// `run_timer_softirq()`.
+    RunTimerSoftirq(super::kernel::time::timer::RunTimerSoftirq),
+    /// A background kernel thread's or daemon's own code.
+    Background(crate::background::task::BgTask),
 }
 
 /// What a step asks the executor to do next.
@@ -412,6 +418,10 @@ pub fn account(k: &mut Kernel, cpu: CpuId) {
 
 /// Close the accounting of every CPU at the end of a run.
 pub fn account_all(k: &mut Kernel) {
+    if let Some(t) = k.stats.overloaded_since {
+        k.stats.overloaded_ns += k.now - t;
+        k.stats.overloaded_since = Some(k.now);
+    }
     for c in 0..k.cpus.len() as CpuId {
         account(k, c);
         if k.cpus[c as usize].x.irqs_off {
@@ -437,7 +447,8 @@ fn phase_of(f: &Frame, waiting: bool) -> Phase {
         Frame::PostScheduleIdle(_) => Phase::Schedule,
         Frame::FlushSmpCallFunctionQueue(_) | Frame::FlushQueue(_) | Frame::TtwuPending(_) => Phase::Flush,
         Frame::HardIrq(_) => Phase::HardIrq,
-        Frame::HandleSoftirqs(_) | Frame::SchedBalanceSoftirq(_) => Phase::Softirq,
+        Frame::HandleSoftirqs(_) | Frame::SchedBalanceSoftirq(_) | Frame::RunTimerSoftirq(_) => Phase::Softirq,
+        Frame::Worker(_) | Frame::Background(_) => Phase::Task,
         Frame::SmpCallFunction(_) | Frame::TryToWakeUp(_) | Frame::WakeUp(_) => {
             if waiting {
                 Phase::Spin
@@ -596,6 +607,9 @@ fn step(k: &mut Kernel, cpu: CpuId, frame: &mut Frame) -> Next {
         Frame::Wait4(s) => super::kernel::exit::do_wait(k, cpu, s),
         Frame::DoExit(s) => super::kernel::exit::do_exit(k, cpu, s),
         Frame::Workload(s) => crate::workload::task_step(k, cpu, s),
+        Frame::Worker(s) => super::kernel::workqueue::worker_thread(k, cpu, s),
+        Frame::RunTimerSoftirq(s) => super::kernel::time::timer::run_timer_softirq(k, cpu, s),
+        Frame::Background(s) => crate::background::task::task_step(k, cpu, s),
     }
 }
 

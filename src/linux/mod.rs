@@ -130,6 +130,13 @@ pub struct Cpu {
     /// The task this CPU switched away from in the last context switch (`prev` as seen by
     /// `finish_task_switch()` running on `next`'s stack).
     pub switch_prev: TaskId,
+    /// The timer wheel of this CPU (`kernel/time/timer.rs`).
+    pub timers: kernel::time::timer::TimerBase,
+    /// Run time queued for background softirq handlers, per vector (e.g. `rcu_core()`).
+    pub softirq_work: [Time; 10],
+    /// The CPU's stream for background activity (run times, periods), separate from the
+    /// hardware jitter stream so that a machine without background draws exactly as before.
+    pub bg_rng: Prng,
 }
 
 /// The whole simulated machine.
@@ -157,6 +164,8 @@ pub struct Kernel {
     /// `sd_llc_shared`, indexed by `sd_llc_id` (the LLC's first CPU).
     pub llc_shared: Vec<kernel::sched::fair::SdShared>,
     pub nohz: Nohz,
+    /// Worker pools and work items (`kernel/workqueue.rs`).
+    pub wq: kernel::workqueue::Workqueues,
     pub trace: TraceBuf,
     pub stats: Stats,
     pub wl: Workload,
@@ -166,6 +175,11 @@ pub struct Kernel {
     pub finished: bool,
     /// The run's simulated-time limit (actions after it are not processed).
     pub limit: Time,
+    /// Start of the measured window: counters and phase times cover `[measure_from, end]`
+    /// (the background warm-up before the workload is not measured, as `perf stat` around a
+    /// benchmark does not see the machine's past). 0 without background.
+    pub measure_from: Time,
+    measuring: bool,
     next_pid: u32,
     seed: u64,
 }
@@ -192,12 +206,15 @@ impl Kernel {
             llc_shared: Vec::new(),
             sched_balance_running: false,
             nohz: Nohz::new(nr),
+            wq: Default::default(),
             trace: TraceBuf::default(),
             stats: Stats::new(nr),
             wl,
             actions: 0,
             finished: false,
             limit: Time::MAX,
+            measure_from: 0,
+            measuring: false,
             next_pid: 2,
             seed,
             m,
@@ -247,6 +264,9 @@ impl Kernel {
                 idle_dev: drivers::cpuidle::CpuidleDevice::new(),
                 rng,
                 switch_prev: idle,
+                timers: Default::default(),
+                softirq_work: [0; 10],
+                bg_rng: Prng::new(seed, 0xB6_0000 + c as u64),
             });
             k.tasks[idle as usize].on_cpu = true;
             k.tasks[idle as usize].on_rq = true;
@@ -284,6 +304,9 @@ impl Kernel {
             k.q.push(0, Action::Resume { cpu: c, gen: 0 });
             k.cpus[c as usize].x.busy = true;
         }
+        k.measure_from = k.workload_start_offset();
+        k.measuring = k.measure_from == 0;
+        crate::background::start(&mut k);
         crate::workload::start(&mut k);
         k
     }
@@ -331,6 +354,18 @@ impl Kernel {
     #[inline]
     pub fn jiffies(&self) -> u64 {
         self.now / self.tick_nsec()
+    }
+
+    /// When the workload may start: with background activity, after the machine has run its
+    /// background alone for [`crate::background::WARMUP_NS`], so that the state that activity
+    /// leaves behind (`rd->overloaded`, `avg_idle`, balance intervals, the nohz masks) is a
+    /// running machine's, not a freshly booted one's. Without background, at once.
+    pub fn workload_start_offset(&self) -> Time {
+        if self.cfg.background.sources.is_empty() || matches!(self.wl, Workload::Idle) {
+            0
+        } else {
+            crate::background::WARMUP_NS
+        }
     }
 
     /// TICK_NSEC for the configured HZ.
@@ -471,18 +506,45 @@ impl Kernel {
         Ok(())
     }
 
+    /// Open the measured window at `measure_from`: close the warm-up's accounting and start
+    /// the counters afresh.
+    fn begin_measurement(&mut self) {
+        self.measuring = true;
+        self.now = self.now.max(self.measure_from);
+        engine::account_all(self);
+        let nr = self.m.topo.nr_cpus;
+        self.stats = Stats::new(nr);
+        if self.rd.overloaded {
+            self.stats.overloaded_since = Some(self.now);
+        }
+    }
+
     /// Run until the workload finishes, `limit` of simulated time passes, or nothing is left.
+    /// `limit` counts from the measured window's start (after any warm-up).
     pub fn run(&mut self, limit: Time) {
+        let limit = limit.saturating_add(self.measure_from);
         self.limit = limit;
         while let Some(t) = self.q.peek_time() {
             if t > limit || self.finished {
                 break;
+            }
+            if !self.measuring && t >= self.measure_from {
+                self.begin_measurement();
             }
             let (t, a) = self.q.pop().expect("peeked");
             debug_assert!(t >= self.now, "time went backwards");
             self.now = t;
             self.actions += 1;
             engine::dispatch(self, a);
+        }
+        // A machine that is not done runs on to the limit: nothing more happens before it
+        // (the next action is later, or none is left), but the time passes, as on a real idle
+        // machine.
+        if !self.finished && limit != Time::MAX && self.now < limit {
+            self.now = limit;
+        }
+        if !self.measuring && self.now >= self.measure_from {
+            self.begin_measurement();
         }
         engine::account_all(self);
     }

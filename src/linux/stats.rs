@@ -23,6 +23,10 @@ pub struct Stats {
     pub newidle_calls: u64,
     pub newidle_balances: u64,
     pub newidle_ns: u64,
+    /// Simulated time with `rd->overloaded` set (closed at the end of the run), and since when
+    /// it has been set.
+    pub overloaded_ns: u64,
+    pub overloaded_since: Option<u64>,
     /// ksoftirqd wakeups.
     pub ksoftirqd_wakeups: u64,
     /// Wakeups by path: wakelist with a polling kick, wakelist with a real IPI, wakelist
@@ -96,6 +100,8 @@ impl Stats {
             newidle_calls: 0,
             newidle_balances: 0,
             newidle_ns: 0,
+            overloaded_ns: 0,
+            overloaded_since: None,
             ksoftirqd_wakeups: 0,
             wakeups_wakelist_polling: 0,
             wakeups_wakelist_ipi: 0,

@@ -44,6 +44,11 @@ pub trait Names {
     fn cpumask(&self, _id: u32) -> &str {
         ""
     }
+    /// The name of function `id` of the run's background sources (work functions, timer
+    /// callbacks), printed by the workqueue and timer events.
+    fn func(&self, _id: u32) -> &str {
+        ""
+    }
 }
 
 /// Size at which [`write_trace`] hands its buffer to the writer.
@@ -104,6 +109,10 @@ pub fn write_record(out: &mut Vec<u8>, r: &Record, names: &dyn Names) {
         | Event::SchedWakeup { pid, .. }
         | Event::SchedWakeupNew { pid, .. }
         | Event::SchedMigrateTask { pid, .. } => (names.comm(pid, cpu).as_bytes(), b""),
+        Event::WorkqueueQueueWork { func, .. }
+        | Event::WorkqueueExecuteStart { func, .. }
+        | Event::WorkqueueExecuteEnd { func, .. }
+        | Event::TimerExpireEntry { func, .. } => (names.func(func).as_bytes(), b""),
         _ => (b"", b""),
     };
 
@@ -225,6 +234,46 @@ pub fn write_record(out: &mut Vec<u8>, r: &Record, names: &dyn Names) {
             w.bytes(func.as_bytes());
             w.lit(b": ");
             w.bytes(text.as_bytes());
+        }
+        Event::WorkqueueQueueWork { work, req_cpu, cpu: on, .. } => {
+            w.lit(b"workqueue_queue_work: work struct=");
+            w.hex16(work);
+            w.lit(b" function=");
+            w.bytes(comm_a);
+            if req_cpu == crate::linux::kernel::workqueue::WORK_CPU_UNBOUND {
+                w.lit(b" workqueue=events_unbound req_cpu=");
+            } else {
+                w.lit(b" workqueue=events req_cpu=");
+            }
+            w.dec(u64::from(req_cpu));
+            w.lit(b" cpu=");
+            w.dec(u64::from(on));
+        }
+        Event::WorkqueueExecuteStart { work, .. } => {
+            w.lit(b"workqueue_execute_start: work struct ");
+            w.hex16(work);
+            w.lit(b": function ");
+            w.bytes(comm_a);
+        }
+        Event::WorkqueueExecuteEnd { work, .. } => {
+            w.lit(b"workqueue_execute_end: work struct ");
+            w.hex16(work);
+            w.lit(b": function ");
+            w.bytes(comm_a);
+        }
+        Event::TimerExpireEntry { timer, now, baseclk, .. } => {
+            w.lit(b"timer_expire_entry: timer=");
+            w.hex16(timer);
+            w.lit(b" function=");
+            w.bytes(comm_a);
+            w.lit(b" now=");
+            w.dec(now);
+            w.lit(b" baseclk=");
+            w.dec(baseclk);
+        }
+        Event::TimerExpireExit { timer } => {
+            w.lit(b"timer_expire_exit: timer=");
+            w.hex16(timer);
         }
     }
     w.byte(b'\n');
@@ -1049,6 +1098,11 @@ mod tests {
             Event::SoftirqEntry { .. } => "softirq_entry",
             Event::SoftirqExit { .. } => "softirq_exit",
             Event::Warning { .. } => "warning",
+            Event::WorkqueueQueueWork { .. } => "workqueue_queue_work",
+            Event::WorkqueueExecuteStart { .. } => "workqueue_execute_start",
+            Event::WorkqueueExecuteEnd { .. } => "workqueue_execute_end",
+            Event::TimerExpireEntry { .. } => "timer_expire_entry",
+            Event::TimerExpireExit { .. } => "timer_expire_exit",
         }
     }
 

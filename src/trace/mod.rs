@@ -166,6 +166,32 @@ pub enum Event {
     Warning {
         site: WarnSite,
     },
+    /// `workqueue_queue_work`; `func` indexes the background sources (their names are the
+    /// work functions), `work` is the work item's address.
+    WorkqueueQueueWork {
+        work: u64,
+        func: u32,
+        req_cpu: u32,
+        cpu: u32,
+    },
+    WorkqueueExecuteStart {
+        work: u64,
+        func: u32,
+    },
+    WorkqueueExecuteEnd {
+        work: u64,
+        func: u32,
+    },
+    /// `timer_expire_entry`; `now` and `baseclk` in jiffies.
+    TimerExpireEntry {
+        timer: u64,
+        func: u32,
+        now: u64,
+        baseclk: u64,
+    },
+    TimerExpireExit {
+        timer: u64,
+    },
 }
 
 /// One trace record: the common header plus the event.

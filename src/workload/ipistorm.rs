@@ -18,7 +18,7 @@ use crate::hw::cpumask::{parse_cpulist, CpuMask};
 use crate::linux::engine::{Action, Frame, Next};
 use crate::linux::kernel::futex::Nanosleep;
 use crate::linux::kernel::sched::core::ScheduleCaller;
-use crate::linux::kernel::sched::{need_resched, TaskKind, TASK_DEAD};
+use crate::linux::kernel::sched::{TaskKind, TASK_DEAD};
 use crate::linux::kernel::smp::SmpCallFunction;
 use crate::linux::{CpuId, CsdFunc, Kernel, TaskId};
 use crate::sim::{Time, NSEC_PER_MSEC, NSEC_PER_SEC, NSEC_PER_USEC};
@@ -143,7 +143,7 @@ pub fn start(k: &mut Kernel) {
     }
     let tick = k.tick_nsec();
     let mut r = crate::sim::Prng::new(k.cpus[0].rng.next_u64(), 0x1D5);
-    let load = NSEC_PER_MSEC + r.range(0, tick - 1);
+    let load = k.workload_start_offset() + NSEC_PER_MSEC + r.range(0, tick - 1);
     let s = st(k);
     s.running = threads.len() as u32;
     s.threads = threads;
@@ -231,15 +231,11 @@ pub fn kthread_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
                 s.at = 1;
                 return Next::Call(0, Nanosleep::range(delay * NSEC_PER_USEC, (delay + 1) * NSEC_PER_USEC));
             }
-            // cond_resched()
             s.at = 1;
-            if need_resched(k, cpu) {
-                return Next::Call(
-                    k.costs.cond_resched,
-                    Frame::ScheduleCaller(ScheduleCaller::preempt_schedule_common()),
-                );
+            match crate::linux::kernel::sched::core::cond_resched(k, cpu) {
+                Some(f) => Next::Call(k.costs.cond_resched, f),
+                None => Next::Cont(k.costs.cond_resched),
             }
-            Next::Cont(k.costs.cond_resched)
         }
         _ => unreachable!("ipistorm thread ran after exit"),
     }

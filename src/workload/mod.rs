@@ -81,12 +81,13 @@ pub fn new_tasks(k: &mut Kernel, n: u32, comm: &str) -> Vec<crate::linux::TaskId
         .collect()
 }
 
-/// The instant a workload starts: after 1 ms, at a seed-dependent phase of the tick (stream
+/// The instant a workload starts: after the background warm-up
+/// ([`crate::linux::Kernel::workload_start_offset`]) and 1 ms, at a seed-dependent phase of the tick (stream
 /// `stream` of CPU 0's seed), so seeds differ in the run's alignment with the tick.
 pub fn load_time(k: &mut Kernel, stream: u64) -> crate::sim::Time {
     let tick = k.tick_nsec();
     let mut r = crate::sim::Prng::new(k.cpus[0].rng.next_u64(), stream);
-    crate::sim::NSEC_PER_MSEC + r.range(0, tick - 1)
+    k.workload_start_offset() + crate::sim::NSEC_PER_MSEC + r.range(0, tick - 1)
 }
 
 /// Workload action: the run is over.

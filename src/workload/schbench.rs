@@ -219,7 +219,7 @@ pub fn start(k: &mut Kernel) {
     }
     let tick = k.tick_nsec();
     let mut r = crate::sim::Prng::new(k.cpus[0].rng.next_u64(), 0x5CB);
-    let load = NSEC_PER_MSEC + r.range(0, tick - 1);
+    let load = k.workload_start_offset() + NSEC_PER_MSEC + r.range(0, tick - 1);
     let s = st(k);
     s.main_task = main_task;
     s.live = (1 + msgs.len() + workers.len()) as u32;

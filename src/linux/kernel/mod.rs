@@ -8,3 +8,5 @@ pub mod softirq;
 pub mod stop_machine;
 pub mod time;
 pub mod wait;
+pub mod watchdog;
+pub mod workqueue;

@@ -211,12 +211,19 @@ fn smp_call_function_many_cond(k: &mut Kernel, cpu: CpuId, s: &mut SmpCallFuncti
             s.i += 1;
             Next::Cont(c)
         }
+        PREEMPTED => Next::Ret(0),
         _ => {
-            k.cpus[cpu as usize].preempt_count -= 1;
+            if let Some(f) = crate::linux::kernel::sched::core::preempt_enable(k, cpu) {
+                s.at = PREEMPTED;
+                return Next::Call(0, f);
+            }
             Next::Ret(0)
         }
     }
 }
+
+/// Resume point of an SMP call frame that was preempted at its final `preempt_enable()`.
+const PREEMPTED: u8 = u8::MAX;
 
 /// Models `smp_call_function_single()` + `generic_exec_single()` — kernel/smp.c @ v6.10.
 ///
@@ -272,8 +279,13 @@ pub fn smp_call_function(k: &mut Kernel, cpu: CpuId, s: &mut SmpCallFunction) ->
             s.at = 3;
             Next::Cont(c)
         }
+        PREEMPTED => Next::Ret(0),
         _ => {
-            k.cpus[cpu as usize].preempt_count -= 1; // put_cpu()
+            // put_cpu(): under full preemption a pending NEED_RESCHED is honoured here.
+            if let Some(f) = crate::linux::kernel::sched::core::preempt_enable(k, cpu) {
+                s.at = PREEMPTED;
+                return Next::Call(0, f);
+            }
             Next::Ret(0)
         }
     }

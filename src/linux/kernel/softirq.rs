@@ -155,7 +155,15 @@ pub fn handle_softirqs(k: &mut Kernel, cpu: CpuId, s: &mut HandleSoftirqs) -> Ne
             if vec == SCHED_SOFTIRQ {
                 return Next::Call(0, Frame::SchedBalanceSoftirq(Default::default()));
             }
-            Next::Cont(0)
+            if vec == TIMER_SOFTIRQ {
+                // The profile's measured TIMER softirq time (callbacks the model does not run
+                // one by one), then the timers the model does carry.
+                let work = std::mem::take(&mut k.cpus[cpu as usize].softirq_work[vec as usize]);
+                return Next::Call(work, Frame::RunTimerSoftirq(Default::default()));
+            }
+            // A background source's handler (rcu_core() for RCU_SOFTIRQ, ...): its run time.
+            let work = std::mem::take(&mut k.cpus[cpu as usize].softirq_work[vec as usize]);
+            Next::Cont(work)
         }
         3 => {
             k.tp(cpu, Event::SoftirqExit { vec: s.vec });
@@ -223,13 +231,10 @@ pub fn run_ksoftirqd(k: &mut Kernel, cpu: CpuId, s: &mut Ksoftirqd) -> Next {
         _ => {
             local_irq_enable(k, cpu);
             s.at = 0;
-            if need_resched(k, cpu) {
-                return Next::Call(
-                    k.costs.cond_resched,
-                    Frame::ScheduleCaller(ScheduleCaller::preempt_schedule_common()),
-                );
+            match super::sched::core::cond_resched(k, cpu) {
+                Some(f) => Next::Call(k.costs.cond_resched, f),
+                None => Next::Cont(k.costs.cond_resched),
             }
-            Next::Cont(k.costs.cond_resched)
         }
     }
 }

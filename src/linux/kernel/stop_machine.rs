@@ -13,6 +13,8 @@ use crate::linux::{CpuId, Kernel};
 pub enum StopWork {
     /// `active_load_balance_cpu_stop()`: push one task from this CPU to `push_cpu`.
     ActiveLoadBalance { push_cpu: CpuId },
+    /// `softlockup_fn()` of the softlockup watchdog (background source `src`).
+    SoftlockupFn { src: u16 },
 }
 
 /// The stopper thread body in progress.
@@ -50,6 +52,10 @@ pub fn stop_one_cpu_nowait(k: &mut Kernel, cpu: CpuId, target: CpuId, work: Stop
         let rq = &mut k.cpus[target as usize].rq;
         rq.nr_running += 1;
         rq.stop_runnable = true;
+        if rq.nr_running >= 2 {
+            // add_nr_running() sets the root domain's overload flag whatever the class.
+            super::sched::set_rd_overloaded(k, true);
+        }
         k.tp(cpu, crate::trace::Event::SchedWakeup { pid, prio, target_cpu: target });
         let line = k.cpus[target as usize].rq.lock_line;
         c += k.line_write(cpu, line);
@@ -71,6 +77,7 @@ pub fn cpu_stopper_thread(k: &mut Kernel, cpu: CpuId, s: &mut Stopper) -> Next {
             StopWork::ActiveLoadBalance { push_cpu } => {
                 super::sched::fair::active_load_balance_cpu_stop(k, cpu, push_cpu)
             }
+            StopWork::SoftlockupFn { src } => super::watchdog::softlockup_fn(k, cpu, src),
         };
         return Next::Cont(c);
     }

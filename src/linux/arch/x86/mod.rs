@@ -83,6 +83,10 @@ pub fn irq_handler(k: &mut Kernel, cpu: CpuId, s: &mut HardIrq) -> Next {
             }
             Next::Cont(0)
         }
+        6 => {
+            // Back from preempt_schedule_irq(): finish the interrupted step.
+            Next::Ret(s.saved)
+        }
         _ => {
             // iret: the interrupted context had IRQs on. Returning to user mode with
             // NEED_RESCHED set goes through exit_to_user_mode_loop() -> schedule(): the user
@@ -102,6 +106,32 @@ pub fn irq_handler(k: &mut Kernel, cpu: CpuId, s: &mut HardIrq) -> Next {
                     let exit = k.m.costs.irq_exit_ns;
                     return Next::Ret(exit.max(tf.spin_until.saturating_sub(k.now)));
                 }
+            }
+            if let Some(Frame::Background(b)) = k.cpus[cpu as usize].x.stack.last_mut() {
+                if b.user && nr {
+                    b.preempt = true;
+                    b.remaining += s.saved;
+                    return Next::Ret(k.m.costs.irq_exit_ns);
+                }
+            }
+            // irqentry_exit() -> irqentry_exit_cond_resched(): under full preemption, kernel
+            // code interrupted with preemption enabled is preempted here
+            // (preempt_schedule_irq()). The model takes this point only in a task's own code
+            // (a kernel thread's body), where it knows no lock is held.
+            let own_code = matches!(
+                k.cpus[cpu as usize].x.stack.last(),
+                Some(Frame::Workload(_)) | Some(Frame::Worker(_)) | Some(Frame::Background(_))
+            );
+            if nr
+                && own_code
+                && crate::linux::kernel::sched::core::full_preemption(k)
+                && k.cpus[cpu as usize].preempt_count == 0
+            {
+                s.at = 6;
+                return Next::Call(
+                    k.m.costs.irq_exit_ns,
+                    Frame::ScheduleCaller(crate::linux::kernel::sched::core::ScheduleCaller::preempt_schedule_common()),
+                );
             }
             Next::Ret(k.m.costs.irq_exit_ns + s.saved)
         }

@@ -157,6 +157,36 @@ pub enum SchedMode {
     RtlockWait,
 }
 
+/// Models `cond_resched()` -> `__cond_resched()` — kernel/sched/core.c @ v6.10: under
+/// PREEMPT_NONE and PREEMPT_VOLUNTARY, reschedule here if NEED_RESCHED is set; under
+/// PREEMPT_FULL (and PREEMPT_RT) it is a no-op, since preemption happens wherever it is
+/// enabled. Returns the `preempt_schedule_common()` to call, if any.
+pub fn cond_resched(k: &Kernel, cpu: CpuId) -> Option<Frame> {
+    if full_preemption(k) || !need_resched(k, cpu) {
+        return None;
+    }
+    Some(Frame::ScheduleCaller(ScheduleCaller::preempt_schedule_common()))
+}
+
+/// The kernel preempts kernel code wherever preemption is enabled (CONFIG_PREEMPT, a
+/// PREEMPT_DYNAMIC boot with `preempt=full`, or PREEMPT_RT).
+#[inline]
+pub fn full_preemption(k: &Kernel) -> bool {
+    k.cfg.preempt_rt || k.cfg.preempt.model == crate::linux::config::PreemptModel::Full
+}
+
+/// Models `preempt_enable()` — include/linux/preempt.h @ v6.10: drop one preemption level;
+/// under full preemption, reaching zero with NEED_RESCHED set calls `preempt_schedule()`.
+/// Returns that call, if any.
+pub fn preempt_enable(k: &mut Kernel, cpu: CpuId) -> Option<Frame> {
+    let c = &mut k.cpus[cpu as usize];
+    c.preempt_count -= 1;
+    if full_preemption(k) && k.cpus[cpu as usize].preempt_count == 0 && need_resched(k, cpu) {
+        return Some(Frame::ScheduleCaller(ScheduleCaller::preempt_schedule_common()));
+    }
+    None
+}
+
 /// Which caller of `__schedule()`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Caller {
@@ -270,7 +300,7 @@ pub fn activate_task(k: &mut Kernel, rq_cpu: CpuId, p: TaskId, flags: EnqueueFla
         let rq = &mut k.cpus[rq_cpu as usize].rq;
         rq.nr_running += 1;
         if rq.nr_running >= 2 {
-            k.rd.overloaded = true;
+            super::set_rd_overloaded(k, true);
         }
         k.tasks[p as usize].on_rq = true;
         return false;
@@ -282,7 +312,7 @@ pub fn activate_task(k: &mut Kernel, rq_cpu: CpuId, p: TaskId, flags: EnqueueFla
     rq.cfs_h_nr_running += 1;
     if rq.nr_running >= 2 {
         // add_nr_running(): set rd->overloaded when a rq reaches two runnable tasks.
-        k.rd.overloaded = true;
+        super::set_rd_overloaded(k, true);
     }
     let t = &mut k.tasks[p as usize];
     t.on_rq = true;
@@ -962,7 +992,8 @@ pub fn sched_tick(k: &mut Kernel, cpu: CpuId) -> Time {
     // task_tick_fair() -> entity_tick(): slice/deadline accounting; resched if curr must go.
     let rq = &k.cpus[cpu as usize].rq;
     let now = k.now;
-    let fair_curr = matches!(k.tasks[rq.curr as usize].kind, super::TaskKind::Workload | super::TaskKind::Ksoftirqd)
+    let fair_curr = (k.tasks[rq.curr as usize].kind.is_fair_task()
+        || k.tasks[rq.curr as usize].kind == super::TaskKind::Ksoftirqd)
         && !super::rt::rt_task(k, rq.curr);
     if fair_curr {
         let resched = k.with_cfs(cpu, |cfs, ents| cfs.check_preempt_tick(ents, now));

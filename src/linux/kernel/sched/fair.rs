@@ -58,13 +58,31 @@ pub fn update_newidle_cost(k: &mut Kernel, cpu: CpuId, sd: usize, cost: u64) -> 
     false
 }
 
-/// The cost of one `sched_balance_rq()` pass over a domain: fixed part plus
-/// `update_sg_lb_stats()` for every CPU of the span.
-fn balance_rq_cost(k: &mut Kernel, cpu: CpuId, sd: usize) -> Time {
-    let w = k.sd.domains(cpu)[sd].span_weight as Time;
-    let stats = w * k.costs.lb_stats_per_cpu;
+/// The cost of `update_sd_lb_stats()` run by `cpu` over `dst`'s domain `sd`: for every group,
+/// `update_sg_lb_stats()` reads every CPU's runqueue and PELT fields. Each CPU's read is a
+/// modelled read of that runqueue's hot line (a transfer when another CPU wrote it since this
+/// CPU last read it, the same charge `select_idle_sibling()` pays for its `available_idle_cpu()`
+/// reads) plus `lb_stats_per_cpu` for the arithmetic on them. The reads are charged one after
+/// another: the model does not overlap misses (no memory-level parallelism).
+fn update_sd_lb_stats_cost(k: &mut Kernel, cpu: CpuId, dst: CpuId, sd: usize) -> Time {
+    let span = k.sd.domains(dst)[sd].span.clone();
+    let mut stats = 0;
+    for c in span.iter() {
+        stats += k.costs.lb_stats_per_cpu;
+        if c != cpu {
+            stats += peek_rq(k, cpu, c);
+        }
+    }
     k.stats.lb_stats_ns += stats;
-    k.costs.balance_rq + stats
+    stats
+}
+
+/// Models `sched_balance_update_blocked_averages()` — kernel/sched/fair.c @ v6.10: decay the
+/// blocked PELT load of every leaf `cfs_rq` of the rq (one here: no cgroups), plus the rt, dl
+/// and irq averages. Returns the cost.
+pub fn sched_balance_update_blocked_averages(k: &Kernel, _cpu: CpuId) -> Time {
+    const NR_LEAF_CFS_RQS: Time = 1;
+    k.costs.update_blocked_averages * NR_LEAF_CFS_RQS
 }
 
 /// `enum cpu_idle_type`.
@@ -113,10 +131,12 @@ fn task_hot(k: &Kernel, p: TaskId) -> bool {
 /// `nr_balance_failed` and `balance_interval` growth/reset outside NEWLY_IDLE, and the pulled
 /// task preempting the destination's current task (`attach_tasks` -> `wakeup_preempt`).
 pub fn sched_balance_rq(k: &mut Kernel, cpu: CpuId, dst: CpuId, sd: usize, idle: CpuIdleType) -> (u32, Time) {
-    let mut cost = balance_rq_cost(k, dst, sd);
+    // should_we_balance() looks at the local group only; update_sd_lb_stats() runs after it.
+    let mut cost = k.costs.balance_rq;
     if !should_we_balance(k, dst, sd, idle) {
         return (0, cost);
     }
+    cost += update_sd_lb_stats_cost(k, cpu, dst, sd);
     let d = &k.sd.domains(dst)[sd];
     let local = d.groups.iter().position(|g| g.test(dst));
     // sched_balance_find_src_group(): the group with the most excess runnable tasks.
@@ -135,7 +155,8 @@ pub fn sched_balance_rq(k: &mut Kernel, cpu: CpuId, dst: CpuId, sd: usize, idle:
     if at_root {
         // update_sd_lb_stats() at the root domain recomputes rd->overloaded.
         let nr = k.m.topo.nr_cpus;
-        k.rd.overloaded = (0..nr).any(|c| k.cpus[c as usize].rq.nr_running >= 2);
+        let o = (0..nr).any(|c| k.cpus[c as usize].rq.nr_running >= 2);
+        super::set_rd_overloaded(k, o);
     }
     let Some((_, gi)) = busiest else {
         balanced(k, dst, sd, idle);
@@ -166,9 +187,7 @@ pub fn sched_balance_rq(k: &mut Kernel, cpu: CpuId, dst: CpuId, sd: usize, idle:
     // LBF_ALL_PINNED: stays set while every task looked at is bound elsewhere.
     let mut all_pinned = true;
     let curr = k.cpus[src as usize].rq.curr;
-    if k.tasks[curr as usize].pinned.is_none_or(|c| c == dst)
-        && k.tasks[curr as usize].kind == super::TaskKind::Workload
-    {
+    if k.tasks[curr as usize].pinned.is_none_or(|c| c == dst) && k.tasks[curr as usize].kind.is_fair_task() {
         all_pinned = false;
     }
     for p in queued {
@@ -208,7 +227,7 @@ pub fn sched_balance_rq(k: &mut Kernel, cpu: CpuId, dst: CpuId, sd: usize, idle:
             // need_active_balance(): repeated failures -> have the stopper of the busiest CPU
             // push its running task away (it preempts it), if that task may run on dst.
             let d = &k.sd.domains(dst)[sd];
-            let curr_ok = k.tasks[curr as usize].kind == super::TaskKind::Workload
+            let curr_ok = k.tasks[curr as usize].kind.is_fair_task()
                 && !super::rt::rt_task(k, curr)
                 && k.tasks[curr as usize].pinned.is_none_or(|c| c == dst);
             if curr_ok && d.nr_balance_failed > d.cache_nice_tries + 2 && !k.cpus[src as usize].rq.active_balance {
@@ -306,7 +325,7 @@ pub fn sched_balance_newidle(k: &mut Kernel, cpu: CpuId, s: &mut NewidleBalance)
             s.t0 = k.now;
             s.sd = 0;
             s.at = NewidleAt::Domain;
-            Next::Cont(c + k.costs.newidle_gated + k.costs.update_blocked_averages)
+            Next::Cont(c + k.costs.newidle_gated + sched_balance_update_blocked_averages(k, cpu))
         }
         NewidleAt::Domain => {
             let nsd = k.sd.domains(cpu).len();
@@ -513,7 +532,7 @@ pub fn sched_balance_softirq(k: &mut Kernel, cpu: CpuId, s: &mut SchedBalanceSof
                 s.at = 1;
                 return Next::Cont(0);
             }
-            let c = k.costs.update_blocked_averages + sched_balance_domains(k, cpu, cpu, idle);
+            let c = sched_balance_update_blocked_averages(k, cpu) + sched_balance_domains(k, cpu, cpu, idle);
             Next::Ret(c)
         }
         _ => _nohz_idle_balance_step(k, cpu, s),
@@ -555,7 +574,7 @@ fn _nohz_idle_balance_step(k: &mut Kernel, cpu: CpuId, s: &mut SchedBalanceSofti
         let mut c = 0;
         if s.flags & NOHZ_STATS_KICK != 0 {
             // update_nohz_stats(): the blocked-load decay of that CPU.
-            c += k.costs.update_blocked_averages;
+            c += sched_balance_update_blocked_averages(k, cpu);
         }
         if k.jiffies() >= k.cpus[b as usize].rq.next_balance && s.flags & NOHZ_BALANCE_KICK != 0 {
             let line = k.cpus[b as usize].rq.lock_line;
@@ -1073,4 +1092,152 @@ pub fn sched_balance_find_dst_cpu(k: &Kernel, cpu: CpuId, p: TaskId) -> CpuId {
 
 fn idle_cpu_like(k: &Kernel, c: CpuId) -> bool {
     super::idle_cpu(k, c)
+}
+
+/// The v6.10 gates of newidle balancing, each pinned on a hand-set kernel state (i7-4c8t:
+/// SMT and MC domains, a quiet machine).
+#[cfg(test)]
+mod newidle_gate_tests {
+    use super::*;
+    use crate::run::{build, RunSpec};
+
+    fn kernel() -> Kernel {
+        let mut s = RunSpec::new("idle");
+        s.machine = "i7-4c8t".into();
+        s.background = Some("none".into());
+        let mut k = build(&s).expect("valid spec");
+        // A long uptime so that decay and blocked-load clocks are past their first period.
+        k.now = 10 * crate::sim::NSEC_PER_SEC;
+        k
+    }
+
+    /// Run `sched_balance_newidle()` on CPU 0 from its entry (rq lock held, as
+    /// `pick_next_task_fair()` calls it) to its return; the domains it walked.
+    fn newidle(k: &mut Kernel) -> (Vec<u8>, i64) {
+        let cpu = 0;
+        k.cpus[0].rq.lock_owner = Some(cpu);
+        k.cpus[0].preempt_count += 1;
+        let mut s = NewidleBalance::default();
+        let mut walked = Vec::new();
+        for _ in 0..100 {
+            let (at, sd) = (s.at, s.sd);
+            let next = sched_balance_newidle(k, cpu, &mut s);
+            if at == NewidleAt::Domain && s.sd > sd {
+                walked.push(sd);
+            }
+            match next {
+                Next::Ret(_) => return (walked, k.cpus[0].x.ret),
+                Next::Cont(t) => k.now += t,
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        panic!("newidle did not return")
+    }
+
+    #[test]
+    fn rd_overloaded_clear_gates_the_walk() {
+        let mut k = kernel();
+        k.rd.overloaded = false;
+        k.cpus[0].rq.avg_idle = 1_000_000;
+        let (walked, _) = newidle(&mut k);
+        assert!(walked.is_empty());
+        assert_eq!(k.stats.newidle_balances, 0);
+        // idle_stamp is stamped even when gated.
+        assert_ne!(k.cpus[0].rq.idle_stamp, 0);
+        k.rd.overloaded = true;
+        let (walked, _) = newidle(&mut k);
+        assert_eq!(walked, vec![0, 1], "SMT then MC");
+        assert_eq!(k.stats.newidle_balances, 1);
+    }
+
+    #[test]
+    fn avg_idle_below_the_lowest_domains_cost_gates_the_walk() {
+        let mut k = kernel();
+        k.rd.overloaded = true;
+        k.sd.domains_mut(0)[0].max_newidle_lb_cost = 100_000;
+        k.cpus[0].rq.avg_idle = 50_000;
+        let (walked, _) = newidle(&mut k);
+        assert!(walked.is_empty());
+        k.cpus[0].rq.avg_idle = 150_000;
+        let (walked, _) = newidle(&mut k);
+        assert!(!walked.is_empty());
+    }
+
+    #[test]
+    fn the_walk_stops_where_avg_idle_is_below_cost_so_far_plus_the_domains_max() {
+        let mut k = kernel();
+        k.rd.overloaded = true;
+        k.sd.domains_mut(0)[0].max_newidle_lb_cost = 1_000;
+        k.sd.domains_mut(0)[1].max_newidle_lb_cost = 400_000;
+        k.sd.domains_mut(0)[0].last_decay_max_lb_cost = k.jiffies();
+        k.sd.domains_mut(0)[1].last_decay_max_lb_cost = k.jiffies();
+        k.cpus[0].rq.avg_idle = 300_000;
+        let (walked, _) = newidle(&mut k);
+        assert_eq!(walked, vec![0], "MC is skipped: avg_idle < curr_cost + its max cost");
+    }
+
+    #[test]
+    fn a_pending_wakeup_returns_before_stamping_idle() {
+        let mut k = kernel();
+        k.rd.overloaded = true;
+        k.cpus[0].rq.ttwu_pending = true;
+        k.cpus[0].rq.idle_stamp = 0;
+        let (walked, ret) = newidle(&mut k);
+        assert!(walked.is_empty() && ret == 0);
+        assert_eq!(k.cpus[0].rq.idle_stamp, 0);
+    }
+
+    #[test]
+    fn max_newidle_lb_cost_decays_by_253_256_at_most_once_a_second() {
+        let mut k = kernel();
+        k.sd.domains_mut(0)[0].max_newidle_lb_cost = 256_000;
+        k.sd.domains_mut(0)[0].last_decay_max_lb_cost = k.jiffies();
+        assert!(!update_newidle_cost(&mut k, 0, 0, 0), "within a second: no decay");
+        k.now += 2 * crate::sim::NSEC_PER_SEC;
+        assert!(update_newidle_cost(&mut k, 0, 0, 0));
+        assert_eq!(k.sd.domains(0)[0].max_newidle_lb_cost, 253_000);
+        // A more expensive pass raises the max at once.
+        assert!(!update_newidle_cost(&mut k, 0, 0, 300_000));
+        assert_eq!(k.sd.domains(0)[0].max_newidle_lb_cost, 300_000);
+    }
+
+    #[test]
+    fn rd_overloaded_is_cleared_only_by_the_root_domains_stats() {
+        let mut k = kernel();
+        k.rd.overloaded = true;
+        // No runqueue holds two tasks. The SMT level (not the root) leaves the flag alone.
+        let _ = sched_balance_rq(&mut k, 0, 0, 0, CpuIdleType::NewlyIdle);
+        assert!(k.rd.overloaded);
+        let root = k.sd.domains(0).len() - 1;
+        let _ = sched_balance_rq(&mut k, 0, 0, root, CpuIdleType::NewlyIdle);
+        assert!(!k.rd.overloaded);
+    }
+
+    #[test]
+    fn update_sd_lb_stats_reads_every_cpu_of_the_span() {
+        let mut k = kernel();
+        let root = k.sd.domains(0).len() - 1;
+        let before = k.stats.lb_stats_ns;
+        let _ = sched_balance_rq(&mut k, 0, 0, root, CpuIdleType::NewlyIdle);
+        let first = k.stats.lb_stats_ns - before;
+        // Seven remote runqueue lines missed, so the pass costs more than the arithmetic.
+        assert!(first > 8 * k.costs.lb_stats_per_cpu, "{first}");
+        // Read again with nothing written since: the lines hit, only the arithmetic is left.
+        let before = k.stats.lb_stats_ns;
+        let _ = sched_balance_rq(&mut k, 0, 0, root, CpuIdleType::NewlyIdle);
+        assert_eq!(k.stats.lb_stats_ns - before, 8 * k.costs.lb_stats_per_cpu);
+    }
+
+    #[test]
+    fn nohz_newidle_balance_needs_avg_idle_above_migration_cost_and_blocked_load_due() {
+        let mut k = kernel();
+        k.nohz.has_blocked = true;
+        k.nohz.next_blocked = 0;
+        k.cpus[0].rq.avg_idle = SYSCTL_SCHED_MIGRATION_COST - 1;
+        nohz_newidle_balance(&mut k, 0);
+        assert_eq!(k.cpus[0].rq.nohz_flags & NOHZ_NEWILB_KICK, 0);
+        k.cpus[0].rq.avg_idle = SYSCTL_SCHED_MIGRATION_COST;
+        nohz_newidle_balance(&mut k, 0);
+        assert_ne!(k.cpus[0].rq.nohz_flags & NOHZ_NEWILB_KICK, 0);
+    }
 }

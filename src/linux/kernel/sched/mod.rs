@@ -51,6 +51,20 @@ pub const WF_MIGRATED: u32 = 0x20;
 /// The wakee is still on its CPU (descheduling).
 pub const WF_ON_CPU: u32 = 0x40;
 
+/// Models `set_rd_overloaded()` — kernel/sched/sched.h @ v6.10: write `rd->overloaded` only
+/// when it changes. Also keeps the simulator's count of how long the flag was set.
+pub fn set_rd_overloaded(k: &mut Kernel, v: bool) {
+    if k.rd.overloaded == v {
+        return;
+    }
+    k.rd.overloaded = v;
+    if v {
+        k.stats.overloaded_since = Some(k.now);
+    } else if let Some(t) = k.stats.overloaded_since.take() {
+        k.stats.overloaded_ns += k.now - t;
+    }
+}
+
 /// `sysctl_sched_migration_cost`, ns.
 pub const SYSCTL_SCHED_MIGRATION_COST: u64 = 500_000;
 
@@ -65,6 +79,20 @@ pub enum TaskKind {
     Stopper,
     /// A workload task.
     Workload,
+    /// A workqueue worker (`kworker/N:1` bound to a CPU, or the unbound `kworker/uN:1`).
+    Kworker,
+    /// A background kernel thread (`rcu_preempt`, ...).
+    Kthread,
+    /// A background user daemon.
+    Daemon,
+}
+
+impl TaskKind {
+    /// A fair-class task that runs code of its own (not idle, ksoftirqd or a stopper): what
+    /// the load balancer may move and the tick accounts as the fair `curr`.
+    pub fn is_fair_task(self) -> bool {
+        matches!(self, TaskKind::Workload | TaskKind::Kworker | TaskKind::Kthread | TaskKind::Daemon)
+    }
 }
 
 /// The parts of `task_struct` and `thread_info` the model reads and writes.

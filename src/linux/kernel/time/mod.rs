@@ -1,2 +1,3 @@
 //! `kernel/time/`.
 pub mod tick_sched;
+pub mod timer;

@@ -26,6 +26,11 @@ pub struct TickSched {
     pub timer_gen: u32,
     /// The first tick stop has happened (nohz_balance_enter_idle runs on it).
     pub was_stopped_once: bool,
+    /// The softlockup watchdog's hrtimer: next expiry and its background source.
+    pub watchdog: Option<(Time, u16)>,
+    /// Background softirqs raised from the tick (`tick-softirq` sources): next due instant and
+    /// source.
+    pub softirq_due: Vec<(Time, u16)>,
 }
 
 impl TickSched {
@@ -38,6 +43,8 @@ impl TickSched {
             armed: None,
             timer_gen: 0,
             was_stopped_once: false,
+            watchdog: None,
+            softirq_due: Vec::new(),
         }
     }
 }
@@ -50,8 +57,12 @@ fn next_boundary(k: &Kernel) -> Time {
 /// Program the local APIC timer for the earliest pending expiry.
 pub fn tick_program(k: &mut Kernel, cpu: CpuId) {
     let ts = &k.cpus[cpu as usize].tick;
-    let mut next = if ts.stopped { None } else { Some(ts.next_tick) };
+    // A stopped tick is reprogrammed for the next timer-wheel expiry (tick_nohz_stop_tick()).
+    let mut next = if ts.stopped { super::timer::next_timer_event(k, cpu) } else { Some(ts.next_tick) };
     for &(t, _, _) in &ts.sleepers {
+        next = Some(next.map_or(t, |n: Time| n.min(t)));
+    }
+    if let Some((t, _)) = ts.watchdog {
         next = Some(next.map_or(t, |n: Time| n.min(t)));
     }
     if next == ts.armed {
@@ -103,9 +114,17 @@ pub fn hrtimer_interrupt(k: &mut Kernel, cpu: CpuId) -> Time {
     for &(_, _, p) in fired.iter().rev() {
         ts.expired.push(p);
     }
+    let watchdog = ts.watchdog.filter(|&(t, _)| t <= now);
     if !ts.stopped && ts.next_tick <= now {
         ts.next_tick = nb;
         cost += tick_sched_timer(k, cpu);
+    } else if ts.stopped && super::timer::timer_due(k, cpu) {
+        // The stopped tick's hrtimer was set for a timer-wheel expiry: tick_nohz_handler()
+        // runs the tick's work once and leaves the tick stopped.
+        cost += tick_sched_timer(k, cpu);
+    }
+    if let Some((_, src)) = watchdog {
+        cost += crate::linux::kernel::watchdog::watchdog_timer_fn(k, cpu, src);
     }
     tick_program(k, cpu);
     cost
@@ -113,9 +132,36 @@ pub fn hrtimer_interrupt(k: &mut Kernel, cpu: CpuId) -> Time {
 
 /// Models `tick_sched_timer()` -> `tick_sched_handle()` -> `update_process_times()` ->
 /// `sched_tick()` — kernel/time/tick-sched.c, kernel/time/timer.c @ v6.10.
+/// `update_process_times()` also runs `run_local_timers()` (TIMER_SOFTIRQ when a timer is
+/// due) and `rcu_sched_clock_irq()` (modelled as the profile's tick-raised softirqs).
 fn tick_sched_timer(k: &mut Kernel, cpu: CpuId) -> Time {
     k.stats.ticks += 1;
-    crate::linux::kernel::sched::core::sched_tick(k, cpu)
+    let c = crate::linux::kernel::sched::core::sched_tick(k, cpu);
+    super::timer::run_local_timers(k, cpu);
+    c + tick_raise_background_softirqs(k, cpu)
+}
+
+/// The background `tick-softirq` sources due on this tick (`rcu_sched_clock_irq()` raising
+/// RCU_SOFTIRQ, ...): raise the vector and queue the handler's run time for it. Returns the
+/// cost in the tick handler.
+fn tick_raise_background_softirqs(k: &mut Kernel, cpu: CpuId) -> Time {
+    let now = k.now;
+    let mut i = 0;
+    while i < k.cpus[cpu as usize].tick.softirq_due.len() {
+        let (due, src) = k.cpus[cpu as usize].tick.softirq_due[i];
+        if due <= now {
+            let s = &k.cfg.background.sources[src as usize];
+            let (vec, d) = (s.vec, s.runtime);
+            let next = s.next_interval(&mut k.cpus[cpu as usize].bg_rng);
+            let run = d.draw(&mut k.cpus[cpu as usize].bg_rng);
+            let c = &mut k.cpus[cpu as usize];
+            c.tick.softirq_due[i].0 = now + next;
+            c.softirq_work[vec as usize] += run;
+            crate::linux::kernel::softirq::__raise_softirq_irqoff(k, cpu, vec);
+        }
+        i += 1;
+    }
+    0
 }
 
 /// Models `tick_nohz_idle_enter()` — kernel/time/tick-sched.c @ v6.10 (bookkeeping only; its
@@ -123,13 +169,19 @@ fn tick_sched_timer(k: &mut Kernel, cpu: CpuId) -> Time {
 pub fn tick_nohz_idle_enter(_k: &mut Kernel, _cpu: CpuId) {}
 
 /// Models `tick_nohz_get_sleep_length()`: time to the next timer event if the tick were
-/// stopped. Timers the model does not carry (RCU, workqueues, ...) are represented by a 1 s
-/// horizon.
+/// stopped: the next sleeper, watchdog or non-deferrable timer-wheel expiry, capped at a 1 s
+/// horizon (what a machine without background sources stands in for).
 pub fn tick_nohz_get_sleep_length(k: &Kernel, cpu: CpuId) -> Time {
     let ts = &k.cpus[cpu as usize].tick;
     let mut next = k.now + NSEC_PER_SEC;
     for &(_, soft, _) in &ts.sleepers {
         next = next.min(soft);
+    }
+    if let Some((t, _)) = ts.watchdog {
+        next = next.min(t);
+    }
+    if let Some(t) = super::timer::next_timer_event(k, cpu) {
+        next = next.min(t);
     }
     next.saturating_sub(k.now)
 }

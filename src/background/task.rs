@@ -1,0 +1,90 @@
+//! The bodies of the background tasks that are not kworkers: periodic kernel threads
+//! (`kthread`, e.g. `rcu_preempt` waiting in `schedule_timeout_idle()`) and user daemons
+//! (`daemon`, sleeping in `nanosleep()`). Each loops: sleep for the source's next interval,
+//! then run for a draw of its run-time distribution. A kernel thread sleeps on a timer-wheel
+//! timer (`process_timeout()`), so an idle CPU wakes for it at a jiffy boundary; a daemon
+//! sleeps on an hrtimer with the default 50 us timer slack, and runs its share in user mode,
+//! where a return from interrupt may preempt it.
+//!
+//! Like the workloads, these tasks reach the kernel only through its entry points
+//! (`schedule_timeout`, `nanosleep`, `cond_resched`, `schedule`).
+
+use crate::background::Kind;
+use crate::linux::engine::{Frame, Next};
+use crate::linux::kernel::futex::Nanosleep;
+use crate::linux::kernel::sched::core::ScheduleCaller;
+use crate::linux::kernel::sched::{TASK_IDLE, TASK_RUNNING};
+use crate::linux::kernel::time::timer::{add_timer_on, TimerFn};
+use crate::linux::{CpuId, Kernel};
+use crate::sim::Time;
+
+/// A background task's own code in progress.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BgTask {
+    pub at: u8,
+    /// The background source this task runs.
+    pub src: u16,
+    /// In user mode for the current step (daemons): a return from interrupt may preempt.
+    pub user: bool,
+    /// A return to user mode found NEED_RESCHED: schedule before going on.
+    pub preempt: bool,
+    /// User time still to run of the step an interrupt preempted.
+    pub remaining: Time,
+}
+
+/// The saved stack of a background task asleep at boot (its first wakeup is already armed).
+pub fn initial_stack(kind: Kind, src: u16) -> Vec<Frame> {
+    let mut v = vec![Frame::Background(BgTask { at: 1, src, ..Default::default() })];
+    if kind == Kind::Daemon {
+        v.push(Frame::Nanosleep(Nanosleep { ns: 0, slack_ns: 0, from_user: true, at: 1 }));
+    }
+    v.push(Frame::ScheduleCaller(ScheduleCaller::asleep_in_schedule()));
+    v.push(Frame::Schedule(crate::linux::kernel::sched::core::Schedule::switched_out()));
+    v
+}
+
+/// Run one step of a background task.
+pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut BgTask) -> Next {
+    if s.preempt {
+        s.preempt = false;
+        s.user = false;
+        return Next::Call(0, Frame::ScheduleCaller(ScheduleCaller::schedule()));
+    }
+    if s.remaining > 0 {
+        s.user = true;
+        return Next::Cont(std::mem::take(&mut s.remaining));
+    }
+    s.user = false;
+    let me = k.curr(cpu);
+    let src = &k.cfg.background.sources[s.src as usize];
+    let kind = src.kind;
+    match s.at {
+        0 => {
+            let next = src.next_interval(&mut k.cpus[cpu as usize].bg_rng);
+            s.at = 1;
+            if kind == Kind::Daemon {
+                return Next::Call(0, Nanosleep::with_timer_slack(next));
+            }
+            // schedule_timeout_idle(): a timer-wheel timer wakes us (process_timeout()).
+            k.tasks[me as usize].state = TASK_IDLE;
+            add_timer_on(k, cpu, next, false, TimerFn::ProcessTimeout(me), s.src);
+            Next::Call(k.costs.hrtimer_start, Frame::ScheduleCaller(ScheduleCaller::schedule()))
+        }
+        1 => {
+            k.tasks[me as usize].state = TASK_RUNNING;
+            let run = src.runtime.draw(&mut k.cpus[cpu as usize].bg_rng);
+            s.at = 2;
+            s.user = kind == Kind::Daemon;
+            Next::Cont(run)
+        }
+        _ => {
+            s.at = 0;
+            if kind == Kind::Kthread {
+                if let Some(f) = crate::linux::kernel::sched::core::cond_resched(k, cpu) {
+                    return Next::Call(k.costs.cond_resched, f);
+                }
+            }
+            Next::Cont(0)
+        }
+    }
+}

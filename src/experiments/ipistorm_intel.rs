@@ -1,0 +1,131 @@
+//! The ipistorm-intel experiment (product.md, "ipistorm-intel"; kernel-model-spec.md 5.3):
+//! Chen Yu's run of the same IPI storm on a 240-CPU, 2-node Intel server with C1E and deeper
+//! disabled (sched/core at c793a62823d1), v6.10 and v6.10 + SM_IDLE, ten runs each. His reply
+//! printed every run's time, the AMean and the Std; the figures themselves are withheld as a
+//! check. Besides each run's time this prints what the model says decides it: how many newidle
+//! balances passed their gates and walked the domains (from the idle task's spurious
+//! `schedule_idle()` in v6.10), and how long `rd->overloaded` was set during the run.
+
+use super::{run_variants, ExpOpts};
+use crate::report::{mean_stddev, normalize, render_grid, CompareRow, Comparison};
+use crate::run::{RunResult, RunSpec};
+use crate::workload::params::Params;
+use crate::workload::Workload;
+use serde_json::json;
+
+/// (label, patches on v6.10)
+pub const VARIANTS: &[(&str, &str)] = &[("v6.10", ""), ("v6.10+SM_IDLE", "+3dcac251b066")];
+
+pub const MACHINE: &str = "intel-240-2s";
+
+/// Runs per variant in the published reply.
+pub const PUBLISHED_RUNS: usize = 10;
+
+fn spec(patches: &str, seed: u64, o: &ExpOpts) -> RunSpec {
+    let mut s = RunSpec::new("ipistorm");
+    s.machine = MACHINE.into();
+    s.kernel = "v6.10".into();
+    s.patches = patches.into();
+    s.seed = seed;
+    // "C-states >= C1E disabled": idle CPUs sit in C1 (MWAIT, polling).
+    s.idle_states = vec![("C1E".into(), false), ("C6".into(), false)];
+    let mut pairs: Vec<(String, String)> =
+        super::ipistorm::PUBLISHED_PARAMS.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    pairs.extend(o.params.iter().cloned());
+    s.params = Params::from_pairs(pairs, "ipistorm-intel experiment");
+    s
+}
+
+fn total_ms(r: &RunResult) -> Result<f64, String> {
+    let Workload::Ipistorm(w) = &r.workload else { unreachable!() };
+    if !r.finished {
+        return Err(format!("ipistorm did not finish within the time limit (seed {})", r.seed));
+    }
+    Ok(w.total_ns() as f64 / 1e6)
+}
+
+/// `schedsim reproduce ipistorm-intel`.
+pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
+    // Ten runs per variant unless the user asks for a number (the default of --runs is 5).
+    let runs = if o.runs == ExpOpts::default().runs { PUBLISHED_RUNS } else { o.runs };
+    let results = run_variants(o, VARIANTS.len(), runs, |v, seed| spec(VARIANTS[v].1, seed, o))?;
+    let mut rows = Vec::new();
+    let mut per_run = Vec::new();
+    for (vi, (label, patches)) in VARIANTS.iter().enumerate() {
+        let rs = &results[vi];
+        let times: Vec<f64> = rs.iter().map(total_ms).collect::<Result<_, _>>()?;
+        let (mean, stddev) = mean_stddev(&times);
+        let mut runs_json = Vec::new();
+        for (r, t) in rs.iter().zip(&times) {
+            let ovl_ms = r.stats.overloaded_ns as f64 / 1e6;
+            let share = if r.sim_ns > 0 { r.stats.overloaded_ns as f64 / r.sim_ns as f64 * 100.0 } else { 0.0 };
+            per_run.push(vec![
+                label.to_string(),
+                r.seed.to_string(),
+                format!("{t:.3}"),
+                r.stats.newidle_calls.to_string(),
+                r.stats.newidle_balances.to_string(),
+                format!("{:.3}", r.stats.newidle_ns as f64 / 1e6),
+                format!("{ovl_ms:.3} ({share:.0}%)"),
+            ]);
+            runs_json.push(json!({
+                "seed": r.seed,
+                "time_ms": t,
+                "newidle_calls": r.stats.newidle_calls,
+                "newidle_ungated": r.stats.newidle_balances,
+                "newidle_ms": r.stats.newidle_ns as f64 / 1e6,
+                "rd_overloaded_ms": ovl_ms,
+            }));
+        }
+        let mut extra = serde_json::Map::new();
+        extra.insert("runs".into(), json!(runs_json));
+        let cfg = crate::linux::KernelConfig::resolve("v6.10", patches, 1000)?;
+        rows.push(CompareRow {
+            variant: label.to_string(),
+            kernel: cfg.label(),
+            patches: cfg.patches.iter().map(|p| p.info().id.to_string()).collect(),
+            runs: rs.len(),
+            mean,
+            stddev,
+            normalized: 0.0,
+            published: None,
+            extra,
+        });
+    }
+    normalize(&mut rows);
+    let h: Vec<String> = [
+        "variant",
+        "seed",
+        "time (ms)",
+        "newidle calls",
+        "ungated (walked domains)",
+        "newidle ms",
+        "rd->overloaded set",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let mut summary = String::from("variant          AMean (ms)   Std (ms)   Std/AMean\n");
+    for r in &rows {
+        summary.push_str(&format!(
+            "{:<16} {:>10.3} {:>10.3} {:>10.1}%\n",
+            r.variant,
+            r.mean,
+            r.stddev,
+            if r.mean > 0.0 { r.stddev / r.mean * 100.0 } else { 0.0 }
+        ));
+    }
+    Ok(Comparison {
+        experiment: "ipistorm-intel".into(),
+        machine: MACHINE.into(),
+        metric: "time".into(),
+        unit: "ms".into(),
+        lower_is_better: true,
+        rows,
+        title: "ipistorm numipi=100000 single=1 offset=8 cpulist=8 wait=1 on intel-240-2s (C1E, C6 off)".into(),
+        notes: vec![
+            format!("every run, and what decided it\n{}", render_grid(&h, &per_run)),
+            format!("as Chen Yu's reply prints them (published figures withheld as a check)\n{summary}"),
+        ],
+    })
+}
