@@ -219,6 +219,10 @@ pub struct RunResult {
     pub task_clock_ns: u64,
     /// Names of the background sources (the work functions and callbacks trace records cite).
     pub funcs: Vec<String>,
+    /// The background in force (a built-in name, `none`, or the file given) and the
+    /// preemption model's name.
+    pub background: String,
+    pub preempt: String,
     /// The pids of the workload's tasks.
     pub workload_pids: Vec<u32>,
 }
@@ -253,6 +257,8 @@ pub fn execute(spec: &RunSpec) -> Result<RunResult, String> {
         finished: k.finished,
         task_clock_ns,
         funcs: k.cfg.background.sources.iter().map(|s| s.name.clone()).collect(),
+        background: spec.background.clone().unwrap_or_else(|| k.cfg.background.name.clone()),
+        preempt: k.cfg.preempt.name(),
         workload_pids,
     })
 }

@@ -68,3 +68,14 @@ fn rt_push_paths_are_deterministic() {
         });
     }
 }
+
+#[test]
+fn v3_8_paths_are_deterministic() {
+    // idle_balance() from __schedule(), the 3.8 wakeup placement, CFS, and the post-schedule hook.
+    check(|seed| spec("hackbench", "i7-4c8t", "v3.8", &[("tool", "old"), ("args", "1")], seed, false));
+    check(|seed| {
+        let mut s = spec("hackbench", "i7-4c8t", "v3.8", &[("tool", "old"), ("args", "1")], seed, false);
+        s.patches = "+rostedt-2013-post-schedule,+rostedt-2013-irqs-on".into();
+        s
+    });
+}

@@ -118,3 +118,35 @@ fn the_later_patches_require_the_first() {
     let err = schedsim::linux::KernelConfig::resolve("v6.10", "+rostedt-2013-irqs-on", 1000).unwrap_err();
     assert!(err.contains("requires rostedt-2013-post-schedule"), "{err}");
 }
+
+/// `reproduce hackbench-2013` builds its variants on v3.8 unless told otherwise, and reports
+/// where the switches come from.
+#[test]
+fn the_experiment_runs_on_v3_8_by_default_and_on_v6_10_when_asked() {
+    use schedsim::experiments::{hackbench2013, ExpOpts};
+    let mut o = ExpOpts { runs: 1, params: vec![("args".into(), "2".into())], ..ExpOpts::default() };
+    let c = hackbench2013::reproduce(&o).expect("runs");
+    assert_eq!(c.rows.len(), 3);
+    assert!(
+        c.rows.iter().all(|r| r.kernel.starts_with("v3.8")),
+        "{:?}",
+        c.rows.iter().map(|r| &r.kernel).collect::<Vec<_>>()
+    );
+    assert!(c.notes.iter().any(|n| n.contains("task->idle")), "the switch breakdown is printed");
+    o.kernel = Some("v6.10".into());
+    let c = hackbench2013::reproduce(&o).expect("runs");
+    assert!(c.rows.iter().all(|r| r.kernel.starts_with("v6.10")));
+}
+
+/// `reproduce rt-push` has a v3.8 row: without RT_PUSH_IPI the woken task waits for the pinned
+/// task there, with or without ok_to_push_task.
+#[test]
+fn rt_push_has_v3_8_rows() {
+    use schedsim::experiments::{rtpush, ExpOpts};
+    let c = rtpush::reproduce(&ExpOpts { runs: 1, ..ExpOpts::default() }).expect("runs");
+    let row = |name: &str| c.rows.iter().find(|r| r.variant == name).unwrap_or_else(|| panic!("row {name}"));
+    for name in ["v3.8", "ok_to_push_task on v3.8"] {
+        assert_eq!(row(name).extra["woken_task_cpu_is_pinned_cpu"], serde_json::json!(true), "{name}");
+    }
+    assert_eq!(row("ok_to_push_task").extra["woken_task_cpu_is_pinned_cpu"], serde_json::json!(false));
+}

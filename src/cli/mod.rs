@@ -161,6 +161,9 @@ struct ReproduceArgs {
     /// Preemption model for every run (default: each machine's own).
     #[arg(long, value_name = "MODEL")]
     preempt: Option<String>,
+    /// The named kernel the variants are built on (hackbench-2013 only; default v3.8).
+    #[arg(long)]
+    kernel: Option<String>,
     #[arg(long)]
     json: bool,
 }
@@ -481,6 +484,9 @@ fn run_json(s: &RunSpec, r: &RunResult) -> serde_json::Value {
         "seed": r.seed,
         "finished": r.finished,
         "sim_ns": r.sim_ns,
+        "warmup_ns": r.warmup_ns,
+        "background": r.background,
+        "preempt": r.preempt,
         "actions": r.actions,
         "workload": workload_json(r),
         "counters": counters_json(r),
@@ -534,12 +540,14 @@ fn run_text(s: &RunSpec, r: &RunResult) -> String {
         .map(|(k, v)| if v.contains(' ') { format!("{k}='{v}'") } else { format!("{k}={v}") })
         .collect();
     o.push_str(&format!(
-        "# schedsim run {} {} --machine {} --kernel '{}' --seed {}\n",
+        "# schedsim run {} {} --machine {} --kernel '{}' --seed {} --background {} --preempt {}\n",
         s.workload,
         params.join(" "),
         r.machine,
         r.kernel_label,
-        r.seed
+        r.seed,
+        r.background,
+        r.preempt
     ));
     match &r.workload {
         Workload::Ipistorm(w) => {
@@ -588,7 +596,7 @@ fn run_text(s: &RunSpec, r: &RunResult) -> String {
                 r.task_clock_ns,
                 r.stats.context_switches,
                 r.stats.cpu_migrations,
-                if w.end_ns > 0 { w.elapsed_ns() } else { r.sim_ns.saturating_sub(w.exec_ns) },
+                if w.end_ns > 0 { w.elapsed_ns() } else { (r.sim_ns + r.warmup_ns).saturating_sub(w.exec_ns) },
             ));
         }
         Workload::PipePair(w) => o.push_str(&w.output),
@@ -776,6 +784,15 @@ fn cmd_reproduce(a: ReproduceArgs) -> Result<(), String> {
     };
     let exps: Vec<_> = names.iter().map(|n| experiments::find(n)).collect::<Result<_, _>>()?;
     let params = Params::parse(a.params.iter().map(String::as_str), "--param")?;
+    if let Some(k) = &a.kernel {
+        if let Some(e) = exps.iter().find(|e| !experiments::TAKES_KERNEL.contains(&e.name)) {
+            return Err(format!(
+                "--kernel {k}: experiment '{}' runs its own kernels (--kernel is accepted by: {})",
+                e.name,
+                experiments::TAKES_KERNEL.join(", ")
+            ));
+        }
+    }
     let o = ExpOpts {
         runs: a.runs,
         seed: a.seed,
@@ -783,6 +800,7 @@ fn cmd_reproduce(a: ReproduceArgs) -> Result<(), String> {
         params: params.pairs().to_vec(),
         background: a.background.clone(),
         preempt: a.preempt.clone(),
+        kernel: a.kernel.clone(),
     };
     let mut docs = Vec::new();
     for e in exps {
@@ -885,9 +903,26 @@ pub fn list_text() -> String {
         if let Ok(m) = crate::hw::preset(n) {
             let states: Vec<String> =
                 m.idle_states.iter().map(|s| format!("{}{}", s.name, if s.disabled { "(off)" } else { "" })).collect();
-            o.push_str(&format!("  {:<16} {} [idle: {}]\n", n, m.summary(), states.join(" ")));
+            o.push_str(&format!(
+                "  {:<16} {} [idle: {}] [background: {}, preempt: {}]\n",
+                n,
+                m.summary(),
+                states.join(" "),
+                m.background,
+                m.preempt
+            ));
         }
     }
+    o.push_str("\nBackground profiles (--background NAME, none, or a profile FILE.toml):\n");
+    for n in crate::background::names() {
+        let p = crate::background::builtin(n).expect("built-in");
+        let d = if n == "none" { "nothing besides the workload: the quiet machine" } else { p.description.as_str() };
+        o.push_str(&format!("  {:<16} {} [{} sources]\n", n, d, p.sources.len()));
+    }
+    o.push_str(&format!(
+        "\nPreemption models (--preempt MODEL): {}\n",
+        crate::linux::config::Preempt::NAMES.join(", ")
+    ));
     o.push_str("\nKernels:\n");
     for k in KERNELS {
         let ids: Vec<&str> = k.patches.iter().map(|p| p.info().id).collect();

@@ -25,11 +25,14 @@ pub struct ExpOpts {
     /// Background profile and preemption model overriding the machine's defaults.
     pub background: Option<String>,
     pub preempt: Option<String>,
+    /// The named kernel the variants are built on, for experiments that take one
+    /// (hackbench-2013: v3.8 by default).
+    pub kernel: Option<String>,
 }
 
 impl Default for ExpOpts {
     fn default() -> Self {
-        ExpOpts { runs: 5, seed: 1, jobs: 2, params: Vec::new(), background: None, preempt: None }
+        ExpOpts { runs: 5, seed: 1, jobs: 2, params: Vec::new(), background: None, preempt: None, kernel: None }
     }
 }
 
@@ -66,13 +69,16 @@ pub const EXPERIMENTS: &[Experiment] = &[Experiment {
     run: nohz::nanosleep,
 }, Experiment {
     name: "hackbench-2013",
-    description: "perf stat -a hackbench 500 on an i7 4C/8T: newidle in __schedule vs Rostedt's 2013 post-schedule idle_balance (IRQs on), and with the nr_running re-check (at most 2 seeds, ~75 s wall each)",
+    description: "perf stat -a hackbench 500 on an i7 4C/8T, on v3.8 (--kernel v6.10 for today's): idle_balance in __schedule vs Rostedt's 2013 post-schedule idle_balance (IRQs on), and with the nr_running re-check (at most 2 seeds, ~75 s wall each)",
     run: hackbench2013::reproduce,
 }, Experiment {
     name: "rt-push",
-    description: "a FIFO task woken onto the CPU of a pinned FIFO task it outranks (4-CPU SMP): v6.10 push_rt_task vs Rostedt's 2013 ok_to_push_task",
+    description: "a FIFO task woken onto the CPU of a pinned FIFO task it outranks (4-CPU SMP): v6.10 push_rt_task vs Rostedt's 2013 ok_to_push_task, and v3.8 (no RT_PUSH_IPI)",
     run: rtpush::reproduce,
 }];
+
+/// The experiments that take `--kernel`.
+pub const TAKES_KERNEL: &[&str] = &["hackbench-2013"];
 
 pub fn find(name: &str) -> Result<&'static Experiment, String> {
     EXPERIMENTS.iter().find(|e| e.name == name).ok_or_else(|| {

@@ -14,20 +14,22 @@ use crate::workload::rtpush::RtPush;
 use crate::workload::Workload;
 use serde_json::json;
 
-/// (label, patches on v6.10, what product.md expects)
-pub const VARIANTS: &[(&str, &str, &str)] = &[
-    ("v6.10", "", "preempts the pinned task"),
-    ("ok_to_push_task", "+rostedt-2013-ok-to-push-task", "pushed to another CPU"),
+/// (label, kernel, patches on it, what product.md expects)
+pub const VARIANTS: &[(&str, &str, &str, &str)] = &[
+    ("v6.10", "v6.10", "", "preempts the pinned task"),
+    ("ok_to_push_task", "v6.10", "+rostedt-2013-ok-to-push-task", "pushed to another CPU"),
+    ("v3.8", "v3.8", "", "none stated (3.8 pulls: docs/rostedt-2013.md)"),
+    ("ok_to_push_task on v3.8", "v3.8", "+rostedt-2013-ok-to-push-task", "none stated"),
 ];
 
 /// The built-in scenario's machine.
 pub const MACHINE: &str = "smp-4";
 
 /// The run of scenarios/rt-push.toml (the workload's defaults) with `patches`.
-fn spec(patches: &str, seed: u64, o: &ExpOpts) -> RunSpec {
+fn spec(kernel: &str, patches: &str, seed: u64, o: &ExpOpts) -> RunSpec {
     let mut s = RunSpec::new("rt-push");
     s.machine = MACHINE.into();
-    s.kernel = "v6.10".into();
+    s.kernel = kernel.into();
     s.patches = patches.into();
     s.seed = seed;
     s.params = Params::from_pairs(o.params.clone(), "rt-push experiment");
@@ -43,12 +45,12 @@ fn rt(r: &RunResult) -> &RtPush {
 
 /// `schedsim reproduce rt-push`.
 pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
-    let results = run_variants(o, VARIANTS.len(), o.runs, |v, seed| spec(VARIANTS[v].1, seed, o))?;
+    let results = run_variants(o, VARIANTS.len(), o.runs, |v, seed| spec(VARIANTS[v].1, VARIANTS[v].2, seed, o))?;
     let first = rt(&results[0][0]);
     let (setup, pinned_cpu) = (first.setup(results[0][0].nr_cpus), first.pinned_cpu);
     let mut rows = Vec::new();
     let mut grid = Vec::new();
-    for (vi, (label, patches, expected)) in VARIANTS.iter().enumerate() {
+    for (vi, (label, kernel, patches, expected)) in VARIANTS.iter().enumerate() {
         let rs = &results[vi];
         let mut lat = Vec::new();
         let mut on_pinned = 0usize;
@@ -80,7 +82,7 @@ pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
         extra.insert("pinned_task_preempted_runs".into(), json!(preempted));
         extra.insert("rt_pushes".into(), json!(pushes));
         extra.insert("expected".into(), json!(expected));
-        let cfg = crate::linux::KernelConfig::resolve("v6.10", patches, 1000)?;
+        let cfg = crate::linux::KernelConfig::resolve(kernel, patches, 1000)?;
         rows.push(CompareRow {
             variant: label.to_string(),
             kernel: cfg.label(),

@@ -121,6 +121,8 @@ impl KernelConfig {
                 }
             }
         }
+        let patches_has_eevdf = patches.contains(&Patch::S147f3efaa241);
+        debug_assert!(nk.fair == FairClass::Eevdf || !nk.patches.contains(&Patch::S147f3efaa241));
         if !(100..=1000).contains(&hz) {
             return Err(format!("HZ={hz} is out of range (expected 100..=1000)"));
         }
@@ -130,7 +132,8 @@ impl KernelConfig {
             features: Features::default(),
             hz,
             preempt_rt: false,
-            fair: nk.fair,
+            // 147f3efaa241 (v6.6) is the EEVDF switch: a `-147f3efaa241` delta runs CFS.
+            fair: if patches_has_eevdf { FairClass::Eevdf } else { FairClass::Cfs },
             preempt: Preempt { model: PreemptModel::Voluntary, dynamic: true },
             background: crate::background::Profile::default(),
         })

@@ -46,6 +46,8 @@ pub enum Frame {
     Schedule(Schedule),
     /// `sched_balance_newidle()`.
     NewidleBalance(NewidleBalance),
+    /// `idle_balance()` of v3.8 (before 38033c37faab).
+    IdleBalance(super::kernel::sched::fair::IdleBalance),
     /// The 2013 idle-class post-schedule hook.
     PostScheduleIdle(super::kernel::sched::core::PostScheduleIdle),
     /// `sched_balance_softirq()`.
@@ -444,6 +446,7 @@ fn phase_of(f: &Frame, waiting: bool) -> Phase {
         }
         Frame::ScheduleCaller(_) | Frame::Schedule(_) | Frame::RetFromFork => Phase::Schedule,
         Frame::NewidleBalance(_) => Phase::Newidle,
+        Frame::IdleBalance(_) => Phase::Newidle,
         Frame::PostScheduleIdle(_) => Phase::Schedule,
         Frame::FlushSmpCallFunctionQueue(_) | Frame::FlushQueue(_) | Frame::TtwuPending(_) => Phase::Flush,
         Frame::HardIrq(_) => Phase::HardIrq,
@@ -587,6 +590,7 @@ fn step(k: &mut Kernel, cpu: CpuId, frame: &mut Frame) -> Next {
         Frame::Schedule(s) => core::__schedule(k, cpu, s),
         Frame::NewidleBalance(s) => fair::sched_balance_newidle(k, cpu, s),
         Frame::PostScheduleIdle(s) => core::post_schedule_idle(k, cpu, s),
+        Frame::IdleBalance(s) => fair::idle_balance(k, cpu, s),
         Frame::SchedBalanceSoftirq(s) => fair::sched_balance_softirq(k, cpu, s),
         Frame::FlushSmpCallFunctionQueue(s) => smp::flush_smp_call_function_queue(k, cpu, s),
         Frame::FlushQueue(s) => smp::__flush_smp_call_function_queue(k, cpu, s),

@@ -58,6 +58,47 @@ pub enum Patch {
     /// The same RFC with the flag placed without alignment: it shares the line of the CPU's
     /// `call_single_queue` head, which every sender writes.
     SoftirqFlagRfcV1Unaligned,
+    // ----- Era switches: behaviour added after v3.8 that the v6.10 model has. `v3.8` is the
+    // v6.10 model without them (docs/rostedt-2013.md says what each moves). -----
+    /// c6e7bd7afaeb (v5.8): `try_to_wake_up()` queues a wakee that is still descheduling
+    /// (`p->on_cpu`) on its CPU's wakelist instead of spinning until it is off the CPU.
+    C6e7bd7afaeb,
+    /// 2ebb17717550 (v5.8): `ttwu_queue_cond()` also queues a same-LLC wakeup when the wakee
+    /// is descheduling there (WF_ON_CPU) and at most one task runs there; before it (since
+    /// 518cd6234178, v3.3) the wakelist was used only across LLCs.
+    S2ebb17717550,
+    /// 38033c37faab (v3.15): the newidle balance runs inside `pick_next_task_fair()`; before
+    /// it `__schedule()` called `idle_balance()` itself, before `put_prev_task()` and the pick,
+    /// whenever `nr_running == 0`.
+    S38033c37faab,
+    /// 9bd721c55c8a (v3.13): the newidle balance is skipped (and its domain walk cut short)
+    /// when `avg_idle` is below the domains' `max_newidle_lb_cost`.
+    S9bd721c55c8a,
+    /// abfafa54db9a (v3.13): the `avg_idle` sample of a long idle period is averaged in and then
+    /// capped at `2 * max_idle_balance_cost`; before it, a sample above `2 *
+    /// sysctl_sched_migration_cost` set `avg_idle` to that cap at once.
+    Abfafa54db9a,
+    /// 4486edd12b5a (v3.17): the newidle balance is skipped unless the root domain is
+    /// overloaded (`rd->overload`, some CPU with two or more runnable tasks).
+    S4486edd12b5a,
+    /// 147f3efaa241 (v6.6): the fair class is EEVDF; without it, CFS (vruntime order, wakeup
+    /// preemption by wakeup granularity, sleeper credit).
+    S147f3efaa241,
+    /// 62470419e993 (v3.12): `wake_wide()` turns the affine wakeup off for wakers and wakees
+    /// that switch partners often (`wakee_flips`).
+    S62470419e993,
+    /// 10e2f1acd010 (v4.9): `select_idle_sibling()` rewritten (idle core, then a CPU-by-CPU
+    /// scan, then an SMT sibling; later refined by recent_used_cpu and SIS_UTIL); before it,
+    /// the first fully idle group of the LLC by a walk of the sched groups.
+    S10e2f1acd010,
+    /// b92486cbf2aa (v3.11): CPU loads are PELT runnable load averages; before it,
+    /// `wake_affine()` compared instantaneous `rq->load.weight`. The later restructuring of
+    /// `wake_affine()` into `wake_affine_idle()` / `wake_affine_weight()` (v4.13-v4.15, commit
+    /// not pinned here) is folded into this row.
+    B92486cbf2aa,
+    /// b6366f048e0c (v4.1): RT_PUSH_IPI: a CPU lowering its RT priority asks overloaded CPUs to
+    /// push (irq_work chain) instead of pulling from them itself.
+    B6366f048e0c,
 }
 
 /// One row of the patch table.
@@ -204,6 +245,94 @@ pub const PATCHES: &[PatchInfo] = &[
         conflicts: &[Patch::SoftirqFlagRfcV1],
         requires: &[],
     },
+    PatchInfo {
+        patch: Patch::C6e7bd7afaeb,
+        id: "c6e7bd7afaeb",
+        subject: "sched/core: Optimize ttwu() spinning on p->on_cpu",
+        merged: "v5.8",
+        conflicts: &[],
+        requires: &[],
+    },
+    PatchInfo {
+        patch: Patch::S2ebb17717550,
+        id: "2ebb17717550",
+        subject: "sched/core: Offload wakee task activation if it the wakee is descheduling",
+        merged: "v5.8",
+        conflicts: &[],
+        requires: &[Patch::C6e7bd7afaeb],
+    },
+    PatchInfo {
+        patch: Patch::S38033c37faab,
+        id: "38033c37faab",
+        subject: "sched: Push down pre_schedule() and idle_balance() (the model's v3.15+ newidle path carries the 9bd721c55c8a and 4486edd12b5a gates)",
+        merged: "v3.15",
+        conflicts: &[],
+        requires: &[Patch::S9bd721c55c8a, Patch::S4486edd12b5a],
+    },
+    PatchInfo {
+        patch: Patch::S9bd721c55c8a,
+        id: "9bd721c55c8a",
+        subject: "sched/balancing: Consider max cost of idle balance per sched domain",
+        merged: "v3.13",
+        conflicts: &[],
+        requires: &[],
+    },
+    PatchInfo {
+        patch: Patch::Abfafa54db9a,
+        id: "abfafa54db9a",
+        subject: "sched: Reduce overestimating rq->avg_idle",
+        merged: "v3.13",
+        conflicts: &[],
+        requires: &[],
+    },
+    PatchInfo {
+        patch: Patch::S4486edd12b5a,
+        id: "4486edd12b5a",
+        subject: "sched/fair: Implement fast idling of CPUs when the system is partially loaded (rd->overload)",
+        merged: "v3.17",
+        conflicts: &[],
+        requires: &[],
+    },
+    PatchInfo {
+        patch: Patch::S147f3efaa241,
+        id: "147f3efaa241",
+        subject: "sched/fair: Implement an EEVDF-like scheduling policy",
+        merged: "v6.6",
+        conflicts: &[],
+        requires: &[],
+    },
+    PatchInfo {
+        patch: Patch::S62470419e993,
+        id: "62470419e993",
+        subject: "sched: Implement smarter wake-affine logic (wake_wide)",
+        merged: "v3.12",
+        conflicts: &[],
+        requires: &[],
+    },
+    PatchInfo {
+        patch: Patch::S10e2f1acd010,
+        id: "10e2f1acd010",
+        subject: "sched/core: Rewrite and improve select_idle_siblings()",
+        merged: "v4.9",
+        conflicts: &[],
+        requires: &[],
+    },
+    PatchInfo {
+        patch: Patch::B92486cbf2aa,
+        id: "b92486cbf2aa",
+        subject: "sched: Compute runnable load avg in cpu_load and cpu_avg_load_per_task (wake_affine on PELT load)",
+        merged: "v3.11",
+        conflicts: &[],
+        requires: &[],
+    },
+    PatchInfo {
+        patch: Patch::B6366f048e0c,
+        id: "b6366f048e0c",
+        subject: "sched/rt: Use IPI to trigger RT task push migration instead of pulling",
+        merged: "v4.1",
+        conflicts: &[],
+        requires: &[],
+    },
 ];
 
 impl Patch {
@@ -246,27 +375,40 @@ pub struct NamedKernel {
 
 pub const KERNELS: &[NamedKernel] = &[
     NamedKernel {
+        name: "v3.8",
+        description: "Linux 3.8 (Rostedt's 2013 base): v6.10 with the era switches reverted (CFS, idle_balance() in __schedule(), no same-LLC wakelist, no RT_PUSH_IPI)",
+        patches: &[],
+        fair: FairClass::Cfs,
+    },
+    NamedKernel {
         name: "v6.1",
         description: "Linux 6.1 (the 2022 base of the ttwu_pending fix; CFS)",
-        patches: &[Patch::B2a02fc43a1f, Patch::F3dd3f674555],
+        patches: &[Patch::B2a02fc43a1f, Patch::F3dd3f674555, Patch::C6e7bd7afaeb, Patch::S2ebb17717550, Patch::S38033c37faab, Patch::S9bd721c55c8a, Patch::Abfafa54db9a, Patch::S4486edd12b5a, Patch::S62470419e993, Patch::S10e2f1acd010, Patch::B92486cbf2aa, Patch::B6366f048e0c],
         fair: FairClass::Cfs,
     },
     NamedKernel {
         name: "v6.2",
         description: "Linux 6.2: v6.1 + the ttwu_pending fix (CFS)",
-        patches: &[Patch::B2a02fc43a1f, Patch::F3dd3f674555, Patch::D6962c4fe8f9],
+        patches: &[Patch::B2a02fc43a1f, Patch::F3dd3f674555, Patch::D6962c4fe8f9, Patch::C6e7bd7afaeb, Patch::S2ebb17717550, Patch::S38033c37faab, Patch::S9bd721c55c8a, Patch::Abfafa54db9a, Patch::S4486edd12b5a, Patch::S62470419e993, Patch::S10e2f1acd010, Patch::B92486cbf2aa, Patch::B6366f048e0c],
         fair: FairClass::Cfs,
     },
     NamedKernel {
         name: "v6.10",
         description: "Linux 6.10 (the model's baseline; EEVDF)",
-        patches: &[Patch::B2a02fc43a1f, Patch::F3dd3f674555, Patch::D6962c4fe8f9],
+        patches: &[Patch::B2a02fc43a1f, Patch::F3dd3f674555, Patch::D6962c4fe8f9, Patch::S147f3efaa241, Patch::C6e7bd7afaeb, Patch::S2ebb17717550, Patch::S38033c37faab, Patch::S9bd721c55c8a, Patch::Abfafa54db9a, Patch::S4486edd12b5a, Patch::S62470419e993, Patch::S10e2f1acd010, Patch::B92486cbf2aa, Patch::B6366f048e0c],
         fair: FairClass::Eevdf,
     },
     NamedKernel {
         name: "v6.12",
         description: "Linux 6.12: v6.10 + SM_IDLE",
-        patches: &[Patch::B2a02fc43a1f, Patch::F3dd3f674555, Patch::D6962c4fe8f9, Patch::Sm3dcac251b066],
+        patches: &[
+            Patch::B2a02fc43a1f,
+            Patch::F3dd3f674555,
+            Patch::D6962c4fe8f9,
+            Patch::Sm3dcac251b066,
+            Patch::S147f3efaa241,
+            Patch::C6e7bd7afaeb, Patch::S2ebb17717550, Patch::S38033c37faab, Patch::S9bd721c55c8a, Patch::Abfafa54db9a, Patch::S4486edd12b5a, Patch::S62470419e993, Patch::S10e2f1acd010, Patch::B92486cbf2aa, Patch::B6366f048e0c,
+        ],
         fair: FairClass::Eevdf,
     },
     NamedKernel {
@@ -281,6 +423,8 @@ pub const KERNELS: &[NamedKernel] = &[
             Patch::Ff47a0acfcce,
             Patch::E932c4ab38f0,
             Patch::S6675ce20046d,
+            Patch::S147f3efaa241,
+            Patch::C6e7bd7afaeb, Patch::S2ebb17717550, Patch::S38033c37faab, Patch::S9bd721c55c8a, Patch::Abfafa54db9a, Patch::S4486edd12b5a, Patch::S62470419e993, Patch::S10e2f1acd010, Patch::B92486cbf2aa, Patch::B6366f048e0c,
         ],
         fair: FairClass::Eevdf,
     },
@@ -298,5 +442,17 @@ mod tests {
         }
         assert_eq!(Patch::from_id("b2a02fc"), Some(Patch::B2a02fc43a1f));
         assert_eq!(Patch::from_id("deadbeef"), None);
+    }
+
+    #[test]
+    fn a_kernel_is_eevdf_exactly_when_it_has_147f3efaa241() {
+        for k in KERNELS {
+            assert_eq!(k.fair == FairClass::Eevdf, k.patches.contains(&Patch::S147f3efaa241), "{}", k.name);
+            for p in k.patches {
+                for r in p.info().requires {
+                    assert!(k.patches.contains(r), "{}: {} requires {}", k.name, p.info().id, r.info().id);
+                }
+            }
+        }
     }
 }

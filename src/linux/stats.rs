@@ -47,6 +47,11 @@ pub struct Stats {
     pub rt_push_ipis: u64,
     /// Task migrations (`set_task_cpu()` to another CPU).
     pub cpu_migrations: u64,
+    /// Context switches by kind: to the idle task, from the idle task, and task to task with
+    /// prev still runnable (preempted); the rest are task to task with prev blocking.
+    pub switches_to_idle: u64,
+    pub switches_from_idle: u64,
+    pub switches_preempt: u64,
     /// Tasks pulled by `sched_balance_rq()` (schedstat `lb_gained`): from newidle balancing,
     /// and from periodic/nohz balancing.
     pub lb_gained_newidle: u64,
@@ -112,6 +117,9 @@ impl Stats {
             rt_pushes: 0,
             rt_pulls: 0,
             rt_push_ipis: 0,
+            switches_to_idle: 0,
+            switches_from_idle: 0,
+            switches_preempt: 0,
             cpu_migrations: 0,
             lb_gained_newidle: 0,
             lb_gained_periodic: 0,

@@ -6,7 +6,7 @@ use super::{
     TIF_POLLING_NRFLAG, WF_MIGRATED, WF_ON_CPU, WF_SYNC, WF_TTWU,
 };
 use crate::linux::engine::{local_irq_disable, local_irq_enable, notify, send_ipi, Frame, Next, WaitOn};
-use crate::linux::kernel::sched::fair::NewidleBalance;
+use crate::linux::kernel::sched::fair::{IdleBalance, NewidleBalance};
 use crate::linux::kernel::sched::fair_class::{DequeueFlags, EnqueueFlags};
 use crate::linux::kernel::sched::features::SchedFeat;
 use crate::linux::kernel::smp::__smp_call_single_queue;
@@ -263,6 +263,8 @@ pub enum ScheduleAt {
     Enter,
     Pick,
     AfterNewidle,
+    /// Before 38033c37faab: `idle_balance()` from `__schedule()`, before the pick.
+    IdleBalance,
     Picked,
     /// `finish_task_switch()` on the next task's stack.
     Finish,
@@ -389,6 +391,8 @@ pub fn __schedule(k: &mut Kernel, cpu: CpuId, s: &mut Schedule) -> Next {
                 // SM_IDLE fast path: nothing to pick, keep running the idle task.
                 s.next = prev;
                 s.at = ScheduleAt::Picked;
+            } else if !k.cfg.has(crate::linux::patches::Patch::S38033c37faab) {
+                s.at = ScheduleAt::IdleBalance;
             } else {
                 s.at = ScheduleAt::Pick;
             }
@@ -437,9 +441,25 @@ pub fn __schedule(k: &mut Kernel, cpu: CpuId, s: &mut Schedule) -> Next {
                 s.at = ScheduleAt::AfterNewidle;
                 return Next::Cont(k.costs.pick_fair_empty + c);
             }
+            if !k.cfg.has(crate::linux::patches::Patch::S38033c37faab) {
+                // Before 38033c37faab the fair pick never balances: idle_balance() already ran.
+                k.cpus[cpu as usize].x.ret = 0;
+                s.at = ScheduleAt::AfterNewidle;
+                return Next::Cont(k.costs.pick_fair_empty + c);
+            }
             // pick_next_task_fair() found nothing: the `idle:` label runs the newidle balance.
             s.at = ScheduleAt::AfterNewidle;
             Next::Call(k.costs.pick_fair_empty + c, Frame::NewidleBalance(NewidleBalance::default()))
+        }
+        ScheduleAt::IdleBalance => {
+            // v3.8 __schedule(): `if (unlikely(!rq->nr_running)) idle_balance(cpu, rq);` (not
+            // with Rostedt's patch, which moves it to the idle class's post_schedule).
+            s.at = ScheduleAt::Pick;
+            let post = k.cfg.has(crate::linux::patches::Patch::Rostedt2013PostSchedule);
+            if k.cpus[cpu as usize].rq.nr_running == 0 && !post {
+                return Next::Call(0, Frame::IdleBalance(IdleBalance::default()));
+            }
+            Next::Cont(0)
         }
         ScheduleAt::AfterNewidle => {
             let pulled = k.cpus[cpu as usize].x.ret;
@@ -473,6 +493,14 @@ pub fn __schedule(k: &mut Kernel, cpu: CpuId, s: &mut Schedule) -> Next {
             }
             k.cpus[cpu as usize].rq.nr_switches += 1;
             k.stats.context_switches += 1;
+            let idle = k.cpus[cpu as usize].rq.idle;
+            if next == idle {
+                k.stats.switches_to_idle += 1;
+            } else if prev == idle {
+                k.stats.switches_from_idle += 1;
+            } else if k.tasks[prev as usize].on_rq {
+                k.stats.switches_preempt += 1;
+            }
             k.cpus[cpu as usize].rq.curr = next;
             k.tasks[next as usize].on_cpu = true;
             let pt = &k.tasks[prev as usize];
@@ -557,7 +585,12 @@ pub fn post_schedule_idle(k: &mut Kernel, cpu: CpuId, s: &mut PostScheduleIdle) 
             if k.cfg.has(Patch::Rostedt2013NrRunningCheck) && k.cpus[cpu as usize].rq.nr_running > 0 {
                 return Next::Cont(lc);
             }
-            let nb = NewidleBalance { irqs_on: k.cfg.has(Patch::Rostedt2013IrqsOn), ..Default::default() };
+            let irqs_on = k.cfg.has(Patch::Rostedt2013IrqsOn);
+            if !k.cfg.has(Patch::S38033c37faab) {
+                // On v3.8 the hook calls that kernel's idle_balance().
+                return Next::Call(lc, Frame::IdleBalance(IdleBalance { irqs_on, ..Default::default() }));
+            }
+            let nb = NewidleBalance { irqs_on, ..Default::default() };
             Next::Call(lc, Frame::NewidleBalance(nb))
         }
         _ => {
@@ -649,13 +682,17 @@ impl TryToWakeUp {
 /// this CPU.
 ///
 /// Without f3dd3f674555 (before v6.0) a same-LLC target used the wakelist only for a task
-/// still running on it (WF_ON_CPU) with at most one task queued there.
+/// still running on it (WF_ON_CPU) with at most one task queued there; without 2ebb17717550
+/// too (before v5.8, as in v3.8) never: a same-LLC wakeup locks the target rq and enqueues.
 pub fn ttwu_queue_cond(k: &Kernel, cpu: CpuId, target: CpuId, wake_flags: u32) -> bool {
     if !k.sd.cpus_share_cache(cpu, target) {
         return true;
     }
     if !k.cfg.has(crate::linux::patches::Patch::F3dd3f674555) {
-        return wake_flags & WF_ON_CPU != 0 && k.cpus[target as usize].rq.nr_running <= 1;
+        // Before 2ebb17717550 (v5.8), as since 518cd6234178 (v3.3): never within an LLC.
+        return k.cfg.has(crate::linux::patches::Patch::S2ebb17717550)
+            && wake_flags & WF_ON_CPU != 0
+            && k.cpus[target as usize].rq.nr_running <= 1;
     }
     cpu != target && k.cpus[target as usize].rq.nr_running == 0
 }
@@ -703,7 +740,17 @@ pub fn ttwu_do_activate(k: &mut Kernel, cpu: CpuId, rq_cpu: CpuId, p: TaskId, wa
         // p->sched_class->task_woken(): push it away if curr stays.
         c += super::rt::task_woken_rt(k, cpu, rq_cpu, p);
     }
+    let old_avg_idle = !k.cfg.has(crate::linux::patches::Patch::Abfafa54db9a);
     let rq = &mut k.cpus[rq_cpu as usize].rq;
+    if rq.idle_stamp != 0 && old_avg_idle {
+        // Before abfafa54db9a (v3.13): a sample above 2 * sysctl_sched_migration_cost sets
+        // avg_idle to that cap; a shorter one is averaged in.
+        let delta = rq.clock.saturating_sub(rq.idle_stamp);
+        let max = 2 * super::SYSCTL_SCHED_MIGRATION_COST;
+        rq.avg_idle =
+            if delta > max { max } else { (rq.avg_idle as i64 + (delta as i64 - rq.avg_idle as i64) / 8) as u64 };
+        rq.idle_stamp = 0;
+    }
     if rq.idle_stamp != 0 {
         let delta = rq.clock.saturating_sub(rq.idle_stamp) as i64;
         let max = 2 * rq.max_idle_balance_cost as i64;
@@ -781,9 +828,9 @@ pub fn try_to_wake_up(k: &mut Kernel, cpu: CpuId, s: &mut TryToWakeUp) -> Next {
             }
             k.tasks[p as usize].state = TASK_WAKING;
             let prev_cpu = k.tasks[p as usize].cpu;
-            if k.tasks[p as usize].on_cpu {
+            if k.tasks[p as usize].on_cpu && k.cfg.has(crate::linux::patches::Patch::C6e7bd7afaeb) {
                 // Still switching out on its old CPU: queue there; it is activated when that
-                // CPU takes the IPI after the switch.
+                // CPU takes the IPI after the switch (c6e7bd7afaeb; before it, always spin).
                 if let Some(c) = ttwu_queue_wakelist(k, cpu, p, prev_cpu, s.wake_flags | WF_TTWU | WF_ON_CPU) {
                     s.cost += c;
                     s.at = TtwuAt::Done;

@@ -1009,7 +1009,12 @@ pub fn select_idle_sibling(
 pub fn select_task_rq_fair(k: &mut Kernel, cpu: CpuId, p: TaskId, prev_cpu: CpuId, sync: bool) -> (CpuId, Time) {
     record_wakee(k, cpu, p);
     let allowed_here = k.tasks[p as usize].pinned.is_none_or(|x| x == cpu);
-    let want_affine = !wake_wide(k, cpu, p) && allowed_here;
+    // wake_wide() exists from 62470419e993 (v3.12).
+    let wide = k.cfg.has(crate::linux::patches::Patch::S62470419e993) && wake_wide(k, cpu, p);
+    let want_affine = !wide && allowed_here;
+    if !k.cfg.has(crate::linux::patches::Patch::S10e2f1acd010) {
+        return select_task_rq_fair_v38(k, cpu, p, prev_cpu, sync, want_affine);
+    }
     let mut new_cpu = prev_cpu;
     let mut cost = 0;
     if want_affine {
@@ -1020,7 +1025,11 @@ pub fn select_task_rq_fair(k: &mut Kernel, cpu: CpuId, p: TaskId, prev_cpu: CpuI
                 .map(|d| d.imbalance_pct);
         if let Some(pct) = found {
             if cpu != prev_cpu {
-                new_cpu = wake_affine(k, pct, p, cpu, prev_cpu, sync);
+                new_cpu = if k.cfg.has(crate::linux::patches::Patch::B92486cbf2aa) {
+                    wake_affine(k, pct, p, cpu, prev_cpu, sync)
+                } else {
+                    wake_affine_v38(k, pct, p, cpu, prev_cpu, sync)
+                };
             }
         }
     }
@@ -1240,4 +1249,252 @@ mod newidle_gate_tests {
         nohz_newidle_balance(&mut k, 0);
         assert_ne!(k.cpus[0].rq.nohz_flags & NOHZ_NEWILB_KICK, 0);
     }
+}
+// ---------------------------------------------------------------------------------------
+// v3.8 paths (era switches reverted): `idle_balance()` from `__schedule()`, the 3.8
+// `wake_affine()` and `select_idle_sibling()`
+// ---------------------------------------------------------------------------------------
+
+/// `idle_balance()` (v3.8) in progress.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct IdleBalance {
+    pub at: u8,
+    /// Rostedt 2013 patch 3/3: drop the rq lock with IRQs enabled (post-schedule hook only).
+    pub irqs_on: bool,
+    /// Domain index (bottom-up).
+    pub sd: u8,
+    pub pulled: u8,
+    pub next_balance: u64,
+    pub t0: Time,
+    pub curr_cost: u64,
+    pub started: Time,
+}
+
+/// Models `idle_balance()` — kernel/sched/fair.c @ v3.8, called by `__schedule()` before the
+/// pick when `nr_running == 0` (before 38033c37faab), or by Rostedt's post-schedule hook.
+///
+/// Context: rq lock held, IRQs off. Its only gate is `avg_idle < sysctl_sched_migration_cost`
+/// (with 4486edd12b5a the `rd->overload` gate and with 9bd721c55c8a the `max_newidle_lb_cost`
+/// gates are added, as the later kernels have them). Past the gate it drops the rq lock (IRQs
+/// stay off unless `irqs_on`), walks the domains with SD_BALANCE_NEWIDLE bottom-up through the
+/// shared `sched_balance_rq()` (NEWLY_IDLE) until one pulls, and relocks. No RETRY_TASK: the
+/// caller's pick sees whatever is queued. Returns (in the return register) the tasks pulled.
+/// Simplification: `sched_balance_rq()` is today's (see its doc), including its NEWLY_IDLE
+/// `should_we_balance()` that stops when a task arrived; 3.8's `load_balance()` computed the
+/// local group's load with that task instead.
+pub fn idle_balance(k: &mut Kernel, cpu: CpuId, s: &mut IdleBalance) -> Next {
+    use crate::linux::patches::Patch;
+    match s.at {
+        0 => {
+            k.stats.newidle_calls += 1;
+            s.started = k.now;
+            let rq = &mut k.cpus[cpu as usize].rq;
+            rq.idle_stamp = rq.clock.max(1);
+            let avg_idle = rq.avg_idle;
+            let mut gated = avg_idle < SYSCTL_SCHED_MIGRATION_COST;
+            if k.cfg.has(Patch::S4486edd12b5a) && !k.rd.overloaded {
+                gated = true;
+            }
+            if k.cfg.has(Patch::S9bd721c55c8a) {
+                gated |= k.sd.domains(cpu).first().is_some_and(|d| avg_idle < d.max_newidle_lb_cost);
+            }
+            if gated {
+                s.at = 3;
+                return Next::Cont(k.costs.newidle_gated);
+            }
+            let c = raw_spin_rq_unlock(k, cpu, cpu);
+            if s.irqs_on {
+                crate::linux::engine::local_irq_enable(k, cpu);
+            }
+            k.stats.newidle_balances += 1;
+            s.next_balance = k.jiffies() + k.cfg.hz as u64;
+            s.t0 = k.now;
+            s.at = 1;
+            Next::Cont(c + k.costs.newidle_gated + k.costs.update_blocked_averages)
+        }
+        1 => {
+            let i = s.sd as usize;
+            if i >= k.sd.domains(cpu).len() || s.pulled != 0 {
+                s.at = 2;
+                return Next::Cont(0);
+            }
+            let (flags, max_cost) = {
+                let d = &k.sd.domains(cpu)[i];
+                (d.flags, d.max_newidle_lb_cost)
+            };
+            if k.cfg.has(Patch::S9bd721c55c8a) && k.cpus[cpu as usize].rq.avg_idle < s.curr_cost + max_cost {
+                s.at = 2;
+                return Next::Cont(0);
+            }
+            let mut c = 0;
+            if flags & SD_BALANCE_NEWIDLE != 0 {
+                let before = k.stats.lb_stats_ns;
+                let (pulled, cost) = sched_balance_rq(k, cpu, cpu, i, CpuIdleType::NewlyIdle);
+                k.stats.lb_gained_newidle += pulled as u64;
+                k.stats.newidle_lb_stats_ns += k.stats.lb_stats_ns - before;
+                c = cost;
+                s.pulled = pulled.min(u8::MAX as u32) as u8;
+                if k.cfg.has(Patch::S9bd721c55c8a) {
+                    let domain_cost = k.now + c - s.t0;
+                    update_newidle_cost(k, cpu, i, domain_cost);
+                    s.curr_cost += domain_cost;
+                    s.t0 = k.now + c;
+                }
+            }
+            // next_balance = min over the domains of last_balance + balance_interval.
+            let d = &k.sd.domains(cpu)[i];
+            let interval = (d.balance_interval as u64 * k.cfg.hz as u64 / 1000).max(1);
+            s.next_balance = s.next_balance.min(d.last_balance + interval);
+            if s.pulled != 0 {
+                k.cpus[cpu as usize].rq.idle_stamp = 0;
+            }
+            s.sd += 1;
+            Next::Cont(c)
+        }
+        2 => {
+            if s.irqs_on {
+                crate::linux::engine::local_irq_disable(k, cpu);
+            }
+            let Some(lc) = raw_spin_rq_lock(k, cpu, cpu) else {
+                return Next::Wait(WaitOn::Lock);
+            };
+            let j = k.jiffies();
+            let rq = &mut k.cpus[cpu as usize].rq;
+            if k.cfg.has(Patch::S9bd721c55c8a) {
+                rq.max_idle_balance_cost = rq.max_idle_balance_cost.max(s.curr_cost);
+            }
+            if s.pulled != 0 || j > rq.next_balance {
+                rq.next_balance = s.next_balance;
+            }
+            s.at = 3;
+            Next::Cont(lc)
+        }
+        _ => {
+            k.stats.newidle_ns += k.now - s.started;
+            k.cpus[cpu as usize].x.ret = s.pulled as i64;
+            Next::Ret(0)
+        }
+    }
+}
+
+/// Models `wake_affine()` — kernel/sched/fair.c @ v3.8 (before b92486cbf2aa), without task
+/// groups (`effective_load()` is the weight itself) and with equal `power_of()` (it cancels):
+/// loads are the instantaneous `rq->load.weight` (`wake_idx` is 0 on the SMT and MC domains);
+/// a sync wakeup takes the waker's weight off this CPU. Affine if this CPU, with the wakee,
+/// is no more loaded than the previous CPU scaled by half the domain's imbalance margin, or
+/// (not sync) if both together carry less than one average task of this CPU.
+fn wake_affine_v38(k: &Kernel, imbalance_pct: u32, p: TaskId, this_cpu: CpuId, prev_cpu: CpuId, sync: bool) -> CpuId {
+    let weighted_cpuload = |c: CpuId| k.cpus[c as usize].rq.cfs.load_weight as i64;
+    let mut this_load = weighted_cpuload(this_cpu);
+    let load = weighted_cpuload(prev_cpu);
+    if sync {
+        let curr = k.curr(this_cpu);
+        if k.tasks[curr as usize].kind != super::TaskKind::Idle && !super::rt::rt_task(k, curr) {
+            this_load -= k.ents[curr as usize].weight as i64;
+        }
+    }
+    let weight = k.ents[p as usize].weight as i64;
+    let balanced = if this_load > 0 {
+        let this_eff = 100 * (this_load + weight);
+        let prev_eff = (100 + (imbalance_pct as i64 - 100) / 2) * load;
+        this_eff <= prev_eff
+    } else {
+        true
+    };
+    if sync && balanced {
+        return this_cpu;
+    }
+    // cpu_avg_load_per_task(this_cpu).
+    let nr = k.cpus[this_cpu as usize].rq.nr_running as i64;
+    let tl_per_task = if nr > 0 { weighted_cpuload(this_cpu) / nr } else { 0 };
+    if balanced || (this_load <= load && this_load + load <= tl_per_task) {
+        this_cpu
+    } else {
+        prev_cpu
+    }
+}
+
+/// Models `select_idle_sibling()` — kernel/sched/fair.c @ v3.8 (before 10e2f1acd010): the
+/// target if it is this CPU or the previous one and idle; otherwise, from the LLC domain down,
+/// the first sched group (starting with the target's) whose CPUs are all idle and which the
+/// task may use gives its first allowed CPU; else the target. Every idle test is `idle_cpu()`
+/// (3.8's also said "not idle" while its wake list was non-empty) and reads that runqueue.
+pub fn select_idle_sibling_v38(
+    k: &mut Kernel,
+    cpu: CpuId,
+    p: TaskId,
+    prev: CpuId,
+    target: CpuId,
+    cost: &mut Time,
+) -> CpuId {
+    if target == cpu {
+        *cost += peek_rq(k, cpu, cpu);
+        if super::idle_cpu(k, cpu) {
+            return cpu;
+        }
+    }
+    if target == prev {
+        *cost += peek_rq(k, cpu, prev);
+        if super::idle_cpu(k, prev) {
+            return prev;
+        }
+    }
+    let Some(llc) = k.sd.sd_llc[target as usize] else { return target };
+    let pinned = k.tasks[p as usize].pinned;
+    let allowed = |c: CpuId| pinned.is_none_or(|x| x == c);
+    for level in (0..=llc).rev() {
+        let groups = k.sd.domains(target)[level].groups.clone();
+        'group: for g in &groups {
+            if !g.iter().any(allowed) {
+                continue;
+            }
+            for i in g.iter() {
+                *cost += peek_rq(k, cpu, i);
+                if !super::idle_cpu(k, i) {
+                    continue 'group;
+                }
+            }
+            if let Some(c) = g.iter().find(|&c| allowed(c)) {
+                return c;
+            }
+        }
+    }
+    target
+}
+
+/// Models `select_task_rq_fair()` for a wakeup — kernel/sched/fair.c @ v3.8: with an affine
+/// domain (the first SD_WAKE_AFFINE domain of this CPU spanning the previous one, when this CPU
+/// is allowed), `wake_affine()` chooses between this CPU and the previous one and
+/// `select_idle_sibling()` searches from there; without one the task stays on its previous CPU
+/// (no SD_BALANCE_WAKE on these machines' domains, so no idlest-group search either).
+fn select_task_rq_fair_v38(
+    k: &mut Kernel,
+    cpu: CpuId,
+    p: TaskId,
+    prev_cpu: CpuId,
+    sync: bool,
+    want_affine: bool,
+) -> (CpuId, Time) {
+    if !want_affine {
+        return (prev_cpu, 0);
+    }
+    let Some(pct) =
+        k.sd.domains(cpu)
+            .iter()
+            .find(|d| d.flags & SD_WAKE_AFFINE != 0 && d.span.test(prev_cpu))
+            .map(|d| d.imbalance_pct)
+    else {
+        return (prev_cpu, 0);
+    };
+    let mut target = prev_cpu;
+    if cpu != prev_cpu {
+        target = if k.cfg.has(crate::linux::patches::Patch::B92486cbf2aa) {
+            wake_affine(k, pct, p, cpu, prev_cpu, sync)
+        } else {
+            wake_affine_v38(k, pct, p, cpu, prev_cpu, sync)
+        };
+    }
+    let mut cost = 0;
+    let t = select_idle_sibling_v38(k, cpu, p, prev_cpu, target, &mut cost);
+    (t, cost)
 }

@@ -419,7 +419,8 @@ pub fn pull_rt_task(k: &mut Kernel, cpu: CpuId) -> Time {
     if count == 0 || (count == 1 && k.rd.rt.rto_mask.test(cpu)) {
         return 0;
     }
-    if k.cfg.feat(super::features::SchedFeat::RT_PUSH_IPI) {
+    // RT_PUSH_IPI exists from b6366f048e0c (v4.1); before it the feature bit is moot.
+    if k.cfg.feat(super::features::SchedFeat::RT_PUSH_IPI) && k.cfg.has(crate::linux::patches::Patch::B6366f048e0c) {
         return tell_cpu_to_push(k, cpu);
     }
     let mut c = 0;
