@@ -8,6 +8,7 @@
 pub mod background;
 pub mod cli;
 pub mod experiments;
+pub mod html;
 pub mod hw;
 pub mod linux;
 pub mod report;

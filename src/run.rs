@@ -69,7 +69,17 @@ pub const WORKLOADS: &[(&str, &str)] = &[
     ("pingpong", "two threads pinned to two CPUs bouncing a byte through two pipes (iters=, sleep_us=, ping_cpu=, pong_cpu=)"),
     ("perf-pipe", "perf bench sched pipe: two processes (threaded=1: threads) bouncing 4 bytes through two pipes (loops=)"),
     ("idle", "nothing runs; the machine idles (ticks, idle states)"),
+    ("rtapp", "an rt-app JSON file (file=PATH, or `schedsim run --rtapp FILE.json`): rt-app's threads, events and per-thread log"),
 ];
+
+/// The rt-app workload of a JSON file, checked against the machine. Errors name the file, the
+/// line and the JSON path.
+pub fn rtapp_workload(path: &str, m: &hw::Machine) -> Result<crate::workload::rtapp::RtApp, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read rt-app file {path}: {e}"))?;
+    let lim = crate::workload::rtapp_json::Limits { nr_cpus: m.topo.nr_cpus, nr_nodes: m.topo.nr_nodes() };
+    let cfg = crate::workload::rtapp_json::parse_rtapp(&text, path, lim).map_err(|e| e.to_string())?;
+    Ok(crate::workload::rtapp::RtApp::new(cfg))
+}
 
 /// The machine a spec names: a built-in preset, or a machine file (a name ending in `.toml`,
 /// in the presets' format; `schedsim list --machine NAME` prints one to start from). Errors
@@ -102,6 +112,11 @@ pub fn background(name: &str) -> Result<crate::background::Profile, String> {
 pub fn spec_notes(spec: &RunSpec) -> Vec<String> {
     let mut notes = Vec::new();
     let Ok(m) = machine(&spec.machine) else { return notes };
+    if let (true, Some(f)) = (spec.workload == "rtapp", spec.params.get("file")) {
+        if let Ok(w) = rtapp_workload(f, &m) {
+            notes.extend(w.inert_keys().into_iter().map(|n| format!("{f}: {n}")));
+        }
+    }
     let disabled: Vec<&str> = spec.idle_states.iter().filter(|(_, on)| !on).map(|(n, _)| n.as_str()).collect();
     if m.governor == hw::Governor::Haltpoll && !disabled.is_empty() {
         notes.push(format!(
@@ -176,6 +191,13 @@ pub fn build(spec: &RunSpec) -> Result<Kernel, String> {
         "perf-pipe" => {
             Workload::PipePair(Box::new(crate::workload::pipepair::PipePair::parse_perf_pipe(&spec.params)?))
         }
+        "rtapp" => {
+            spec.params.check_known("rtapp", &["file"])?;
+            let Some(f) = spec.params.get("file") else {
+                return Err(format!("{}: the rtapp workload needs file=PATH.json", spec.params.origin));
+            };
+            Workload::RtApp(Box::new(rtapp_workload(f, &m)?))
+        }
         "schbench" => {
             spec.params.check_known("schbench", &["args"])?;
             let args = spec.params.get("args").unwrap_or("");
@@ -231,6 +253,10 @@ pub struct RunResult {
 pub fn execute(spec: &RunSpec) -> Result<RunResult, String> {
     let mut k = build(spec)?;
     k.run(spec.limit_ns);
+    Ok(collect(k, spec))
+}
+
+fn collect(mut k: Kernel, spec: &RunSpec) -> RunResult {
     let comms = k.tasks.iter().filter(|t| t.pid != 0).map(|t| (t.pid, t.comm.clone())).collect();
     let now = k.now;
     let task_clock_ns = k
@@ -241,7 +267,7 @@ pub fn execute(spec: &RunSpec) -> Result<RunResult, String> {
         .sum();
     let workload_pids =
         k.tasks.iter().filter(|t| t.kind == crate::linux::kernel::sched::TaskKind::Workload).map(|t| t.pid).collect();
-    Ok(RunResult {
+    RunResult {
         kernel_label: k.cfg.label(),
         machine: k.m.name.clone(),
         nr_cpus: k.m.topo.nr_cpus,
@@ -256,11 +282,63 @@ pub fn execute(spec: &RunSpec) -> Result<RunResult, String> {
         comms,
         finished: k.finished,
         task_clock_ns,
-        funcs: k.cfg.background.sources.iter().map(|s| s.name.clone()).collect(),
+        funcs: k.cfg.background.trace_funcs(),
         background: spec.background.clone().unwrap_or_else(|| k.cfg.background.name.clone()),
         preempt: k.cfg.preempt.name(),
         workload_pids,
-    })
+    }
+}
+
+/// Run a spec with its trace streamed to `path` in `format` while the run goes on (memory stays
+/// bounded however long the trace). The file appears complete or not at all; the error names the
+/// file and the OS error. Returns the result (whose `trace` is empty) and the records written.
+pub fn execute_streaming(
+    spec: &RunSpec,
+    path: &std::path::Path,
+    format: crate::trace::sink::TraceFormat,
+) -> Result<(RunResult, u64), String> {
+    execute_streaming_chunked(spec, path, format, 0)
+}
+
+/// [`execute_streaming`] handing records over every `chunk` records (0: the default chunk).
+pub fn execute_streaming_chunked(
+    spec: &RunSpec,
+    path: &std::path::Path,
+    format: crate::trace::sink::TraceFormat,
+    chunk: usize,
+) -> Result<(RunResult, u64), String> {
+    let err = |e: std::io::Error| format!("cannot write trace file {}: {e}", path.display());
+    let nr_cpus = machine(&spec.machine)?.topo.nr_cpus;
+    let sink = crate::trace::sink::open(path, format, nr_cpus).map_err(err)?;
+    let (r, n) = execute_with_sink(spec, sink, chunk)?;
+    Ok((r, n.map_err(err)?))
+}
+
+/// Run a spec handing its trace records to `sink` every `chunk` records (0: the default).
+/// The outer error is the run's; the inner one the sink's (write errors).
+pub fn execute_with_sink(
+    spec: &RunSpec,
+    sink: Box<dyn crate::trace::TraceSink>,
+    chunk: usize,
+) -> Result<(RunResult, std::io::Result<u64>), String> {
+    let mut k = build(spec)?;
+    k.trace.enabled = true;
+    k.trace.chunk = chunk;
+    let mut sink = sink;
+    sink.funcs(&k.cfg.background.trace_funcs());
+    k.trace.sink = Some(sink);
+    k.run(spec.limit_ns);
+    k.flush_trace();
+    let sink = k.trace.sink.take().expect("attached above");
+    let n = match k.trace.error.take() {
+        Some(e) => {
+            sink.abort();
+            Err(e)
+        }
+        None => sink.finish(),
+    };
+    k.trace.enabled = false;
+    Ok((collect(k, spec), n))
 }
 
 /// Task names for the ftrace writer.

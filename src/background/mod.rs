@@ -129,6 +129,18 @@ pub struct Profile {
     pub sources: Vec<Source>,
 }
 
+impl Profile {
+    /// The function names trace records cite by index: the sources' names, then the kernel's
+    /// own timer functions that expire for them (`delayed_work_timer_fn` for delayed work,
+    /// `process_timeout` for `schedule_timeout()` sleeps).
+    pub fn trace_funcs(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.sources.iter().map(|s| s.name.clone()).collect();
+        v.push("delayed_work_timer_fn".into());
+        v.push("process_timeout".into());
+        v
+    }
+}
+
 /// The built-in profiles: (name, TOML text).
 pub const BUILTIN: &[(&str, &str)] =
     &[("kvm-guest", include_str!("profiles/kvm-guest.toml")), ("server", include_str!("profiles/server.toml"))];

@@ -106,12 +106,28 @@ struct RunArgs {
     /// Seed of the run.
     #[arg(long)]
     seed: Option<u64>,
-    /// Write the ftrace text of the run to FILE.
+    /// Write the trace of the run to FILE, streamed while it runs: ftrace text, or Perfetto
+    /// protobuf for FILE.perfetto-trace / .pftrace, or trace-cmd's trace.dat for FILE.dat.
     #[arg(long, value_name = "FILE")]
     trace: Option<PathBuf>,
+    /// Trace file format, overriding the file name: text, perfetto or dat.
+    #[arg(long, value_name = "FORMAT", requires = "trace")]
+    trace_format: Option<String>,
+    /// Also write a self-contained HTML report (timeline, phases, wakeup latency) to FILE.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
+    /// No progress display on stderr.
+    #[arg(long)]
+    quiet: bool,
     /// Print one JSON document instead of text.
     #[arg(long)]
     json: bool,
+    /// Run an rt-app JSON file (rt-app's grammar; errors name the JSON path).
+    #[arg(long, value_name = "FILE.json")]
+    rtapp: Option<PathBuf>,
+    /// With an rt-app workload: write rt-app's per-thread log files into DIR.
+    #[arg(long, value_name = "DIR")]
+    log_dir: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -164,6 +180,13 @@ struct ReproduceArgs {
     /// The named kernel the variants are built on (hackbench-2013 only; default v3.8).
     #[arg(long)]
     kernel: Option<String>,
+    /// Also write a self-contained HTML report with plots to FILE (re-runs each variant's first
+    /// seed once more, keeping a trace window).
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
+    /// No progress bar on stderr.
+    #[arg(long)]
+    quiet: bool,
     #[arg(long)]
     json: bool,
 }
@@ -319,22 +342,70 @@ fn cmd_run(a: RunArgs) -> Result<(), String> {
         // With --scenario FILE, a first positional word is a parameter, not a scenario name.
         params.insert(0, a.scenario.clone());
     }
-    let mut s = base_spec(&a.scenario, &a.scenario_file, &params)?;
+    let mut s = match &a.rtapp {
+        Some(f) => {
+            let mut s = RunSpec::new("rtapp");
+            // rt-app's own examples are laptop/phone sized: a small SMP machine by default.
+            s.machine = "smp-4".into();
+            let mut pairs = vec![("file".to_string(), f.display().to_string())];
+            if a.scenario != "ipistorm" {
+                params.insert(0, a.scenario.clone());
+            }
+            pairs.extend(Params::parse(params.iter().map(String::as_str), "command line")?.pairs().iter().cloned());
+            s.params = Params::from_pairs(pairs, "command line");
+            s
+        }
+        None => base_spec(&a.scenario, &a.scenario_file, &params)?,
+    };
     apply_spec_args(&mut s, &a.spec)?;
     if let Some(seed) = a.seed {
         s.seed = seed;
     }
-    s.trace = a.trace.is_some();
-    let r = run::execute(&s)?;
-    if let Some(path) = &a.trace {
-        run::write_trace_file(&r, path)?;
+    if a.log_dir.is_some() && s.workload != "rtapp" {
+        return Err("command line: --log-dir is for rt-app workloads (--rtapp FILE.json)".into());
+    }
+    let progress = Progress::start(a.quiet, Progress::SIM_TIME);
+    let (r, written) = match &a.trace {
+        Some(path) => {
+            let format = match &a.trace_format {
+                Some(f) => crate::trace::sink::TraceFormat::parse(f)?,
+                None => crate::trace::sink::TraceFormat::from_path(path),
+            };
+            let (r, n) = run::execute_streaming(&s, path, format)?;
+            (r, Some(n))
+        }
+        None => (run::execute(&s)?, None),
+    };
+    if let Some(path) = &a.html {
+        let d = crate::html::detail(&format!("{} {}", s.workload, r.kernel_label), &s)?;
+        let c = Comparison {
+            experiment: format!("run {} on {} ({})", s.workload, r.machine, r.kernel_label),
+            machine: r.machine.clone(),
+            metric: "time".into(),
+            unit: "ms".into(),
+            lower_is_better: true,
+            rows: Vec::new(),
+            title: String::new(),
+            notes: vec![run_text(&s, &r)],
+        };
+        let html = crate::html::page("schedsim run", &[crate::html::section_run(&c, &[d])]);
+        crate::html::write(path, &html)?;
+    }
+    drop(progress);
+    if let Some(dir) = &a.log_dir {
+        let Workload::RtApp(w) = &r.workload else {
+            return Err("command line: --log-dir is for rt-app workloads (--rtapp FILE.json)".into());
+        };
+        for t in &w.threads {
+            write_file_atomically(&dir.join(w.log_file_name(t)), &w.log_text(t))?;
+        }
     }
     if a.json {
         emit(&format!("{}\n", serde_json::to_string_pretty(&run_json(&s, &r)).expect("serializable")));
     } else {
         emit(&run_text(&s, &r));
-        if let Some(path) = &a.trace {
-            emit(&format!("\ntrace: {} records written to {}\n", r.trace.len(), path.display()));
+        if let (Some(path), Some(n)) = (&a.trace, written) {
+            emit(&format!("\ntrace: {n} records written to {}\n", path.display()));
         }
     }
     Ok(())
@@ -472,6 +543,22 @@ fn workload_json(r: &RunResult) -> serde_json::Value {
             "us_per_op": w.us_per_op(),
             "output": w.output,
         }),
+        Workload::RtApp(w) => json!({
+            "name": "rtapp",
+            "p_load_ns": w.p_load,
+            "threads": w.threads.iter().map(|t| json!({
+                "name": t.name,
+                "ind": t.ind,
+                "forked": t.fork_id.is_some(),
+                "log_file": w.log_file_name(t),
+                "rows": t.rows.iter().map(|r| json!({
+                    "perf": r.perf, "run": r.run, "period": r.period, "start": r.start, "end": r.end,
+                    "rel_st": r.rel_st, "slack": r.slack, "c_duration": r.c_duration,
+                    "c_period": r.c_period, "wu_lat": r.wu_lat,
+                })).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
+            "notes": w.notes,
+        }),
         Workload::Idle => json!({"name": "idle"}),
     }
 }
@@ -528,6 +615,13 @@ fn perf_stat_text(cmd: &str, task_clock_ns: u64, switches: u64, migrations: u64,
     ));
     o.push_str(&format!("\n{:>18.9} seconds time elapsed\n", elapsed_ns as f64 / 1e9));
     o
+}
+
+/// Write `text` to `path` completely or not at all (a temporary file, then a rename).
+fn write_file_atomically(path: &std::path::Path, text: &str) -> Result<(), String> {
+    let tmp = path.with_extension("log.tmp");
+    std::fs::write(&tmp, text).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
+    std::fs::rename(&tmp, path).map_err(|e| format!("cannot rename {} to {}: {e}", tmp.display(), path.display()))
 }
 
 fn run_text(s: &RunSpec, r: &RunResult) -> String {
@@ -600,6 +694,7 @@ fn run_text(s: &RunSpec, r: &RunResult) -> String {
             ));
         }
         Workload::PipePair(w) => o.push_str(&w.output),
+        Workload::RtApp(w) => o.push_str(&w.summary()),
         Workload::Idle => o.push_str(&format!("idle: {:.3} ms simulated\n", r.sim_ns as f64 / 1e6)),
     }
     if !r.finished && !matches!(r.workload, Workload::Idle) {
@@ -731,6 +826,11 @@ fn cmd_compare(a: CompareArgs) -> Result<(), String> {
                 Workload::RtPush(w) => w.wakeup_to_run_ns().unwrap_or(r.sim_ns) as f64 / 1e6,
                 Workload::Hackbench(w) => w.time_us().map_or(r.sim_ns / 1000, |t| t) as f64 / 1e3,
                 Workload::PipePair(w) => w.elapsed_ns().unwrap_or(r.sim_ns) as f64 / 1e6,
+                Workload::RtApp(w) => {
+                    // Mean wakeup latency after timers, over every logged phase.
+                    let rows: Vec<_> = w.threads.iter().flat_map(|t| t.rows.iter()).collect();
+                    rows.iter().map(|r| r.wu_lat as f64).sum::<f64>() / rows.len().max(1) as f64 / 1e3
+                }
                 Workload::Idle => r.sim_ns as f64 / 1e6,
             })
             .collect();
@@ -803,14 +903,32 @@ fn cmd_reproduce(a: ReproduceArgs) -> Result<(), String> {
         kernel: a.kernel.clone(),
     };
     let mut docs = Vec::new();
+    let mut sections = Vec::new();
+    let progress = Progress::start(a.quiet, Progress::RUNS);
+    experiments::COLLECT_SPECS.store(a.html.is_some(), std::sync::atomic::Ordering::Relaxed);
     for e in exps {
         let c = (e.run)(&o)?;
+        if a.html.is_some() {
+            let specs = experiments::take_collected();
+            let mut details = Vec::new();
+            for (i, spec) in specs.iter().enumerate() {
+                let label = c.rows.get(i).map_or_else(|| format!("variant {i}"), |r| r.variant.clone());
+                details.push(crate::html::detail(&label, spec)?);
+            }
+            sections.push(crate::html::section(&c, &details));
+        }
         if a.json {
             docs.push(c);
         } else {
             print_comparison(&c, false);
             emit("\n");
         }
+    }
+    drop(progress);
+    if let Some(path) = &a.html {
+        let title = format!("schedsim reproduce {}", names.join(" "));
+        crate::html::write(path, &crate::html::page(&title, &sections))?;
+        eprintln!("schedsim: report written to {}", path.display());
     }
     if a.json {
         if docs.len() == 1 {
@@ -820,6 +938,80 @@ fn cmd_reproduce(a: ReproduceArgs) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// A progress display on stderr for long runs and experiments: only when stderr is a terminal
+/// and not `--quiet`, shown after the first second, polling counters every 200 ms (the runs
+/// themselves only store a number now and then; nothing here touches a run).
+struct Progress {
+    stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Progress {
+    /// Simulated time of the current run (a spinner).
+    const SIM_TIME: u8 = 0;
+    /// Experiment runs done out of queued (a bar).
+    const RUNS: u8 = 1;
+
+    fn start(quiet: bool, kind: u8) -> Progress {
+        use std::io::IsTerminal;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        if quiet || !std::io::stderr().is_terminal() {
+            return Progress { stop: None, thread: None };
+        }
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let st = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let tick = std::time::Duration::from_millis(200);
+            for _ in 0..5 {
+                std::thread::sleep(tick);
+                if st.load(Ordering::Relaxed) {
+                    return;
+                }
+            }
+            let bar = if kind == Progress::RUNS {
+                let b = indicatif::ProgressBar::new(1);
+                b.set_style(
+                    indicatif::ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {pos}/{len} runs")
+                        .expect("valid template")
+                        .progress_chars("=> "),
+                );
+                b
+            } else {
+                let b = indicatif::ProgressBar::new_spinner();
+                b.set_style(
+                    indicatif::ProgressStyle::with_template("{spinner} {elapsed_precise} {msg}")
+                        .expect("valid template"),
+                );
+                b
+            };
+            while !st.load(Ordering::Relaxed) {
+                if kind == Progress::RUNS {
+                    bar.set_length(experiments::RUNS_QUEUED.load(Ordering::Relaxed).max(1) as u64);
+                    bar.set_position(experiments::RUNS_DONE.load(Ordering::Relaxed) as u64);
+                } else {
+                    let ns = crate::linux::PROGRESS_NS.load(Ordering::Relaxed);
+                    bar.set_message(format!("simulated {:.1} ms", ns as f64 / 1e6));
+                    bar.tick();
+                }
+                std::thread::sleep(tick);
+            }
+            bar.finish_and_clear();
+        });
+        Progress { stop: Some(stop), thread: Some(thread) }
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            s.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 fn nanosleep_bench(machine: &str, procs: u32) -> Result<RunSpec, String> {

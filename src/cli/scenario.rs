@@ -55,7 +55,9 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ScenarioFile {
-    workload: String,
+    workload: Option<String>,
+    /// An rt-app JSON file (relative to the scenario file): the `rtapp` workload.
+    rtapp: Option<String>,
     machine: Option<String>,
     kernel: Option<String>,
     #[serde(default)]
@@ -85,7 +87,17 @@ pub fn parse(text: &str, origin: &str) -> Result<RunSpec, String> {
         let msg = e.message().replace('\n', " ");
         format!("{origin}:{line}: {msg}")
     })?;
-    let mut s = RunSpec::new(&f.workload);
+    let workload = match (&f.workload, &f.rtapp) {
+        (Some(w), None) => w.clone(),
+        (None, Some(_)) => "rtapp".to_string(),
+        (Some(w), Some(_)) if w == "rtapp" => "rtapp".to_string(),
+        (Some(w), Some(_)) => {
+            let line = text.find("rtapp").map(|o| line_of(text, o)).unwrap_or(1);
+            return Err(format!("{origin}:{line}: rtapp = FILE runs the rtapp workload, but workload = \"{w}\""));
+        }
+        (None, None) => return Err(format!("{origin}:1: missing `workload = NAME` (or `rtapp = \"FILE.json\"`)")),
+    };
+    let mut s = RunSpec::new(&workload);
     if let Some(m) = f.machine {
         s.machine = m;
     }
@@ -116,6 +128,15 @@ pub fn parse(text: &str, origin: &str) -> Result<RunSpec, String> {
             }
         };
         pairs.push((k, v));
+    }
+    if let Some(r) = &f.rtapp {
+        // Relative to the scenario file's directory (built-in scenarios: to the working directory).
+        let base = std::path::Path::new(origin).parent().filter(|_| !origin.starts_with('<'));
+        let path = match base {
+            Some(d) if std::path::Path::new(r).is_relative() => d.join(r).display().to_string(),
+            _ => r.clone(),
+        };
+        pairs.insert(0, ("file".to_string(), path));
     }
     s.params = Params::from_pairs(pairs, &format!("{origin} [params]"));
     s.idle_states = f.idle_states.into_iter().collect();

@@ -118,6 +118,8 @@ pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
             sender.insert(p.name().into(), json!(avg(&samples, |s| s.sender_phase_ns[p as usize])));
         }
         let mut extra = serde_json::Map::new();
+        // Per-seed values, for the report's distribution plot.
+        extra.insert("samples".into(), json!(totals));
         extra.insert(
             "breakdown".into(),
             json!({

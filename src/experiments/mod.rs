@@ -111,9 +111,29 @@ pub fn run_variants(
         })
         .collect();
     crate::run::build(&specs[0])?;
+    if COLLECT_SPECS.load(std::sync::atomic::Ordering::Relaxed) {
+        // The HTML report re-runs each variant's first seed with a trace window.
+        let firsts = (0..variants).map(|v| specs[v * runs].clone());
+        COLLECTED.lock().expect("no panics hold the lock").extend(firsts);
+    }
     let mut results = run_all(&specs, o.jobs)?.into_iter();
     Ok((0..variants).map(|_| results.by_ref().take(runs).collect()).collect())
 }
+
+/// When set, [`run_variants`] records each variant's first-seed spec in [`take_collected`]
+/// (for `--html`, which re-runs them with a trace window). Reporting only: no run changes.
+pub static COLLECT_SPECS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+static COLLECTED: std::sync::Mutex<Vec<RunSpec>> = std::sync::Mutex::new(Vec::new());
+
+/// The specs collected since the last call (see [`COLLECT_SPECS`]).
+pub fn take_collected() -> Vec<RunSpec> {
+    std::mem::take(&mut *COLLECTED.lock().expect("no panics hold the lock"))
+}
+
+/// Runs finished and runs queued by [`run_all`] since the program started, for the progress
+/// bar (read by the command line at coarse intervals; never read by a run).
+pub static RUNS_DONE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+pub static RUNS_QUEUED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// Run many independent specs on `jobs` threads; results come back in input order. Each run
 /// is single-threaded and deterministic, so the result does not depend on `jobs`.
@@ -122,6 +142,7 @@ pub fn run_all(specs: &[RunSpec], jobs: usize) -> Result<Vec<RunResult>, String>
     let next = std::sync::atomic::AtomicUsize::new(0);
     let mut out: Vec<Option<Result<RunResult, String>>> = (0..specs.len()).map(|_| None).collect();
     let slots = std::sync::Mutex::new(&mut out);
+    RUNS_QUEUED.fetch_add(specs.len(), std::sync::atomic::Ordering::Relaxed);
     std::thread::scope(|sc| {
         for _ in 0..jobs {
             sc.spawn(|| loop {
@@ -131,6 +152,7 @@ pub fn run_all(specs: &[RunSpec], jobs: usize) -> Result<Vec<RunResult>, String>
                 }
                 let r = execute(&specs[i]);
                 slots.lock().expect("no panics hold the lock")[i] = Some(r);
+                RUNS_DONE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             });
         }
     });

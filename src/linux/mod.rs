@@ -139,6 +139,10 @@ pub struct Cpu {
     pub bg_rng: Prng,
 }
 
+/// Simulated time of a running [`Kernel::run`], stored every 2^20 actions for the command
+/// line's progress display (any run may store it; the model never reads it).
+pub static PROGRESS_NS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// The whole simulated machine.
 pub struct Kernel {
     pub now: Time,
@@ -312,7 +316,7 @@ impl Kernel {
     }
 
     /// Allocate a task. `pinned` binds it to one CPU (`kthread_bind`).
-    pub fn new_task(&mut self, kind: TaskKind, comm: String, _policy: u32, prio: i32, pinned: Option<CpuId>) -> TaskId {
+    pub fn new_task(&mut self, kind: TaskKind, comm: String, policy: u32, prio: i32, pinned: Option<CpuId>) -> TaskId {
         let id = self.tasks.len() as TaskId;
         let pid = self.next_pid;
         self.next_pid += 1;
@@ -321,6 +325,10 @@ impl Kernel {
         let wake_line = self.lines.alloc(home);
         let wake_entry = self.new_csd(CsdFunc::TtwuEntry(id), wake_line, kernel::sched::CSD_TTWU_TYPE);
         self.tasks.push(Task::new(pid, comm, prio, kind, home, pinned, ti_line, wake_entry));
+        let t = self.tasks.last_mut().expect("just pushed");
+        t.policy = policy;
+        // sched_fork(): a SCHED_RR task starts with a full slice.
+        t.rr_time_slice = kernel::sched::rt::rr_timeslice_ticks(self.cfg.hz);
         self.ents.push(kernel::sched::fair_class::SchedEntity::with_nice(id, prio - 120));
         id
     }
@@ -443,6 +451,29 @@ impl Kernel {
         }
         let pc = (c.preempt_count & preempt::PREEMPT_MASK).min(15) as u8;
         self.trace.records.push(Record { ts_ns: self.now, cpu, pid: curr.pid, flags, preempt_count: pc, event });
+        if self.trace.full() {
+            self.flush_trace();
+        }
+    }
+
+    /// Hand the buffered trace records to the streaming sink, if one is attached, announcing
+    /// the tasks created since the last hand-over (the cold path of [`Kernel::tp`]; also called
+    /// once at the end of a run).
+    #[cold]
+    #[inline(never)]
+    pub fn flush_trace(&mut self) {
+        let from = self.trace.tasks_sent.min(self.tasks.len());
+        let new: Vec<trace::TaskInfo> = self.tasks[from..]
+            .iter()
+            .filter(|t| t.kind != kernel::sched::TaskKind::Idle)
+            .map(|t| trace::TaskInfo {
+                pid: t.pid,
+                tgid: t.pid,
+                comm: t.comm.clone(),
+                kthread: t.kind != kernel::sched::TaskKind::Workload,
+            })
+            .collect();
+        self.trace.flush(&new, self.tasks.len());
     }
 
     /// A modelled `WARN_ON_ONCE()` firing: a finding of the run, recorded in the trace and the
@@ -535,6 +566,9 @@ impl Kernel {
             debug_assert!(t >= self.now, "time went backwards");
             self.now = t;
             self.actions += 1;
+            if self.actions & 0xf_ffff == 0 {
+                PROGRESS_NS.store(t, std::sync::atomic::Ordering::Relaxed);
+            }
             engine::dispatch(self, a);
         }
         // A machine that is not done runs on to the limit: nothing more happens before it

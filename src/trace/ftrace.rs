@@ -311,6 +311,20 @@ fn vector_event_stem(v: Vector) -> &'static [u8] {
     }
 }
 
+/// The tracepoint name of a vector's `_entry` or `_exit` event.
+pub fn vector_event_name(v: Vector, entry: bool) -> &'static str {
+    match (v, entry) {
+        (Vector::LocalTimer, true) => "local_timer_entry",
+        (Vector::LocalTimer, false) => "local_timer_exit",
+        (Vector::CallFunctionSingle, true) => "call_function_single_entry",
+        (Vector::CallFunctionSingle, false) => "call_function_single_exit",
+        (Vector::Reschedule, true) => "reschedule_entry",
+        (Vector::Reschedule, false) => "reschedule_exit",
+        (Vector::CallFunction, true) => "call_function_entry",
+        (Vector::CallFunction, false) => "call_function_exit",
+    }
+}
+
 /// A write position in a zero-filled region that was sized for the whole line up front, so
 /// that every write is a short copy into a slice: no capacity checks, and fixed-size copies
 /// where possible (padding is written first and then overwritten).
@@ -713,8 +727,15 @@ const SYMS: [SymInfo; 15] = [
     },
 ];
 
+/// Every symbol's `%ps` name and the offset its `%pS` form prints, in [`sym_index`] order
+/// (for writers that store addresses and ship their own symbol table).
+pub fn sym_table() -> impl Iterator<Item = (&'static str, u32)> {
+    SYMS.iter().map(|i| (i.name, i.offset))
+}
+
+/// The position of `s` in [`sym_table`].
 #[inline]
-const fn sym_index(s: Sym) -> usize {
+pub const fn sym_index(s: Sym) -> usize {
     match s {
         Sym::Null => 0,
         Sym::GenericSmpCallFunctionSingleInterrupt => 1,

@@ -5,6 +5,9 @@
 //! text; it only pushes [`Record`]s.
 
 pub mod ftrace;
+pub mod perfetto;
+pub mod sink;
+pub mod tracedat;
 
 /// `common_flags` bits of a trace entry (include/linux/trace_events.h, 6.13+ numbering).
 pub mod flags {
@@ -77,6 +80,10 @@ pub enum WarnSite {
     DoSoftirqPostSmpCallFlush,
     /// kernel/sched/core.c `nohz_csd_func()`: kicked without a kick bit.
     NohzCsdFuncNoKick,
+}
+
+impl WarnSite {
+    pub const ALL: &'static [WarnSite] = &[WarnSite::DoSoftirqPostSmpCallFlush, WarnSite::NohzCsdFuncNoKick];
 }
 
 /// One trace event with its kernel fields. Task names are resolved from pids at format time.
@@ -240,14 +247,70 @@ pub struct TaskName {
     pub comm: String,
 }
 
+/// A task as the trace writers name it: `comm`, `tgid` and whether it is a kernel thread. The
+/// per-CPU idle tasks (pid 0, `swapper/N`) are never listed: writers name them themselves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskInfo {
+    pub pid: u32,
+    pub tgid: u32,
+    pub comm: String,
+    pub kthread: bool,
+}
+
+/// Where a streaming trace goes: a writer that takes the records in chunks while the run goes
+/// on ([`sink`] has the ftrace text, Perfetto and trace.dat ones). Formatting happens here, never
+/// in the model: the kernel only appends [`Record`]s to [`TraceBuf`] and hands a full buffer over.
+///
+/// Adding a trace event means adding an [`Event`] variant and one arm in each writer's match
+/// (`ftrace::write_record`, `perfetto::encode_event`, `tracedat::encode_record`); the compiler
+/// lists the writers that miss it.
+pub trait TraceSink {
+    /// Tasks that appeared since the last call (in creation order), before any record names them.
+    fn tasks(&mut self, new: &[TaskInfo]);
+    /// The names of the run's background functions (work functions, timer callbacks), which
+    /// records cite by index; given once, before the first chunk.
+    fn funcs(&mut self, names: &[String]);
+    /// A chunk of records in time order; `masks` are the CPU masks the chunk's records index
+    /// (ids restart at 0 with every chunk).
+    fn write(&mut self, records: &[Record], masks: &[crate::hw::cpumask::CpuMask]) -> std::io::Result<()>;
+    /// The run is over: complete the file (temporary file renamed into place). Returns the
+    /// number of records written.
+    fn finish(self: Box<Self>) -> std::io::Result<u64>;
+    /// Give up: remove whatever was written.
+    fn abort(self: Box<Self>);
+}
+
+/// Records per chunk handed to a [`TraceSink`] (about 3 MB of records).
+pub const SINK_CHUNK_RECORDS: usize = 64 * 1024;
+
 /// An append-only trace buffer. Recording can be switched off, in which case `push` is one
-/// predictable branch.
-#[derive(Debug, Default)]
+/// predictable branch. With a [`TraceSink`] attached, the kernel hands the buffer over every
+/// [`SINK_CHUNK_RECORDS`] records ([`TraceBuf::full`]), so memory stays bounded however long the
+/// run.
+#[derive(Default)]
 pub struct TraceBuf {
     pub enabled: bool,
     pub records: Vec<Record>,
     /// CPU masks referenced by records (`ipi_send_cpumask`).
     pub masks: Vec<crate::hw::cpumask::CpuMask>,
+    /// The streaming writer, if any.
+    pub sink: Option<Box<dyn TraceSink>>,
+    /// Tasks already announced to the sink.
+    pub tasks_sent: usize,
+    /// The first write error of the sink; the run goes on without a trace and reports it.
+    pub error: Option<std::io::Error>,
+    /// Records per chunk when not 0 (tests use small chunks); else [`SINK_CHUNK_RECORDS`].
+    pub chunk: usize,
+}
+
+impl std::fmt::Debug for TraceBuf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TraceBuf")
+            .field("enabled", &self.enabled)
+            .field("records", &self.records.len())
+            .field("sink", &self.sink.is_some())
+            .finish()
+    }
 }
 
 impl TraceBuf {
@@ -256,5 +319,28 @@ impl TraceBuf {
         if self.enabled {
             self.records.push(r);
         }
+    }
+
+    /// True when a sink is attached and the buffer holds a full chunk.
+    #[inline]
+    pub fn full(&self) -> bool {
+        let chunk = if self.chunk == 0 { SINK_CHUNK_RECORDS } else { self.chunk };
+        self.records.len() >= chunk && self.sink.is_some()
+    }
+
+    /// Hand the buffered records to the sink, after announcing `new_tasks` (the tasks created
+    /// since the last flush; `tasks_total` is the kernel's task count, so the next flush knows
+    /// where to start). Without a sink this does nothing.
+    pub fn flush(&mut self, new_tasks: &[TaskInfo], tasks_total: usize) {
+        let Some(sink) = self.sink.as_mut() else { return };
+        self.tasks_sent = tasks_total;
+        if self.error.is_none() {
+            sink.tasks(new_tasks);
+            if let Err(e) = sink.write(&self.records, &self.masks) {
+                self.error = Some(e);
+            }
+        }
+        self.records.clear();
+        self.masks.clear();
     }
 }

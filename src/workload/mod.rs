@@ -7,6 +7,8 @@ pub mod ipistorm;
 pub mod nanosleep;
 pub mod params;
 pub mod pipepair;
+pub mod rtapp;
+pub mod rtapp_json;
 pub mod rtpush;
 pub mod schbench;
 pub mod schbench_stats;
@@ -29,6 +31,7 @@ pub enum Workload {
     RtPush(Box<rtpush::RtPush>),
     /// `pingpong` and `perf-pipe`: two tasks bouncing a token through two pipes.
     PipePair(Box<pipepair::PipePair>),
+    RtApp(Box<rtapp::RtApp>),
 }
 
 /// The frame of a workload task's own code: a resume point and a loop counter.
@@ -117,6 +120,7 @@ pub fn start(k: &mut Kernel) {
         Workload::Hackbench(_) => hackbench::start(k),
         Workload::RtPush(_) => rtpush::start(k),
         Workload::PipePair(_) => pipepair::start(k),
+        Workload::RtApp(_) => rtapp::start(k),
         Workload::Idle => {}
     }
 }
@@ -135,6 +139,7 @@ pub fn on_action(k: &mut Kernel, what: u32) {
         Workload::Hackbench(_) => hackbench::on_action(k, what),
         Workload::RtPush(_) => rtpush::on_action(k, what),
         Workload::PipePair(_) => pipepair::on_action(k, what),
+        Workload::RtApp(_) => rtapp::on_action(k, what),
         Workload::Idle => {}
     }
 }
@@ -163,6 +168,7 @@ pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
         Workload::Hackbench(_) => hackbench::task_step(k, cpu, s),
         Workload::RtPush(_) => rtpush::task_step(k, cpu, s),
         Workload::PipePair(_) => pipepair::task_step(k, cpu, s),
+        Workload::RtApp(_) => rtapp::task_step(k, cpu, s),
         Workload::Idle => unreachable!("the idle workload has no tasks"),
     }
 }

@@ -1,4 +1,5 @@
-//! Shared helpers for the integration tests: building run specs, stepping a [`Kernel`] one
+//! Shared helpers for the integration tests (their specs run with `background = none`: each
+//! scenario shows one mechanism, on a machine that runs nothing else): building run specs, stepping a [`Kernel`] one
 //! action at a time with per-CPU attribution of the counters, and searching trace records.
 //!
 //! Each test binary compiles this module on its own and uses a different subset of it.
@@ -31,6 +32,8 @@ pub fn ipistorm_spec(
     trace: bool,
 ) -> RunSpec {
     let mut s = RunSpec::new("ipistorm");
+    // Hand-made mechanism scenarios run on a quiet machine: no background activity.
+    s.background = Some("none".into());
     s.machine = machine.into();
     s.kernel = kernel.into();
     s.patches = patches.into();
@@ -45,6 +48,8 @@ pub fn ipistorm_spec(
 /// A spec for the `idle` workload on `machine` (nothing runs; every CPU idles).
 pub fn idle_spec(machine: &str, kernel: &str, patches: &str) -> RunSpec {
     let mut s = RunSpec::new("idle");
+    // Hand-made mechanism scenarios run on a quiet machine: no background activity.
+    s.background = Some("none".into());
     s.machine = machine.into();
     s.kernel = kernel.into();
     s.patches = patches.into();
@@ -262,6 +267,8 @@ pub fn spinners_spec(
     trace: bool,
 ) -> RunSpec {
     let mut s = RunSpec::new("spinners");
+    // Hand-made mechanism scenarios run on a quiet machine: no background activity.
+    s.background = Some("none".into());
     s.machine = machine.into();
     s.kernel = kernel.into();
     s.patches = patches.into();
@@ -277,6 +284,8 @@ pub fn spinners_spec(
 /// A schbench spec; `args` is schbench's own command line (e.g. "-m 1 -t 4 -r 7").
 pub fn schbench_spec(machine: &str, kernel: &str, patches: &str, args: &str, trace: bool) -> RunSpec {
     let mut s = RunSpec::new("schbench");
+    // Hand-made mechanism scenarios run on a quiet machine: no background activity.
+    s.background = Some("none".into());
     s.machine = machine.into();
     s.kernel = kernel.into();
     s.patches = patches.into();

@@ -11,6 +11,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import background  # noqa: E402
+import path_check  # noqa: E402
 import path_costs  # noqa: E402
 import tracelib  # noqa: E402
 
@@ -134,6 +135,44 @@ class PathCosts(unittest.TestCase):
                 f.write("     Total time: 0.161 [sec]\n\n       8.077200 usecs/op\n         123805 ops/sec\n")
             self.assertEqual(path_costs.parse_stdout(p),
                              {"total_s": 0.161, "usecs_per_op": 8.0772, "ops_per_sec": 123805})
+
+
+class PathCheck(unittest.TestCase):
+    def test_records_inside_an_interval_are_counted(self):
+        t = ""
+        t += line("<idle>", 0, 0, "d.h1.", "1000", "csd_function_entry", "func=sched_ttwu_pending, csd=1")
+        t += line("<idle>", 0, 1, "d.h1.", "1100", "local_timer_entry", "vector=236")  # other CPU
+        t += line("<idle>", 0, 0, "d.h2.", "1200", "sched_wakeup", "comm=r pid=8 prio=120 target_cpu=000")
+        t += line("<idle>", 0, 0, "d.h1.", "2000", "csd_function_exit", "func=sched_ttwu_pending, csd=1")
+        ic = path_check.InnerCounter()
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, "t.txt")
+            with open(p, "w") as f:
+                f.write(HDR + t)
+            for r in tracelib.records(p, tsc_mhz=1000.0):
+                ic.feed(r)
+        self.assertEqual(ic.d["csd:sched_ttwu_pending"], [1000])
+        self.assertEqual(ic.inner["csd:sched_ttwu_pending"], [1])
+
+    def test_a_path_out_of_line_is_flagged(self):
+        keys = ["csd:sched_ttwu_pending", "call_function_single", "reschedule", "softirq:SCHED"]
+        # Measured 10x the model everywhere except softirq:SCHED (2x): only that one is flagged.
+        meas = {"captures": [{"clock": "x86-tsc", "spread": {"messaging": {"paths": {
+            k: {"medians": [1000.0 * (2 if k == "softirq:SCHED" else 10)] * 3, "counts": [10] * 3}
+            for k in keys}}}}]}
+        inner = {"messaging": {k: {"n": 10, "p50": 0} for k in keys}}
+        model = {"runs": [{"workload": "messaging", "background": "none",
+                           "paths": {k: {"n": 10, "p10": 1000, "p50": 1000, "p90": 1000, "inner_p50": 0}
+                                     for k in keys}}]}
+        saved = path_check.irq_entry_ns
+        path_check.irq_entry_ns = lambda _m: 0
+        try:
+            rows, k = path_check.build_rows(meas, inner, model, 0, 0)
+        finally:
+            path_check.irq_entry_ns = saved
+        scale = path_check.GUEST_GHZ / path_check.MODEL_GHZ
+        self.assertAlmostEqual(k, 10 * scale)
+        self.assertEqual([r["key"] for r in rows if r["flag"]], ["softirq:SCHED"])
 
 
 if __name__ == "__main__":

@@ -118,6 +118,8 @@ pub struct Nanosleep {
     pub slack_ns: Time,
     /// Entered through a syscall (user task) rather than from a kernel thread.
     pub from_user: bool,
+    /// `ns` is an absolute CLOCK_MONOTONIC expiry (`clock_nanosleep(TIMER_ABSTIME)`).
+    pub abs: bool,
     pub at: u8,
 }
 
@@ -125,11 +127,24 @@ impl Nanosleep {
     /// `nanosleep()`/`clock_nanosleep()` from a SCHED_NORMAL task: the task's timer slack
     /// (default 50 us) widens the expiry range.
     pub fn with_timer_slack(ns: Time) -> Frame {
-        Frame::Nanosleep(Nanosleep { ns, slack_ns: DEFAULT_TIMER_SLACK_NS, from_user: true, at: 0 })
+        Frame::Nanosleep(Nanosleep { ns, slack_ns: DEFAULT_TIMER_SLACK_NS, from_user: true, abs: false, at: 0 })
     }
     /// `usleep_range(min, max)` from a kernel thread: an explicit range.
     pub fn range(min_ns: Time, max_ns: Time) -> Frame {
-        Frame::Nanosleep(Nanosleep { ns: min_ns, slack_ns: max_ns.saturating_sub(min_ns), from_user: false, at: 0 })
+        Frame::Nanosleep(Nanosleep {
+            ns: min_ns,
+            slack_ns: max_ns.saturating_sub(min_ns),
+            from_user: false,
+            abs: false,
+            at: 0,
+        })
+    }
+    /// `clock_nanosleep(CLOCK_MONOTONIC, flags, t)` from a user task: relative, or absolute
+    /// with TIMER_ABSTIME (`t` is then the expiry). `hrtimer_nanosleep()` uses no slack for an
+    /// RT task (`rt_task(current)`), the default timer slack otherwise.
+    pub fn clock_nanosleep(t: Time, abs: bool, rt: bool) -> Frame {
+        let slack_ns = if rt { 0 } else { DEFAULT_TIMER_SLACK_NS };
+        Frame::Nanosleep(Nanosleep { ns: t, slack_ns, from_user: true, abs, at: 0 })
     }
 }
 
@@ -144,7 +159,9 @@ pub fn nanosleep(k: &mut Kernel, cpu: CpuId, s: &mut Nanosleep) -> Next {
     let me = k.curr(cpu);
     let sc = if s.from_user { k.costs.syscall } else { 0 };
     if s.at == 0 {
-        let soft = k.now + s.ns;
+        // HRTIMER_MODE_ABS: an expiry already past fires at once (the timer interrupt is
+        // programmed for now).
+        let soft = if s.abs { s.ns } else { k.now + s.ns };
         k.tasks[me as usize].state = TASK_INTERRUPTIBLE;
         hrtimer_start_sleeper(k, cpu, soft, soft + s.slack_ns, me);
         s.at = 1;

@@ -15,6 +15,8 @@ pub enum StopWork {
     ActiveLoadBalance { push_cpu: CpuId },
     /// `softlockup_fn()` of the softlockup watchdog (background source `src`).
     SoftlockupFn { src: u16 },
+    /// `migration_cpu_stop()`: move task `p`, which may no longer run here, to `dest`.
+    MigrationCpuStop { p: crate::linux::TaskId, dest: CpuId },
 }
 
 /// The stopper thread body in progress.
@@ -78,6 +80,7 @@ pub fn cpu_stopper_thread(k: &mut Kernel, cpu: CpuId, s: &mut Stopper) -> Next {
                 super::sched::fair::active_load_balance_cpu_stop(k, cpu, push_cpu)
             }
             StopWork::SoftlockupFn { src } => super::watchdog::softlockup_fn(k, cpu, src),
+            StopWork::MigrationCpuStop { p, dest } => super::sched::syscalls::migration_cpu_stop(k, cpu, p, dest),
         };
         return Next::Cont(c);
     }

@@ -850,7 +850,7 @@ pub fn try_to_wake_up(k: &mut Kernel, cpu: CpuId, s: &mut TryToWakeUp) -> Next {
             }
             let prev_cpu = k.tasks[p as usize].cpu;
             // select_task_rq(): the class hook for a task allowed on several CPUs.
-            let target = match k.tasks[p as usize].pinned {
+            let target = match k.tasks[p as usize].single_cpu() {
                 Some(c) => c,
                 None if super::rt::rt_task(k, p) => super::rt::select_task_rq_rt(k, cpu, p, prev_cpu),
                 None => {
@@ -860,6 +860,7 @@ pub fn try_to_wake_up(k: &mut Kernel, cpu: CpuId, s: &mut TryToWakeUp) -> Next {
                     t
                 }
             };
+            let target = select_fallback_rq(k, p, target);
             let mut wf = s.wake_flags | WF_TTWU;
             if target != prev_cpu {
                 wf |= WF_MIGRATED;
@@ -1003,19 +1004,41 @@ pub fn sched_ttwu_pending(k: &mut Kernel, cpu: CpuId, s: &mut TtwuPending) -> Ne
     }
 }
 
+/// The end of `select_task_rq()` — kernel/sched/core.c @ v6.10: if the class chose a CPU the
+/// task may not use (`!is_cpu_allowed()`), `select_fallback_rq()` takes the first allowed CPU.
+/// Simplification: the kernel tries the task's NUMA node first and every CPU is online here.
+pub fn select_fallback_rq(k: &Kernel, p: TaskId, cpu: CpuId) -> CpuId {
+    let t = &k.tasks[p as usize];
+    if t.cpu_allowed(cpu) {
+        return cpu;
+    }
+    (0..k.m.topo.nr_cpus).find(|&c| t.cpu_allowed(c)).unwrap_or(cpu)
+}
+
+/// Models the scheduler's part of `kernel_clone()` for a thread created by running code on
+/// `cpu` (`pthread_create()`): `sched_fork()` starts the child on its parent's CPU
+/// (`__set_task_cpu()`), then `wake_up_new_task()` places and wakes it.
+pub fn sched_fork_and_wake(k: &mut Kernel, cpu: CpuId, p: TaskId) {
+    k.tasks[p as usize].cpu = cpu;
+    wake_up_new_task(k, cpu, p);
+}
+
 /// Models `wake_up_new_task()` — kernel/sched/core.c @ v6.10 for a task created by a workload:
 /// place it (its bound CPU, or fork balancing), activate it and let `wakeup_preempt()` decide
 /// whether it preempts the current task there.
 /// Performed by `cpu` (the CPU running the creator).
 pub fn wake_up_new_task(k: &mut Kernel, cpu: CpuId, p: TaskId) {
     // select_task_rq(p, WF_FORK): fork balancing for an unpinned task.
-    let target = if super::rt::rt_task(k, p) && k.tasks[p as usize].pinned.is_none() {
+    let target = if let Some(c) = k.tasks[p as usize].single_cpu() {
+        c
+    } else if super::rt::rt_task(k, p) {
         // select_task_rq_rt(WF_FORK).
         let c = k.tasks[p as usize].cpu;
         super::rt::select_task_rq_rt(k, cpu, p, c)
     } else {
         crate::linux::kernel::sched::fair::sched_balance_find_dst_cpu(k, cpu, p)
     };
+    let target = select_fallback_rq(k, p, target);
     k.tasks[p as usize].cpu = target;
     k.tasks[p as usize].state = TASK_RUNNING;
     let r = activate_task(k, target, p, EnqueueFlags { wakeup: false, migrated: false, initial: true });
@@ -1047,6 +1070,13 @@ pub fn sched_tick(k: &mut Kernel, cpu: CpuId) -> Time {
         if resched {
             resched_curr(k, cpu, cpu, Sym::ReschedCurr);
         }
+    } else if super::rt::rt_task(k, rq.curr) {
+        // task_tick_rt(): a SCHED_RR task's slice.
+        let curr = rq.curr;
+        if super::rt::task_tick_rt(k, cpu, curr) {
+            resched_curr(k, cpu, cpu, Sym::ReschedCurr);
+        }
+        k.with_cfs(cpu, |cfs, _| cfs.update_cfs_avg(now));
     } else {
         k.with_cfs(cpu, |cfs, _| cfs.update_cfs_avg(now));
     }

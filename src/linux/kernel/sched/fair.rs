@@ -187,7 +187,7 @@ pub fn sched_balance_rq(k: &mut Kernel, cpu: CpuId, dst: CpuId, sd: usize, idle:
     // LBF_ALL_PINNED: stays set while every task looked at is bound elsewhere.
     let mut all_pinned = true;
     let curr = k.cpus[src as usize].rq.curr;
-    if k.tasks[curr as usize].pinned.is_none_or(|c| c == dst) && k.tasks[curr as usize].kind.is_fair_task() {
+    if k.tasks[curr as usize].cpu_allowed(dst) && k.tasks[curr as usize].kind.is_fair_task() {
         all_pinned = false;
     }
     for p in queued {
@@ -195,7 +195,9 @@ pub fn sched_balance_rq(k: &mut Kernel, cpu: CpuId, dst: CpuId, sd: usize, idle:
             break;
         }
         let t = &k.tasks[p as usize];
-        if t.pinned.is_some_and(|c| c != dst) {
+        // can_migrate_task(): not allowed on dst (LBF_DST_PINNED is not modelled: the kernel
+        // would retry another dst CPU of the group).
+        if !t.cpu_allowed(dst) {
             continue;
         }
         all_pinned = false;
@@ -229,7 +231,7 @@ pub fn sched_balance_rq(k: &mut Kernel, cpu: CpuId, dst: CpuId, sd: usize, idle:
             let d = &k.sd.domains(dst)[sd];
             let curr_ok = k.tasks[curr as usize].kind.is_fair_task()
                 && !super::rt::rt_task(k, curr)
-                && k.tasks[curr as usize].pinned.is_none_or(|c| c == dst);
+                && k.tasks[curr as usize].cpu_allowed(dst);
             if curr_ok && d.nr_balance_failed > d.cache_nice_tries + 2 && !k.cpus[src as usize].rq.active_balance {
                 k.cpus[src as usize].rq.active_balance = true;
                 let work = crate::linux::kernel::stop_machine::StopWork::ActiveLoadBalance { push_cpu: dst };
@@ -274,7 +276,7 @@ pub fn active_load_balance_cpu_stop(k: &mut Kernel, cpu: CpuId, push_cpu: CpuId)
     }
     let queued: Vec<TaskId> = k.cpus[cpu as usize].rq.cfs.queued().to_vec();
     for p in queued {
-        if k.tasks[p as usize].pinned.is_some_and(|c| c != push_cpu) {
+        if !k.tasks[p as usize].cpu_allowed(push_cpu) {
             continue;
         }
         move_queued_task(k, cpu, cpu, push_cpu, p);
@@ -880,8 +882,13 @@ fn select_idle_cpu(
     let llc = k.sd.sd_llc[target as usize];
     let llc = llc?;
     let span = k.sd.domains(target)[llc].span.clone();
-    let pinned = k.tasks[p as usize].pinned;
-    let allowed = move |c: CpuId| pinned.is_none_or(|x| x == c);
+    let task = &k.tasks[p as usize];
+    let (pinned, mask) = (task.pinned, task.cpus_mask.clone());
+    let allowed = move |c: CpuId| match (pinned, &mask) {
+        (Some(x), _) => x == c,
+        (None, Some(m)) => m.test(c),
+        (None, None) => true,
+    };
     // The SIS_UTIL budget applies to the CPU-by-CPU scan only, but an exhausted budget (an
     // overloaded LLC) ends the search before any scan, the idle-core one included.
     let mut nr: i64 = i64::MAX;
@@ -926,7 +933,7 @@ fn select_idle_cpu(
 fn select_idle_smt(k: &mut Kernel, cpu: CpuId, p: TaskId, target: CpuId, cost: &mut Time) -> Option<CpuId> {
     let sibs: Vec<CpuId> = k.m.topo.smt_mask(target).iter().filter(|&c| c != target).collect();
     for s in sibs {
-        if k.tasks[p as usize].pinned.is_some_and(|x| x != s) {
+        if !k.tasks[p as usize].cpu_allowed(s) {
             continue;
         }
         *cost += peek_rq(k, cpu, s);
@@ -972,11 +979,7 @@ pub fn select_idle_sibling(
     let recent = k.tasks[p as usize].recent_used_cpu;
     k.tasks[p as usize].recent_used_cpu = Some(prev);
     if let Some(r) = recent {
-        if r != prev
-            && r != target
-            && k.sd.cpus_share_cache(r, target)
-            && k.tasks[p as usize].pinned.is_none_or(|x| x == r)
-        {
+        if r != prev && r != target && k.sd.cpus_share_cache(r, target) && k.tasks[p as usize].cpu_allowed(r) {
             *cost += peek_rq(k, cpu, r);
             if available_idle_cpu(k, r) {
                 return r;
@@ -1008,7 +1011,7 @@ pub fn select_idle_sibling(
 /// SD_BALANCE_WAKE slow path (off by default on every domain).
 pub fn select_task_rq_fair(k: &mut Kernel, cpu: CpuId, p: TaskId, prev_cpu: CpuId, sync: bool) -> (CpuId, Time) {
     record_wakee(k, cpu, p);
-    let allowed_here = k.tasks[p as usize].pinned.is_none_or(|x| x == cpu);
+    let allowed_here = k.tasks[p as usize].cpu_allowed(cpu);
     // wake_wide() exists from 62470419e993 (v3.12).
     let wide = k.cfg.has(crate::linux::patches::Patch::S62470419e993) && wake_wide(k, cpu, p);
     let want_affine = !wide && allowed_here;
@@ -1063,6 +1066,7 @@ pub fn sched_balance_find_dst_cpu(k: &Kernel, cpu: CpuId, p: TaskId) -> CpuId {
     if let Some(c) = k.tasks[p as usize].pinned {
         return c;
     }
+    let task = &k.tasks[p as usize];
     let doms = k.sd.domains(cpu);
     let Some(top) = doms.iter().rposition(|d| d.flags & SD_BALANCE_FORK != 0) else { return cpu };
     let mut span = doms[top].span.clone();
@@ -1072,7 +1076,8 @@ pub fn sched_balance_find_dst_cpu(k: &Kernel, cpu: CpuId, p: TaskId) -> CpuId {
         let d = &k.sd.domains(span.first().unwrap_or(cpu))[level as usize];
         let mut best: Option<(u32, u32, bool, usize)> = None;
         for (gi, g) in d.groups.iter().enumerate() {
-            if !g.intersects(&span) {
+            // find_idlest_group(): skip groups the task may not use (p->cpus_ptr).
+            if !g.intersects(&span) || task.cpus_mask.as_ref().is_some_and(|m| !g.intersects(m)) {
                 continue;
             }
             let idle = g.iter().filter(|&c| idle_cpu_like(k, c)).count() as u32;
@@ -1095,7 +1100,13 @@ pub fn sched_balance_find_dst_cpu(k: &Kernel, cpu: CpuId, p: TaskId) -> CpuId {
             break;
         }
     }
-    let found = span.iter().find(|&c| idle_cpu_like(k, c)).or_else(|| span.iter().min_by_key(|&c| score(c)));
+    // find_idlest_group_cpu(): only CPUs of the group the task may use.
+    let ok = |c: CpuId| task.cpu_allowed(c);
+    let found = span
+        .iter()
+        .filter(|&c| ok(c))
+        .find(|&c| idle_cpu_like(k, c))
+        .or_else(|| span.iter().filter(|&c| ok(c)).min_by_key(|&c| score(c)));
     found.unwrap_or(cpu)
 }
 

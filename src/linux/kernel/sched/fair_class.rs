@@ -943,6 +943,24 @@ impl CfsRq {
         resched || preempt
     }
 
+    /// Models `yield_task_fair()` — kernel/sched/fair.c @ v6.10 (EEVDF): unless curr is alone,
+    /// charge it (`update_curr()`) and push its virtual deadline one request further, so the
+    /// `schedule()` that follows prefers any other eligible entity. CFS (v6.5) marks curr as
+    /// the skip buddy instead; the model has no buddies, so on CFS yield only charges curr.
+    pub fn yield_task(&mut self, ents: &mut [SchedEntity], now: u64) {
+        let Some(c) = self.curr else {
+            return;
+        };
+        if self.nr_running <= 1 {
+            return;
+        }
+        self.update_curr(ents, now);
+        if self.policy == FairPolicy::Eevdf {
+            let se = &mut ents[c as usize];
+            se.deadline = se.deadline.wrapping_add(calc_delta_fair(se.slice, se.weight));
+        }
+    }
+
     /// Models `entity_tick()` — kernel/sched/fair.c @ v6.10 / v6.5: `update_curr()`, PELT
     /// update, and for CFS `check_preempt_tick()` when others are runnable. Returns true if the
     /// kernel would `resched_curr()`: EEVDF when curr reached its deadline (`update_deadline()`),

@@ -8,6 +8,7 @@ pub mod fair_class;
 pub mod features;
 pub mod idle;
 pub mod rt;
+pub mod syscalls;
 pub mod topology;
 
 use crate::hw::cacheline::LineId;
@@ -112,6 +113,15 @@ pub struct Task {
     pub cpu: CpuId,
     /// The CPU this task is bound to (`kthread_bind`), if any.
     pub pinned: Option<CpuId>,
+    /// `cpus_mask` set by `sched_setaffinity()`, when it is not every CPU (None: all CPUs, or
+    /// the one `pinned` CPU). Read through [`Task::cpu_allowed`] and [`Task::migratable`].
+    pub cpus_mask: Option<crate::hw::cpumask::CpuMask>,
+    /// `nr_cpus_allowed` of `cpus_mask` (meaningful only when it is set).
+    pub mask_weight: u32,
+    /// `policy` (SCHED_NORMAL 0, SCHED_FIFO 1, SCHED_RR 2) and the SCHED_RR `rt.time_slice`
+    /// left, in ticks.
+    pub policy: u32,
+    pub rr_time_slice: u32,
     /// `thread_info.flags` and the line it lives on.
     pub ti_flags: u32,
     pub ti_line: LineId,
@@ -138,6 +148,39 @@ pub struct Task {
     pub sum_exec_runtime: Time,
     pub exec_start: Time,
 }
+
+impl Task {
+    /// `cpumask_test_cpu(cpu, p->cpus_ptr)`: `cpu` is in the task's affinity (its bound CPU,
+    /// its `sched_setaffinity()` mask, or any CPU).
+    #[inline]
+    pub fn cpu_allowed(&self, cpu: CpuId) -> bool {
+        match (self.pinned, &self.cpus_mask) {
+            (Some(c), _) => c == cpu,
+            (None, Some(m)) => m.test(cpu),
+            (None, None) => true,
+        }
+    }
+
+    /// `p->nr_cpus_allowed > 1`: the task may run on more than one CPU.
+    #[inline]
+    pub fn migratable(&self) -> bool {
+        self.pinned.is_none() && self.cpus_mask.as_ref().is_none_or(|_| self.mask_weight > 1)
+    }
+
+    /// The one CPU a task with `nr_cpus_allowed == 1` may run on.
+    pub fn single_cpu(&self) -> Option<CpuId> {
+        match (self.pinned, &self.cpus_mask) {
+            (Some(c), _) => Some(c),
+            (None, Some(m)) if self.mask_weight == 1 => m.first(),
+            _ => None,
+        }
+    }
+}
+
+// Scheduling policies (include/uapi/linux/sched.h).
+pub const SCHED_NORMAL: u32 = 0;
+pub const SCHED_FIFO: u32 = 1;
+pub const SCHED_RR: u32 = 2;
 
 /// What a wakeup's target CPU held at the instant `try_to_wake_up()` chose it (see
 /// `core::note_placement`).
@@ -179,6 +222,10 @@ impl Task {
             on_cpu: false,
             cpu,
             pinned,
+            cpus_mask: None,
+            mask_weight: 0,
+            policy: SCHED_NORMAL,
+            rr_time_slice: 0,
             ti_flags: 0,
             ti_line,
             wake_entry,
@@ -346,4 +393,35 @@ pub fn need_resched(k: &Kernel, cpu: CpuId) -> bool {
 pub fn need_resched_or_ipi(k: &Kernel, cpu: CpuId) -> bool {
     let f = k.tasks[k.curr(cpu) as usize].ti_flags;
     f & TIF_NEED_RESCHED != 0 || (k.cfg.tif_notify_ipi() && f & TIF_NOTIFY_IPI != 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hw::cpumask::CpuMask;
+
+    fn task() -> Task {
+        Task::new(1, "t".into(), 120, TaskKind::Workload, 0, None, 0, 0)
+    }
+
+    #[test]
+    fn affinity_is_the_bound_cpu_the_mask_or_every_cpu() {
+        let mut t = task();
+        assert!(t.cpu_allowed(3) && t.migratable() && t.single_cpu().is_none());
+        t.pinned = Some(2);
+        assert!(t.cpu_allowed(2) && !t.cpu_allowed(3) && !t.migratable());
+        assert_eq!(t.single_cpu(), Some(2));
+        t.pinned = None;
+        let mut m = CpuMask::new(4);
+        m.set(1);
+        m.set(3);
+        t.cpus_mask = Some(m.clone());
+        t.mask_weight = m.weight();
+        assert!(t.cpu_allowed(1) && t.cpu_allowed(3) && !t.cpu_allowed(0));
+        assert!(t.migratable() && t.single_cpu().is_none());
+        t.cpus_mask = Some(CpuMask::of(3, 4));
+        t.mask_weight = 1;
+        assert!(!t.migratable());
+        assert_eq!(t.single_cpu(), Some(3));
+    }
 }

@@ -1,14 +1,16 @@
-//! Models the SCHED_FIFO part of `kernel/sched/rt.c` and `kernel/sched/cpupri.c` @ v6.10 that
-//! the RT push experiment needs: the per-rq priority array and pushable list, the root
-//! domain's overload mask, wakeup placement (`select_task_rq_rt` / `find_lowest_rq`),
-//! `wakeup_preempt_rt`, `task_woken_rt`, `push_rt_task(s)` as a balance callback after a
-//! switch, `pull_rt_task` from `balance_rt`, and the RT_PUSH_IPI irq_work chain
-//! (`tell_cpu_to_push` -> `rto_push_irq_work_func`).
+//! Models the SCHED_FIFO and SCHED_RR parts of `kernel/sched/rt.c` and
+//! `kernel/sched/cpupri.c` @ v6.10 that the RT push experiment needs: the per-rq priority
+//! array and pushable list, the root domain's overload mask, wakeup placement
+//! (`select_task_rq_rt` / `find_lowest_rq`), `wakeup_preempt_rt`, `task_woken_rt`,
+//! `push_rt_task(s)` as a balance callback after a switch, `pull_rt_task` from `balance_rt`,
+//! and the RT_PUSH_IPI irq_work chain (`tell_cpu_to_push` -> `rto_push_irq_work_func`).
 //!
-//! Simplifications (say so before relying on them): SCHED_FIFO only (no SCHED_RR slice, no
-//! `task_tick_rt`), no RT group scheduling and no RT throttling (`sched_rt_runtime_us`), no
-//! deadline class, no migrate-disable, no asymmetric capacities. A task's affinity is one CPU
-//! (`pinned`) or all CPUs. A push or pull that takes a second rq lock does so inside one
+//! SCHED_RR's slice (`task_tick_rt`) and `yield_task_rt` are modelled for rt-app workloads.
+//!
+//! Simplifications (say so before relying on them): no RT group scheduling and no RT
+//! throttling (`sched_rt_runtime_us`), no deadline class, no migrate-disable, no asymmetric
+//! capacities. A task's affinity is `Task::cpu_allowed` (one bound CPU, a
+//! `sched_setaffinity()` mask, or all CPUs). A push or pull that takes a second rq lock does so inside one
 //! modelled step (as the fair balancer does): `double_lock_balance()` is charged as the lock
 //! line transfer but never waits, so the kernel's "the world changed while the lock was
 //! dropped" retries do not arise.
@@ -102,7 +104,7 @@ pub struct RtRootDomain {
 }
 
 fn migratable(k: &Kernel, p: TaskId) -> bool {
-    k.tasks[p as usize].pinned.is_none()
+    k.tasks[p as usize].migratable()
 }
 
 /// `task_current(rq, p)`.
@@ -206,7 +208,7 @@ fn convert_prio(prio: i32) -> i32 {
 pub fn cpupri_find(k: &Kernel, p: TaskId) -> crate::hw::cpumask::CpuMask {
     let nr = k.m.topo.nr_cpus;
     let task_pri = convert_prio(k.tasks[p as usize].prio);
-    let allowed = |c: CpuId| k.tasks[p as usize].pinned.is_none_or(|x| x == c);
+    let allowed = |c: CpuId| k.tasks[p as usize].cpu_allowed(c);
     let mut best: Option<i32> = None;
     for c in 0..nr {
         if !allowed(c) {
@@ -438,7 +440,7 @@ pub fn pull_rt_task(k: &mut Kernel, cpu: CpuId) -> Time {
             .pushable
             .iter()
             .map(|&(_, t)| t)
-            .find(|&t| k.tasks[t as usize].pinned.is_none_or(|x| x == cpu) && !k.tasks[t as usize].on_cpu);
+            .find(|&t| k.tasks[t as usize].cpu_allowed(cpu) && !k.tasks[t as usize].on_cpu);
         let Some(p) = p else { continue };
         let pp = k.tasks[p as usize].prio;
         if pp >= k.cpus[cpu as usize].rq.rt.highest_prio_curr() {
@@ -457,6 +459,50 @@ pub fn pull_rt_task(k: &mut Kernel, cpu: CpuId) -> Time {
         c += resched_curr(k, cpu, cpu, Sym::ReschedCurr);
     }
     c
+}
+
+/// `RR_TIMESLICE` (include/linux/sched/rt.h): 100 ms, in jiffies of this HZ.
+pub fn rr_timeslice_ticks(hz: u32) -> u32 {
+    (100 * hz / 1000).max(1)
+}
+
+/// Models `requeue_task_rt(rq, p, head=0)`: move `p` to the tail of its priority list.
+fn requeue_task_rt(k: &mut Kernel, cpu: CpuId, p: TaskId) {
+    let prio = k.tasks[p as usize].prio;
+    let rt = &mut k.cpus[cpu as usize].rq.rt;
+    if RtRq::remove(&mut rt.queue, p) {
+        RtRq::insert(&mut rt.queue, prio, p, false);
+    }
+}
+
+/// Models `task_tick_rt()` — kernel/sched/rt.c @ v6.10, for the running RT task `p` of `cpu`:
+/// a SCHED_RR task uses up one tick of its slice; when the slice is gone it gets a new one and,
+/// if another task waits at its priority, goes to the tail of its list and reschedules.
+/// SCHED_FIFO tasks have no slice. Returns true to resched.
+pub fn task_tick_rt(k: &mut Kernel, cpu: CpuId, p: TaskId) -> bool {
+    if k.tasks[p as usize].policy != super::SCHED_RR {
+        return false;
+    }
+    let t = &mut k.tasks[p as usize];
+    t.rr_time_slice = t.rr_time_slice.saturating_sub(1);
+    if t.rr_time_slice > 0 {
+        return false;
+    }
+    t.rr_time_slice = rr_timeslice_ticks(k.cfg.hz);
+    let prio = k.tasks[p as usize].prio;
+    let peers = k.cpus[cpu as usize].rq.rt.queue.iter().filter(|&&(q, _)| q == prio).count();
+    if peers > 1 {
+        requeue_task_rt(k, cpu, p);
+        return true;
+    }
+    false
+}
+
+/// Models `yield_task_rt()` — kernel/sched/rt.c @ v6.10: the current task goes to the tail of
+/// its priority list (the `schedule()` that follows picks the next one at that priority).
+pub fn yield_task_rt(k: &mut Kernel, cpu: CpuId) {
+    let curr = k.cpus[cpu as usize].rq.curr;
+    requeue_task_rt(k, cpu, curr);
 }
 
 /// Models `rto_next_cpu()`: the next CPU of `rto_mask` after `rto_cpu`; at the end, loop
@@ -548,5 +594,12 @@ mod tests {
         assert_eq!(convert_prio(fifo_prio(1)), 1);
         assert_eq!(convert_prio(fifo_prio(99)), 99);
         assert_eq!(fifo_prio(50), 49);
+    }
+
+    #[test]
+    fn rr_timeslice_is_100_ms_in_ticks() {
+        assert_eq!(rr_timeslice_ticks(250), 25);
+        assert_eq!(rr_timeslice_ticks(1000), 100);
+        assert_eq!(rr_timeslice_ticks(100), 10);
     }
 }

@@ -130,7 +130,15 @@ pub fn run_timer_softirq(k: &mut Kernel, cpu: CpuId, s: &mut RunTimerSoftirq) ->
             };
             let t = timers.remove(i);
             s.cur = Some(t);
-            k.tp(cpu, Event::TimerExpireEntry { timer: t.addr, func: t.src as u32, now: j, baseclk: t.expires });
+            // The callback the trace names: the source's own, or the kernel's timer function
+            // for delayed work and schedule_timeout() (after the sources in trace_funcs()).
+            let n = k.cfg.background.sources.len() as u32;
+            let func = match t.func {
+                TimerFn::Callback { src } => src as u32,
+                TimerFn::DelayedWork(_) => n,
+                TimerFn::ProcessTimeout(_) => n + 1,
+            };
+            k.tp(cpu, Event::TimerExpireEntry { timer: t.addr, func, now: j, baseclk: t.expires });
             s.at = 1;
             let c = match t.func {
                 TimerFn::Callback { src } => {

@@ -1,0 +1,740 @@
+//! The self-contained HTML report (`reproduce X --html FILE`, `run ... --html FILE`): one file,
+//! no network, every plot an inline SVG drawn with `plotters`' SVG backend.
+//!
+//! Per experiment: the comparison chart (each variant's normalized mean with its spread, the
+//! published figure marked), the distribution over seeds (when the experiment exports its
+//! per-seed values as `samples`), and, from a re-run of each variant's first seed with a trace
+//! window: wakeup-latency CDFs (when there are wakeups), a per-CPU timeline of the window
+//! (running task, idle state, hard IRQs and softirqs, IPIs as arrows from sender to receiver),
+//! and the per-CPU phase breakdown. Floats live here and in `report`, never in the model.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use plotters::prelude::*;
+
+use crate::linux::engine::Phase;
+use crate::report::Comparison;
+use crate::run::{RunResult, RunSpec};
+use crate::trace::{Event, Record, TaskInfo, TraceSink, Vector};
+
+/// Length of the timeline window.
+pub const WINDOW_NS: u64 = 100_000;
+/// CPUs shown in a timeline at most (the busiest in the window).
+const TIMELINE_CPUS: usize = 12;
+
+/// The records of one window of a run, and each CPU's state when the window opens.
+#[derive(Debug, Default, Clone)]
+pub struct Window {
+    pub start_ns: u64,
+    pub len_ns: u64,
+    pub records: Vec<Record>,
+    /// Targets of each `ipi_send_cpumask` record in `records` (by record index).
+    pub mask_targets: BTreeMap<usize, Vec<u32>>,
+    /// Per CPU at the window's start: current pid and idle state (None = not in a state).
+    pub initial: Vec<(u32, Option<u32>)>,
+    pub comms: BTreeMap<u32, String>,
+    started: bool,
+}
+
+/// A [`TraceSink`] that keeps one window: it opens at the first IPI sent (or the first record
+/// after 1 ms when there is none) and lasts [`WINDOW_NS`]; before it opens, only each CPU's
+/// current task and idle state are tracked. Memory: one window.
+pub struct WindowSink(pub Arc<Mutex<Window>>);
+
+impl WindowSink {
+    pub fn new(nr_cpus: u32) -> (WindowSink, Arc<Mutex<Window>>) {
+        let w = Window { len_ns: WINDOW_NS, initial: vec![(0, None); nr_cpus as usize], ..Default::default() };
+        let a = Arc::new(Mutex::new(w));
+        (WindowSink(a.clone()), a)
+    }
+}
+
+impl TraceSink for WindowSink {
+    fn funcs(&mut self, _names: &[String]) {}
+
+    fn tasks(&mut self, new: &[TaskInfo]) {
+        let mut w = self.0.lock().expect("no panics hold the lock");
+        for t in new {
+            w.comms.insert(t.pid, t.comm.clone());
+        }
+    }
+
+    fn write(&mut self, records: &[Record], masks: &[crate::hw::cpumask::CpuMask]) -> std::io::Result<()> {
+        let mut w = self.0.lock().expect("no panics hold the lock");
+        for r in records {
+            if !w.started {
+                let opens = matches!(r.event, Event::IpiSendCpu { .. } | Event::IpiSendCpumask { .. })
+                    || r.ts_ns >= 1_000_000 && r.pid != 0;
+                if opens {
+                    w.started = true;
+                    w.start_ns = r.ts_ns.saturating_sub(500);
+                } else {
+                    let c = r.cpu as usize;
+                    if c < w.initial.len() {
+                        match r.event {
+                            Event::SchedSwitch { next_pid, .. } => w.initial[c].0 = next_pid,
+                            Event::CpuIdle { state, .. } => {
+                                w.initial[c].1 = if state == u32::MAX { None } else { Some(state) }
+                            }
+                            _ => {}
+                        }
+                    }
+                    continue;
+                }
+            }
+            if r.ts_ns >= w.start_ns + w.len_ns {
+                break;
+            }
+            if let Event::IpiSendCpumask { mask, .. } = r.event {
+                let targets = masks.get(mask as usize).map(|m| m.iter().collect()).unwrap_or_default();
+                let i = w.records.len();
+                w.mask_targets.insert(i, targets);
+            }
+            w.records.push(*r);
+        }
+        Ok(())
+    }
+
+    fn finish(self: Box<Self>) -> std::io::Result<u64> {
+        Ok(self.0.lock().expect("no panics hold the lock").records.len() as u64)
+    }
+
+    fn abort(self: Box<Self>) {}
+}
+
+/// One variant's detail run (its first seed, re-run with a window).
+pub struct Detail {
+    pub label: String,
+    pub run: RunResult,
+    pub window: Window,
+}
+
+/// Re-run `spec` keeping a trace window.
+pub fn detail(label: &str, spec: &RunSpec) -> Result<Detail, String> {
+    let nr = crate::run::machine(&spec.machine)?.topo.nr_cpus;
+    let (sink, win) = WindowSink::new(nr);
+    let (run, _) = crate::run::execute_with_sink(spec, Box::new(sink), 0)?;
+    let window = win.lock().expect("no panics hold the lock").clone();
+    Ok(Detail { label: label.to_string(), run, window })
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+}
+
+fn color(i: usize) -> RGBColor {
+    const C: [RGBColor; 10] = [
+        RGBColor(31, 119, 180),
+        RGBColor(255, 127, 14),
+        RGBColor(44, 160, 44),
+        RGBColor(214, 39, 40),
+        RGBColor(148, 103, 189),
+        RGBColor(140, 86, 75),
+        RGBColor(227, 119, 194),
+        RGBColor(127, 127, 127),
+        RGBColor(188, 189, 34),
+        RGBColor(23, 190, 207),
+    ];
+    C[i % C.len()]
+}
+
+type Plot = Result<String, String>;
+
+fn perr<E: std::fmt::Debug>(e: E) -> String {
+    format!("plot: {e:?}")
+}
+
+/// Horizontal bars: each variant's mean with mean ± stddev, the published figure as a red
+/// diamond. Normalized to the first variant when the published figures are (the first one is
+/// 1.0, as in ipistorm); in the metric's own units otherwise (schbench's p99.9 in us).
+fn comparison_chart(c: &Comparison) -> Plot {
+    let n = c.rows.len();
+    let normalized = c.rows.first().and_then(|r| r.published).is_some_and(|p| (p - 1.0).abs() < 1e-9);
+    // (value, spread, published) per row, in the chart's units.
+    let vals: Vec<(f64, f64, Option<f64>)> = c
+        .rows
+        .iter()
+        .map(|r| {
+            if normalized {
+                let sd = if r.mean != 0.0 { r.stddev / r.mean * r.normalized } else { 0.0 };
+                (r.normalized, sd, r.published)
+            } else {
+                (r.mean, r.stddev, r.published)
+            }
+        })
+        .collect();
+    let mut svg = String::new();
+    {
+        let h = 80 + 34 * n as u32;
+        let root = SVGBackend::with_string(&mut svg, (900, h)).into_drawing_area();
+        root.fill(&WHITE).map_err(perr)?;
+        let xmax = vals.iter().map(|&(v, sd, p)| (v + sd).max(p.unwrap_or(0.0))).fold(1e-9f64, f64::max) * 1.1;
+        let labels: Vec<String> = c.rows.iter().map(|r| r.variant.clone()).collect();
+        let caption = if normalized {
+            format!("{} normalized to {} (bar: mean, line: ± stddev, red ◆: published)", c.metric, labels[0])
+        } else {
+            format!("{} in {} (bar: mean, line: ± stddev, red ◆: published)", c.metric, c.unit)
+        };
+        let mut ch = ChartBuilder::on(&root)
+            .caption(caption, ("sans-serif", 16))
+            .margin(10)
+            .x_label_area_size(30)
+            .y_label_area_size(190)
+            .build_cartesian_2d(0f64..xmax, 0f64..n as f64)
+            .map_err(perr)?;
+        ch.configure_mesh()
+            .disable_y_mesh()
+            .y_labels(n * 2 + 1)
+            .y_label_formatter(&|y| {
+                let i = (y - 0.5).round();
+                if (y - 0.5 - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < labels.len() {
+                    labels[n - 1 - i as usize].clone()
+                } else {
+                    String::new()
+                }
+            })
+            .x_desc(format!(
+                "{} {} ({})",
+                if normalized { "normalized" } else { "" },
+                c.metric,
+                if c.lower_is_better { "lower is better" } else { "higher is better" }
+            ))
+            .draw()
+            .map_err(perr)?;
+        for (i, &(v, sd, published)) in vals.iter().enumerate() {
+            let y = (n - 1 - i) as f64;
+            ch.draw_series(std::iter::once(Rectangle::new([(0.0, y + 0.2), (v, y + 0.8)], color(i).mix(0.8).filled())))
+                .map_err(perr)?;
+            if sd > 0.0 {
+                ch.draw_series(std::iter::once(PathElement::new(
+                    vec![(v - sd, y + 0.5), (v + sd, y + 0.5)],
+                    BLACK.stroke_width(2),
+                )))
+                .map_err(perr)?;
+            }
+            if let Some(p) = published {
+                ch.draw_series(std::iter::once(Polygon::new(
+                    vec![(p, y + 0.25), (p + xmax * 0.012, y + 0.5), (p, y + 0.75), (p - xmax * 0.012, y + 0.5)],
+                    RED.filled(),
+                )))
+                .map_err(perr)?;
+            }
+        }
+        root.present().map_err(perr)?;
+    }
+    Ok(svg)
+}
+
+/// Per-seed values as points per variant, with each variant's mean as a tick.
+fn seed_distribution(c: &Comparison) -> Option<Plot> {
+    let samples: Vec<Vec<f64>> = c
+        .rows
+        .iter()
+        .map(|r| {
+            r.extra
+                .get("samples")
+                .and_then(|v| v.as_array())
+                .map_or(Vec::new(), |a| a.iter().filter_map(|x| x.as_f64()).collect())
+        })
+        .collect();
+    if samples.iter().all(|s| s.is_empty()) {
+        return None;
+    }
+    let mut svg = String::new();
+    let res = (|| -> Result<(), String> {
+        let n = c.rows.len();
+        let h = 80 + 34 * n as u32;
+        let root = SVGBackend::with_string(&mut svg, (900, h)).into_drawing_area();
+        root.fill(&WHITE).map_err(perr)?;
+        let all = samples.iter().flatten();
+        let (lo, hi) = all.fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
+        let pad = ((hi - lo) * 0.08).max(hi.abs() * 0.01).max(1e-9);
+        let labels: Vec<String> = c.rows.iter().map(|r| r.variant.clone()).collect();
+        let mut ch = ChartBuilder::on(&root)
+            .caption(format!("{} per seed ({}): one dot per seed, | = mean", c.metric, c.unit), ("sans-serif", 16))
+            .margin(10)
+            .x_label_area_size(30)
+            .y_label_area_size(190)
+            .build_cartesian_2d((lo - pad)..(hi + pad), 0f64..n as f64)
+            .map_err(perr)?;
+        ch.configure_mesh()
+            .disable_y_mesh()
+            .y_labels(n * 2 + 1)
+            .y_label_formatter(&|y| {
+                let i = (y - 0.5).round();
+                if (y - 0.5 - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < labels.len() {
+                    labels[n - 1 - i as usize].clone()
+                } else {
+                    String::new()
+                }
+            })
+            .x_desc(c.unit.clone())
+            .draw()
+            .map_err(perr)?;
+        for (i, s) in samples.iter().enumerate() {
+            let y = (n - 1 - i) as f64 + 0.5;
+            ch.draw_series(s.iter().enumerate().map(|(k, &x)| {
+                // A small deterministic vertical spread so equal values stay visible.
+                let dy = (k as f64 % 5.0 - 2.0) * 0.06;
+                Circle::new((x, y + dy), 4, color(i).filled())
+            }))
+            .map_err(perr)?;
+            if !s.is_empty() {
+                let m = s.iter().sum::<f64>() / s.len() as f64;
+                ch.draw_series(std::iter::once(PathElement::new(
+                    vec![(m, y - 0.35), (m, y + 0.35)],
+                    BLACK.stroke_width(2),
+                )))
+                .map_err(perr)?;
+            }
+        }
+        root.present().map_err(perr)?;
+        Ok(())
+    })();
+    Some(res.map(|_| svg))
+}
+
+/// Wakeup latency CDFs, one line per variant (first seed).
+fn latency_cdf(details: &[Detail]) -> Option<Plot> {
+    let curves: Vec<(String, Vec<(f64, f64)>)> = details
+        .iter()
+        .filter(|d| !d.run.stats.wakeup_latency.is_empty())
+        .map(|d| {
+            let h = &d.run.stats.wakeup_latency;
+            let total = h.len() as f64;
+            let mut acc = 0u64;
+            let pts = h
+                .iter_recorded()
+                .map(|v| {
+                    acc += v.count_at_value();
+                    (h.highest_equivalent(v.value_iterated_to()) as f64 / 1000.0, acc as f64 / total)
+                })
+                .collect();
+            (d.label.clone(), pts)
+        })
+        .collect();
+    if curves.is_empty() {
+        return None;
+    }
+    let mut svg = String::new();
+    let res = (|| -> Result<(), String> {
+        let root = SVGBackend::with_string(&mut svg, (900, 420)).into_drawing_area();
+        root.fill(&WHITE).map_err(perr)?;
+        // Up to the largest p99.9 so one outlier does not flatten the curves.
+        let hists = || details.iter().map(|d| &d.run.stats.wakeup_latency).filter(|h| !h.is_empty());
+        let xmax = hists().map(|h| h.max() as f64 / 1000.0).fold(0.01, f64::max) * 1.2;
+        let xmin = hists().map(|h| h.min() as f64 / 1000.0).fold(f64::MAX, f64::min).max(0.01) / 1.2;
+        let mut ch = ChartBuilder::on(&root)
+            .caption("wakeup latency CDF, sched_waking to running (first seed of each variant)", ("sans-serif", 16))
+            .margin(10)
+            .x_label_area_size(35)
+            .y_label_area_size(50)
+            .build_cartesian_2d((xmin..xmax).log_scale(), 0f64..1.0)
+            .map_err(perr)?;
+        ch.configure_mesh().x_desc("µs (log scale)").y_desc("fraction of wakeups").draw().map_err(perr)?;
+        for (i, (label, pts)) in curves.iter().enumerate() {
+            let c = color(i);
+            let mut step = Vec::with_capacity(pts.len() * 2 + 1);
+            let mut prev = 0.0;
+            step.push((xmin, 0.0));
+            for &(x, y) in pts {
+                step.push((x, prev));
+                step.push((x, y));
+                prev = y;
+            }
+            step.push((xmax, prev));
+            ch.draw_series(LineSeries::new(step, c.stroke_width(2)))
+                .map_err(perr)?
+                .label(label.clone())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
+        }
+        ch.configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .background_style(WHITE.mix(0.9))
+            .border_style(BLACK)
+            .draw()
+            .map_err(perr)?;
+        root.present().map_err(perr)?;
+        Ok(())
+    })();
+    Some(res.map(|_| svg))
+}
+
+/// One CPU's segments in a window.
+#[derive(Default)]
+struct Lanes {
+    /// (start, end, pid) of tasks other than idle.
+    tasks: Vec<(f64, f64, u32)>,
+    /// (start, end, state) in an idle state.
+    idle: Vec<(f64, f64, u32)>,
+    irq: Vec<(f64, f64)>,
+    softirq: Vec<(f64, f64)>,
+    /// A cross-CPU function call's callback running (`csd_function_entry` to `_exit`).
+    csd: Vec<(f64, f64)>,
+}
+
+/// The per-CPU timeline of a detail run's window.
+fn timeline(d: &Detail) -> Plot {
+    let w = &d.window;
+    let us = |t: u64| (t.saturating_sub(w.start_ns)) as f64 / 1000.0;
+    let end = w.len_ns as f64 / 1000.0;
+    let nr = w.initial.len();
+    let mut lanes: Vec<Lanes> = (0..nr).map(|_| Lanes::default()).collect();
+    let mut cur: Vec<(u32, f64)> = w.initial.iter().map(|&(p, _)| (p, 0.0)).collect();
+    let mut idle: Vec<Option<(u32, f64)>> = w.initial.iter().map(|&(_, s)| s.map(|s| (s, 0.0))).collect();
+    let mut irq_open: Vec<Vec<f64>> = vec![Vec::new(); nr];
+    let mut sirq_open: Vec<Option<f64>> = vec![None; nr];
+    let mut csd_open: Vec<Option<f64>> = vec![None; nr];
+    let mut pending: Vec<Vec<(f64, u32)>> = vec![Vec::new(); nr];
+    let mut arrows: Vec<(f64, u32, f64, u32)> = Vec::new();
+    let mut busy = vec![0u32; nr];
+    for (i, r) in w.records.iter().enumerate() {
+        let c = r.cpu as usize;
+        if c >= nr {
+            continue;
+        }
+        let t = us(r.ts_ns);
+        match r.event {
+            Event::SchedSwitch { next_pid, .. } => {
+                let (pid, s) = cur[c];
+                if pid != 0 {
+                    lanes[c].tasks.push((s, t, pid));
+                }
+                cur[c] = (next_pid, t);
+            }
+            Event::CpuIdle { state, .. } => {
+                if state == u32::MAX {
+                    if let Some((st, s)) = idle[c].take() {
+                        lanes[c].idle.push((s, t, st));
+                    }
+                } else {
+                    idle[c] = Some((state, t));
+                }
+            }
+            Event::VectorEntry { vector } => {
+                irq_open[c].push(t);
+                if vector != Vector::LocalTimer {
+                    if let Some(k) = (!pending[c].is_empty()).then_some(0) {
+                        let (ts, from) = pending[c].remove(k);
+                        arrows.push((ts, from, t, c as u32));
+                    }
+                }
+            }
+            Event::VectorExit { .. } => {
+                if let Some(s) = irq_open[c].pop() {
+                    lanes[c].irq.push((s, t));
+                }
+            }
+            Event::SoftirqEntry { .. } => sirq_open[c] = Some(t),
+            Event::SoftirqExit { .. } => {
+                if let Some(s) = sirq_open[c].take() {
+                    lanes[c].softirq.push((s, t));
+                }
+            }
+            Event::IpiSendCpu { cpu: target, .. } if (target as usize) < nr => {
+                pending[target as usize].push((t, r.cpu));
+            }
+            Event::IpiSendCpumask { .. } => {
+                for &target in w.mask_targets.get(&i).into_iter().flatten() {
+                    if (target as usize) < nr {
+                        pending[target as usize].push((t, r.cpu));
+                    }
+                }
+            }
+            Event::CsdFunctionEntry { .. } => csd_open[c] = Some(t),
+            Event::CsdFunctionExit { .. } => {
+                if let Some(s) = csd_open[c].take() {
+                    lanes[c].csd.push((s, t));
+                }
+            }
+            _ => {}
+        }
+        busy[c] += 1;
+    }
+    for c in 0..nr {
+        let (pid, s) = cur[c];
+        if pid != 0 {
+            lanes[c].tasks.push((s, end, pid));
+        }
+        if let Some((st, s)) = idle[c] {
+            lanes[c].idle.push((s, end, st));
+        }
+        for &s in &irq_open[c] {
+            lanes[c].irq.push((s, end));
+        }
+        if let Some(s) = sirq_open[c] {
+            lanes[c].softirq.push((s, end));
+        }
+        if let Some(s) = csd_open[c] {
+            lanes[c].csd.push((s, end));
+        }
+    }
+    // The busiest CPUs, in CPU order.
+    let mut order: Vec<usize> = (0..nr).filter(|&c| busy[c] > 0 || !lanes[c].tasks.is_empty()).collect();
+    order.sort_by_key(|&c| std::cmp::Reverse(busy[c]));
+    order.truncate(TIMELINE_CPUS);
+    if order.is_empty() {
+        order = (0..nr.min(4)).collect();
+    }
+    order.sort();
+    let row: BTreeMap<usize, f64> = order.iter().enumerate().map(|(i, &c)| (c, (order.len() - 1 - i) as f64)).collect();
+    let n = order.len();
+    let mut pids: Vec<u32> = order.iter().flat_map(|&c| lanes[c].tasks.iter().map(|t| t.2)).collect();
+    pids.sort();
+    pids.dedup();
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (1100, 110 + 40 * n.max(5) as u32)).into_drawing_area();
+        root.fill(&WHITE).map_err(perr)?;
+        let labels: Vec<String> = order.iter().rev().map(|c| format!("CPU{c}")).collect();
+        let mut ch = ChartBuilder::on(&root)
+            .caption(
+                format!(
+                    "{}: {:.0} µs from {:.3} ms. Task colour per pid; grey = idle state (darker = deeper); red = hard IRQ; purple = csd callback; orange = softirq; blue arrows = IPIs",
+                    d.label,
+                    end,
+                    w.start_ns as f64 / 1e6
+                ),
+                ("sans-serif", 14),
+            )
+            .margin(10)
+            .x_label_area_size(30)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0f64..end * 1.22, 0f64..n as f64)
+            .map_err(perr)?;
+        ch.configure_mesh()
+            .disable_y_mesh()
+            .x_label_formatter(&|x| if *x <= end { format!("{x:.0}") } else { String::new() })
+            .y_labels(n * 2 + 1)
+            .y_label_formatter(&|y| {
+                let i = (y - 0.5).round();
+                if (y - 0.5 - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < labels.len() {
+                    labels[i as usize].clone()
+                } else {
+                    String::new()
+                }
+            })
+            .x_desc("µs into the window")
+            .draw()
+            .map_err(perr)?;
+        for &c in &order {
+            let y = row[&c];
+            let l = &lanes[c];
+            ch.draw_series(l.idle.iter().map(|&(s, e, st)| {
+                let g = 215u8.saturating_sub(25 * st.min(4) as u8);
+                Rectangle::new([(s, y + 0.1), (e, y + 0.9)], RGBColor(g, g, g).filled())
+            }))
+            .map_err(perr)?;
+            ch.draw_series(l.tasks.iter().map(|&(s, e, pid)| {
+                let k = pids.iter().position(|&p| p == pid).unwrap_or(0);
+                Rectangle::new([(s, y + 0.1), (e, y + 0.9)], color(k).mix(0.75).filled())
+            }))
+            .map_err(perr)?;
+            ch.draw_series(
+                l.softirq
+                    .iter()
+                    .map(|&(s, e)| Rectangle::new([(s, y + 0.1), (e, y + 0.4)], RGBColor(255, 150, 0).filled())),
+            )
+            .map_err(perr)?;
+            ch.draw_series(l.irq.iter().map(|&(s, e)| Rectangle::new([(s, y + 0.6), (e, y + 0.9)], RED.filled())))
+                .map_err(perr)?;
+            ch.draw_series(
+                l.csd
+                    .iter()
+                    .map(|&(s, e)| Rectangle::new([(s, y + 0.42), (e, y + 0.58)], RGBColor(120, 0, 160).filled())),
+            )
+            .map_err(perr)?;
+        }
+        for &(t0, from, t1, to) in &arrows {
+            let (Some(&y0), Some(&y1)) = (row.get(&(from as usize)), row.get(&(to as usize))) else { continue };
+            let (y0, y1) = (y0 + 0.5, y1 + 0.5);
+            ch.draw_series(std::iter::once(PathElement::new(vec![(t0, y0), (t1, y1)], BLUE.stroke_width(1))))
+                .map_err(perr)?;
+            let dir = if y1 < y0 { 1.0 } else { -1.0 };
+            let dx = end * 0.004;
+            ch.draw_series(std::iter::once(Polygon::new(
+                vec![(t1, y1), (t1 - dx, y1 + dir * 0.18), (t1 + dx * 0.3, y1 + dir * 0.18)],
+                BLUE.filled(),
+            )))
+            .map_err(perr)?;
+        }
+        // Legend of the tasks seen.
+        for (k, pid) in pids.iter().enumerate().take(10) {
+            let name = w.comms.get(pid).cloned().unwrap_or_else(|| "?".into());
+            let c = color(k);
+            ch.draw_series(std::iter::once(Rectangle::new([(0.0, -1.0), (0.0, -1.0)], c.filled())))
+                .map_err(perr)?
+                .label(format!("{name}-{pid}"))
+                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], c.mix(0.75).filled()));
+        }
+        if !pids.is_empty() {
+            ch.configure_series_labels()
+                .position(SeriesLabelPosition::UpperRight)
+                .background_style(WHITE.mix(0.9))
+                .border_style(BLACK)
+                .draw()
+                .map_err(perr)?;
+        }
+        root.present().map_err(perr)?;
+    }
+    Ok(svg)
+}
+
+/// Stacked bars of where each CPU's time went (the busiest CPUs of the first seed).
+fn phase_breakdown(d: &Detail) -> Plot {
+    let ph = &d.run.stats.phase_ns;
+    let total = |c: usize| ph[c].iter().sum::<u64>().max(1) as f64;
+    let active = |c: usize| ph[c].iter().sum::<u64>() - ph[c][Phase::IdleState as usize];
+    // CPUs that spent at least 1% of their time outside an idle state.
+    let mut order: Vec<usize> = (0..ph.len()).filter(|&c| active(c) as f64 >= 0.01 * total(c)).collect();
+    order.sort_by_key(|&c| std::cmp::Reverse(active(c)));
+    order.truncate(TIMELINE_CPUS);
+    if order.is_empty() {
+        order = (0..ph.len().min(2)).collect();
+    }
+    order.sort();
+    let n = order.len();
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (1000, 110 + 30 * n as u32)).into_drawing_area();
+        root.fill(&WHITE).map_err(perr)?;
+        let labels: Vec<String> = order.iter().rev().map(|c| format!("CPU{c}")).collect();
+        let mut ch = ChartBuilder::on(&root)
+            .caption(
+                format!("{}: where each CPU's time went (CPUs busy >= 1% of the run, first seed)", d.label),
+                ("sans-serif", 14),
+            )
+            .margin(10)
+            .x_label_area_size(30)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0f64..130.0, 0f64..n as f64)
+            .map_err(perr)?;
+        ch.configure_mesh()
+            .disable_y_mesh()
+            .y_labels(n * 2 + 1)
+            .x_labels(6)
+            .x_label_formatter(&|x| if *x <= 100.0 { format!("{x:.0}%") } else { String::new() })
+            .y_label_formatter(&|y| {
+                let i = (y - 0.5).round();
+                if (y - 0.5 - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < labels.len() {
+                    labels[i as usize].clone()
+                } else {
+                    String::new()
+                }
+            })
+            .draw()
+            .map_err(perr)?;
+        for (pi, p) in Phase::ALL.iter().enumerate() {
+            let rects: Vec<_> = order
+                .iter()
+                .enumerate()
+                .map(|(i, &c)| {
+                    let y = (n - 1 - i) as f64;
+                    let before: u64 = ph[c][..*p as usize].iter().sum();
+                    let x0 = before as f64 / total(c) * 100.0;
+                    let x1 = (before + ph[c][*p as usize]) as f64 / total(c) * 100.0;
+                    Rectangle::new([(x0, y + 0.15), (x1, y + 0.85)], color(pi).filled())
+                })
+                .collect();
+            let col = color(pi);
+            ch.draw_series(rects)
+                .map_err(perr)?
+                .label(p.name())
+                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], col.filled()));
+        }
+        ch.configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.9))
+            .border_style(BLACK)
+            .draw()
+            .map_err(perr)?;
+        root.present().map_err(perr)?;
+    }
+    Ok(svg)
+}
+
+fn figure(out: &mut String, title: &str, svg: Plot) {
+    out.push_str(&format!("<figure><figcaption>{}</figcaption>\n", esc(title)));
+    match svg {
+        Ok(s) => out.push_str(&s),
+        Err(e) => out.push_str(&format!("<p class=err>{}</p>", esc(&e))),
+    }
+    out.push_str("</figure>\n");
+}
+
+/// The section of one experiment (or one `run`): its table, then the plots.
+pub fn section(c: &Comparison, details: &[Detail]) -> String {
+    let mut s = String::new();
+    s.push_str(&format!("<section><h2>{}</h2>\n", esc(&c.experiment)));
+    // The table as the terminal shows it (its notes included).
+    s.push_str(&format!("<pre>{}</pre>\n", esc(&crate::report::render_table(c))));
+    if !c.rows.is_empty() {
+        figure(&mut s, "Comparison", comparison_chart(c));
+    }
+    match seed_distribution(c) {
+        Some(p) => figure(&mut s, "Distribution over seeds", p),
+        None => s.push_str(
+            "<p>(This experiment does not export per-seed values; the comparison chart shows mean ± stddev.)</p>\n",
+        ),
+    }
+    match latency_cdf(details) {
+        Some(p) => figure(&mut s, "Wakeup latency", p),
+        None => s.push_str("<p>(No task wakeups were measured in these runs: no latency CDF.)</p>\n"),
+    }
+    for d in details {
+        figure(&mut s, &format!("Timeline: {}", d.label), timeline(d));
+    }
+    for d in details {
+        figure(&mut s, &format!("Phases: {}", d.label), phase_breakdown(d));
+    }
+    s.push_str("</section>\n");
+    s
+}
+
+/// The section of one `run`: its output, then the plots of its detail run.
+pub fn section_run(c: &Comparison, details: &[Detail]) -> String {
+    let mut s = String::new();
+    s.push_str(&format!("<section><h2>{}</h2>\n", esc(&c.experiment)));
+    for n in &c.notes {
+        s.push_str(&format!("<pre>{}</pre>\n", esc(n)));
+    }
+    match latency_cdf(details) {
+        Some(p) => figure(&mut s, "Wakeup latency", p),
+        None => s.push_str("<p>(No task wakeups were measured in this run: no latency CDF.)</p>\n"),
+    }
+    for d in details {
+        figure(&mut s, &format!("Timeline: {}", d.label), timeline(d));
+        figure(&mut s, &format!("Phases: {}", d.label), phase_breakdown(d));
+    }
+    s.push_str("</section>\n");
+    s
+}
+
+/// The whole page.
+pub fn page(title: &str, sections: &[String]) -> String {
+    let mut s = String::new();
+    s.push_str("<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>\n");
+    s.push_str(&format!("<title>{}</title>\n", esc(title)));
+    s.push_str(
+        "<style>body{font-family:sans-serif;margin:1.5em;max-width:1150px}pre{background:#f6f6f6;padding:.6em;\
+         overflow-x:auto;font-size:12px}figure{margin:1em 0}figcaption{font-weight:bold;margin-bottom:.3em}\
+         .err{color:#b00}</style>\n</head><body>\n",
+    );
+    s.push_str(&format!("<h1>{}</h1>\n", esc(title)));
+    s.push_str("<p>Generated by schedsim. Every figure comes from the model running; the published figures are marked where the experiment has them.</p>\n");
+    for sec in sections {
+        s.push_str(sec);
+    }
+    s.push_str("</body></html>\n");
+    s
+}
+
+/// Write `html` to `path`, completely or not at all.
+pub fn write(path: &std::path::Path, html: &str) -> Result<(), String> {
+    use std::io::Write;
+    let err = |e: std::io::Error| format!("cannot write report {}: {e}", path.display());
+    let mut o = crate::trace::sink::Output::create(path).map_err(err)?;
+    o.w().write_all(html.as_bytes()).map_err(err)?;
+    o.commit().map_err(err)
+}

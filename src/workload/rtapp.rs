@@ -1,0 +1,1043 @@
+//! rt-app (github.com/scheduler-tools/rt-app, the Debian `rt-app` 1.0 package): threads that
+//! run the events of a JSON file (`rtapp_json.rs`) on the modelled machine, and rt-app's own
+//! per-thread log (`-l` files: perf, run, period, start, end, rel_st, slack, c_duration,
+//! c_period, wu_lat) so a model run can be diffed against a real one.
+//!
+//! The threads are user tasks reaching the kernel through its entry points:
+//! - `run` is CPU work of exactly its duration (the model has no frequency or capacity
+//!   scaling, so calibrated loops take their nominal time); `runtime` is CPU work in 32 us
+//!   chunks until that much wall time has passed, as rt-app's loop of `loadwait(32)` does;
+//! - `sleep` is `nanosleep()`, `timer` is `clock_nanosleep(TIMER_ABSTIME)` on the timer's next
+//!   expiry (`kernel::futex::nanosleep` with an absolute expiry; no slack for RT threads);
+//! - `lock`/`unlock` are glibc's low-level lock on a futex word (0 free, 1 locked, 2 locked
+//!   with waiters: FUTEX_WAIT on 2, FUTEX_WAKE one on unlock of 2); `wait`/`signal`/`broad`/
+//!   `sync`, `barrier` and `suspend`/`resume` are condition variables built the way rt-app
+//!   builds them (rt-app.c `run_event()`), each a futex sequence word with a waiter count:
+//!   `pthread_cond_wait()` registers, releases the mutex, FUTEX_WAITs on the sequence it read
+//!   and retakes the mutex; signal/broadcast bump the sequence and FUTEX_WAKE one/all. (glibc's
+//!   condvar uses two groups to rule out a spurious wakeup that this simpler word allows; POSIX
+//!   permits it and rt-app does not depend on it);
+//! - `yield` is `sched_yield()`, `cpus` per phase is `sched_setaffinity()`, `fork` is
+//!   `pthread_create()` (clone: `wake_up_new_task()` from the forking CPU);
+//! - `mem` and `iorun` are CPU time: a `memset()` of the bytes at the measured rate, and one
+//!   `write()` syscall per `mem_buffer_size` chunk to `/dev/null`.
+//!
+//! What is not modelled: `nodes_membind` (memory placement has no cost in the model), and
+//! `util_min`/`util_max` (no uclamp, EAS or frequency selection): both are accepted, checked
+//! and reported as having no effect. The policy and priority are in force from the thread's
+//! creation (rt-app sets them as the thread starts), and task-level `cpus` likewise.
+
+use super::rtapp_json::{Calibration, Event, Policy, RtAppConfig};
+use super::{TaskFrame, Workload};
+use crate::hw::cpumask::CpuMask;
+use crate::linux::engine::{Action, Frame, Next};
+use crate::linux::kernel::futex::{futex_alloc, FutexId, FutexOp, Nanosleep};
+use crate::linux::kernel::sched::core::ScheduleCaller;
+use crate::linux::kernel::sched::{TaskKind, SCHED_FIFO, SCHED_NORMAL, SCHED_RR};
+use crate::linux::{CpuId, Kernel, TaskId};
+use crate::sim::{Time, NSEC_PER_SEC, NSEC_PER_USEC};
+
+/// ns per loop used for `perf` when rt-app would calibrate (`"calibration": "CPUn"`): the
+/// model runs `run` events for exactly their duration, so the figure only scales `perf`. Set
+/// `global.calibration` to the host's `pLoad` to compare `perf` columns.
+pub const NOMINAL_NS_PER_LOOP: u64 = 100;
+
+/// `memset()` rate for `mem`, bytes per ns: measured on the 2-vCPU KVM host (Linux 6.18) with
+/// 1000-byte `memset()`s in a loop, 29.6 and 40.4 B/ns in two runs (4 MB: 77-124 B/ns).
+pub const MEMSET_BYTES_PER_NS: u64 = 35;
+
+/// Creator-side cost of `pthread_create()` (clone, stack from glibc's cache, TLS setup):
+/// measured on the same host, median 5.7-5.9 us over 2000 create+join pairs (p10 5.5 us).
+pub const PTHREAD_CREATE_NS: Time = 5_800;
+
+/// rt-app's `FORKS_LIMIT`: forks of one task beyond this are refused (rt-app exits).
+pub const FORKS_LIMIT: u32 = 1024;
+
+/// One row of rt-app's log (`timing_point_t`), times in us.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LogRow {
+    pub ind: u32,
+    pub perf: u64,
+    pub run: u64,
+    pub period: u64,
+    pub start: u64,
+    pub end: u64,
+    pub rel_st: u64,
+    pub slack: i64,
+    pub c_duration: u64,
+    pub c_period: u64,
+    pub wu_lat: u64,
+}
+
+/// The column header rt-app writes (rt-app.c `thread_body()`).
+pub fn log_header() -> String {
+    format!(
+        "{} {:>8} {:>8} {:>8} {:>15} {:>15} {:>15} {:>10} {:>10} {:>10} {:>10}",
+        "#idx", "perf", "run", "period", "start", "end", "rel_st", "slack", "c_duration", "c_period", "wu_lat"
+    )
+}
+
+impl LogRow {
+    /// One line as rt-app's `log_timing()` prints it.
+    pub fn line(&self) -> String {
+        format!(
+            "{:4} {:8} {:8} {:8} {:15} {:15} {:15} {:10} {:10} {:10} {:10}",
+            self.ind,
+            self.perf,
+            self.run,
+            self.period,
+            self.start,
+            self.end,
+            self.rel_st,
+            self.slack,
+            self.c_duration,
+            self.c_period,
+            self.wu_lat
+        )
+    }
+}
+
+/// Per-phase accumulators (`log_data_t`).
+#[derive(Debug, Clone, Copy, Default)]
+struct LogData {
+    perf: u64,
+    duration: u64,
+    c_duration: u64,
+    c_period: u64,
+    wu_lat: u64,
+    slack: i64,
+}
+
+/// A futex-word pthread object.
+#[derive(Debug, Clone)]
+struct Cond {
+    futex: FutexId,
+    /// Waiters registered and not yet signalled.
+    waiters: u32,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct TimerState {
+    t_next: Time,
+    init: bool,
+    relative: bool,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct BarrierState {
+    mutex: usize,
+    cond: usize,
+    /// rt-app's `waiting`: -1 plus one per referencing thread instance.
+    waiting: i64,
+}
+
+/// Resolved form of an event: resource names turned into indices.
+#[derive(Debug, Clone, Copy)]
+enum Ev {
+    Run(u64),
+    Runtime(u64),
+    Sleep(u64),
+    Timer { timer: TimerRef, period_us: u64 },
+    Lock(usize),
+    Unlock(usize),
+    Wait { cond: usize, mutex: usize },
+    Signal(usize),
+    Broad(usize),
+    Sync { cond: usize, mutex: usize },
+    Barrier(usize),
+    Suspend { cond: usize, mutex: usize },
+    Resume { cond: usize, mutex: usize },
+    Yield,
+    Mem(u64),
+    Iorun(u64),
+    Fork(usize),
+}
+
+#[derive(Debug, Clone, Copy)]
+enum TimerRef {
+    Shared(usize),
+    /// Index into the thread's own timers.
+    Unique(usize),
+}
+
+/// A step of an event's user-level code (the glibc and rt-app code around the syscalls).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    Lock(usize),
+    Unlock(usize),
+    CondWait { cond: usize, mutex: usize },
+    Signal(usize),
+    Broad(usize),
+    BarrierCheck(usize),
+    BarrierDone(usize),
+}
+
+/// One rt-app thread.
+#[derive(Debug, Clone)]
+pub struct Thread {
+    pub def: usize,
+    pub ind: u32,
+    /// The task's name in the JSON file.
+    pub name: String,
+    /// The how-many-th fork of its task this thread is (rt-app's `nforks`), if forked.
+    pub fork_id: Option<u32>,
+    pub tid: TaskId,
+    phase: usize,
+    phase_loop: i64,
+    thread_loop: i64,
+    ev: usize,
+    sub: u8,
+    scratch: i64,
+    ops: Vec<Op>,
+    ev_t0: Time,
+    t_start: Time,
+    t_first: Time,
+    ld: LogData,
+    timers: Vec<TimerState>,
+    cur_cpus: Option<Vec<u32>>,
+    pub rows: Vec<LogRow>,
+    pub exited: bool,
+}
+
+/// The workload.
+#[derive(Debug, Clone)]
+pub struct RtApp {
+    pub cfg: RtAppConfig,
+    /// ns per loop for `perf`.
+    pub p_load: u64,
+    /// Resolved events per task definition and phase.
+    evs: Vec<Vec<Vec<Ev>>>,
+    /// Each definition's unique timers (their index is `TimerRef::Unique`): name, and whether
+    /// some use of it asks for absolute mode.
+    unique_timers: Vec<Vec<(String, bool)>>,
+    mutexes: Vec<FutexId>,
+    conds: Vec<Cond>,
+    timers: Vec<TimerState>,
+    barriers: Vec<BarrierState>,
+    pub threads: Vec<Thread>,
+    /// Forks made per task definition.
+    nforks: Vec<u32>,
+    pub t_zero: Time,
+    pub stop_at: Option<Time>,
+    live: u32,
+    /// Things the model did not do as rt-app would (fork limit), for the report.
+    pub notes: Vec<String>,
+}
+
+/// Names to indices, in first-use order.
+fn intern(names: &mut Vec<String>, n: &str) -> usize {
+    match names.iter().position(|x| x == n) {
+        Some(i) => i,
+        None => {
+            names.push(n.to_string());
+            names.len() - 1
+        }
+    }
+}
+
+impl RtApp {
+    /// Resolve a parsed file (resources by name, as rt-app's `get_resource_index()` does).
+    pub fn new(cfg: RtAppConfig) -> RtApp {
+        let p_load = match cfg.global.calibration {
+            Calibration::NsPerLoop(n) => n,
+            Calibration::Cpu(_) => NOMINAL_NS_PER_LOOP,
+        };
+        let (mut mutex_names, mut cond_names, mut timer_names, mut barrier_names) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut timer_abs: Vec<bool> = Vec::new();
+        let mut barrier_count: Vec<i64> = Vec::new();
+        let mut evs = Vec::new();
+        let mut unique_timers = Vec::new();
+        for t in &cfg.tasks {
+            let mut uniq: Vec<String> = Vec::new();
+            let mut uniq_abs: Vec<bool> = Vec::new();
+            let mut phases = Vec::new();
+            for ph in &t.phases {
+                let mut v = Vec::new();
+                for e in &ph.events {
+                    v.push(match &e.ev {
+                        Event::Run(u) => Ev::Run(*u),
+                        Event::Runtime(u) => Ev::Runtime(*u),
+                        Event::Sleep(u) => Ev::Sleep(*u),
+                        Event::Timer { name, unique, period_us, absolute } => {
+                            let timer = if *unique {
+                                let i = intern(&mut uniq, name);
+                                if uniq_abs.len() <= i {
+                                    uniq_abs.push(false);
+                                }
+                                uniq_abs[i] |= *absolute;
+                                TimerRef::Unique(i)
+                            } else {
+                                let i = intern(&mut timer_names, name);
+                                if timer_abs.len() <= i {
+                                    timer_abs.push(false);
+                                }
+                                TimerRef::Shared(i)
+                            };
+                            if let TimerRef::Shared(i) = timer {
+                                timer_abs[i] |= *absolute;
+                            }
+                            Ev::Timer { timer, period_us: *period_us }
+                        }
+                        Event::Lock(m) => Ev::Lock(intern(&mut mutex_names, m)),
+                        Event::Unlock(m) => Ev::Unlock(intern(&mut mutex_names, m)),
+                        Event::Wait { cond, mutex } => {
+                            Ev::Wait { cond: intern(&mut cond_names, cond), mutex: intern(&mut mutex_names, mutex) }
+                        }
+                        Event::Sync { cond, mutex } => {
+                            Ev::Sync { cond: intern(&mut cond_names, cond), mutex: intern(&mut mutex_names, mutex) }
+                        }
+                        Event::Signal(c) => Ev::Signal(intern(&mut cond_names, c)),
+                        Event::Broad(c) => Ev::Broad(intern(&mut cond_names, c)),
+                        Event::Barrier(b) => {
+                            let i = intern(&mut barrier_names, b);
+                            if barrier_count.len() <= i {
+                                barrier_count.push(-1);
+                            }
+                            barrier_count[i] += t.instance as i64;
+                            Ev::Barrier(i)
+                        }
+                        Event::Suspend(n) => {
+                            let n = if n.is_empty() { t.name.as_str() } else { n.as_str() };
+                            Ev::Suspend { cond: intern(&mut cond_names, n), mutex: intern(&mut mutex_names, n) }
+                        }
+                        Event::Resume(n) => {
+                            Ev::Resume { cond: intern(&mut cond_names, n), mutex: intern(&mut mutex_names, n) }
+                        }
+                        Event::Yield => Ev::Yield,
+                        Event::Mem(b) => Ev::Mem(*b),
+                        Event::Iorun(b) => Ev::Iorun(*b),
+                        Event::Fork(n) => {
+                            Ev::Fork(cfg.tasks.iter().position(|x| &x.name == n).expect("checked by the parser"))
+                        }
+                    });
+                }
+                phases.push(v);
+            }
+            evs.push(phases);
+            unique_timers.push(uniq.into_iter().zip(uniq_abs).collect());
+        }
+        // A barrier's own mutex and condition live beside the named ones.
+        let mut barriers = Vec::new();
+        for (i, b) in barrier_names.iter().enumerate() {
+            let m = intern(&mut mutex_names, &format!("\0barrier {b}"));
+            let c = intern(&mut cond_names, &format!("\0barrier {b}"));
+            barriers.push(BarrierState { mutex: m, cond: c, waiting: barrier_count[i] });
+        }
+        let timers = timer_abs.iter().map(|&a| TimerState { relative: !a, ..Default::default() }).collect();
+        let n = cfg.tasks.len();
+        RtApp {
+            cfg,
+            p_load,
+            evs,
+            unique_timers,
+            mutexes: vec![0; mutex_names.len()],
+            conds: cond_names.iter().map(|_| Cond { futex: 0, waiters: 0 }).collect(),
+            timers,
+            barriers,
+            threads: Vec::new(),
+            nforks: vec![0; n],
+            t_zero: 0,
+            stop_at: None,
+            live: 0,
+            notes: Vec::new(),
+        }
+    }
+
+    /// rt-app's name for a thread: `<name>-<ind>`, and `-<fork id>` for a forked one
+    /// (rt-app.c `thread_data_set_unique_name()`).
+    pub fn thread_name(th: &Thread) -> String {
+        match th.fork_id {
+            Some(f) => format!("{}-{}-{:04}", th.name, th.ind, f),
+            None => format!("{}-{}", th.name, th.ind),
+        }
+    }
+
+    /// rt-app's log file name for a thread (`<logdir>/<basename>-<thread name>.log`).
+    pub fn log_file_name(&self, th: &Thread) -> String {
+        format!("{}-{}.log", self.cfg.global.log_basename, Self::thread_name(th))
+    }
+
+    /// The log text of a thread, as rt-app 1.0 writes it: the policy line, the header, rows.
+    pub fn log_text(&self, th: &Thread) -> String {
+        let t = &self.cfg.tasks[th.def];
+        let mut o = format!("# Policy : {} priority : {}\n{}\n", t.policy.name(), t.priority, log_header());
+        for r in &th.rows {
+            o.push_str(&r.line());
+            o.push('\n');
+        }
+        o
+    }
+
+    /// Notes on keys the model accepts but that have no effect.
+    pub fn inert_keys(&self) -> Vec<String> {
+        let mut notes = Vec::new();
+        for t in &self.cfg.tasks {
+            let membind = t.nodes_membind.is_some() || t.phases.iter().any(|p| p.nodes_membind.is_some());
+            let uclamp = t.util_min.is_some()
+                || t.util_max.is_some()
+                || t.phases.iter().any(|p| p.util_min.is_some() || p.util_max.is_some());
+            if membind {
+                notes.push(format!("tasks.{}: nodes_membind has no effect (memory placement is not modelled)", t.name));
+            }
+            if uclamp {
+                notes.push(format!(
+                    "tasks.{}: util_min/util_max have no effect (no uclamp, EAS or frequency selection in the model)",
+                    t.name
+                ));
+            }
+        }
+        if self.cfg.global.gnuplot {
+            notes.push("global.gnuplot: schedsim writes no gnuplot files".into());
+        }
+        notes
+    }
+
+    /// Summary lines: one per thread (rows, mean period, run, slack, wakeup latency).
+    pub fn summary(&self) -> String {
+        let mut o = format!(
+            "rt-app: {} threads ({} forked), pLoad = {}ns{}\n",
+            self.threads.len(),
+            self.threads.iter().filter(|t| t.fork_id.is_some()).count(),
+            self.p_load,
+            match self.cfg.global.calibration {
+                Calibration::Cpu(c) => format!(" (nominal: calibration CPU{c} is not simulated)"),
+                Calibration::NsPerLoop(_) => String::new(),
+            }
+        );
+        o.push_str(&format!(
+            "{:<24} {:>6} {:>12} {:>12} {:>12} {:>12}\n",
+            "thread", "rows", "period(us)", "run(us)", "slack(us)", "wu_lat(us)"
+        ));
+        // Threads started at creation one line each; forked threads one line per task.
+        let mut lines: Vec<(String, Vec<&LogRow>)> = Vec::new();
+        for th in &self.threads {
+            match th.fork_id {
+                None => lines.push((Self::thread_name(th), th.rows.iter().collect())),
+                Some(_) => {
+                    let label = format!("{} (forks)", th.name);
+                    match lines.iter_mut().find(|(l, _)| *l == label) {
+                        Some((_, rows)) => rows.extend(th.rows.iter()),
+                        None => lines.push((label, th.rows.iter().collect())),
+                    }
+                }
+            }
+        }
+        for (label, rows) in &lines {
+            let n = rows.len().max(1) as f64;
+            let mean = |f: &dyn Fn(&LogRow) -> f64| rows.iter().map(|r| f(r)).sum::<f64>() / n;
+            o.push_str(&format!(
+                "{:<24} {:>6} {:>12.1} {:>12.1} {:>12.1} {:>12.1}\n",
+                label,
+                rows.len(),
+                mean(&|r| r.period as f64),
+                mean(&|r| r.run as f64),
+                mean(&|r| r.slack as f64),
+                mean(&|r| r.wu_lat as f64),
+            ));
+        }
+        for n in &self.notes {
+            o.push_str(&format!("rt-app: note: {n}\n"));
+        }
+        o
+    }
+}
+
+fn st(k: &mut Kernel) -> &mut RtApp {
+    match &mut k.wl {
+        Workload::RtApp(s) => s.as_mut(),
+        _ => unreachable!(),
+    }
+}
+
+fn str_(k: &Kernel) -> &RtApp {
+    match &k.wl {
+        Workload::RtApp(s) => s.as_ref(),
+        _ => unreachable!(),
+    }
+}
+
+fn mask_of(cpus: &[u32], nr: u32) -> CpuMask {
+    let mut m = CpuMask::new(nr);
+    for &c in cpus {
+        m.set(c);
+    }
+    m
+}
+
+/// Create thread `ind` of definition `def` (not started).
+fn new_thread(k: &mut Kernel, def: usize, fork_id: Option<u32>) -> usize {
+    let nr = k.m.topo.nr_cpus;
+    let w = str_(k);
+    let t = &w.cfg.tasks[def];
+    let ind = w.threads.len() as u32;
+    let name = t.name.clone();
+    let comm: String = t.name.chars().take(15).collect();
+    let (policy, prio) = match t.policy {
+        Policy::Other => (SCHED_NORMAL, 120 + t.priority),
+        Policy::Fifo => (SCHED_FIFO, crate::linux::kernel::sched::rt::fifo_prio(t.priority)),
+        Policy::Rr => (SCHED_RR, crate::linux::kernel::sched::rt::fifo_prio(t.priority)),
+    };
+    let cpus = t.cpus.clone();
+    let timers: Vec<TimerState> =
+        w.unique_timers[def].iter().map(|&(_, abs)| TimerState { relative: !abs, ..Default::default() }).collect();
+    let idx = w.threads.len();
+    let tid = k.new_task(TaskKind::Workload, comm, policy, prio, None);
+    if let Some(c) = &cpus {
+        // The task-level affinity, in force from creation (the creator is not modelled as
+        // running code, so the call costs nothing).
+        crate::linux::kernel::sched::syscalls::sched_setaffinity(k, 0, tid, &mask_of(c, nr));
+    }
+    k.tasks[tid as usize].saved =
+        vec![Frame::Workload(TaskFrame { task: idx as u32, ..Default::default() }), Frame::RetFromFork];
+    let th = Thread {
+        def,
+        ind,
+        name,
+        fork_id,
+        tid,
+        phase: 0,
+        phase_loop: 0,
+        thread_loop: 0,
+        ev: 0,
+        sub: 0,
+        scratch: 0,
+        ops: Vec::new(),
+        ev_t0: 0,
+        t_start: 0,
+        t_first: 0,
+        ld: LogData::default(),
+        timers,
+        cur_cpus: cpus,
+        rows: Vec::new(),
+        exited: false,
+    };
+    let w = st(k);
+    w.threads.push(th);
+    w.live += 1;
+    idx
+}
+
+pub fn start(k: &mut Kernel) {
+    // Resources: one futex word per mutex and condition, homed on CPU 0 (rt-app's main
+    // thread initialises them).
+    let (nm, nc) = (st(k).mutexes.len(), st(k).conds.len());
+    for i in 0..nm {
+        let f = futex_alloc(k, 0, 0);
+        st(k).mutexes[i] = f;
+    }
+    for i in 0..nc {
+        let f = futex_alloc(k, 0, 0);
+        st(k).conds[i].futex = f;
+    }
+    let defs: Vec<u32> = st(k).cfg.tasks.iter().map(|t| t.instance).collect();
+    for (d, n) in defs.into_iter().enumerate() {
+        for _ in 0..n {
+            new_thread(k, d, None);
+        }
+    }
+    let load = super::load_time(k, 0x27a9);
+    let w = st(k);
+    w.t_zero = load;
+    if let Some(d) = w.cfg.global.duration_s {
+        let stop = load + d * NSEC_PER_SEC;
+        w.stop_at = Some(stop);
+        k.q.push(stop, Action::Workload { what: super::FINISH });
+    }
+    k.q.push(load, Action::Workload { what: 0 });
+}
+
+/// 0: rt-app's main creates every thread (`create_thread()`), from CPU 0.
+pub fn on_action(k: &mut Kernel, _what: u32) {
+    let tids: Vec<TaskId> = st(k).threads.iter().map(|t| t.tid).collect();
+    for t in tids {
+        super::spawn(k, 0, t);
+    }
+}
+
+/// `loadwait(exec)` of rt-app 1.0: the loop count of its last (sub-second) burst.
+fn loadwait_perf(exec_us: u64, p_load: u64) -> u64 {
+    (exec_us % 1_000_000) * 1000 / p_load.max(1)
+}
+
+/// The thread exits: `pthread_exit()` -> `do_exit()`.
+fn thread_exit(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, ti: usize) -> Next {
+    let w = st(k);
+    w.threads[ti].exited = true;
+    w.live -= 1;
+    if w.live == 0 {
+        super::all_exited(k);
+    }
+    super::exit_current(k, cpu, s)
+}
+
+/// Start the current phase: affinity if it changes (`set_thread_affinity()`), then the clock.
+fn phase_begin(k: &mut Kernel, cpu: CpuId, ti: usize) -> Time {
+    let nr = k.m.topo.nr_cpus;
+    let (user_op, syscall) = (k.costs.user_op, k.costs.syscall);
+    let w = st(k);
+    let th = &w.threads[ti];
+    let def = &w.cfg.tasks[th.def];
+    let want = def.phases[th.phase].cpus.clone().or_else(|| def.cpus.clone());
+    let mut c = user_op;
+    if want != th.cur_cpus {
+        let tid = th.tid;
+        w.threads[ti].cur_cpus = want.clone();
+        let m = match &want {
+            Some(v) => mask_of(v, nr),
+            None => CpuMask::full(nr),
+        };
+        c += syscall + crate::linux::kernel::sched::syscalls::sched_setaffinity(k, cpu, tid, &m);
+    }
+    let now = k.now;
+    let th = &mut st(k).threads[ti];
+    th.t_start = now;
+    th.ld = LogData::default();
+    th.ev = 0;
+    th.sub = 0;
+    c
+}
+
+/// End of the phase: log a row, advance the loops. Returns false when the thread is done.
+fn phase_end(k: &mut Kernel, ti: usize) -> bool {
+    let now = k.now;
+    let w = st(k);
+    let t0 = w.t_zero;
+    let th = &w.threads[ti];
+    let def = &w.cfg.tasks[th.def];
+    let row = LogRow {
+        ind: th.ind,
+        perf: th.ld.perf,
+        run: th.ld.duration,
+        period: (now - th.t_start) / NSEC_PER_USEC,
+        start: th.t_start / NSEC_PER_USEC,
+        end: now / NSEC_PER_USEC,
+        rel_st: th.t_start.saturating_sub(t0) / NSEC_PER_USEC,
+        slack: th.ld.slack,
+        c_duration: th.ld.c_duration,
+        c_period: th.ld.c_period,
+        wu_lat: th.ld.wu_lat,
+    };
+    let (nphases, ploop, tloop) = (def.phases.len(), def.phases[th.phase].loop_, def.loop_);
+    let th = &mut w.threads[ti];
+    th.rows.push(row);
+    th.phase_loop += 1;
+    if th.phase_loop == ploop {
+        th.phase_loop = 0;
+        th.phase += 1;
+        if th.phase == nphases {
+            th.phase = 0;
+            th.thread_loop += 1;
+        }
+    }
+    th.thread_loop != tloop
+}
+
+/// Begin event `ev` of the current phase: returns the next step, or None when it finished
+/// within this step (its cost is then added to `cost`).
+fn event_begin(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, ti: usize, cost: &mut Time) -> Option<Next> {
+    let now = k.now;
+    let w = st(k);
+    let th = &w.threads[ti];
+    let ev = w.evs[th.def][th.phase][th.ev];
+    let p_load = w.p_load;
+    let rt = k.tasks[k.curr(cpu) as usize].prio < crate::linux::kernel::sched::rt::MAX_RT_PRIO;
+    let th = &mut st(k).threads[ti];
+    th.ev_t0 = now;
+    th.sub = 0;
+    match ev {
+        Ev::Run(us) => {
+            th.ld.c_duration += us;
+            th.ld.perf += loadwait_perf(us, p_load);
+            s.user = true;
+            Some(Next::Cont(*cost + us * NSEC_PER_USEC))
+        }
+        Ev::Runtime(us) => {
+            th.ld.c_duration += us;
+            th.ld.perf += loadwait_perf(32, p_load);
+            s.user = true;
+            Some(Next::Cont(*cost + 32 * NSEC_PER_USEC))
+        }
+        Ev::Sleep(us) => {
+            Some(Next::Call(*cost + k.costs.user_op, Nanosleep::clock_nanosleep(us * NSEC_PER_USEC, false, rt)))
+        }
+        Ev::Timer { timer, period_us } => {
+            let user_op = k.costs.user_op;
+            let th = &mut st(k).threads[ti];
+            let t_first = th.t_first;
+            th.ld.c_period += period_us;
+            let w = st(k);
+            let tm = match timer {
+                TimerRef::Shared(i) => &mut w.timers[i],
+                TimerRef::Unique(i) => &mut w.threads[ti].timers[i],
+            };
+            if !tm.init {
+                tm.init = true;
+                tm.t_next = t_first;
+            }
+            tm.t_next += period_us * NSEC_PER_USEC;
+            let (t_next, relative) = (tm.t_next, tm.relative);
+            // clock_gettime() (vDSO), then the slack rt-app logs.
+            let slack = (t_next as i64 - now as i64) / 1000;
+            let cumulative = w.cfg.global.cumulative_slack;
+            let th = &mut w.threads[ti];
+            th.ld.slack = if cumulative { th.ld.slack + slack } else { slack };
+            *cost += user_op;
+            if now < t_next {
+                th.scratch = t_next as i64;
+                th.sub = 1;
+                return Some(Next::Call(*cost, Nanosleep::clock_nanosleep(t_next, true, rt)));
+            }
+            if relative {
+                let tm = match timer {
+                    TimerRef::Shared(i) => &mut w.timers[i],
+                    TimerRef::Unique(i) => &mut w.threads[ti].timers[i],
+                };
+                tm.t_next = now;
+            }
+            w.threads[ti].ld.wu_lat = 0;
+            None
+        }
+        Ev::Lock(m) => {
+            th.ops = vec![Op::Lock(m)];
+            Some(Next::Cont(*cost))
+        }
+        Ev::Unlock(m) => {
+            th.ops = vec![Op::Unlock(m)];
+            Some(Next::Cont(*cost))
+        }
+        Ev::Wait { cond, mutex } => {
+            th.ops = vec![Op::CondWait { cond, mutex }];
+            Some(Next::Cont(*cost))
+        }
+        Ev::Signal(c) => {
+            th.ops = vec![Op::Signal(c)];
+            Some(Next::Cont(*cost))
+        }
+        Ev::Broad(c) => {
+            th.ops = vec![Op::Broad(c)];
+            Some(Next::Cont(*cost))
+        }
+        Ev::Sync { cond, mutex } => {
+            th.ops = vec![Op::Signal(cond), Op::CondWait { cond, mutex }];
+            Some(Next::Cont(*cost))
+        }
+        Ev::Barrier(b) => {
+            let bm = st(k).barriers[b].mutex;
+            st(k).threads[ti].ops = vec![Op::Lock(bm), Op::BarrierCheck(b), Op::Unlock(bm)];
+            Some(Next::Cont(*cost))
+        }
+        Ev::Suspend { cond, mutex } => {
+            th.ops = vec![Op::Lock(mutex), Op::CondWait { cond, mutex }, Op::Unlock(mutex)];
+            Some(Next::Cont(*cost))
+        }
+        Ev::Resume { cond, mutex } => {
+            th.ops = vec![Op::Lock(mutex), Op::Broad(cond), Op::Unlock(mutex)];
+            Some(Next::Cont(*cost))
+        }
+        Ev::Yield => {
+            // sched_yield(): the class's yield_task() under the rq lock, then schedule().
+            crate::linux::kernel::sched::syscalls::do_sched_yield(k, cpu);
+            Some(Next::Call(*cost + k.costs.syscall, Frame::ScheduleCaller(ScheduleCaller::schedule())))
+        }
+        Ev::Mem(bytes) => {
+            s.user = true;
+            Some(Next::Cont(*cost + bytes.div_ceil(MEMSET_BYTES_PER_NS)))
+        }
+        Ev::Iorun(bytes) => {
+            let buf = st(k).cfg.global.mem_buffer_size;
+            let writes = bytes.div_ceil(buf);
+            Some(Next::Cont(*cost + writes * k.costs.syscall))
+        }
+        Ev::Fork(def) => {
+            let w = st(k);
+            if w.nforks[def] >= FORKS_LIMIT {
+                let n = format!("task {} reached rt-app's fork limit ({FORKS_LIMIT})", w.cfg.tasks[def].name);
+                if !w.notes.contains(&n) {
+                    w.notes.push(n);
+                }
+                return None;
+            }
+            let fid = w.nforks[def];
+            w.nforks[def] += 1;
+            let nt = new_thread(k, def, Some(fid));
+            let tid = st(k).threads[nt].tid;
+            crate::linux::kernel::sched::core::sched_fork_and_wake(k, cpu, tid);
+            Some(Next::Cont(*cost + k.costs.syscall + PTHREAD_CREATE_NS))
+        }
+    }
+}
+
+/// The event in progress made its next step; finish it (`Ok(cost)`) or continue (`Err(next)`).
+fn event_continue(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, ti: usize) -> Result<Time, Next> {
+    let now = k.now;
+    let w = st(k);
+    let th = &w.threads[ti];
+    let ev = w.evs[th.def][th.phase][th.ev];
+    let p_load = w.p_load;
+    match ev {
+        Ev::Run(_) | Ev::Mem(_) => {
+            let th = &mut st(k).threads[ti];
+            if matches!(ev, Ev::Run(_)) {
+                th.ld.duration += (now - th.ev_t0) / NSEC_PER_USEC;
+            }
+            Ok(k.costs.user_op)
+        }
+        Ev::Runtime(us) => {
+            let th = &mut st(k).threads[ti];
+            if (now - th.ev_t0) / NSEC_PER_USEC < us {
+                th.ld.perf += loadwait_perf(32, p_load);
+                s.user = true;
+                return Err(Next::Cont(k.costs.user_op + 32 * NSEC_PER_USEC));
+            }
+            th.ld.duration += (now - th.ev_t0) / NSEC_PER_USEC;
+            Ok(k.costs.user_op)
+        }
+        Ev::Timer { .. } => {
+            let th = &mut st(k).threads[ti];
+            if th.sub == 1 {
+                th.ld.wu_lat += now.saturating_sub(th.scratch as Time) / NSEC_PER_USEC;
+            }
+            Ok(k.costs.user_op)
+        }
+        Ev::Sleep(_) | Ev::Yield | Ev::Iorun(_) | Ev::Fork(_) => Ok(0),
+        _ => run_ops(k, cpu, ti),
+    }
+}
+
+/// Run the event's user-level ops (locks and condition variables on futex words).
+fn run_ops(k: &mut Kernel, cpu: CpuId, ti: usize) -> Result<Time, Next> {
+    let Some(&op) = st(k).threads[ti].ops.first() else {
+        return Ok(0);
+    };
+    let sub = st(k).threads[ti].sub;
+    match op_step(k, cpu, ti, op, sub) {
+        OpStep::Done(c) => {
+            let th = &mut st(k).threads[ti];
+            th.ops.remove(0);
+            th.sub = 0;
+            if th.ops.is_empty() {
+                return Ok(c);
+            }
+            Err(Next::Cont(c))
+        }
+        OpStep::Replace(c, new) => {
+            let th = &mut st(k).threads[ti];
+            th.ops.splice(0..1, new);
+            th.sub = 0;
+            Err(Next::Cont(c))
+        }
+        OpStep::Next(sub, n) => {
+            st(k).threads[ti].sub = sub;
+            Err(n)
+        }
+    }
+}
+
+enum OpStep {
+    /// The op finished after this cost.
+    Done(Time),
+    /// The op becomes these ops.
+    Replace(Time, Vec<Op>),
+    /// Go on at resume point `sub` after this step.
+    Next(u8, Next),
+}
+
+fn op_step(k: &mut Kernel, cpu: CpuId, ti: usize, op: Op, sub: u8) -> OpStep {
+    let atomic = |k: &mut Kernel, f: FutexId| -> Time {
+        let line = k.futexes[f as usize].line;
+        k.line_write(cpu, line) + k.costs.user_op
+    };
+    match op {
+        Op::Lock(m) => {
+            // lll_lock(): cmpxchg 0 -> 1; else xchg 2 and FUTEX_WAIT(2) until the xchg saw 0.
+            let f = st(k).mutexes[m];
+            let c = atomic(k, f);
+            let old = k.futexes[f as usize].val;
+            if sub == 0 && old == 0 {
+                k.futexes[f as usize].val = 1;
+                return OpStep::Done(c);
+            }
+            k.futexes[f as usize].val = 2;
+            if old == 0 {
+                return OpStep::Done(c);
+            }
+            OpStep::Next(1, Next::Call(c, FutexOp::wait(f, 2)))
+        }
+        Op::Unlock(m) => {
+            // lll_unlock(): xchg 0; FUTEX_WAKE one if there were waiters (2).
+            let f = st(k).mutexes[m];
+            if sub == 1 {
+                return OpStep::Done(0);
+            }
+            let c = atomic(k, f);
+            let old = std::mem::replace(&mut k.futexes[f as usize].val, 0);
+            if old == 2 {
+                return OpStep::Next(1, Next::Call(c, FutexOp::wake(f, 1)));
+            }
+            OpStep::Done(c)
+        }
+        Op::CondWait { cond, mutex } => match sub {
+            0 => {
+                // Register, read the sequence, release the mutex.
+                let cf = st(k).conds[cond].futex;
+                let c = atomic(k, cf);
+                st(k).conds[cond].waiters += 1;
+                st(k).threads[ti].scratch = k.futexes[cf as usize].val;
+                let mf = st(k).mutexes[mutex];
+                let c = c + atomic(k, mf);
+                let old = std::mem::replace(&mut k.futexes[mf as usize].val, 0);
+                if old == 2 {
+                    return OpStep::Next(1, Next::Call(c, FutexOp::wake(mf, 1)));
+                }
+                OpStep::Next(1, Next::Cont(c))
+            }
+            1 => {
+                let cf = st(k).conds[cond].futex;
+                let seq = st(k).threads[ti].scratch;
+                OpStep::Next(2, Next::Call(k.costs.user_op, FutexOp::wait(cf, seq)))
+            }
+            _ => OpStep::Replace(k.costs.user_op, vec![Op::Lock(mutex)]),
+        },
+        Op::Signal(cnd) | Op::Broad(cnd) => {
+            if sub == 1 {
+                return OpStep::Done(0);
+            }
+            let cf = st(k).conds[cnd].futex;
+            let c = atomic(k, cf);
+            let w = st(k);
+            if w.conds[cnd].waiters == 0 {
+                return OpStep::Done(c);
+            }
+            let nr = if matches!(op, Op::Signal(_)) {
+                w.conds[cnd].waiters -= 1;
+                1
+            } else {
+                w.conds[cnd].waiters = 0;
+                u32::MAX
+            };
+            k.futexes[cf as usize].val += 1;
+            OpStep::Next(1, Next::Call(c, FutexOp::wake(cf, nr)))
+        }
+        Op::BarrierCheck(b) => {
+            let w = st(k);
+            let bs = w.barriers[b];
+            if bs.waiting == 0 {
+                return OpStep::Replace(k.costs.user_op, vec![Op::Broad(bs.cond)]);
+            }
+            w.barriers[b].waiting -= 1;
+            OpStep::Replace(k.costs.user_op, vec![Op::CondWait { cond: bs.cond, mutex: bs.mutex }, Op::BarrierDone(b)])
+        }
+        Op::BarrierDone(b) => {
+            st(k).barriers[b].waiting += 1;
+            OpStep::Done(k.costs.user_op)
+        }
+    }
+}
+
+/// Thread resume points (`TaskFrame::at`).
+const AT_START: u8 = 0;
+const AT_PHASE: u8 = 1;
+const AT_EVENT: u8 = 2;
+const AT_IN_EVENT: u8 = 3;
+
+pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
+    // exit_to_user_mode_loop(): a syscall or interrupt return with NEED_RESCHED schedules.
+    if crate::linux::kernel::sched::need_resched(k, cpu) {
+        return Next::Call(0, Frame::ScheduleCaller(ScheduleCaller::schedule()));
+    }
+    let ti = s.task as usize;
+    match s.at {
+        AT_START => {
+            let (delay, t0) = {
+                let w = str_(k);
+                (w.cfg.tasks[w.threads[ti].def].delay_us, w.t_zero)
+            };
+            let t_first = t0 + delay * NSEC_PER_USEC;
+            st(k).threads[ti].t_first = t_first;
+            s.at = AT_PHASE;
+            if delay > 0 {
+                let rt = k.tasks[k.curr(cpu) as usize].prio < crate::linux::kernel::sched::rt::MAX_RT_PRIO;
+                return Next::Call(k.costs.user_op, Nanosleep::clock_nanosleep(t_first, true, rt));
+            }
+            Next::Cont(0)
+        }
+        AT_PHASE => {
+            let c = phase_begin(k, cpu, ti);
+            s.at = AT_EVENT;
+            Next::Cont(c)
+        }
+        AT_EVENT => {
+            let mut cost = 0;
+            loop {
+                let w = str_(k);
+                let th = &w.threads[ti];
+                if th.ev == w.evs[th.def][th.phase].len() {
+                    if !phase_end(k, ti) {
+                        return thread_exit(k, cpu, s, ti);
+                    }
+                    s.at = AT_PHASE;
+                    return Next::Cont(cost);
+                }
+                match event_begin(k, cpu, s, ti, &mut cost) {
+                    Some(n) => {
+                        s.at = AT_IN_EVENT;
+                        return n;
+                    }
+                    None => {
+                        cost += k.costs.user_op;
+                        st(k).threads[ti].ev += 1;
+                    }
+                }
+            }
+        }
+        AT_IN_EVENT => {
+            s.user = false;
+            match event_continue(k, cpu, s, ti) {
+                Ok(c) => {
+                    st(k).threads[ti].ev += 1;
+                    s.at = AT_EVENT;
+                    Next::Cont(c)
+                }
+                Err(n) => n,
+            }
+        }
+        _ => unreachable!("rt-app thread ran after exit"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_lines_match_rt_app_format() {
+        assert_eq!(
+            log_header(),
+            "#idx     perf      run   period           start             end          rel_st      slack c_duration   c_period     wu_lat"
+        );
+        let r = LogRow {
+            ind: 0,
+            perf: 92164,
+            run: 19935,
+            period: 98965,
+            start: 504549567051,
+            end: 504549666016,
+            rel_st: 2443,
+            slack: -78701,
+            c_duration: 20000,
+            c_period: 100000,
+            wu_lat: 266,
+        };
+        assert_eq!(
+            r.line(),
+            "   0    92164    19935    98965    504549567051    504549666016            2443     -78701      20000     100000        266"
+        );
+    }
+
+    #[test]
+    fn loadwait_counts_the_last_burst() {
+        assert_eq!(loadwait_perf(20000, 100), 200_000);
+        assert_eq!(loadwait_perf(1_500_000, 1000), 500_000);
+    }
+}

@@ -1,0 +1,285 @@
+//! rt-app JSON workloads (`schedsim run --rtapp FILE.json`): the five files under
+//! `scenarios/rtapp/` run to their end with the rows their loops ask for, and what each is
+//! about shows in rt-app's own log columns; SCHED_RR slices, `sched_yield()`, absolute timers
+//! and affinity masks behave as the kernel's do; bad files fail with the JSON path.
+
+use schedsim::run::{build, execute, RunSpec};
+use schedsim::trace::Event;
+use schedsim::workload::params::Params;
+use schedsim::workload::rtapp::{LogRow, RtApp};
+use schedsim::workload::Workload;
+
+fn spec(file: &str) -> RunSpec {
+    let mut s = RunSpec::new("rtapp");
+    s.machine = "smp-4".into();
+    s.params = Params::from_pairs(vec![("file".into(), file.into())], "test");
+    s
+}
+
+fn run(file: &str) -> (Box<RtApp>, schedsim::run::RunResult) {
+    let r = execute(&spec(file)).unwrap();
+    let Workload::RtApp(w) = &r.workload else { panic!("not rt-app") };
+    (w.clone(), r)
+}
+
+fn rows<'a>(w: &'a RtApp, name: &str) -> Vec<&'a LogRow> {
+    w.threads.iter().filter(|t| t.name == name).flat_map(|t| t.rows.iter()).collect()
+}
+
+fn mean(v: &[&LogRow], f: impl Fn(&LogRow) -> u64) -> f64 {
+    v.iter().map(|r| f(r) as f64).sum::<f64>() / v.len().max(1) as f64
+}
+
+/// A JSON file written for one test (removed when dropped).
+struct TempJson(std::path::PathBuf);
+impl TempJson {
+    fn new(tag: &str, text: &str) -> TempJson {
+        let p = std::env::temp_dir().join(format!("schedsim-rtapp-{}-{tag}.json", std::process::id()));
+        std::fs::write(&p, text).unwrap();
+        TempJson(p)
+    }
+    fn path(&self) -> String {
+        self.0.display().to_string()
+    }
+}
+impl Drop for TempJson {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+#[test]
+fn periodic_threads_keep_their_absolute_periods() {
+    let (w, r) = run("scenarios/rtapp/periodic.json");
+    assert!(r.finished);
+    let load = rows(&w, "load10");
+    let fifo = rows(&w, "fifo");
+    assert_eq!((load.len(), fifo.len()), (20, 30));
+    // Phase "slow" then "fast": 40 ms then 20 ms periods, each activation 3 ms of work.
+    assert!(fifo[..10].iter().all(|r| r.c_period == 40_000 && r.c_duration == 3000));
+    assert!(fifo[10..].iter().all(|r| r.c_period == 20_000));
+    // Absolute periods: each activation ends on its timer, so consecutive ends are one period
+    // apart to within the wakeup latency.
+    for pair in fifo[11..].windows(2) {
+        let d = pair[1].end as i64 - pair[0].end as i64;
+        assert!((d - 20_000).abs() <= 20, "fifo period {d} us");
+    }
+    // The FIFO thread never waits for the fair one: its wakeup latency stays a few us, below
+    // the fair thread's (which pays the timer slack).
+    assert!(mean(&fifo, |r| r.wu_lat) < 10.0, "{}", mean(&fifo, |r| r.wu_lat));
+    assert!(mean(&load, |r| r.wu_lat) > mean(&fifo, |r| r.wu_lat));
+    assert!((mean(&load, |r| r.period) - 100_000.0).abs() < 500.0);
+    // slack = period - work, as rt-app computes it at the timer.
+    assert!(fifo.iter().all(|r| (r.slack - (r.c_period as i64 - r.run as i64)).abs() < 50));
+}
+
+#[test]
+fn the_pipeline_moves_at_the_sources_pace() {
+    let (w, r) = run("scenarios/rtapp/pipeline.json");
+    assert!(r.finished);
+    let (src, s1, sink) = (rows(&w, "source"), rows(&w, "stage1"), rows(&w, "sink"));
+    assert_eq!((src.len(), s1.len(), sink.len()), (50, 50, 50));
+    // Each stage waits for the one before it, so each runs once per 20 ms source period.
+    for v in [&s1, &sink] {
+        let span = v.last().unwrap().end - v.first().unwrap().end;
+        assert!((span as f64 / 49.0 - 20_000.0).abs() < 200.0, "{span}");
+    }
+    // stage1 starts after the source signals (3 ms into each period, after the 5 ms delay).
+    assert!(s1[0].end > src[0].start + 3000 + 4000);
+    // The sink only runs after stage1 resumed it.
+    assert!(sink.iter().zip(&s1).all(|(k, s)| k.end >= s.end));
+}
+
+#[test]
+fn the_lock_serialises_workers_and_affinity_moves_them() {
+    let s = spec("scenarios/rtapp/lock-contention.json");
+    let mut sp = s.clone();
+    sp.trace = true;
+    let mut k = build(&sp).unwrap();
+    k.run(sp.limit_ns);
+    assert!(k.finished);
+    let Workload::RtApp(w) = &k.wl else { panic!() };
+    let workers: Vec<_> = w.threads.iter().filter(|t| t.name == "worker").collect();
+    assert_eq!(workers.len(), 4);
+    // Contention: somebody had to sleep on the mutex's futex and be woken by an unlock.
+    let rows: Vec<&LogRow> = workers.iter().flat_map(|t| t.rows.iter()).collect();
+    assert_eq!(rows.len(), 800);
+    let blocked = rows.iter().filter(|r| r.period > 500 + 1000 + 100 + 200).count();
+    assert!(blocked > 50, "only {blocked} phases waited for the lock");
+    // Critical sections never overlap: a worker's run (500 us) happens under the mutex, so the
+    // sum of all workers' runs fits in the elapsed time.
+    let run_sum: u64 = rows.iter().map(|r| r.run).sum();
+    let span = rows.iter().map(|r| r.end).max().unwrap() - rows.iter().map(|r| r.start).min().unwrap();
+    assert!(run_sum <= span, "runs {run_sum} us in {span} us: the mutex did not serialise");
+    // The "packed" phase binds every worker to CPU 0: they were migrated there, and ran there.
+    for t in &workers {
+        assert_eq!(k.tasks[t.tid as usize].cpu, 0, "{} ended on CPU {}", t.ind, k.tasks[t.tid as usize].cpu);
+    }
+    let pids: Vec<u32> = workers.iter().map(|t| k.tasks[t.tid as usize].pid).collect();
+    let moved_to_0 = k
+        .trace
+        .records
+        .iter()
+        .filter(|r| matches!(r.event, Event::SchedMigrateTask { pid, dest_cpu: 0, .. } if pids.contains(&pid)))
+        .count();
+    assert!(moved_to_0 >= 1, "no worker was migrated to CPU 0");
+    // The RR threads share CPU 1 and yield to each other after each 2 ms run.
+    let rr: Vec<_> = w.threads.iter().filter(|t| t.name == "rr").collect();
+    assert!(rr.iter().all(|t| t.rows.len() == 100 && k.tasks[t.tid as usize].cpu == 1));
+}
+
+#[test]
+fn barriers_release_all_threads_together() {
+    let (w, r) = run("scenarios/rtapp/barrier.json");
+    assert!(r.finished);
+    let t: Vec<Vec<&LogRow>> = ["task0", "task1", "task2"].iter().map(|n| rows(&w, n)).collect();
+    assert!(t.iter().all(|v| v.len() == 100));
+    // Each cycle ends at barrier THIRD: the three threads leave it within a wakeup of each
+    // other, so their cycles end together.
+    for i in 0..100 {
+        let ends: Vec<u64> = t.iter().map(|v| v[i].end).collect();
+        let spread = ends.iter().max().unwrap() - ends.iter().min().unwrap();
+        assert!(spread < 100, "cycle {i}: ends {ends:?}");
+    }
+    // The slowest path decides the cycle: task0 runtime 1+2+1 ms with 4 ms of sleep, task1
+    // runtime 2+1+2 with 2 ms of sleep; FIRST waits for task0 (3 ms), SECOND for task1
+    // (FIRST + 3 ms), THIRD for task0 (SECOND + 3 ms): about 9 ms.
+    let p = mean(&t[0], |r| r.period);
+    assert!((9000.0..9600.0).contains(&p), "cycle {p} us");
+}
+
+#[test]
+fn the_fork_storm_creates_every_worker_and_the_ticker_keeps_time() {
+    let (w, r) = run("scenarios/rtapp/fork-storm.json");
+    assert!(r.finished);
+    let forks: Vec<_> = w.threads.iter().filter(|t| t.fork_id.is_some()).collect();
+    assert_eq!(forks.len(), 100);
+    assert!(forks.iter().all(|t| t.exited && t.rows.len() == 1 && t.rows[0].c_duration == 600));
+    assert_eq!(RtApp::thread_name(forks[3]), "worker-5-0003");
+    assert_eq!(w.log_file_name(forks[3]), "forks-worker-5-0003.log");
+    let tick = rows(&w, "ticker");
+    assert_eq!(tick.len(), 100);
+    assert!(mean(&tick, |r| r.wu_lat) < 10.0);
+}
+
+#[test]
+fn rr_threads_share_a_cpu_by_100_ms_slices_and_fifo_threads_do_not() {
+    let json = |policy: &str| {
+        format!(
+            r#"{{"global": {{"calibration": 100}}, "tasks": {{"t": {{"instance": 2, "policy": "{policy}",
+               "priority": 10, "cpus": [1], "loop": 1, "phases": {{"p": {{"run": 300000}}}}}}}}}}"#
+        )
+    };
+    let rr = TempJson::new("rr", &json("SCHED_RR"));
+    let fifo = TempJson::new("fifo", &json("SCHED_FIFO"));
+    let (w, _) = run(&rr.path());
+    let runs: Vec<u64> = rows(&w, "t").iter().map(|r| r.run).collect();
+    // Round robin: 300 ms each in 100 ms slices, interleaved: both take about 500-600 ms.
+    assert!(runs.iter().all(|&r| r > 450_000), "{runs:?}");
+    let (w, _) = run(&fifo.path());
+    let runs: Vec<u64> = rows(&w, "t").iter().map(|r| r.run).collect();
+    assert!(runs.iter().all(|&r| r < 310_000), "{runs:?}");
+}
+
+#[test]
+fn sched_yield_hands_the_cpu_to_an_equal_priority_fifo_thread() {
+    let json = |y: &str| {
+        format!(
+            r#"{{"tasks": {{"t": {{"instance": 2, "policy": "SCHED_FIFO", "priority": 10, "cpus": [1],
+               "loop": 1, "phases": {{"p": {{"loop": 10, "run": 1000 {y}}}}}}}}}}}"#
+        )
+    };
+    let with = TempJson::new("yield", &json(r#", "yield": """#));
+    let without = TempJson::new("noyield", &json(""));
+    let overlap = |file: &str| {
+        let (w, _) = run(file);
+        let a: Vec<_> = w.threads[0].rows.clone();
+        let b: Vec<_> = w.threads[1].rows.clone();
+        // Does the second thread start before the first has finished all its loops?
+        b[0].start < a.last().unwrap().end
+    };
+    assert!(overlap(&with.path()), "with yield the threads should alternate");
+    assert!(!overlap(&without.path()), "FIFO without yield runs one thread to its end first");
+}
+
+#[test]
+fn sched_yield_on_eevdf_lets_the_other_fair_thread_run() {
+    let json = |y: &str| {
+        format!(
+            r#"{{"global": {{"duration": 1}}, "tasks": {{"t": {{"instance": 2, "cpus": [1], "loop": 1,
+               "phases": {{"p": {{"loop": 50, "run": 100 {y}}}}}}}}}}}"#
+        )
+    };
+    let with = TempJson::new("fyield", &json(r#", "yield": """#));
+    let without = TempJson::new("fnoyield", &json(""));
+    let switches = |file: &str| {
+        let mut s = spec(file);
+        s.kernel = "v6.10".into();
+        execute(&s).unwrap().stats.context_switches
+    };
+    let (a, b) = (switches(&with.path()), switches(&without.path()));
+    // Without yield each thread keeps the CPU for its 3 ms request (30 loops); with it, the
+    // pushed deadline hands the CPU over after every 100 us run.
+    assert!(a >= 90 && b < 20, "switches with yield {a}, without {b}");
+}
+
+#[test]
+fn an_overrunning_absolute_timer_keeps_its_reference_and_a_relative_one_resets() {
+    let json = |mode: &str| {
+        format!(
+            r#"{{"tasks": {{"t": {{"loop": 1, "phases": {{"p": {{"loop": 6, "run": 15000,
+               "timer": {{"ref": "unique", "period": 10000, "mode": "{mode}"}}}}}}}}}}}}"#
+        )
+    };
+    let abs = TempJson::new("abs", &json("absolute"));
+    let rel = TempJson::new("rel", &json("relative"));
+    let slack = |file: &str| -> Vec<i64> { rows(&run(file).0, "t").iter().map(|r| r.slack / 1000).collect() };
+    // Absolute: the n-th expiry is n periods after the start, so each 15 ms activation falls
+    // 5 ms further behind. Relative: the reference moves to the late end each time.
+    assert_eq!(slack(&abs.path()), vec![-5, -10, -15, -20, -25, -30]);
+    assert_eq!(slack(&rel.path()), vec![-5, -5, -5, -5, -5, -5]);
+}
+
+#[test]
+fn a_scenario_file_names_its_rtapp_json() {
+    let text = "rtapp = \"rtapp/periodic.json\"\nmachine = \"smp-4\"\nseed = 3\n";
+    let s = schedsim::cli::scenario::parse(text, "scenarios/my.toml").unwrap();
+    assert_eq!(s.workload, "rtapp");
+    assert_eq!(s.params.get("file"), Some("scenarios/rtapp/periodic.json"));
+    assert!(build(&s).is_ok());
+    let e = schedsim::cli::scenario::parse("workload = \"schbench\"\nrtapp = \"x.json\"\n", "a.toml").unwrap_err();
+    assert!(e.contains("a.toml:2: rtapp = FILE runs the rtapp workload"), "{e}");
+}
+
+#[test]
+fn bad_files_fail_with_the_json_path_and_line() {
+    let bad =
+        TempJson::new("bad", "{\"tasks\": {\n  \"thread0\": {\n    \"phases\": {\n      \"p1\": {\"run\": -5}}}}}");
+    let e = build(&spec(&bad.path())).err().unwrap();
+    assert!(e.ends_with(":4: tasks.thread0.phases.p1.run: expected a non-negative integer (microseconds of calibrated work), got -5"), "{e}");
+    let cpu = TempJson::new("cpu", "{\"tasks\": {\"t\": {\"cpus\": [4], \"run\": 1}}}");
+    let e = build(&spec(&cpu.path())).err().unwrap();
+    assert!(e.contains("tasks.t.cpus[0]: CPU 4 does not exist on this machine (it has CPUs 0..3)"), "{e}");
+    let e = build(&spec("no/such/file.json")).err().unwrap();
+    assert!(e.starts_with("cannot read rt-app file no/such/file.json"), "{e}");
+}
+
+#[test]
+fn the_same_seed_gives_the_same_log() {
+    let a = run("scenarios/rtapp/lock-contention.json").0;
+    let b = run("scenarios/rtapp/lock-contention.json").0;
+    let la: Vec<String> = a.threads.iter().map(|t| a.log_text(t)).collect();
+    let lb: Vec<String> = b.threads.iter().map(|t| b.log_text(t)).collect();
+    assert_eq!(la, lb);
+    assert!(la[0].starts_with("# Policy : SCHED_OTHER priority : 0\n#idx     perf      run   period"));
+}
+
+#[test]
+fn the_shipped_scenario_file_runs_its_json() {
+    let text = std::fs::read_to_string("scenarios/rtapp/pipeline.toml").unwrap();
+    let s = schedsim::cli::scenario::parse(&text, "scenarios/rtapp/pipeline.toml").unwrap();
+    assert_eq!(s.params.get("file"), Some("scenarios/rtapp/pipeline.json"));
+    let r = execute(&s).unwrap();
+    let Workload::RtApp(w) = &r.workload else { panic!() };
+    assert_eq!(rows(w, "stage1").len(), 50);
+}
