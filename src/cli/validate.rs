@@ -35,6 +35,11 @@ pub struct ValidateArgs {
     /// the machine file's).
     #[arg(long)]
     pub background: Option<String>,
+    /// Keep only real runs in which other tasks used at most this share of the CPUs (percent),
+    /// retrying up to 4 x --repeat times; the discarded runs are counted in a note. A shared
+    /// machine's other work changes which wakeups need an IPI and whether CPUs idle at all.
+    #[arg(long, value_name = "PCT")]
+    pub max_foreign: Option<f64>,
     /// Run schedsim's own perf-bench programs (`host-run`) instead of /usr/bin/perf.
     #[arg(long)]
     pub builtin: bool,
@@ -464,14 +469,32 @@ pub fn cmd_validate(a: ValidateArgs) -> Result<(), String> {
     let mut real_traces = Vec::new();
     let mut real_outputs = Vec::new();
     let mut missing = Vec::new();
+    let mut discarded: Vec<String> = Vec::new();
     let comms: Vec<String> = if a.comm.is_empty() { prog.comms.clone() } else { a.comm.clone() };
     if a.from_trace.is_empty() {
         let tracefs = Tracefs::open()?;
         missing = tracefs.set_events(EVENTS)?;
-        for _ in 0..a.repeat {
+        let mut attempts = 0;
+        while real_traces.len() < a.repeat && attempts < 4 * a.repeat {
+            attempts += 1;
             let (out, trace, pid) = tracefs.capture(&prog.command)?;
+            if let Some(max) = a.max_foreign {
+                let who = validate::Program::Pids { roots: &[pid], follow_forks: true };
+                let share = validate::analyze(&trace, &who, &BTreeSet::new()).foreign_share();
+                if share * 100.0 > max {
+                    discarded.push(format!("{:.0}%", share * 100.0));
+                    continue;
+                }
+            }
             real_outputs.push(out);
             real_traces.push((trace, Some(pid)));
+        }
+        if real_traces.is_empty() {
+            return Err(format!(
+                "no real run was quiet enough: other tasks used {} of the CPUs (--max-foreign {})",
+                discarded.join(", "),
+                a.max_foreign.unwrap_or(100.0)
+            ));
         }
     } else {
         for (i, p) in a.from_trace.iter().enumerate() {
@@ -490,6 +513,16 @@ pub fn cmd_validate(a: ValidateArgs) -> Result<(), String> {
         silent.extend(validate::silent_idle_cpus(t, 20));
     }
     let mut notes = Vec::new();
+    if !discarded.is_empty() {
+        notes.push(format!(
+            "{} real run(s) discarded because other tasks used {} of the CPUs (over --max-foreign)",
+            discarded.len(),
+            discarded.join(", ")
+        ));
+    }
+    if real_traces.len() < a.repeat && a.from_trace.is_empty() {
+        notes.push(format!("only {} of {} real runs were quiet enough", real_traces.len(), a.repeat));
+    }
     if !missing.is_empty() {
         notes.push(format!("this kernel has no {} trace event(s)", missing.join(", ")));
     }
@@ -541,7 +574,7 @@ pub fn cmd_validate(a: ValidateArgs) -> Result<(), String> {
         s
     };
     for (i, c) in real.counts.iter().enumerate() {
-        let share = c.foreign_ns as f64 / (c.span_ns.max(1) as f64 * c.nr_cpus.max(1) as f64);
+        let share = c.foreign_share();
         if share > 0.05 {
             notes.push(format!(
                 "real run {}: other tasks used {:.0}% of the CPUs during the program (a busy host skews the rates)",
@@ -566,6 +599,7 @@ pub fn cmd_validate(a: ValidateArgs) -> Result<(), String> {
         "machine": machine_path,
         "kernel": kernel,
         "repeat": a.repeat,
+        "real_runs": real_traces.len(),
         "seeds": a.seeds,
         "tolerance": tol,
         "rows": rows,

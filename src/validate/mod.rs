@@ -163,6 +163,14 @@ pub enum Program<'a> {
     Comms(&'a [String]),
 }
 
+impl Counts {
+    /// The share of the CPUs' time that tasks other than the program (and idle) used during
+    /// the program's lifetime.
+    pub fn foreign_share(&self) -> f64 {
+        self.foreign_ns as f64 / (self.span_ns.max(1) as f64 * self.nr_cpus.max(1) as f64)
+    }
+}
+
 /// Count what `program` did in `text`, dropping the idle task's task-context lines of the CPUs
 /// in `silent`.
 pub fn analyze(text: &str, program: &Program, silent: &BTreeSet<u32>) -> Counts {
