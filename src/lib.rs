@@ -3,7 +3,7 @@
 //! See ARCHITECTURE.md for the codemap. In short: [`sim`] is the engine, [`hw`] the machine
 //! facts, [`linux`] the kernel model (mirroring the Linux tree), [`workload`] the programs that
 //! run on it, [`trace`] the trace records and their ftrace text, [`experiments`] the built-in
-//! experiments, and [`cli`] the command line.
+//! experiments, [`validate`] the model-versus-kernel figures, and [`cli`] the command line.
 
 pub mod background;
 pub mod cli;
@@ -15,4 +15,5 @@ pub mod report;
 pub mod run;
 pub mod sim;
 pub mod trace;
+pub mod validate;
 pub mod workload;

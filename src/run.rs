@@ -66,6 +66,8 @@ pub const WORKLOADS: &[(&str, &str)] = &[
     ("rt-push", "a SCHED_FIFO task woken onto a pinned RT task's CPU: where it runs (pinned_cpu=, hold_us=, wake_delay_us=, ..._prio=)"),
     ("nanosleep", "N processes looping nanosleep(1 us) with timer slack (procs=, ns=, duration_ms=)"),
     ("hackbench", "hackbench over pipes or AF_UNIX sockets (tool=rt-tests|old|perf, args=the tool's own arguments)"),
+    ("pingpong", "two threads pinned to two CPUs bouncing a byte through two pipes (iters=, sleep_us=, ping_cpu=, pong_cpu=)"),
+    ("perf-pipe", "perf bench sched pipe: two processes (threaded=1: threads) bouncing 4 bytes through two pipes (loops=)"),
     ("idle", "nothing runs; the machine idles (ticks, idle states)"),
     ("rtapp", "an rt-app JSON file (file=PATH, or `schedsim run --rtapp FILE.json`): rt-app's threads, events and per-thread log"),
 ];
@@ -183,6 +185,12 @@ pub fn build(spec: &RunSpec) -> Result<Kernel, String> {
         "nanosleep" => Workload::Nanosleep(crate::workload::nanosleep::NanosleepLoop::parse(&spec.params, nr)?),
         "rt-push" => Workload::RtPush(Box::new(crate::workload::rtpush::RtPush::parse(&spec.params, nr)?)),
         "hackbench" => Workload::Hackbench(Box::new(crate::workload::hackbench::Hackbench::parse(&spec.params)?)),
+        "pingpong" => {
+            Workload::PipePair(Box::new(crate::workload::pipepair::PipePair::parse_pingpong(&spec.params, nr)?))
+        }
+        "perf-pipe" => {
+            Workload::PipePair(Box::new(crate::workload::pipepair::PipePair::parse_perf_pipe(&spec.params)?))
+        }
         "rtapp" => {
             spec.params.check_known("rtapp", &["file"])?;
             let Some(f) = spec.params.get("file") else {
@@ -237,6 +245,8 @@ pub struct RunResult {
     /// preemption model's name.
     pub background: String,
     pub preempt: String,
+    /// The pids of the workload's tasks.
+    pub workload_pids: Vec<u32>,
 }
 
 /// Run a spec to completion.
@@ -255,6 +265,8 @@ fn collect(mut k: Kernel, spec: &RunSpec) -> RunResult {
         .filter(|t| t.kind == crate::linux::kernel::sched::TaskKind::Workload)
         .map(|t| t.sum_exec_runtime + if t.on_cpu { now - t.exec_start } else { 0 })
         .sum();
+    let workload_pids =
+        k.tasks.iter().filter(|t| t.kind == crate::linux::kernel::sched::TaskKind::Workload).map(|t| t.pid).collect();
     RunResult {
         kernel_label: k.cfg.label(),
         machine: k.m.name.clone(),
@@ -273,6 +285,7 @@ fn collect(mut k: Kernel, spec: &RunSpec) -> RunResult {
         funcs: k.cfg.background.trace_funcs(),
         background: spec.background.clone().unwrap_or_else(|| k.cfg.background.name.clone()),
         preempt: k.cfg.preempt.name(),
+        workload_pids,
     }
 }
 

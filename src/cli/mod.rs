@@ -1,7 +1,10 @@
 //! The command line: `schedsim run | compare | reproduce | list | bench`. The only module that
 //! does I/O or reads the wall clock.
 
+pub mod host;
+pub mod host_run;
 pub mod scenario;
+pub mod validate;
 
 use crate::experiments::{self, ExpOpts};
 use crate::linux::engine::Phase;
@@ -36,6 +39,12 @@ enum Cmd {
     List(ListArgs),
     /// Measure the simulator's speed: actions per second and simulated time per wall second.
     Bench(BenchArgs),
+    /// Write a machine file: `--from-host` reads this machine's /sys and /proc.
+    Machine(host::MachineArgs),
+    /// Run a built-in program for real on this machine: pingpong, perf-pipe, messaging, nanosleep.
+    HostRun(host_run::HostRunArgs),
+    /// Run a program for real under tracefs and in the model on this host's machine file; one table.
+    Validate(validate::ValidateArgs),
 }
 
 #[derive(Args, Debug)]
@@ -226,6 +235,9 @@ pub fn main() -> i32 {
             },
         },
         Cmd::Bench(a) => cmd_bench(a),
+        Cmd::Machine(a) => host::cmd_machine(a),
+        Cmd::HostRun(a) => host_run::cmd_host_run(a),
+        Cmd::Validate(a) => validate::cmd_validate(a),
     };
     match res {
         Ok(()) => 0,
@@ -524,6 +536,13 @@ fn workload_json(r: &RunResult) -> serde_json::Value {
             "elapsed_ns": w.elapsed_ns(),
             "output": w.output,
         }),
+        Workload::PipePair(w) => json!({
+            "name": w.name(),
+            "loops": w.loops,
+            "elapsed_ns": w.elapsed_ns(),
+            "us_per_op": w.us_per_op(),
+            "output": w.output,
+        }),
         Workload::RtApp(w) => json!({
             "name": "rtapp",
             "p_load_ns": w.p_load,
@@ -674,6 +693,7 @@ fn run_text(s: &RunSpec, r: &RunResult) -> String {
                 if w.end_ns > 0 { w.elapsed_ns() } else { (r.sim_ns + r.warmup_ns).saturating_sub(w.exec_ns) },
             ));
         }
+        Workload::PipePair(w) => o.push_str(&w.output),
         Workload::RtApp(w) => o.push_str(&w.summary()),
         Workload::Idle => o.push_str(&format!("idle: {:.3} ms simulated\n", r.sim_ns as f64 / 1e6)),
     }
@@ -805,6 +825,7 @@ fn cmd_compare(a: CompareArgs) -> Result<(), String> {
                 Workload::Nanosleep(_) => r.stats.newidle_ns as f64 / 1e6,
                 Workload::RtPush(w) => w.wakeup_to_run_ns().unwrap_or(r.sim_ns) as f64 / 1e6,
                 Workload::Hackbench(w) => w.time_us().map_or(r.sim_ns / 1000, |t| t) as f64 / 1e3,
+                Workload::PipePair(w) => w.elapsed_ns().unwrap_or(r.sim_ns) as f64 / 1e6,
                 Workload::RtApp(w) => {
                     // Mean wakeup latency after timers, over every logged phase.
                     let rows: Vec<_> = w.threads.iter().flat_map(|t| t.rows.iter()).collect();

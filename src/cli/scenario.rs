@@ -43,6 +43,12 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
         "a FIFO task woken onto the CPU of a pinned FIFO task it outranks (4-CPU SMP): where does it run?",
         include_str!("../../scenarios/rt-push.toml"),
     ),
+    (
+        "pingpong",
+        "two threads pinned to CPUs 0 and 1 of a 4-CPU SMP bouncing a byte through two pipes, 10000 times",
+        include_str!("../../scenarios/pingpong.toml"),
+    ),
+    ("perf-pipe", "perf bench sched pipe -l 100000 on a 4-CPU SMP", include_str!("../../scenarios/perf-pipe.toml")),
     ("idle", "an idle EPYC 7763 2S for 100 ms (ticks, idle states, nohz)", include_str!("../../scenarios/idle.toml")),
 ];
 

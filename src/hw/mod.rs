@@ -151,6 +151,39 @@ pub struct Machine {
     /// sources say about the real machine; the kernel model interprets them.
     pub background: String,
     pub preempt: String,
+    /// The haltpoll governor's module parameters (read only when `governor` is haltpoll).
+    pub haltpoll: HaltpollParams,
+}
+
+/// The haltpoll governor's module parameters, as a guest is booted with them
+/// (`haltpoll.guest_halt_poll_ns=0` on the kernel command line, or
+/// `/sys/module/haltpoll/parameters/*`). The defaults are those of
+/// drivers/cpuidle/governors/haltpoll.c (v6.10). `unsigned int` in the kernel, hence `u32`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HaltpollParams {
+    /// The largest per-CPU poll window, ns (0: never poll, always halt).
+    pub guest_halt_poll_ns: u32,
+    /// Divisor applied to the window after a halt longer than `guest_halt_poll_ns` (0: reset).
+    pub guest_halt_poll_shrink: u32,
+    /// Factor applied to the window after a halt it would have covered.
+    pub guest_halt_poll_grow: u32,
+    /// The first non-zero window, ns.
+    pub guest_halt_poll_grow_start: u32,
+    /// Whether long halts shrink the window at all.
+    pub guest_halt_poll_allow_shrink: bool,
+}
+
+impl Default for HaltpollParams {
+    fn default() -> Self {
+        HaltpollParams {
+            guest_halt_poll_ns: 200_000,
+            guest_halt_poll_shrink: 2,
+            guest_halt_poll_grow: 2,
+            guest_halt_poll_grow_start: 50_000,
+            guest_halt_poll_allow_shrink: true,
+        }
+    }
 }
 
 /// A cpuidle governor.
@@ -266,6 +299,9 @@ struct RawMachine {
     /// Default preemption model ("voluntary" when absent).
     #[serde(default = "default_preempt")]
     preempt: String,
+    /// The haltpoll governor's module parameters (defaults: the kernel's).
+    #[serde(default)]
+    haltpoll: HaltpollParams,
     topology: Spanned<RawTopology>,
     #[serde(default)]
     numa: RawNuma,
@@ -473,6 +509,7 @@ pub fn machine_from_toml(text: &str, origin: &str) -> Result<Machine, String> {
         governor: raw.governor,
         background: raw.background,
         preempt: raw.preempt,
+        haltpoll: raw.haltpoll,
     })
 }
 

@@ -480,7 +480,7 @@ impl Hackbench {
     }
 
     /// What the tool prints before it starts its children.
-    fn header(&self) -> String {
+    pub fn header(&self) -> String {
         let o = &self.o;
         match o.tool {
             Tool::RtTests => format!(
@@ -499,7 +499,7 @@ impl Hackbench {
     }
 
     /// What the tool prints at the end.
-    fn footer(&self) -> String {
+    pub fn footer(&self) -> String {
         let t = self.time_text().unwrap_or_default();
         let o = &self.o;
         match o.tool {

@@ -6,6 +6,7 @@ pub mod hackbench;
 pub mod ipistorm;
 pub mod nanosleep;
 pub mod params;
+pub mod pipepair;
 pub mod rtapp;
 pub mod rtapp_json;
 pub mod rtpush;
@@ -28,6 +29,8 @@ pub enum Workload {
     Nanosleep(nanosleep::NanosleepLoop),
     Hackbench(Box<hackbench::Hackbench>),
     RtPush(Box<rtpush::RtPush>),
+    /// `pingpong` and `perf-pipe`: two tasks bouncing a token through two pipes.
+    PipePair(Box<pipepair::PipePair>),
     RtApp(Box<rtapp::RtApp>),
 }
 
@@ -117,6 +120,7 @@ pub fn start(k: &mut Kernel) {
         Workload::Nanosleep(_) => nanosleep::start(k),
         Workload::Hackbench(_) => hackbench::start(k),
         Workload::RtPush(_) => rtpush::start(k),
+        Workload::PipePair(_) => pipepair::start(k),
         Workload::RtApp(_) => rtapp::start(k),
         Workload::Idle => {}
     }
@@ -135,6 +139,7 @@ pub fn on_action(k: &mut Kernel, what: u32) {
         Workload::Nanosleep(_) => nanosleep::on_action(k, what),
         Workload::Hackbench(_) => hackbench::on_action(k, what),
         Workload::RtPush(_) => rtpush::on_action(k, what),
+        Workload::PipePair(_) => pipepair::on_action(k, what),
         Workload::RtApp(_) => rtapp::on_action(k, what),
         Workload::Idle => {}
     }
@@ -163,6 +168,7 @@ pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
         Workload::Nanosleep(_) => nanosleep::task_step(k, cpu, s),
         Workload::Hackbench(_) => hackbench::task_step(k, cpu, s),
         Workload::RtPush(_) => rtpush::task_step(k, cpu, s),
+        Workload::PipePair(_) => pipepair::task_step(k, cpu, s),
         Workload::RtApp(_) => rtapp::task_step(k, cpu, s),
         Workload::Idle => unreachable!("the idle workload has no tasks"),
     }

@@ -8,6 +8,10 @@ use crate::hw::IdleKind;
 use crate::linux::engine::Next;
 use crate::linux::{CpuId, Kernel};
 
+/// The state index `cpuidle_reflect()` receives when `call_cpuidle()` returned -EBUSY (the
+/// CPU found work before entering the selected state).
+pub const EBUSY_IDX: u8 = u8::MAX;
+
 /// Number of recent idle intervals the governor remembers (menu's INTERVALS).
 pub const INTERVALS: usize = 8;
 
@@ -27,7 +31,8 @@ pub struct CpuidleDevice {
     pub bucket: usize,
     pub next_timer_ns: u64,
     pub needs_update: bool,
-    /// haltpoll: the adaptive poll window and the last state used.
+    /// haltpoll: the adaptive poll window and the last state used ([`EBUSY_IDX`] after a
+    /// bail-out).
     pub poll_limit_ns: u64,
     pub last_state_idx: u8,
 }

@@ -210,7 +210,7 @@ pub fn cpuidle_idle_call(k: &mut Kernel, cpu: CpuId, s: &mut CpuidleIdleCall) ->
             let (nr, c) = current_clr_polling_and_test(k, cpu);
             if nr {
                 // -EBUSY: cpuidle_reflect() still runs, with a zero residency.
-                cpuidle::governors::reflect(k, cpu, s.idx, 0);
+                cpuidle::governors::reflect(k, cpu, cpuidle::EBUSY_IDX, 0);
                 local_irq_enable(k, cpu);
                 s.at = IdleCallAt::Exit;
                 return Next::Cont(c + k.costs.cpuidle_exit);

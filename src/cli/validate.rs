@@ -1,0 +1,674 @@
+//! `schedsim validate WORKLOAD`: run a program for real under tracefs, run the same program in
+//! the model on this host's machine file, and print one side-by-side table of the figures
+//! [`crate::validate`] computes from both traces. Needs root and tracefs (exit code 2
+//! otherwise); tracefs settings are restored afterwards, whatever happens.
+
+use crate::run::{self, RunSpec};
+use crate::validate::{self, Counts, Figures};
+use crate::workload::hackbench::{HackbenchOpts, Tool};
+use crate::workload::params::Params;
+use crate::workload::Workload;
+use serde_json::json;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+/// `schedsim validate`.
+#[derive(clap::Args, Debug)]
+pub struct ValidateArgs {
+    /// The program: pingpong, perf-pipe, messaging or nanosleep.
+    pub workload: String,
+    /// Its parameters, key=value as for `schedsim run` (messaging: perf's options after --).
+    pub params: Vec<String>,
+    /// Real runs (their spread is reported).
+    #[arg(long, default_value_t = 3)]
+    pub repeat: usize,
+    /// Model runs (seeds 1..=N).
+    #[arg(long, default_value_t = 3)]
+    pub seeds: usize,
+    /// Machine file for the model (default: read from this host, as `machine --from-host`).
+    #[arg(long)]
+    pub machine: Option<String>,
+    /// Kernel for the model (default: the newest named kernel).
+    #[arg(long)]
+    pub kernel: Option<String>,
+    /// Background activity for the model: a profile name, `none`, or a profile file (default:
+    /// the machine file's).
+    #[arg(long)]
+    pub background: Option<String>,
+    /// Keep only real runs in which other tasks used at most this share of the CPUs (percent),
+    /// retrying up to 4 x --repeat times; the discarded runs are counted in a note. A shared
+    /// machine's other work changes which wakeups need an IPI and whether CPUs idle at all.
+    #[arg(long, value_name = "PCT")]
+    pub max_foreign: Option<f64>,
+    /// Run schedsim's own perf-bench programs (`host-run`) instead of /usr/bin/perf.
+    #[arg(long)]
+    pub builtin: bool,
+    /// A ratio within this many percent of 1 counts as a match.
+    #[arg(long, default_value_t = 15.0)]
+    pub tolerance_pct: f64,
+    /// Keep the machine file, the real and simulated traces (gzipped ftrace text) and the JSON
+    /// summary (with each real run's root pid) here.
+    #[arg(long, value_name = "DIR")]
+    pub save: Option<PathBuf>,
+    /// Compare a saved capture instead of tracing (repeatable; `.gz` is read gunzipped): no
+    /// root needed. The program's tasks are those named by --comm.
+    #[arg(long, value_name = "FILE")]
+    pub from_trace: Vec<PathBuf>,
+    /// What the program printed in each --from-trace run (repeatable, same order), for its own
+    /// figure.
+    #[arg(long, value_name = "FILE")]
+    pub from_output: Vec<PathBuf>,
+    /// The program's task names in --from-trace captures (repeatable; default: the names the
+    /// built-in programs and perf give their tasks).
+    #[arg(long)]
+    pub comm: Vec<String>,
+    /// Print one JSON document instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Read a trace file, gunzipping a `.gz`.
+pub fn read_trace(p: &Path) -> Result<String, String> {
+    let bytes = std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display()))?;
+    if p.extension().is_some_and(|e| e == "gz") {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&bytes[..]), &mut text)
+            .map_err(|e| format!("{}: not a gzip file of text: {e}", p.display()))?;
+        Ok(text)
+    } else {
+        String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8 text", p.display()))
+    }
+}
+
+/// The trace events enabled for the real run.
+pub const EVENTS: &[&str] = &[
+    "sched:sched_switch",
+    "sched:sched_waking",
+    "sched:sched_wakeup",
+    "sched:sched_wakeup_new",
+    "sched:sched_migrate_task",
+    "sched:sched_wake_idle_without_ipi",
+    "sched:sched_process_fork",
+    "sched:sched_process_exit",
+    "ipi:ipi_send_cpu",
+    "ipi:ipi_send_cpumask",
+    "csd:csd_queue_cpu",
+    "csd:csd_function_entry",
+    "csd:csd_function_exit",
+    "irq:softirq_raise",
+    "irq:softirq_entry",
+    "irq:softirq_exit",
+    "irq:irq_handler_entry",
+    "power:cpu_idle",
+    "irq_vectors:reschedule_entry",
+    "irq_vectors:reschedule_exit",
+    "irq_vectors:call_function_single_entry",
+    "irq_vectors:call_function_single_exit",
+    "irq_vectors:call_function_entry",
+    "irq_vectors:call_function_exit",
+    "irq_vectors:local_timer_entry",
+    "irq_vectors:local_timer_exit",
+];
+
+/// One program as both sides run it.
+#[derive(Debug, Clone)]
+pub struct Program {
+    /// As typed (`pingpong iters=5000`).
+    pub label: String,
+    /// The model's workload and parameters.
+    pub workload: String,
+    pub params: Vec<(String, String)>,
+    /// The real command line.
+    pub command: Vec<String>,
+    /// Name of the program's own figure.
+    pub own_name: &'static str,
+    /// For messaging: messages per run; for nanosleep: the duration in seconds.
+    pub scale: f64,
+    /// The names the program's tasks run under.
+    pub comms: Vec<String>,
+}
+
+impl Program {
+    /// Resolve a workload name and its parameters. Validate uses smaller defaults than the
+    /// benchmarks' own where those would make traces of gigabytes.
+    pub fn resolve(name: &str, params: &[String], builtin: bool, exe: &str) -> Result<Program, String> {
+        let perf = !builtin && Path::new("/usr/bin/perf").exists();
+        let kv = |defaults: &[(&str, &str)]| -> Result<Vec<(String, String)>, String> {
+            let p = Params::parse(params.iter().map(String::as_str), "validate")?;
+            let mut pairs = p.pairs().to_vec();
+            for (k, v) in defaults {
+                if !pairs.iter().any(|(x, _)| x == k) {
+                    pairs.push((k.to_string(), v.to_string()));
+                }
+            }
+            Ok(pairs)
+        };
+        let host_run = |prog: &str, pairs: &[(String, String)]| -> Vec<String> {
+            let mut c = vec![exe.to_string(), "host-run".into(), prog.into()];
+            c.extend(pairs.iter().map(|(k, v)| format!("{k}={v}")));
+            c
+        };
+        let label = |pairs: &[(String, String)]| -> String {
+            let ps: Vec<String> = pairs.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            format!("{name} {}", ps.join(" "))
+        };
+        match name {
+            "pingpong" => {
+                let pairs = kv(&[("iters", "10000")])?;
+                Ok(Program {
+                    label: label(&pairs),
+                    workload: name.into(),
+                    command: host_run(name, &pairs),
+                    params: pairs,
+                    own_name: "program: us per round trip",
+                    scale: 1.0,
+                    comms: vec!["ping".into(), "pong".into()],
+                })
+            }
+            "perf-pipe" => {
+                let pairs = kv(&[("loops", "20000")])?;
+                let pp = Params::from_pairs(pairs.clone(), "validate");
+                let w = crate::workload::pipepair::PipePair::parse_perf_pipe(&pp)?;
+                let threaded = matches!(w.form, crate::workload::pipepair::Form::PerfPipe { threaded: true });
+                let command = if perf {
+                    let mut c: Vec<String> =
+                        ["/usr/bin/perf", "bench", "sched", "pipe", "-l"].iter().map(|s| s.to_string()).collect();
+                    c.push(w.loops.to_string());
+                    if threaded {
+                        c.push("-T".into());
+                    }
+                    c
+                } else {
+                    host_run(name, &pairs)
+                };
+                Ok(Program {
+                    label: label(&pairs),
+                    workload: name.into(),
+                    command,
+                    params: pairs,
+                    own_name: "program: usecs/op",
+                    scale: 1.0,
+                    comms: vec!["sched-pipe".into()],
+                })
+            }
+            "messaging" => {
+                let words: Vec<&str> = if params.is_empty() {
+                    vec!["-g", "1", "-l", "100"]
+                } else {
+                    params.iter().map(String::as_str).collect()
+                };
+                let o = HackbenchOpts::parse(Tool::Perf, &words)?;
+                let mut command: Vec<String> = if perf {
+                    ["/usr/bin/perf", "bench", "sched", "messaging"].iter().map(|s| s.to_string()).collect()
+                } else {
+                    vec![exe.to_string(), "host-run".into(), "messaging".into(), "--".into()]
+                };
+                command.extend(words.iter().map(|s| s.to_string()));
+                Ok(Program {
+                    label: format!("messaging {}", words.join(" ")),
+                    workload: "hackbench".into(),
+                    params: vec![("tool".into(), "perf".into()), ("args".into(), words.join(" "))],
+                    command,
+                    own_name: "program: us per message",
+                    scale: o.expected_messages() as f64,
+                    comms: vec!["sched-messaging".into()],
+                })
+            }
+            "nanosleep" => {
+                let pairs = kv(&[("procs", "2"), ("ns", "1000"), ("duration_ms", "1000")])?;
+                let pp = Params::from_pairs(pairs.clone(), "validate");
+                let w = crate::workload::nanosleep::NanosleepLoop::parse(&pp, 1)?;
+                Ok(Program {
+                    label: label(&pairs),
+                    workload: name.into(),
+                    command: host_run(name, &pairs),
+                    params: pairs,
+                    own_name: "program: loops per second",
+                    scale: w.duration_ns as f64 / 1e9,
+                    comms: vec!["nanosleep".into()],
+                })
+            }
+            other => Err(format!(
+                "validate: unknown workload '{other}' (expected one of: pingpong, perf-pipe, messaging, nanosleep)"
+            )),
+        }
+    }
+
+    /// The program's own figure, read from what it printed.
+    pub fn own_figure(&self, output: &str) -> Option<f64> {
+        let before = |needle: &str| -> Option<f64> {
+            let line = output.lines().find(|l| l.contains(needle))?;
+            let head = &line[..line.find(needle)?];
+            head.split_whitespace().last()?.parse().ok()
+        };
+        match self.own_name {
+            "program: us per round trip" => before("us per round trip"),
+            "program: usecs/op" => before("usecs/op"),
+            "program: us per message" => before("[sec]").map(|s| s * 1e6 / self.scale),
+            "program: loops per second" => before("sleeps").map(|n| n / self.scale),
+            _ => None,
+        }
+    }
+}
+
+/// What the model printed, as the real program prints it.
+fn model_output(r: &run::RunResult) -> String {
+    match &r.workload {
+        Workload::PipePair(w) => w.output.clone(),
+        Workload::Hackbench(w) => w.output.clone(),
+        Workload::Nanosleep(w) => format!("nanosleep: {} processes, {} sleeps\n", w.procs, w.loops),
+        _ => String::new(),
+    }
+}
+
+/// tracefs settings saved before a capture and put back by `Drop`.
+struct Tracefs {
+    dir: PathBuf,
+    mounted: bool,
+    saved: Vec<(String, String)>,
+    set_event: String,
+}
+
+impl Tracefs {
+    /// Find (or mount) tracefs and save what a capture changes. Errors say why validate
+    /// cannot trace.
+    fn open() -> Result<Tracefs, String> {
+        // SAFETY: geteuid() has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            return Err("validate runs the program under tracefs and needs root (run it with sudo)".into());
+        }
+        let mut mounted = false;
+        let mut dir = PathBuf::from("/sys/kernel/tracing");
+        if !dir.join("trace").exists() {
+            let debug = PathBuf::from("/sys/kernel/debug/tracing");
+            if debug.join("trace").exists() {
+                dir = debug;
+            } else {
+                let st = std::process::Command::new("mount")
+                    .args(["-t", "tracefs", "nodev", "/sys/kernel/tracing"])
+                    .status();
+                if !matches!(st, Ok(s) if s.success()) || !dir.join("trace").exists() {
+                    return Err("no tracefs: /sys/kernel/tracing is not mounted and mounting it failed (kernel without CONFIG_TRACING?)".into());
+                }
+                mounted = true;
+            }
+        }
+        let read = |f: &str| std::fs::read_to_string(dir.join(f)).map(|s| s.trim().to_string());
+        let mut saved = Vec::new();
+        for f in ["tracing_on", "current_tracer", "options/record-tgid", "options/irq-info"] {
+            if let Ok(v) = read(f) {
+                saved.push((f.to_string(), v));
+            }
+        }
+        if let Ok(v) = read("buffer_size_kb") {
+            saved.push(("buffer_size_kb".into(), v.split_whitespace().next().unwrap_or("1408").to_string()));
+        }
+        let set_event = read("set_event").map_err(|e| format!("cannot read {}/set_event: {e}", dir.display()))?;
+        Ok(Tracefs { dir, mounted, saved, set_event })
+    }
+
+    fn write(&self, f: &str, v: &str) -> Result<(), String> {
+        std::fs::write(self.dir.join(f), v)
+            .map_err(|e| format!("cannot write '{v}' to {}/{f}: {e}", self.dir.display()))
+    }
+
+    /// Set the events; returns the ones this kernel does not have.
+    fn set_events(&self, events: &[&str]) -> Result<Vec<String>, String> {
+        use std::io::Write;
+        let path = self.dir.join("set_event");
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(&path)
+            .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+        let mut missing = Vec::new();
+        for e in events {
+            if f.write_all(format!("{e}\n").as_bytes()).is_err() {
+                missing.push(e.to_string());
+            }
+        }
+        Ok(missing)
+    }
+
+    /// Trace one run of `command`; returns (its stdout, the trace text, its pid).
+    fn capture(&self, command: &[String]) -> Result<(String, String, u32), String> {
+        self.write("tracing_on", "0")?;
+        self.write("current_tracer", "nop")?;
+        let _ = self.write("options/record-tgid", "0");
+        let _ = self.write("options/irq-info", "1");
+        self.write("buffer_size_kb", "16384")?;
+        self.write("trace", "")?;
+        self.write("tracing_on", "1")?;
+        let out = run_child(command);
+        self.write("tracing_on", "0")?;
+        let (stdout, pid) = out?;
+        let trace = std::fs::read_to_string(self.dir.join("trace"))
+            .map_err(|e| format!("cannot read {}/trace: {e}", self.dir.display()))?;
+        self.write("trace", "")?;
+        Ok((stdout, trace, pid))
+    }
+}
+
+impl Drop for Tracefs {
+    fn drop(&mut self) {
+        let _ = self.write("tracing_on", "0");
+        let events: Vec<&str> = self.set_event.lines().collect();
+        let _ = self.set_events(&events);
+        let _ = self.write("trace", "");
+        for (f, v) in &self.saved {
+            let _ = self.write(f, v);
+        }
+        if self.mounted {
+            let _ = std::process::Command::new("umount").arg(&self.dir).status();
+        }
+    }
+}
+
+/// Run a command with Ctrl-C going to it (validate itself ignores SIGINT meanwhile, so that it
+/// can restore tracefs). Returns its stdout and pid.
+fn run_child(command: &[String]) -> Result<(String, u32), String> {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = std::process::Command::new(&command[0]);
+    cmd.args(&command[1..]).stdout(std::process::Stdio::piped());
+    // SAFETY: the hook only calls signal(), which is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    // SAFETY: plain signal disposition changes.
+    let old = unsafe { libc::signal(libc::SIGINT, libc::SIG_IGN) };
+    let res = (|| {
+        let child = cmd.spawn().map_err(|e| format!("cannot run {}: {e}", command.join(" ")))?;
+        let pid = child.id();
+        let out = child.wait_with_output().map_err(|e| format!("waiting for {}: {e}", command.join(" ")))?;
+        if !out.status.success() {
+            return Err(format!("{} failed ({})", command.join(" "), out.status));
+        }
+        Ok((String::from_utf8_lossy(&out.stdout).into_owned(), pid))
+    })();
+    // SAFETY: as above.
+    unsafe { libc::signal(libc::SIGINT, old) };
+    res
+}
+
+fn gzip(text: &str) -> Vec<u8> {
+    use std::io::Write;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    e.write_all(text.as_bytes()).expect("writing to memory");
+    e.finish().expect("writing to memory")
+}
+
+/// One side's runs.
+struct Side {
+    outputs: Vec<String>,
+    counts: Vec<Counts>,
+    figures: Vec<Figures>,
+}
+
+pub fn cmd_validate(a: ValidateArgs) -> Result<(), String> {
+    if a.from_output.len() > a.from_trace.len() {
+        return Err("--from-output is given more often than --from-trace".into());
+    }
+    if a.repeat == 0 || a.seeds == 0 {
+        return Err("--repeat and --seeds must be at least 1".into());
+    }
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find the schedsim binary: {e}"))?;
+    let prog = Program::resolve(&a.workload, &a.params, a.builtin, &exe.to_string_lossy())?;
+    let tol = a.tolerance_pct / 100.0;
+
+    // The machine file.
+    let work = match &a.save {
+        Some(d) => d.clone(),
+        None => std::env::temp_dir().join(format!("schedsim-validate-{}", std::process::id())),
+    };
+    std::fs::create_dir_all(&work).map_err(|e| format!("cannot create {}: {e}", work.display()))?;
+    /// Removes the temporary directory on every way out (unless it is the --save one).
+    struct TempDir(Option<PathBuf>);
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            if let Some(d) = &self.0 {
+                let _ = std::fs::remove_dir_all(d);
+            }
+        }
+    }
+    let _cleanup = TempDir(a.save.is_none().then(|| work.clone()));
+    let machine_path = match &a.machine {
+        Some(m) => m.clone(),
+        None => {
+            let p = work.join("host.toml");
+            let text = super::host::machine_toml_from_host(&super::host::HostFs::real(), "host")?;
+            super::host::write_atomically(&p, text.as_bytes())?;
+            p.to_string_lossy().into_owned()
+        }
+    };
+    let machine = run::machine(&machine_path)?;
+    let state_names: Vec<String> = machine.idle_states.iter().map(|s| s.name.clone()).collect();
+    let kernel =
+        a.kernel.clone().unwrap_or_else(|| crate::linux::patches::KERNELS.last().expect("kernels").name.into());
+
+    // The model first: it checks the parameters before tracefs is touched.
+    let mut model_runs = Vec::new();
+    for seed in 1..=a.seeds as u64 {
+        let mut s = RunSpec::new(&prog.workload);
+        s.machine = machine_path.clone();
+        s.kernel = kernel.clone();
+        s.seed = seed;
+        s.params = Params::from_pairs(prog.params.clone(), "validate");
+        s.trace = true;
+        s.background = a.background.clone();
+        let r = run::execute(&s)?;
+        if !r.finished {
+            return Err(format!("the model's {} did not finish within {} s", prog.label, s.limit_ns / 1_000_000_000));
+        }
+        model_runs.push(r);
+    }
+
+    // The real runs: traced now, or read from saved captures.
+    let mut real_traces = Vec::new();
+    let mut real_outputs = Vec::new();
+    let mut missing = Vec::new();
+    let mut discarded: Vec<String> = Vec::new();
+    let comms: Vec<String> = if a.comm.is_empty() { prog.comms.clone() } else { a.comm.clone() };
+    if a.from_trace.is_empty() {
+        let tracefs = Tracefs::open()?;
+        missing = tracefs.set_events(EVENTS)?;
+        let mut attempts = 0;
+        while real_traces.len() < a.repeat && attempts < 4 * a.repeat {
+            attempts += 1;
+            let (out, trace, pid) = tracefs.capture(&prog.command)?;
+            if let Some(max) = a.max_foreign {
+                let who = validate::Program::Pids { roots: &[pid], follow_forks: true };
+                let share = validate::analyze(&trace, &who, &BTreeSet::new()).foreign_share();
+                if share * 100.0 > max {
+                    discarded.push(format!("{:.0}%", share * 100.0));
+                    continue;
+                }
+            }
+            real_outputs.push(out);
+            real_traces.push((trace, Some(pid)));
+        }
+        if real_traces.is_empty() {
+            return Err(format!(
+                "no real run was quiet enough: other tasks used {} of the CPUs (--max-foreign {})",
+                discarded.join(", "),
+                a.max_foreign.unwrap_or(100.0)
+            ));
+        }
+    } else {
+        for (i, p) in a.from_trace.iter().enumerate() {
+            real_traces.push((read_trace(p)?, None));
+            let out = match a.from_output.get(i) {
+                Some(o) => std::fs::read_to_string(o).map_err(|e| format!("cannot read {}: {e}", o.display()))?,
+                None => String::new(),
+            };
+            real_outputs.push(out);
+        }
+    }
+
+    // Idle-silent CPUs, from the real captures; dropped alike on both sides.
+    let mut silent = BTreeSet::new();
+    for (t, _) in &real_traces {
+        silent.extend(validate::silent_idle_cpus(t, 20));
+    }
+    let mut notes = Vec::new();
+    if !discarded.is_empty() {
+        notes.push(format!(
+            "{} real run(s) discarded because other tasks used {} of the CPUs (over --max-foreign)",
+            discarded.len(),
+            discarded.join(", ")
+        ));
+    }
+    if real_traces.len() < a.repeat && a.from_trace.is_empty() {
+        notes.push(format!("only {} of {} real runs were quiet enough", real_traces.len(), a.repeat));
+    }
+    if !missing.is_empty() {
+        notes.push(format!("this kernel has no {} trace event(s)", missing.join(", ")));
+    }
+    if !silent.is_empty() {
+        notes.push(format!(
+            "the idle task of CPU(s) {silent:?} logged no task-context line in a real capture (no cpu_idle, no switch \
+             away from idle) although tasks switched to it; those lines are dropped from every trace, real and \
+             simulated, so idle entries count only the other CPUs"
+        ));
+    }
+    let real = {
+        let mut s = Side { outputs: real_outputs, counts: Vec::new(), figures: Vec::new() };
+        for (i, (t, pid)) in real_traces.iter().enumerate() {
+            let roots: Vec<u32> = pid.iter().copied().collect();
+            let who = match pid {
+                Some(_) => validate::Program::Pids { roots: &roots, follow_forks: true },
+                None => validate::Program::Comms(&comms),
+            };
+            let c = validate::analyze(t, &who, &silent);
+            if c.wakeups == 0 {
+                notes.push(format!(
+                    "real run {}: no wakeup of the program's tasks ({}) in the trace",
+                    i + 1,
+                    comms.join(", ")
+                ));
+            }
+            if c.lost_events {
+                notes.push(format!("real run {}: the trace buffer lost events (counts are low)", i + 1));
+            }
+            let own = prog.own_figure(&s.outputs[i]).map(|v| (prog.own_name, v));
+            s.figures.push(validate::figures(&c, &state_names, own));
+            s.counts.push(c);
+        }
+        s
+    };
+    let mut model_texts = Vec::new();
+    let model = {
+        let mut s = Side { outputs: Vec::new(), counts: Vec::new(), figures: Vec::new() };
+        for r in &model_runs {
+            let text = validate::model_trace_text(r);
+            let c = validate::model_counts(r, &text, &silent);
+            let out = model_output(r);
+            let own = prog.own_figure(&out).map(|v| (prog.own_name, v));
+            s.figures.push(validate::figures(&c, &state_names, own));
+            s.counts.push(c);
+            s.outputs.push(out);
+            model_texts.push(text);
+        }
+        s
+    };
+    for (i, c) in real.counts.iter().enumerate() {
+        let share = c.foreign_share();
+        if share > 0.05 {
+            notes.push(format!(
+                "real run {}: other tasks used {:.0}% of the CPUs during the program (a busy host skews the rates)",
+                i + 1,
+                share * 100.0
+            ));
+        }
+    }
+    let rows = validate::rows(&real.figures, &model.figures, tol);
+
+    if let Some(dir) = &a.save {
+        for (i, (t, _)) in real_traces.iter().enumerate() {
+            super::host::write_atomically(&dir.join(format!("real-{}.trace.gz", i + 1)), &gzip(t))?;
+        }
+        for (i, t) in model_texts.iter().enumerate() {
+            super::host::write_atomically(&dir.join(format!("model-{}.trace.gz", i + 1)), &gzip(t))?;
+        }
+    }
+    let doc = json!({
+        "workload": prog.label,
+        "real_command": prog.command.join(" "),
+        "machine": machine_path,
+        "kernel": kernel,
+        "repeat": a.repeat,
+        "real_runs": real_traces.len(),
+        "seeds": a.seeds,
+        "tolerance": tol,
+        "rows": rows,
+        "notes": notes,
+        "real": {
+            "outputs": real.outputs,
+            "root_pids": real_traces.iter().map(|(_, p)| *p).collect::<Vec<_>>(),
+            "from_trace": a.from_trace.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
+            "counts": real.counts,
+        },
+        "model": {"outputs": model.outputs, "counts": model.counts},
+    });
+    if let Some(dir) = &a.save {
+        let text = serde_json::to_string_pretty(&doc).expect("serializable");
+        super::host::write_atomically(&dir.join("validate.json"), text.as_bytes())?;
+    }
+    if a.json {
+        super::emit(&format!("{}\n", serde_json::to_string_pretty(&doc).expect("serializable")));
+        return Ok(());
+    }
+    let mut o = format!(
+        "# schedsim validate {}\n# real: {}; model: {} on {} x{} seeds\n\n",
+        prog.label,
+        if a.from_trace.is_empty() {
+            format!("`{}` x{}", prog.command.join(" "), a.repeat)
+        } else {
+            format!("{} saved capture(s), tasks named {}", a.from_trace.len(), comms.join(", "))
+        },
+        kernel,
+        machine_path,
+        a.seeds
+    );
+    o.push_str(&validate::render(&rows, tol));
+    o.push_str(&format!("(a per-wakeup difference below {} also counts as within)\n", validate::STRUCTURE_FLOOR));
+    let within = rows.iter().filter(|r| r.kind == validate::RowKind::Structure && r.within).count();
+    let structural = rows.iter().filter(|r| r.kind == validate::RowKind::Structure).count();
+    o.push_str(&format!(
+        "\n{within} of {structural} structural ratios within {:.0}%. Real wakeups per run: {}; model: {}.\n",
+        a.tolerance_pct,
+        real.counts.iter().map(|c| c.wakeups.to_string()).collect::<Vec<_>>().join(", "),
+        model.counts.iter().map(|c| c.wakeups.to_string()).collect::<Vec<_>>().join(", ")
+    ));
+    for n in &notes {
+        o.push_str(&format!("note: {n}\n"));
+    }
+    super::emit(&o);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn programs_resolve_with_small_defaults_and_read_their_own_figures() {
+        let p = Program::resolve("perf-pipe", &[], false, "schedsim").unwrap();
+        assert_eq!(p.params, vec![("loops".to_string(), "20000".to_string())]);
+        let out = crate::workload::pipepair::perf_pipe_output(20000, false, 92_002);
+        assert_eq!(p.own_figure(&out), Some(4.6001));
+        let p = Program::resolve("messaging", &[], true, "schedsim").unwrap();
+        assert_eq!(p.command[1..], ["host-run", "messaging", "--", "-g", "1", "-l", "100"]);
+        assert_eq!(p.scale, 40_000.0);
+        let out = "# Running 'sched/messaging' benchmark:\n\n     Total time: 0.084 [sec]\n";
+        assert!((p.own_figure(out).unwrap() - 2.1).abs() < 1e-9);
+        let p = Program::resolve("nanosleep", &["duration_ms=500".to_string()], true, "schedsim").unwrap();
+        assert_eq!(p.own_figure("nanosleep: 2 processes, 1000 sleeps\n"), Some(2000.0));
+        let p = Program::resolve("pingpong", &["sleep_us=100".to_string()], true, "s").unwrap();
+        assert_eq!(p.command, ["s", "host-run", "pingpong", "sleep_us=100", "iters=10000"]);
+        assert_eq!(p.own_figure(&crate::workload::pipepair::pingpong_output(10, 25_000)), Some(2.5));
+        assert!(Program::resolve("hackbench", &[], true, "s").unwrap_err().contains("expected one of"));
+    }
+}

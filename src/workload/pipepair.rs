@@ -1,0 +1,409 @@
+//! Two tasks passing a token through a pair of pipes, in the two forms `schedsim host-run`
+//! also runs for real (so `schedsim validate` can compare them with the kernel):
+//!
+//! - `pingpong`: two threads pinned to two CPUs (`ping_cpu=`, `pong_cpu=`, default 0 and 1)
+//!   bounce one byte `iters=` times (default 10000). The main thread creates the `pong` thread,
+//!   pins itself and becomes `ping`, sleeps 1 ms (`usleep(1000)`, so `pong` is parked in
+//!   `read()`), then per round trip writes the byte to pong's pipe, reads it back from its own
+//!   and, with `sleep_us=N`, sleeps `usleep(N)` before the next one. `pong` reads and writes
+//!   back `iters` times and exits; ping joins it. Output: `pingpong: N round trips in S s:
+//!   U us per round trip` (timed from the first write to the last read).
+//! - `perf-pipe`: `perf bench sched pipe` (tools/perf/bench/sched-pipe.c, perf 6.1):
+//!   `loops=` (perf's `-l`, default 1000000) and `threaded=1` (`-T`). The main task makes two
+//!   pipes, takes `gettimeofday()`, forks a child (or creates two threads) and both sides loop
+//!   `loops` times: the child reads pipe 1 then writes pipe 2, the parent writes pipe 1 then
+//!   reads pipe 2, 4-byte messages. The parent reaps the child (`waitpid`; `pthread_join` twice
+//!   in thread mode), takes `gettimeofday()` again and prints perf's own lines.
+//!
+//! Simplifications as for hackbench (ARCHITECTURE.md): creating pipes, threads and processes
+//! is not modelled as running code (the tasks exist from the first step and are placed by fork
+//! balancing, or on their pinned CPU); `pthread_setaffinity_np()` is in force from the start;
+//! user code between syscalls costs `PathCosts::user_op`.
+
+use super::params::Params;
+use super::{TaskFrame, Workload};
+use crate::linux::engine::{Action, Frame, Next};
+use crate::linux::fs::{fdpair, sys_read, sys_write, Fd};
+use crate::linux::kernel::exit::{link_child, signal_alloc, DoExit, SigId, Wait4};
+use crate::linux::kernel::futex::{futex_alloc, FutexId, FutexOp, Nanosleep};
+use crate::linux::kernel::sched::TaskKind;
+use crate::linux::{CpuId, Kernel, TaskId};
+use crate::sim::{Time, NSEC_PER_USEC};
+
+pub const PINGPONG_PARAMS: &[&str] = &["iters", "sleep_us", "ping_cpu", "pong_cpu"];
+pub const PERF_PIPE_PARAMS: &[&str] = &["loops", "threaded"];
+
+/// Which program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    PingPong { ping_cpu: CpuId, pong_cpu: CpuId, sleep_us: u64 },
+    PerfPipe { threaded: bool },
+}
+
+/// Run state and results.
+#[derive(Debug, Clone)]
+pub struct PipePair {
+    pub form: Form,
+    /// Round trips (pingpong `iters`, perf `loops`).
+    pub loops: u64,
+    /// perf: the main task (0 for pingpong, whose main thread is `ping`).
+    pub main_task: Option<TaskId>,
+    /// The two workers: [0] reads first (pong, perf's `nr == 0`), [1] writes first.
+    pub workers: Vec<TaskId>,
+    /// pipe 1 carries [1] -> [0], pipe 2 carries [0] -> [1]; (read end, write end).
+    pub pipe1: Option<(Fd, Fd)>,
+    pub pipe2: Option<(Fd, Fd)>,
+    /// Process mode: the parent's signal_struct. Thread mode: the tid words joined on.
+    pub parent_sig: Option<SigId>,
+    pub tid_futex: Vec<FutexId>,
+    /// Timed section, ns (pingpong) or whole us (perf's `gettimeofday()`).
+    pub start_ns: Time,
+    pub stop_ns: Time,
+    /// Round trips completed by the writing side.
+    pub done: u64,
+    pub finished: bool,
+    pub output: String,
+}
+
+impl PipePair {
+    pub fn parse_pingpong(p: &Params, nr_cpus: u32) -> Result<PipePair, String> {
+        p.check_known("pingpong", PINGPONG_PARAMS)?;
+        let ping_cpu = p.u64_or("ping_cpu", 0)? as u32;
+        let pong_cpu = p.u64_or("pong_cpu", 1.min(nr_cpus as u64 - 1))? as u32;
+        for (k, c) in [("ping_cpu", ping_cpu), ("pong_cpu", pong_cpu)] {
+            if c >= nr_cpus {
+                return Err(format!("{}: {k}={c} but the machine has CPUs 0-{}", p.origin, nr_cpus - 1));
+            }
+        }
+        let iters = p.u64_or("iters", 10_000)?;
+        if iters == 0 {
+            return Err(format!("{}: iters must be at least 1", p.origin));
+        }
+        Ok(PipePair::new(Form::PingPong { ping_cpu, pong_cpu, sleep_us: p.u64_or("sleep_us", 0)? }, iters))
+    }
+
+    pub fn parse_perf_pipe(p: &Params) -> Result<PipePair, String> {
+        p.check_known("perf-pipe", PERF_PIPE_PARAMS)?;
+        let loops = p.u64_or("loops", 1_000_000)?;
+        if loops == 0 || loops > i32::MAX as u64 {
+            return Err(format!("{}: loops must be between 1 and {} (perf's int)", p.origin, i32::MAX));
+        }
+        Ok(PipePair::new(Form::PerfPipe { threaded: p.u64_or("threaded", 0)? != 0 }, loops))
+    }
+
+    fn new(form: Form, loops: u64) -> PipePair {
+        PipePair {
+            form,
+            loops,
+            main_task: None,
+            workers: Vec::new(),
+            pipe1: None,
+            pipe2: None,
+            parent_sig: None,
+            tid_futex: Vec::new(),
+            start_ns: 0,
+            stop_ns: 0,
+            done: 0,
+            finished: false,
+            output: String::new(),
+        }
+    }
+
+    /// The workload's name.
+    pub fn name(&self) -> &'static str {
+        match self.form {
+            Form::PingPong { .. } => "pingpong",
+            Form::PerfPipe { .. } => "perf-pipe",
+        }
+    }
+
+    /// The timed section, ns (perf: whole microseconds, as `gettimeofday()` gives them).
+    pub fn elapsed_ns(&self) -> Option<Time> {
+        self.finished.then(|| self.stop_ns - self.start_ns)
+    }
+
+    /// The program's own figure: us per round trip (pingpong) or per op (perf).
+    pub fn us_per_op(&self) -> Option<f64> {
+        Some(self.elapsed_ns()? as f64 / 1e3 / self.loops as f64)
+    }
+}
+
+/// The lines `perf bench sched pipe` prints for `loops` round trips in `usec` microseconds
+/// (perf 6.1, default format).
+pub fn perf_pipe_output(loops: u64, threaded: bool, usec: u64) -> String {
+    let mut o = String::from("# Running 'sched/pipe' benchmark:\n");
+    o.push_str(&format!(
+        "# Executed {loops} pipe operations between two {}\n\n",
+        if threaded { "threads" } else { "processes" }
+    ));
+    o.push_str(&format!(" {:>14}: {}.{:03} [sec]\n\n", "Total time", usec / 1_000_000, usec % 1_000_000 / 1000));
+    o.push_str(&format!(" {:>14.6} usecs/op\n", usec as f64 / loops as f64));
+    o.push_str(&format!(" {:>14} ops/sec\n", (loops as f64 / (usec.max(1) as f64 / 1e6)) as i32));
+    o
+}
+
+/// The line the ping-pong prints (both here and in `schedsim host-run pingpong`).
+pub fn pingpong_output(iters: u64, elapsed_ns: u64) -> String {
+    format!(
+        "pingpong: {iters} round trips in {:.6} s: {:.3} us per round trip\n",
+        elapsed_ns as f64 / 1e9,
+        elapsed_ns as f64 / 1e3 / iters as f64
+    )
+}
+
+fn st(k: &mut Kernel) -> &mut PipePair {
+    match &mut k.wl {
+        Workload::PipePair(s) => s,
+        _ => unreachable!(),
+    }
+}
+
+fn new_task(k: &mut Kernel, comm: &str, role: u32, pinned: Option<CpuId>) -> TaskId {
+    let t = k.new_task(TaskKind::Workload, comm.to_string(), 0, 120, pinned);
+    k.tasks[t as usize].saved =
+        vec![Frame::Workload(TaskFrame { task: role, ..Default::default() }), Frame::RetFromFork];
+    t
+}
+
+/// Roles of [`TaskFrame::task`].
+const ROLE_READER: u32 = 0;
+const ROLE_WRITER: u32 = 1;
+const ROLE_MAIN: u32 = 2;
+
+/// The program starts at a seed-dependent instant after 1 ms.
+pub fn start(k: &mut Kernel) {
+    let form = st(k).form;
+    let load = super::load_time(k, 0x9199);
+    match form {
+        Form::PingPong { ping_cpu, pong_cpu, .. } => {
+            let pong = new_task(k, "pong", ROLE_READER, Some(pong_cpu));
+            let ping = new_task(k, "ping", ROLE_WRITER, Some(ping_cpu));
+            st(k).workers = vec![pong, ping];
+        }
+        Form::PerfPipe { .. } => {
+            let main = new_task(k, "sched-pipe", ROLE_MAIN, None);
+            st(k).main_task = Some(main);
+        }
+    }
+    k.q.push(load, Action::Workload { what: 0 });
+}
+
+pub fn on_action(k: &mut Kernel, _what: u32) {
+    let s = st(k);
+    let first = match s.form {
+        Form::PingPong { .. } => s.workers.clone(),
+        Form::PerfPipe { .. } => vec![s.main_task.expect("created")],
+    };
+    // pingpong: the pipes exist before either thread runs.
+    if matches!(st(k).form, Form::PingPong { .. }) {
+        let p1 = fdpair(k, 0, true);
+        let p2 = fdpair(k, 0, true);
+        let f = futex_alloc(k, 0, 1);
+        let s = st(k);
+        s.pipe1 = Some(p1);
+        s.pipe2 = Some(p2);
+        s.tid_futex = vec![f];
+    }
+    for t in first {
+        super::spawn(k, 0, t);
+    }
+}
+
+fn user(k: &Kernel, s: &mut TaskFrame) -> Next {
+    s.user = true;
+    Next::Cont(k.costs.user_op)
+}
+
+pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
+    match s.task {
+        ROLE_MAIN => perf_main(k, cpu, s),
+        _ => worker(k, cpu, s),
+    }
+}
+
+/// perf's `bench_sched_pipe()` main: set up, start the workers, reap them, print.
+fn perf_main(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
+    let Form::PerfPipe { threaded } = st(k).form else { unreachable!() };
+    match s.at {
+        0 => {
+            let p1 = fdpair(k, cpu, true);
+            let p2 = fdpair(k, cpu, true);
+            let now_us = k.now / NSEC_PER_USEC;
+            let main = k.curr(cpu);
+            let mut workers = Vec::new();
+            let mut futexes = Vec::new();
+            let mut sig = None;
+            if threaded {
+                for role in [ROLE_READER, ROLE_WRITER] {
+                    let t = new_task(k, "sched-pipe", role, None);
+                    let pid = k.tasks[t as usize].pid as i64;
+                    futexes.push(futex_alloc(k, cpu, pid));
+                    workers.push(t);
+                }
+            } else {
+                let g = signal_alloc(k, cpu);
+                let child = new_task(k, "sched-pipe", ROLE_READER, None);
+                link_child(k, g, child);
+                sig = Some(g);
+                workers = vec![child, main];
+            }
+            let w = st(k);
+            w.pipe1 = Some(p1);
+            w.pipe2 = Some(p2);
+            w.start_ns = now_us * NSEC_PER_USEC;
+            w.parent_sig = sig;
+            w.tid_futex = futexes;
+            w.workers = workers.clone();
+            for t in workers.into_iter().filter(|&t| t != main) {
+                super::spawn(k, cpu, t);
+            }
+            if threaded {
+                s.at = 1;
+                s.i = 0;
+                user(k, s)
+            } else {
+                // The parent runs worker_thread(threads + 1) itself.
+                s.task = ROLE_WRITER;
+                s.at = 0;
+                s.i = 0;
+                user(k, s)
+            }
+        }
+        1 => {
+            // pthread_join() both workers.
+            let w = st(k);
+            if (s.i as usize) < w.tid_futex.len() {
+                let f = w.tid_futex[s.i as usize];
+                let v = k.futexes[f as usize].val;
+                if v != 0 {
+                    return Next::Call(k.costs.user_op, FutexOp::wait(f, v));
+                }
+                s.i += 1;
+                return user(k, s);
+            }
+            finish(k, cpu, s)
+        }
+        _ => unreachable!("perf-pipe main ran after exit"),
+    }
+}
+
+/// Print and exit (the timed section ends at the reap).
+fn finish(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
+    let now = k.now;
+    let w = st(k);
+    match w.form {
+        Form::PerfPipe { threaded } => {
+            w.stop_ns = now / NSEC_PER_USEC * NSEC_PER_USEC;
+            let usec = (w.stop_ns - w.start_ns) / NSEC_PER_USEC;
+            w.output = perf_pipe_output(w.loops, threaded, usec);
+        }
+        Form::PingPong { .. } => {
+            w.output = pingpong_output(w.loops, w.stop_ns - w.start_ns);
+        }
+    }
+    w.finished = true;
+    super::all_exited(k);
+    super::exit_current(k, cpu, s)
+}
+
+/// `worker_thread()` (perf) and the ping and pong loops: the reader reads the token from
+/// pipe 1 and writes it to pipe 2; the writer writes pipe 1 then reads pipe 2. Resume points:
+/// 0 start, 1 after the first syscall of a round, 2 after the second, 3 after a sleep, 4 the
+/// end (join or exit).
+fn worker(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
+    let w = st(k);
+    let (form, loops) = (w.form, w.loops);
+    let (p1, p2) = (w.pipe1.expect("set up"), w.pipe2.expect("set up"));
+    let reader = s.task == ROLE_READER;
+    let len = if matches!(form, Form::PingPong { .. }) { 1 } else { 4 };
+    match s.at {
+        0 => {
+            if let (Form::PingPong { .. }, false, 0) = (form, reader, s.i) {
+                if s.mark[0] == 0 {
+                    // ping: usleep(1000) so that pong waits in read().
+                    s.mark[0] = 1;
+                    return Next::Call(k.costs.user_op, Nanosleep::with_timer_slack(1_000_000));
+                }
+                st(k).start_ns = k.now;
+            }
+            if s.i == loops {
+                s.at = 4;
+                return Next::Cont(0);
+            }
+            s.at = 1;
+            let f = if reader { sys_read(p1.0, len) } else { sys_write(p1.1, len) };
+            Next::Call(k.costs.user_op, f)
+        }
+        1 => {
+            s.at = 2;
+            let f = if reader { sys_write(p2.1, len) } else { sys_read(p2.0, len) };
+            Next::Call(k.costs.user_op, f)
+        }
+        2 => {
+            s.i += 1;
+            if !reader {
+                st(k).done = s.i;
+            }
+            s.at = 0;
+            match form {
+                Form::PingPong { sleep_us, .. } if !reader && sleep_us > 0 => {
+                    if s.i == loops {
+                        st(k).stop_ns = k.now;
+                    }
+                    s.at = 3;
+                    Next::Call(k.costs.user_op, Nanosleep::with_timer_slack(sleep_us * NSEC_PER_USEC))
+                }
+                _ => {
+                    if matches!(form, Form::PingPong { .. }) && !reader && s.i == loops {
+                        st(k).stop_ns = k.now;
+                    }
+                    user(k, s)
+                }
+            }
+        }
+        3 => {
+            s.at = 0;
+            user(k, s)
+        }
+        4 => {
+            // Done looping.
+            let w = st(k);
+            match (form, reader) {
+                (Form::PingPong { .. }, true) => {
+                    let f = w.tid_futex[0];
+                    s.at = u8::MAX;
+                    Next::Call(k.costs.user_op, DoExit::thread(f))
+                }
+                (Form::PingPong { .. }, false) => {
+                    // pthread_join(pong).
+                    let f = w.tid_futex[0];
+                    let v = k.futexes[f as usize].val;
+                    if v != 0 {
+                        return Next::Call(k.costs.user_op, FutexOp::wait(f, v));
+                    }
+                    finish(k, cpu, s)
+                }
+                (Form::PerfPipe { threaded: true }, _) => {
+                    let f = w.tid_futex[if reader { 0 } else { 1 }];
+                    s.at = u8::MAX;
+                    Next::Call(k.costs.user_op, DoExit::thread(f))
+                }
+                (Form::PerfPipe { threaded: false }, true) => {
+                    let sig = w.parent_sig.expect("process mode");
+                    s.at = u8::MAX;
+                    Next::Call(k.costs.user_op, DoExit::process(sig))
+                }
+                (Form::PerfPipe { threaded: false }, false) => {
+                    // The parent: waitpid(child), then print.
+                    if s.mark[1] == 0 {
+                        s.mark[1] = 1;
+                        let sig = w.parent_sig.expect("process mode");
+                        return Next::Call(k.costs.user_op, Wait4::any_child(sig));
+                    }
+                    finish(k, cpu, s)
+                }
+            }
+        }
+        _ => unreachable!("pipe worker ran after exit"),
+    }
+}
