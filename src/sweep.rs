@@ -468,9 +468,6 @@ pub fn sweep(runs: &[GridRun], out: &Path, o: &SweepOpts) -> Result<SweepSummary
         skipped: mine.len() - todo.len(),
         ran: todo.len(),
     };
-    if todo.is_empty() {
-        return Ok(summary);
-    }
     if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
@@ -482,6 +479,10 @@ pub fn sweep(runs: &[GridRun], out: &Path, o: &SweepOpts) -> Result<SweepSummary
     // Drop a partial last line left by an interrupted sweep before appending.
     if file.metadata().map(|m| m.len()).unwrap_or(0) > end {
         file.set_len(end).map_err(|e| format!("cannot truncate {}: {e}", out.display()))?;
+    }
+    if todo.is_empty() {
+        // The file exists even for a shard with nothing to run, so a merge finds every shard.
+        return Ok(summary);
     }
     let file = std::sync::Mutex::new(file);
     let next = std::sync::atomic::AtomicUsize::new(0);
