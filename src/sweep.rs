@@ -319,7 +319,7 @@ pub fn parse_grid(text: &str, origin: &str) -> Result<Vec<GridRun>, String> {
                 }
                 let mut pairs = s0.params.pairs().to_vec();
                 pairs.extend(combo.iter().cloned());
-                s0.params = Params::from_pairs(pairs, &format!("{origin}:{line} [params]"));
+                s0.params = Params::from_pairs(pairs, "params");
                 if background.is_some() {
                     s0.background = background.clone();
                 }
