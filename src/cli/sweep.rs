@@ -7,7 +7,8 @@ use std::path::PathBuf;
 
 #[derive(Args, Debug)]
 pub struct SweepArgs {
-    /// The grid: kernels x machines x parameters x seeds, and experiments (see README).
+    /// The grid: kernels x machines x parameters x seeds, and experiments (see
+    /// deploy/example-grid.toml).
     pub grid: PathBuf,
     /// Append one JSON line per run to FILE; runs already in it are skipped (resume).
     #[arg(long, value_name = "FILE.jsonl", default_value = "sweep.jsonl")]
