@@ -337,8 +337,15 @@ pub fn parse_grid(text: &str, origin: &str) -> Result<Vec<GridRun>, String> {
                 if let Some(p) = &s0.preempt {
                     group.push_str(&format!(" preempt={p}"));
                 }
+                // Kernel and machine errors point at the line that names them.
+                let line_naming = |word: &str| {
+                    let l = text.find(&format!("\"{word}\"")).map_or(line, |o| line_of(text, o));
+                    move |m: String| format!("{origin}:{l}: {m}")
+                };
+                run::machine(&s0.machine).map_err(line_naming(m))?;
                 for k in &kernels {
                     let (name, patches) = split_kernel(k);
+                    crate::linux::KernelConfig::resolve(&name, &patches, 250).map_err(line_naming(k))?;
                     let mut s = s0.clone();
                     s.kernel = name;
                     if !patches.is_empty() {
@@ -765,6 +772,11 @@ mod tests {
             parse_grid("[[run]]\nworkload = \"ipistorm\"\nmachines = [\"smp-4\"]\nparams = { bad = 1 }\n", "g.toml")
                 .unwrap_err();
         assert!(e.starts_with("g.toml:1:") && e.contains("unknown ipistorm parameter 'bad'"), "{e}");
+        let e =
+            parse_grid("kernels = [\"v6.10\", \"v9.9\"]\n[[run]]\nworkload = \"ipistorm\"\n", "g.toml").unwrap_err();
+        assert!(e.starts_with("g.toml:1:") && e.contains("unknown kernel 'v9.9'"), "{e}");
+        let e = parse_grid("[[run]]\nworkload = \"idle\"\n\nmachines = [\"nosuch\"]\n", "g.toml").unwrap_err();
+        assert!(e.starts_with("g.toml:4:"), "{e}");
         let e = parse_grid("[[run]]\nexperiment = \"nosuch\"\n", "g.toml").unwrap_err();
         assert!(e.starts_with("g.toml:1:") && e.contains("unknown experiment"), "{e}");
         let e = parse_grid("seeds = 2\n", "g.toml").unwrap_err();
