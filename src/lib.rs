@@ -14,6 +14,7 @@ pub mod linux;
 pub mod report;
 pub mod run;
 pub mod sim;
+pub mod sweep;
 pub mod trace;
 pub mod validate;
 pub mod workload;

@@ -4,6 +4,7 @@
 pub mod host;
 pub mod host_run;
 pub mod scenario;
+pub mod sweep;
 pub mod validate;
 
 use crate::experiments::{self, ExpOpts};
@@ -45,6 +46,11 @@ enum Cmd {
     HostRun(host_run::HostRunArgs),
     /// Run a program for real under tracefs and in the model on this host's machine file; one table.
     Validate(validate::ValidateArgs),
+    /// Run a grid of kernels x machines x parameters x seeds (and experiments), one JSON line
+    /// per run: resumable, parallel, and `--shard I/N` for job arrays.
+    Sweep(sweep::SweepArgs),
+    /// Merge sweep outputs (shards) into comparison and `%change` tables.
+    Merge(sweep::MergeArgs),
 }
 
 #[derive(Args, Debug)]
@@ -238,6 +244,8 @@ pub fn main() -> i32 {
         Cmd::Machine(a) => host::cmd_machine(a),
         Cmd::HostRun(a) => host_run::cmd_host_run(a),
         Cmd::Validate(a) => validate::cmd_validate(a),
+        Cmd::Sweep(a) => sweep::cmd_sweep(a),
+        Cmd::Merge(a) => sweep::cmd_merge(a),
     };
     match res {
         Ok(()) => 0,
@@ -563,7 +571,8 @@ fn workload_json(r: &RunResult) -> serde_json::Value {
     }
 }
 
-fn run_json(s: &RunSpec, r: &RunResult) -> serde_json::Value {
+/// The `--json` document of one run (also each line of `schedsim sweep`).
+pub fn run_json(s: &RunSpec, r: &RunResult) -> serde_json::Value {
     json!({
         "scenario": s.workload,
         "machine": r.machine,

@@ -111,6 +111,15 @@ pub fn run_variants(
         })
         .collect();
     crate::run::build(&specs[0])?;
+    let planned = PLAN.with(|p| {
+        let mut p = p.borrow_mut();
+        let slot = p.as_mut()?;
+        slot.extend(specs.iter().enumerate().map(|(i, s)| (i / runs, s.clone())));
+        Some(())
+    });
+    if planned.is_some() {
+        return Err(PLANNED.into());
+    }
     if COLLECT_SPECS.load(std::sync::atomic::Ordering::Relaxed) {
         // The HTML report re-runs each variant's first seed with a trace window.
         let firsts = (0..variants).map(|v| specs[v * runs].clone());
@@ -118,6 +127,25 @@ pub fn run_variants(
     }
     let mut results = run_all(&specs, o.jobs)?.into_iter();
     Ok((0..variants).map(|_| results.by_ref().take(runs).collect()).collect())
+}
+
+thread_local! {
+    /// Set by [`plan`]: [`run_variants`] records its specs here instead of running them.
+    static PLAN: std::cell::RefCell<Option<Vec<(usize, RunSpec)>>> = const { std::cell::RefCell::new(None) };
+}
+const PLANNED: &str = "planned, not run";
+
+/// The runs an experiment would make with these options, as (variant index, spec) in its
+/// order, without running any (`schedsim sweep` expands `experiment = NAME` with it).
+pub fn plan(e: &Experiment, o: &ExpOpts) -> Result<Vec<(usize, RunSpec)>, String> {
+    PLAN.with(|p| *p.borrow_mut() = Some(Vec::new()));
+    let res = (e.run)(o);
+    let specs = PLAN.with(|p| p.borrow_mut().take()).unwrap_or_default();
+    match res {
+        Err(m) if m == PLANNED => Ok(specs),
+        Err(m) => Err(m),
+        Ok(_) => Err(format!("experiment '{}' ran without planning its runs", e.name)),
+    }
 }
 
 /// When set, [`run_variants`] records each variant's first-seed spec in [`take_collected`]

@@ -1,0 +1,805 @@
+//! Sweeps: a grid of kernels x machines x parameters x seeds (and the built-in experiments'
+//! variants and seeds) expanded into independent runs, each written as one JSON line; shards of
+//! the grid for job arrays; and the merge of shard outputs into comparison tables.
+//!
+//! The grid file (`schedsim sweep GRID.toml`):
+//!
+//! ```toml
+//! kernels = ["v6.10", "v6.10+3dcac251b066"]   # NAME[+ID][-ID]...; the first is the baseline
+//! machines = ["smp-4"]                        # presets or machine files
+//! seeds = 3                                   # seeds first_seed .. first_seed + seeds
+//! first_seed = 1
+//! background = "none"                         # optional: background, preempt, limit_ms
+//!
+//! [[run]]
+//! workload = "ipistorm"                       # or scenario = "NAME" / "FILE.toml"
+//! params = { numipi = 200, wait = [0, 1] }    # a list: one group per value (cartesian)
+//!
+//! [[run]]
+//! experiment = "rt-push"                      # a built-in experiment's variants and seeds
+//! seeds = 2
+//! ```
+//!
+//! Every run has a stable key (a hash of its canonical description), so a sweep resumes by
+//! skipping the keys already in its output, and shard `I/N` takes the runs whose position in
+//! the expanded grid is `I` modulo `N`. Nothing here touches a run's inside: each run is the
+//! ordinary deterministic [`crate::run::execute`]; floats appear only in the merged tables.
+
+use crate::experiments::{self, ExpOpts};
+use crate::report::{self, CompareRow, Comparison};
+use crate::run::{self, RunResult, RunSpec};
+use crate::workload::params::Params;
+use crate::workload::Workload;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+
+/// One run of a grid: its spec and where it belongs in the merged tables.
+#[derive(Debug, Clone)]
+pub struct GridRun {
+    /// Position in the expanded grid (the merge's order; the shard selector).
+    pub index: usize,
+    /// The comparison it belongs to: workload, parameters and machine (or the experiment).
+    pub group: String,
+    /// Its row in that comparison: the kernel as the grid names it (or the experiment's variant).
+    pub variant: String,
+    /// The experiment it comes from, if any.
+    pub experiment: Option<String>,
+    pub spec: RunSpec,
+}
+
+impl GridRun {
+    /// The canonical description of the run: everything that decides its result.
+    pub fn describe(&self) -> Value {
+        let s = &self.spec;
+        json!({
+            "workload": s.workload,
+            "params": s.params.pairs().iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>(),
+            "machine": s.machine,
+            "kernel": s.kernel,
+            "patches": s.patches,
+            "features": s.features,
+            "hz": s.hz,
+            "idle_states": s.idle_states.iter().map(|(n, on)| json!([n, on])).collect::<Vec<_>>(),
+            "limit_ns": s.limit_ns,
+            "preempt_rt": s.preempt_rt,
+            "background": s.background,
+            "preempt": s.preempt,
+            "seed": s.seed,
+            "experiment": self.experiment,
+        })
+    }
+
+    /// The stable run key: FNV-1a (64 bit) of the canonical description, in hex.
+    pub fn key(&self) -> String {
+        let text = self.describe().to_string();
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in text.bytes() {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        format!("{h:016x}")
+    }
+}
+
+/// A shard selector: `index` of `count` (both from 0; `0/1` is the whole grid).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    pub index: usize,
+    pub count: usize,
+}
+
+impl Shard {
+    pub const ALL: Shard = Shard { index: 0, count: 1 };
+
+    /// Parse `I/N` with `0 <= I < N`.
+    pub fn parse(s: &str) -> Result<Shard, String> {
+        let err = || format!("--shard '{s}': expected I/N with 0 <= I < N (e.g. --shard 0/4)");
+        let (i, n) = s.split_once('/').ok_or_else(err)?;
+        let index: usize = i.trim().parse().map_err(|_| err())?;
+        let count: usize = n.trim().parse().map_err(|_| err())?;
+        if count == 0 || index >= count {
+            return Err(err());
+        }
+        Ok(Shard { index, count })
+    }
+
+    pub fn contains(&self, run: &GridRun) -> bool {
+        run.index % self.count == self.index
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GridFile {
+    #[serde(default)]
+    kernels: Vec<String>,
+    #[serde(default)]
+    machines: Vec<String>,
+    seeds: Option<usize>,
+    first_seed: Option<u64>,
+    background: Option<String>,
+    preempt: Option<String>,
+    limit_ms: Option<u64>,
+    #[serde(default)]
+    run: Vec<toml::Spanned<Entry>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Entry {
+    workload: Option<String>,
+    scenario: Option<String>,
+    experiment: Option<String>,
+    kernels: Option<Vec<String>>,
+    machines: Option<Vec<String>>,
+    seeds: Option<usize>,
+    first_seed: Option<u64>,
+    background: Option<String>,
+    preempt: Option<String>,
+    limit_ms: Option<u64>,
+    /// For experiments that take one (hackbench-2013).
+    kernel: Option<String>,
+    #[serde(default)]
+    params: BTreeMap<String, toml::Value>,
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].bytes().filter(|&b| b == b'\n').count() + 1
+}
+
+/// Split `NAME[+ID][-ID]...` into the kernel name and its `+ID,-ID` patch list.
+fn split_kernel(k: &str) -> (String, String) {
+    let cut = k.find(['+', '-']).unwrap_or(k.len());
+    let (name, rest) = k.split_at(cut);
+    let mut patches = Vec::new();
+    let mut cur = String::new();
+    for ch in rest.chars() {
+        if (ch == '+' || ch == '-') && !cur.is_empty() {
+            patches.push(std::mem::take(&mut cur));
+        }
+        cur.push(ch);
+    }
+    if !cur.is_empty() {
+        patches.push(cur);
+    }
+    (name.to_string(), patches.join(","))
+}
+
+fn param_values(v: &toml::Value) -> Option<Vec<String>> {
+    let one = |v: &toml::Value| match v {
+        toml::Value::String(s) => Some(s.clone()),
+        toml::Value::Integer(i) => Some(i.to_string()),
+        toml::Value::Boolean(b) => Some((*b as u8).to_string()),
+        _ => None,
+    };
+    match v {
+        toml::Value::Array(a) if !a.is_empty() => a.iter().map(one).collect(),
+        toml::Value::Array(_) => None,
+        v => one(v).map(|s| vec![s]),
+    }
+}
+
+/// Parse a grid file's text and expand it into its runs, in grid order. `origin` names the
+/// file in errors (`origin:line: ...`); scenario files are relative to it.
+pub fn parse_grid(text: &str, origin: &str) -> Result<Vec<GridRun>, String> {
+    let g: GridFile = toml::from_str(text).map_err(|e| {
+        let line = e.span().map(|s| line_of(text, s.start)).unwrap_or(1);
+        format!("{origin}:{line}: {}", e.message().replace('\n', " "))
+    })?;
+    if g.run.is_empty() {
+        return Err(format!("{origin}:1: no runs: add at least one [[run]] table (workload, scenario or experiment)"));
+    }
+    let mut out = Vec::new();
+    for sp in &g.run {
+        let line = line_of(text, sp.span().start);
+        let at = |m: String| format!("{origin}:{line}: {m}");
+        let e = sp.get_ref();
+        let seeds = e.seeds.or(g.seeds).unwrap_or(1);
+        if seeds == 0 {
+            return Err(at("seeds must be at least 1".into()));
+        }
+        let first_seed = e.first_seed.or(g.first_seed).unwrap_or(1);
+        let background = e.background.clone().or(g.background.clone());
+        let preempt = e.preempt.clone().or(g.preempt.clone());
+        let limit_ms = e.limit_ms.or(g.limit_ms);
+        let mut params: Vec<(String, Vec<String>)> = Vec::new();
+        for (k, v) in &e.params {
+            let vals = param_values(v).ok_or_else(|| {
+                at(format!("params.{k} = {v}: expected a string, integer or boolean, or a non-empty list of them"))
+            })?;
+            params.push((k.clone(), vals));
+        }
+        let chosen = [&e.workload, &e.scenario, &e.experiment].iter().filter(|x| x.is_some()).count();
+        if chosen != 1 {
+            return Err(at("a [[run]] needs exactly one of workload = NAME, scenario = NAME|FILE.toml, \
+                 experiment = NAME"
+                .into()));
+        }
+        if let Some(name) = &e.experiment {
+            let exp = experiments::find(name).map_err(&at)?;
+            if e.kernels.is_some() || e.machines.is_some() {
+                return Err(at(format!(
+                    "experiment '{name}' runs its own kernels and machines: kernels/machines do not apply \
+                     (kernel = NAME for {})",
+                    experiments::TAKES_KERNEL.join(", ")
+                )));
+            }
+            if e.kernel.is_some() && !experiments::TAKES_KERNEL.contains(&exp.name) {
+                return Err(at(format!(
+                    "experiment '{name}' runs its own kernels (kernel = NAME is accepted by: {})",
+                    experiments::TAKES_KERNEL.join(", ")
+                )));
+            }
+            if params.iter().any(|(_, v)| v.len() > 1) {
+                return Err(at("an experiment's params take one value each".into()));
+            }
+            let o = ExpOpts {
+                runs: seeds,
+                seed: first_seed,
+                jobs: 1,
+                params: params.iter().map(|(k, v)| (k.clone(), v[0].clone())).collect(),
+                background: background.clone(),
+                preempt: preempt.clone(),
+                kernel: e.kernel.clone(),
+            };
+            for (v, mut spec) in experiments::plan(exp, &o).map_err(&at)? {
+                if let Some(l) = limit_ms {
+                    spec.limit_ns = l * crate::sim::NSEC_PER_MSEC;
+                }
+                let (k, p) = (&spec.kernel, &spec.patches);
+                let mut variant = format!("#{v} {k}");
+                if !p.is_empty() {
+                    variant.push_str(&format!(" {}", p.replace(',', " ")));
+                }
+                for f in &spec.features {
+                    variant.push_str(&format!(" {f}"));
+                }
+                if spec.preempt_rt {
+                    variant.push_str(" PREEMPT_RT");
+                }
+                out.push(GridRun {
+                    index: out.len(),
+                    group: format!("experiment {}", exp.name),
+                    variant,
+                    experiment: Some(exp.name.to_string()),
+                    spec,
+                });
+            }
+            continue;
+        }
+        if e.kernel.is_some() {
+            return Err(at("kernel = NAME is for experiments; use kernels = [...]".into()));
+        }
+        let kernels = e.kernels.clone().unwrap_or_else(|| g.kernels.clone());
+        let base = match (&e.workload, &e.scenario) {
+            (Some(w), _) => {
+                if !run::WORKLOADS.iter().any(|(n, _)| n == w) {
+                    let names: Vec<&str> = run::WORKLOADS.iter().map(|(n, _)| *n).collect();
+                    return Err(at(format!("unknown workload '{w}' (expected one of: {})", names.join(", "))));
+                }
+                RunSpec::new(w)
+            }
+            (None, Some(sc)) if sc.ends_with(".toml") => {
+                let dir = Path::new(origin).parent().unwrap_or(Path::new(""));
+                let path = dir.join(sc);
+                let t = std::fs::read_to_string(&path)
+                    .map_err(|er| at(format!("cannot read scenario file {}: {er}", path.display())))?;
+                crate::cli::scenario::parse(&t, &path.display().to_string())?
+            }
+            (None, Some(sc)) => crate::cli::scenario::builtin(sc).map_err(&at)?,
+            _ => unreachable!("exactly one chosen"),
+        };
+        let kernels = if kernels.is_empty() { vec![base.kernel.clone()] } else { kernels };
+        let machines = e.machines.clone().unwrap_or_else(|| g.machines.clone());
+        let machines = if machines.is_empty() { vec![base.machine.clone()] } else { machines };
+        // The cartesian product of the parameter lists, in the file's (sorted) key order.
+        let mut combos: Vec<Vec<(String, String)>> = vec![Vec::new()];
+        for (k, vals) in &params {
+            combos = combos
+                .into_iter()
+                .flat_map(|c| {
+                    vals.iter().map(move |v| {
+                        let mut c = c.clone();
+                        c.push((k.clone(), v.clone()));
+                        c
+                    })
+                })
+                .collect();
+        }
+        for m in &machines {
+            for combo in &combos {
+                let mut s0 = base.clone();
+                if *m != s0.machine {
+                    // The scenario's idle-state choices were for its own machine.
+                    s0.idle_states.clear();
+                    s0.machine = m.clone();
+                }
+                let mut pairs = s0.params.pairs().to_vec();
+                pairs.extend(combo.iter().cloned());
+                s0.params = Params::from_pairs(pairs, "params");
+                if background.is_some() {
+                    s0.background = background.clone();
+                }
+                if preempt.is_some() {
+                    s0.preempt = preempt.clone();
+                }
+                if let Some(l) = limit_ms {
+                    s0.limit_ns = l * crate::sim::NSEC_PER_MSEC;
+                }
+                let ptext: Vec<String> = s0.params.pairs().iter().map(|(k, v)| format!("{k}={v}")).collect();
+                let mut group = format!("{} {} on {}", s0.workload, ptext.join(" "), s0.machine);
+                if let Some(b) = &s0.background {
+                    group.push_str(&format!(" background={b}"));
+                }
+                if let Some(p) = &s0.preempt {
+                    group.push_str(&format!(" preempt={p}"));
+                }
+                // Kernel and machine errors point at the line that names them.
+                let line_naming = |word: &str| {
+                    let l = text.find(&format!("\"{word}\"")).map_or(line, |o| line_of(text, o));
+                    move |m: String| format!("{origin}:{l}: {m}")
+                };
+                run::machine(&s0.machine).map_err(line_naming(m))?;
+                for k in &kernels {
+                    let (name, patches) = split_kernel(k);
+                    crate::linux::KernelConfig::resolve(&name, &patches, 250).map_err(line_naming(k))?;
+                    let mut s = s0.clone();
+                    s.kernel = name;
+                    if !patches.is_empty() {
+                        s.patches = if s.patches.is_empty() { patches } else { format!("{},{patches}", s.patches) };
+                    }
+                    // Bad kernels, patches, machines or parameters fail here, before anything runs.
+                    run::build(&s).map_err(|er| at(format!("{} on {} ({k}): {er}", s.workload, s.machine)))?;
+                    for i in 0..seeds {
+                        let mut s = s.clone();
+                        s.seed = first_seed + i as u64;
+                        out.push(GridRun {
+                            index: out.len(),
+                            group: group.clone(),
+                            variant: k.clone(),
+                            experiment: None,
+                            spec: s,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for r in &out {
+        if !seen.insert(r.key()) {
+            return Err(format!(
+                "{origin}: the grid names the same run twice ({} {} seed {}); each run must be distinct",
+                r.group, r.variant, r.spec.seed
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// Read and expand a grid file.
+pub fn load_grid(path: &Path) -> Result<Vec<GridRun>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read grid file {}: {e}", path.display()))?;
+    parse_grid(&text, &path.display().to_string())
+}
+
+/// The workload's primary figure: (name, unit, lower is better, value).
+pub fn primary_metric(r: &RunResult) -> (&'static str, &'static str, bool, f64) {
+    match &r.workload {
+        Workload::Ipistorm(w) => ("time", "ms", true, w.total_ns() as f64 / 1e6),
+        Workload::Schbench(w) => {
+            ("p99_wakeup", "us", true, w.final_hist.as_ref().map_or(0, |h| h.percentile(990)) as f64)
+        }
+        Workload::Spinners(w) => ("time_to_fill", "ms", true, w.time_to_fill_ns().unwrap_or(r.sim_ns) as f64 / 1e6),
+        Workload::Nanosleep(_) => ("newidle_time", "ms", true, r.stats.newidle_ns as f64 / 1e6),
+        Workload::RtPush(w) => ("wakeup_to_run", "ms", true, w.wakeup_to_run_ns().unwrap_or(r.sim_ns) as f64 / 1e6),
+        Workload::Hackbench(w) => ("time", "ms", true, w.time_us().map_or(r.sim_ns / 1000, |t| t) as f64 / 1e3),
+        Workload::PipePair(w) => ("time", "ms", true, w.elapsed_ns().unwrap_or(r.sim_ns) as f64 / 1e6),
+        Workload::RtApp(w) => {
+            let rows: Vec<_> = w.threads.iter().flat_map(|t| t.rows.iter()).collect();
+            (
+                "wakeup_latency",
+                "ms",
+                true,
+                rows.iter().map(|r| r.wu_lat as f64).sum::<f64>() / rows.len().max(1) as f64 / 1e3,
+            )
+        }
+        Workload::Idle => ("time", "ms", true, r.sim_ns as f64 / 1e6),
+    }
+}
+
+/// The JSON line of a finished run (without the trailing newline).
+pub fn run_line(run: &GridRun, r: &RunResult) -> String {
+    let (name, unit, lower, value) = primary_metric(r);
+    let v = json!({
+        "key": run.key(),
+        "index": run.index,
+        "group": run.group,
+        "variant": run.variant,
+        "spec": run.describe(),
+        "metric": {"name": name, "unit": unit, "lower_is_better": lower, "value": value},
+        "result": crate::cli::run_json(&run.spec, r),
+    });
+    v.to_string()
+}
+
+/// The complete lines of a JSONL file (a partial last line, from an interrupted write, is
+/// left out) and the byte length they cover. A missing file has none.
+fn complete_lines(path: &Path) -> Result<(Vec<String>, u64), String> {
+    let text = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), 0)),
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    let end = text.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
+    let body = std::str::from_utf8(&text[..end]).map_err(|_| format!("{}: not UTF-8 text", path.display()))?;
+    Ok((body.lines().filter(|l| !l.trim().is_empty()).map(str::to_string).collect(), end as u64))
+}
+
+/// Options of one sweep.
+#[derive(Debug, Clone)]
+pub struct SweepOpts {
+    pub shard: Shard,
+    pub jobs: usize,
+}
+
+/// What a sweep did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SweepSummary {
+    pub grid_runs: usize,
+    pub shard_runs: usize,
+    pub skipped: usize,
+    pub ran: usize,
+}
+
+/// Run this shard's runs not already in `out` on `jobs` threads, appending one complete JSON
+/// line per finished run (so an interrupted sweep resumes where it stopped).
+pub fn sweep(runs: &[GridRun], out: &Path, o: &SweepOpts) -> Result<SweepSummary, String> {
+    let (lines, end) = complete_lines(out)?;
+    let mut done = std::collections::BTreeSet::new();
+    for (i, l) in lines.iter().enumerate() {
+        let v: Value =
+            serde_json::from_str(l).map_err(|e| format!("{}:{}: not a sweep line ({e})", out.display(), i + 1))?;
+        if let Some(k) = v.get("key").and_then(Value::as_str) {
+            done.insert(k.to_string());
+        }
+    }
+    let mine: Vec<&GridRun> = runs.iter().filter(|r| o.shard.contains(r)).collect();
+    let todo: Vec<&GridRun> = mine.iter().copied().filter(|r| !done.contains(&r.key())).collect();
+    let summary = SweepSummary {
+        grid_runs: runs.len(),
+        shard_runs: mine.len(),
+        skipped: mine.len() - todo.len(),
+        ran: todo.len(),
+    };
+    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(out)
+        .map_err(|e| format!("cannot open {}: {e}", out.display()))?;
+    // Drop a partial last line left by an interrupted sweep before appending.
+    if file.metadata().map(|m| m.len()).unwrap_or(0) > end {
+        file.set_len(end).map_err(|e| format!("cannot truncate {}: {e}", out.display()))?;
+    }
+    if todo.is_empty() {
+        // The file exists even for a shard with nothing to run, so a merge finds every shard.
+        return Ok(summary);
+    }
+    let file = std::sync::Mutex::new(file);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let failed: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+    let jobs = o.jobs.max(1).min(todo.len());
+    experiments::RUNS_QUEUED.fetch_add(todo.len(), std::sync::atomic::Ordering::Relaxed);
+    std::thread::scope(|sc| {
+        for _ in 0..jobs {
+            sc.spawn(|| loop {
+                if failed.lock().expect("no panics hold the lock").is_some() {
+                    break;
+                }
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(run) = todo.get(i) else { break };
+                let res = run::execute(&run.spec).and_then(|r| {
+                    let mut line = run_line(run, &r);
+                    line.push('\n');
+                    let mut f = file.lock().expect("no panics hold the lock");
+                    f.write_all(line.as_bytes())
+                        .and_then(|_| f.flush())
+                        .map_err(|e| format!("cannot write {}: {e}", out.display()))
+                });
+                experiments::RUNS_DONE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if let Err(e) = res {
+                    let mut fl = failed.lock().expect("no panics hold the lock");
+                    fl.get_or_insert(format!(
+                        "run {} ({} {} seed {}): {e}",
+                        run.key(),
+                        run.group,
+                        run.variant,
+                        run.spec.seed
+                    ));
+                    break;
+                }
+            });
+        }
+    });
+    match failed.into_inner().expect("no panics hold the lock") {
+        Some(e) => Err(e),
+        None => Ok(summary),
+    }
+}
+
+/// The runs of several sweep outputs, one per key (the first seen), in grid order.
+pub fn read_lines(files: &[std::path::PathBuf]) -> Result<Vec<Value>, String> {
+    let mut by_key: BTreeMap<String, Value> = BTreeMap::new();
+    for f in files {
+        let (lines, _) = complete_lines(f)?;
+        if lines.is_empty() && !f.exists() {
+            return Err(format!("cannot read {}: no such file", f.display()));
+        }
+        for (i, l) in lines.iter().enumerate() {
+            let v: Value =
+                serde_json::from_str(l).map_err(|e| format!("{}:{}: not a sweep line ({e})", f.display(), i + 1))?;
+            let ok = v.get("key").and_then(Value::as_str).is_some()
+                && v.get("index").and_then(Value::as_u64).is_some()
+                && v.pointer("/metric/value").is_some();
+            if !ok {
+                return Err(format!("{}:{}: not a sweep line (expected key, index and metric)", f.display(), i + 1));
+            }
+            let k = v["key"].as_str().expect("checked").to_string();
+            by_key.entry(k).or_insert(v);
+        }
+    }
+    let mut v: Vec<Value> = by_key.into_values().collect();
+    v.sort_by_key(|l| (l["index"].as_u64().unwrap_or(0), l["key"].as_str().unwrap_or("").to_string()));
+    Ok(v)
+}
+
+/// Counters shown in the `%change` table besides the primary metric.
+pub const CHANGE_COUNTERS: &[&str] = &[
+    "context_switches",
+    "cpu_migrations",
+    "ipis_sent",
+    "resched_ipis_sent",
+    "idle_exits",
+    "newidle_calls",
+    "newidle_balances",
+    "nohz_kicks",
+    "ksoftirqd_wakeups",
+    "task_clock_ns",
+];
+
+/// One metric of the `%change` table: the baseline's and each variant's mean and stddev.
+#[derive(Debug, Clone, serde::Serialize, PartialEq)]
+pub struct Change {
+    pub metric: String,
+    /// (variant, mean, stddev % of the mean, %change against the baseline).
+    pub variants: Vec<(String, f64, f64, Option<f64>)>,
+}
+
+/// One merged group: its mmtests-style comparison and its `%change` rows.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct MergedGroup {
+    pub group: String,
+    pub comparison: Comparison,
+    pub changes: Vec<Change>,
+}
+
+/// A group's variants in order of first appearance, each with its lines.
+type Variants<'a> = Vec<(String, Vec<&'a Value>)>;
+
+/// Merge sweep lines (from [`read_lines`]) into one comparison per group; the baseline is each
+/// group's first variant in grid order.
+pub fn merge(lines: &[Value]) -> Vec<MergedGroup> {
+    // group -> variant -> lines, both in order of first appearance.
+    let mut groups: Vec<(String, Variants)> = Vec::new();
+    for l in lines {
+        let g = l["group"].as_str().unwrap_or("").to_string();
+        let v = l["variant"].as_str().unwrap_or("").to_string();
+        let gi = match groups.iter().position(|(n, _)| *n == g) {
+            Some(i) => i,
+            None => {
+                groups.push((g, Vec::new()));
+                groups.len() - 1
+            }
+        };
+        let vars = &mut groups[gi].1;
+        match vars.iter_mut().find(|(n, _)| *n == v) {
+            Some((_, ls)) => ls.push(l),
+            None => vars.push((v, vec![l])),
+        }
+    }
+    let num = |v: &Value| v.as_f64().unwrap_or(0.0);
+    let mut out = Vec::new();
+    for (g, vars) in groups {
+        let first = vars[0].1[0];
+        let mut rows = Vec::new();
+        for (name, ls) in &vars {
+            let vals: Vec<f64> = ls.iter().map(|l| num(&l["metric"]["value"])).collect();
+            let (mean, stddev) = report::mean_stddev(&vals);
+            let spec = &ls[0]["spec"];
+            let patches = spec["patches"].as_str().unwrap_or("");
+            let mut extra = serde_json::Map::new();
+            extra.insert("samples".into(), json!(vals));
+            rows.push(CompareRow {
+                variant: name.clone(),
+                kernel: ls[0]["result"]["kernel"].as_str().unwrap_or("").to_string(),
+                patches: patches.split(',').filter(|p| !p.is_empty()).map(str::to_string).collect(),
+                runs: ls.len(),
+                mean,
+                stddev,
+                normalized: 0.0,
+                published: None,
+                extra,
+            });
+        }
+        report::normalize(&mut rows);
+        let m = &first["metric"];
+        let metric = m["name"].as_str().unwrap_or("metric").to_string();
+        let mut changes = Vec::new();
+        let mut names = vec![format!("{metric}_{}", m["unit"].as_str().unwrap_or(""))];
+        names.extend(CHANGE_COUNTERS.iter().map(|c| c.to_string()));
+        for (mi, mname) in names.iter().enumerate() {
+            let value =
+                |l: &Value| if mi == 0 { num(&l["metric"]["value"]) } else { num(&l["result"]["counters"][mname]) };
+            let stats: Vec<(f64, f64)> = vars
+                .iter()
+                .map(|(_, ls)| report::mean_stddev(&ls.iter().map(|l| value(l)).collect::<Vec<_>>()))
+                .collect();
+            if mi > 0 && stats.iter().all(|(m, _)| *m == 0.0) {
+                continue;
+            }
+            let base = stats[0].0;
+            let variants = vars
+                .iter()
+                .zip(&stats)
+                .enumerate()
+                .map(|(i, ((n, _), (mean, sd)))| {
+                    let sd_pct = if *mean != 0.0 { sd / mean.abs() * 100.0 } else { 0.0 };
+                    let change = (i > 0 && base != 0.0).then(|| (mean - base) / base.abs() * 100.0);
+                    (n.clone(), *mean, sd_pct, change)
+                })
+                .collect();
+            changes.push(Change { metric: mname.clone(), variants });
+        }
+        let comparison = Comparison {
+            experiment: g.clone(),
+            machine: first["result"]["machine"].as_str().unwrap_or("").to_string(),
+            metric,
+            unit: m["unit"].as_str().unwrap_or("").to_string(),
+            lower_is_better: m["lower_is_better"].as_bool().unwrap_or(true),
+            rows,
+            title: g.clone(),
+            notes: Vec::new(),
+        };
+        out.push(MergedGroup { group: g, comparison, changes });
+    }
+    out
+}
+
+/// The LKP-style `%change` table of one group: the baseline's mean with its stddev%, then each
+/// other variant's `%change` and mean with stddev%, one row per metric.
+pub fn render_changes(g: &MergedGroup) -> String {
+    let Some(first) = g.changes.first() else { return String::new() };
+    let cell = |mean: f64, sd: f64| {
+        let m = match mean.abs() {
+            a if a >= 1000.0 => format!("{mean:.0}"),
+            a if a >= 1.0 => format!("{mean:.2}"),
+            _ => format!("{mean:.4}"),
+        };
+        if sd >= 0.5 {
+            format!("{m:>14} ±{sd:>3.0}%")
+        } else {
+            format!("{m:>14}      ")
+        }
+    };
+    let mut s = String::new();
+    let names: Vec<&str> = first.variants.iter().map(|v| v.0.as_str()).collect();
+    s.push_str(&format!("{:>20}", names[0]));
+    for n in &names[1..] {
+        s.push_str(&format!("  {:>31}", n));
+    }
+    s.push('\n');
+    s.push_str(&format!("{:>20}", "-".repeat(20)));
+    for _ in &names[1..] {
+        s.push_str(&format!("  {}", "-".repeat(31)));
+    }
+    s.push('\n');
+    s.push_str(&format!("{:>20}", "%stddev"));
+    for _ in &names[1..] {
+        s.push_str(&format!("  {:>9}  {:>20}", "%change", "%stddev"));
+    }
+    s.push('\n');
+    for c in &g.changes {
+        let (_, m, sd, _) = &c.variants[0];
+        s.push_str(&cell(*m, *sd));
+        for (_, m, sd, ch) in &c.variants[1..] {
+            let chs = ch.map_or("-".to_string(), |x| format!("{x:+.1}%"));
+            s.push_str(&format!("  {:>9}  {}", chs, cell(*m, *sd)));
+        }
+        s.push_str(&format!("  {}\n", c.metric));
+    }
+    s
+}
+
+/// The text of `schedsim merge`: per group, the comparison table and the `%change` table.
+pub fn render_merged(groups: &[MergedGroup]) -> String {
+    let mut s = String::new();
+    for (i, g) in groups.iter().enumerate() {
+        if i > 0 {
+            s.push('\n');
+        }
+        s.push_str(&report::render_table(&g.comparison));
+        s.push('\n');
+        s.push_str(&render_changes(g));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shard_parse_and_select() {
+        assert_eq!(Shard::parse("2/3").unwrap(), Shard { index: 2, count: 3 });
+        for bad in ["3/3", "1", "a/2", "0/0", "-1/2"] {
+            assert!(Shard::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn kernel_specs_split() {
+        assert_eq!(split_kernel("v6.10"), ("v6.10".into(), "".into()));
+        assert_eq!(
+            split_kernel("v6.10+3dcac251b066-b2a02fc43a1f"),
+            ("v6.10".into(), "+3dcac251b066,-b2a02fc43a1f".into())
+        );
+    }
+
+    #[test]
+    fn grid_errors_name_file_and_line() {
+        let e =
+            parse_grid("kernels = [\"v6.10\"]\nbogus = 1\n[[run]]\nworkload = \"ipistorm\"\n", "g.toml").unwrap_err();
+        assert!(e.starts_with("g.toml:2:"), "{e}");
+        let e = parse_grid("kernels = [\"v6.10\"]\n\n[[run]]\nworkload = \"nosuch\"\n", "g.toml").unwrap_err();
+        assert!(e.starts_with("g.toml:3:") && e.contains("unknown workload"), "{e}");
+        let e =
+            parse_grid("[[run]]\nworkload = \"ipistorm\"\nmachines = [\"smp-4\"]\nparams = { bad = 1 }\n", "g.toml")
+                .unwrap_err();
+        assert!(e.starts_with("g.toml:1:") && e.contains("unknown ipistorm parameter 'bad'"), "{e}");
+        let e =
+            parse_grid("kernels = [\"v6.10\", \"v9.9\"]\n[[run]]\nworkload = \"ipistorm\"\n", "g.toml").unwrap_err();
+        assert!(e.starts_with("g.toml:1:") && e.contains("unknown kernel 'v9.9'"), "{e}");
+        let e = parse_grid("[[run]]\nworkload = \"idle\"\n\nmachines = [\"nosuch\"]\n", "g.toml").unwrap_err();
+        assert!(e.starts_with("g.toml:4:"), "{e}");
+        let e = parse_grid("[[run]]\nexperiment = \"nosuch\"\n", "g.toml").unwrap_err();
+        assert!(e.starts_with("g.toml:1:") && e.contains("unknown experiment"), "{e}");
+        let e = parse_grid("seeds = 2\n", "g.toml").unwrap_err();
+        assert!(e.contains("no runs"), "{e}");
+    }
+
+    #[test]
+    fn grid_expands_in_order_with_stable_keys() {
+        let g = "kernels = [\"v6.10\", \"v6.12\"]\nmachines = [\"smp-4\"]\nseeds = 2\n\
+                 [[run]]\nworkload = \"ipistorm\"\nparams = { numipi = [10, 20] }\n";
+        let runs = parse_grid(g, "g.toml").unwrap();
+        assert_eq!(runs.len(), 8);
+        assert_eq!(runs[0].variant, "v6.10");
+        assert_eq!(runs[2].variant, "v6.12");
+        assert_eq!(runs[1].spec.seed, 2);
+        assert!(runs[4].group.contains("numipi=20"));
+        let again = parse_grid(g, "other.toml").unwrap();
+        assert_eq!(
+            runs.iter().map(GridRun::key).collect::<Vec<_>>(),
+            again.iter().map(GridRun::key).collect::<Vec<_>>()
+        );
+        let shards: Vec<usize> =
+            (0..3).map(|i| runs.iter().filter(|r| Shard { index: i, count: 3 }.contains(r)).count()).collect();
+        assert_eq!(shards, vec![3, 3, 2]);
+    }
+}
