@@ -94,7 +94,9 @@ fn ambiguous_parameters_and_flags_are_errors() {
         &["--hz 251 is not a CONFIG_HZ choice (100, 250, 300 or 1000)"],
     );
     rejected(&["run", "ipistorm", "--seed", "-1"], &["invalid value '-1' for '--seed"]);
-    rejected(&["bench", "--runs", "0"], &["--runs must be at least 1"]);
+    rejected(&["bench", "--runs", "0"], &["--runs 0 is out of range (1..=1000)"]);
+    rejected(&["compare", "ipistorm", "--runs", "100000000000"], &["--runs 100000000000 is out of range"]);
+    rejected(&["reproduce", "rt-push", "--runs", "10000000000000"], &["--runs 10000000000000 is out of range"]);
     rejected(
         &["compare", "ipistorm", "numipi=10", "--kernel", "v6.12"],
         &["--kernel v6.12: compare runs the kernels of --kernels"],
@@ -194,4 +196,64 @@ fn list_json_is_one_document() {
     for key in ["machines", "kernels", "patches", "sched_features", "workloads", "scenarios", "experiments"] {
         assert!(v[key].as_array().is_some_and(|a| !a.is_empty()), "{key}");
     }
+}
+
+/// Split a shell line on spaces, honouring single quotes (all the header uses).
+fn shell_words(line: &str) -> Vec<String> {
+    let (mut words, mut cur, mut quoted, mut any) = (Vec::new(), String::new(), false, false);
+    for ch in line.chars() {
+        match ch {
+            '\'' => {
+                quoted = !quoted;
+                any = true;
+            }
+            ' ' if !quoted => {
+                if any {
+                    words.push(std::mem::take(&mut cur));
+                }
+                any = false;
+            }
+            c => {
+                cur.push(c);
+                any = true;
+            }
+        }
+    }
+    if any {
+        words.push(cur);
+    }
+    words
+}
+
+/// The `# schedsim run ...` header, pasted back, reproduces the run: kernel deltas, the
+/// switches (`--preempt-rt`, `--hz`, `--feature`, `--cstate`, `--limit-ms`) and all.
+#[test]
+fn the_header_line_reproduces_the_run() {
+    let args = [
+        "run",
+        "ipistorm",
+        "numipi=200",
+        "--kernel",
+        "v6.1",
+        "--patch",
+        "+3dcac251b066",
+        "--preempt-rt",
+        "--hz",
+        "1000",
+        "--feature",
+        "NO_TTWU_QUEUE",
+        "--limit-ms",
+        "50",
+        "--machine",
+        "smp-4",
+        "cpulist=0",
+        "offset=1",
+    ];
+    let first = Command::new(bin()).args(args).output().unwrap();
+    assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
+    let out = String::from_utf8(first.stdout).unwrap();
+    let header = out.lines().next().unwrap().strip_prefix("# schedsim ").unwrap();
+    let again = Command::new(bin()).args(shell_words(header)).output().unwrap();
+    assert!(again.status.success(), "{header}: {}", String::from_utf8_lossy(&again.stderr));
+    assert_eq!(String::from_utf8(again.stdout).unwrap(), out, "{header}");
 }

@@ -95,7 +95,8 @@ struct SpecArgs {
 
 #[derive(Args, Debug)]
 struct RunArgs {
-    /// Built-in scenario (ipistorm, idle); ignored with --scenario.
+    /// Built-in scenario (`schedsim list` names them all: ipistorm, schbench, spinners, ...);
+    /// ignored with --scenario.
     #[arg(default_value = "ipistorm")]
     scenario: String,
     /// Workload parameters: key=value for ipistorm (e.g. numipi=1000 offset=8); for schbench,
@@ -143,7 +144,7 @@ struct CompareArgs {
     /// Kernels to compare, comma-separated; each NAME[+ID][-ID]... e.g. v6.10,v6.10+3dcac251b066
     #[arg(long, default_value = "v6.10,v6.12", allow_hyphen_values = true)]
     kernels: String,
-    /// Seeds per kernel.
+    /// Seeds per kernel (1..=1000).
     #[arg(long, default_value_t = 5)]
     runs: usize,
     #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
@@ -163,7 +164,7 @@ struct CompareArgs {
 struct ReproduceArgs {
     /// Experiments to run (default: all).
     experiments: Vec<String>,
-    /// Seeds per variant.
+    /// Seeds per variant (1..=1000).
     #[arg(long, default_value_t = 5)]
     runs: usize,
     #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
@@ -196,9 +197,19 @@ struct ReproduceArgs {
 
 #[derive(Args, Debug)]
 struct BenchArgs {
-    /// Repetitions of each measured run.
+    /// Repetitions of each measured run (1..=1000).
     #[arg(long, default_value_t = 3)]
     runs: usize,
+}
+
+/// The most seeds `--runs` may ask for (each is a whole run).
+const MAX_RUNS: usize = 1000;
+
+fn check_runs(runs: usize) -> Result<(), String> {
+    if !(1..=MAX_RUNS).contains(&runs) {
+        return Err(format!("--runs {runs} is out of range (1..={MAX_RUNS})"));
+    }
+    Ok(())
 }
 
 /// Write to stdout; a closed pipe (`schedsim ... | head`) ends the program quietly.
@@ -660,14 +671,32 @@ fn run_text(s: &RunSpec, r: &RunResult) -> String {
         .iter()
         .map(|(k, v)| if v.contains(' ') { format!("{k}='{v}'") } else { format!("{k}={v}") })
         .collect();
+    // The machine as given (a machine file by its path), and every switch that changes the run.
+    let quote = |v: &str| if v.contains(' ') { format!("'{v}'") } else { v.to_string() };
+    let mut switches = String::new();
+    if s.preempt_rt {
+        switches.push_str(" --preempt-rt");
+    }
+    if let Some(hz) = s.hz {
+        switches.push_str(&format!(" --hz {hz}"));
+    }
+    for f in &s.features {
+        switches.push_str(&format!(" --feature {f}"));
+    }
+    for (name, on) in &s.idle_states {
+        switches.push_str(&format!(" --cstate {}={}", quote(name), if *on { "on" } else { "off" }));
+    }
+    if s.limit_ns != RunSpec::new(&s.workload).limit_ns {
+        switches.push_str(&format!(" --limit-ms {}", s.limit_ns.div_ceil(crate::sim::NSEC_PER_MSEC)));
+    }
     o.push_str(&format!(
-        "# schedsim run {} {} --machine {} --kernel '{}' --seed {} --background {} --preempt {}\n",
+        "# schedsim run {} {} --machine {} --kernel '{}' --seed {} --background {} --preempt {}{switches}\n",
         s.workload,
         params.join(" "),
-        r.machine,
+        quote(&s.machine),
         r.kernel_label,
         r.seed,
-        r.background,
+        quote(&r.background),
         r.preempt
     ));
     match &r.workload {
@@ -796,9 +825,7 @@ fn run_text(s: &RunSpec, r: &RunResult) -> String {
 }
 
 fn cmd_compare(a: CompareArgs) -> Result<(), String> {
-    if a.runs == 0 {
-        return Err("--runs must be at least 1".into());
-    }
+    check_runs(a.runs)?;
     if let Some(k) = &a.spec.kernel {
         return Err(format!(
             "--kernel {k}: compare runs the kernels of --kernels (e.g. --kernels v6.10,{k}); --kernel is for run"
@@ -887,9 +914,7 @@ fn print_comparison(c: &Comparison, json: bool) {
 }
 
 fn cmd_reproduce(a: ReproduceArgs) -> Result<(), String> {
-    if a.runs == 0 {
-        return Err("--runs must be at least 1".into());
-    }
+    check_runs(a.runs)?;
     if a.seed.checked_add(a.runs as u64).is_none() {
         return Err(format!("--seed {}: the runs use seeds seed..seed+runs, which overflows 64 bits", a.seed));
     }
@@ -1039,9 +1064,7 @@ fn nanosleep_bench(machine: &str, procs: u32) -> Result<RunSpec, String> {
 
 fn cmd_bench(a: BenchArgs) -> Result<(), String> {
     use std::time::Instant;
-    if a.runs == 0 {
-        return Err("--runs must be at least 1".into());
-    }
+    check_runs(a.runs)?;
     emit(&format!("schedsim bench: simulator speed (wall clock of this machine; median of {} runs)\n\n", a.runs));
     let mut rows = Vec::new();
     let cases: Vec<(&str, RunSpec)> = vec![
