@@ -852,7 +852,8 @@ fn cmd_compare(a: CompareArgs) -> Result<(), String> {
         run::build(s)?;
     }
     let results = experiments::run_all(&specs, a.jobs)?;
-    let (metric, unit) = ("time", "ms");
+    // What each row's figure is (the values below): schbench's p99 wakeup latency is in us.
+    let (metric, unit) = if base.workload == "schbench" { ("wakeup p99", "us") } else { ("time", "ms") };
     let mut rows = Vec::new();
     for (ki, kspec) in kernels.iter().enumerate() {
         let rs = &results[ki * a.runs..(ki + 1) * a.runs];

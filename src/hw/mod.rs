@@ -381,7 +381,7 @@ pub fn machine_from_toml(text: &str, origin: &str) -> Result<Machine, String> {
     let at = |offset: usize, message: &str| format!("{origin}:{}: {message}", line_of(text, offset));
     let raw: RawMachine = toml::from_str(text).map_err(|e| {
         let offset = e.span().map_or(0, |span| span.start);
-        at(offset, e.message().trim_end())
+        at(offset, &e.message().trim_end().replace('\n', " "))
     })?;
 
     crate::run::check_hz(*raw.hz.get_ref(), "hz =").map_err(|e| at(raw.hz.span().start, &e))?;
