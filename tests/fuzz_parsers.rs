@@ -146,7 +146,7 @@ fn run_briefly(spec: &RunSpec) {
 #[test]
 fn random_parameters_never_panic() {
     let strategy = prop::sample::select(WORKLOADS).prop_flat_map(|w| (Just(w), params_for(w)));
-    runner(300)
+    runner(2000)
         .run(&strategy, |(w, items)| {
             if let Ok(p) = Params::parse(items.iter().map(String::as_str), "fuzz") {
                 let mut s = RunSpec::new(w);
@@ -189,7 +189,7 @@ fn random_scenario_files_never_panic() {
         let param = (prop::sample::select(param_keys(w)), toml_value()).prop_map(|(k, v)| (k, format!("{k} = {v}")));
         (Just(w), top.clone(), prop::collection::vec(param, 0..5), prop::collection::vec(idle.clone(), 0..2))
     });
-    runner(300)
+    runner(2000)
         .run(&strategy, |(w, top, params, idle)| {
             let (a, b, c, d, e, f, g, h, i) = top;
             let mut lines = vec![format!("workload = \"{w}\"")];
@@ -238,7 +238,7 @@ fn random_machine_files_never_panic() {
     let dir = std::env::temp_dir().join(format!("schedsim-fuzz-machine-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("m.toml");
-    runner(300)
+    runner(2000)
         .run(&prop::collection::vec(edit, 1..5), |edits| {
             let mut lines: Vec<String> = base.lines().map(str::to_string).collect();
             for (i, how, value, junk) in edits {
