@@ -18,6 +18,9 @@ fn rejected(args: &[&str], expect: &[&str]) {
     let o = run(args);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
+    if err.starts_with("schedsim: error") {
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: an error is one line: {err}");
+    }
     assert_eq!(o.status.code(), Some(2), "{args:?}: exit {:?}, stderr: {err}", o.status.code());
     for e in expect {
         assert!(err.contains(e), "{args:?}: expected {e:?} in: {err}");
@@ -137,6 +140,9 @@ fn scenario_files_name_file_and_line() {
         let ps = p.display().to_string();
         rejected(&["run", "--scenario", &ps], &[&ps, expect]);
     }
+    // A multi-line TOML string still gives a one-line error.
+    let p = tmp("multi.toml", "workload = \"ipistorm\"\nmachine = \"\"\"smp\n-4\"\"\"\n");
+    rejected(&["run", "--scenario", &p.display().to_string()], &["unknown machine preset `smp\\n-4`"]);
 }
 
 #[test]

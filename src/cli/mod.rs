@@ -263,6 +263,12 @@ pub fn main() -> i32 {
     match res {
         Ok(()) => 0,
         Err(e) => {
+            // One line per error, whatever a file's multi-line string put into it.
+            let e: String = e
+                .trim_end()
+                .chars()
+                .flat_map(|c| if c.is_control() { c.escape_default().collect::<Vec<_>>() } else { vec![c] })
+                .collect();
             eprintln!("schedsim: error: {e}");
             2
         }
