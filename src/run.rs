@@ -129,6 +129,18 @@ pub fn spec_notes(spec: &RunSpec) -> Vec<String> {
     notes
 }
 
+/// The CONFIG_HZ choices (kernel/Kconfig.hz), the same for `--hz`, a scenario's `hz` and a
+/// machine file's.
+pub const HZ_CHOICES: [u32; 4] = [100, 250, 300, 1000];
+
+/// `hz` is a CONFIG_HZ choice; the error names `what` (a flag or `file:line: hz`).
+pub fn check_hz(hz: u32, what: &str) -> Result<(), String> {
+    if HZ_CHOICES.contains(&hz) {
+        return Ok(());
+    }
+    Err(format!("{what} {hz} is not a CONFIG_HZ choice (100, 250, 300 or 1000)"))
+}
+
 /// Build the machine for a spec (validating every input).
 pub fn build(spec: &RunSpec) -> Result<Kernel, String> {
     let mut m = machine(&spec.machine)?;
@@ -145,6 +157,16 @@ pub fn build(spec: &RunSpec) -> Result<Kernel, String> {
             return Err("idle state POLL cannot be disabled".into());
         }
         m.idle_states[i].disabled = !on;
+    }
+    if spec.limit_ns == 0 || spec.limit_ns > crate::workload::params::MAX_SIM_NS {
+        return Err(format!(
+            "time limit {} ns is out of range (1 ns ..= {} ns, one hour of simulated time)",
+            spec.limit_ns,
+            crate::workload::params::MAX_SIM_NS
+        ));
+    }
+    if let Some(hz) = spec.hz {
+        check_hz(hz, "--hz")?;
     }
     let hz = spec.hz.unwrap_or(m.hz);
     let mut cfg = KernelConfig::resolve(&spec.kernel, &spec.patches, hz)?;

@@ -58,6 +58,9 @@ struct ListArgs {
     /// Print this machine preset's TOML file instead (a starting point for `--machine FILE.toml`).
     #[arg(long)]
     machine: Option<String>,
+    /// Print one JSON document instead of text.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -65,23 +68,23 @@ struct SpecArgs {
     /// Machine preset (see `schedsim list`), or a machine file `PATH.toml` in the same format.
     #[arg(long)]
     machine: Option<String>,
-    /// Named kernel (v6.10, v6.12).
+    /// Named kernel, optionally with patch deltas: NAME[+ID][-ID]... (see `schedsim list`).
     #[arg(long)]
     kernel: Option<String>,
-    /// Patches on top of the kernel: +ID,-ID (commit ids or RFC keys).
+    /// Patches on top of the kernel: +ID,-ID (commit ids or RFC keys); each patch once.
     #[arg(long, allow_hyphen_values = true)]
     patch: Option<String>,
     /// Sched feature, NAME or NO_NAME (repeatable).
     #[arg(long = "feature")]
     features: Vec<String>,
-    /// CONFIG_HZ.
+    /// CONFIG_HZ: 100, 250, 300 or 1000.
     #[arg(long)]
     hz: Option<u32>,
     /// Enable or disable an idle state: NAME=on|off (repeatable), e.g. C2=off.
     #[arg(long = "cstate")]
     cstates: Vec<String>,
-    /// Stop after this much simulated time (ms).
-    #[arg(long)]
+    /// Stop after this much simulated time (ms): 1..=3600000 (at most one hour).
+    #[arg(long, allow_negative_numbers = true)]
     limit_ms: Option<u64>,
     /// Build the kernel with CONFIG_PREEMPT_RT (TTWU_QUEUE off, softirqs in ksoftirqd).
     #[arg(long)]
@@ -98,7 +101,8 @@ struct SpecArgs {
 
 #[derive(Args, Debug)]
 struct RunArgs {
-    /// Built-in scenario (ipistorm, idle); ignored with --scenario.
+    /// Built-in scenario (`schedsim list` names them all: ipistorm, schbench, spinners, ...);
+    /// ignored with --scenario.
     #[arg(default_value = "ipistorm")]
     scenario: String,
     /// Workload parameters: key=value for ipistorm (e.g. numipi=1000 offset=8); for schbench,
@@ -109,8 +113,8 @@ struct RunArgs {
     scenario_file: Option<PathBuf>,
     #[command(flatten)]
     spec: SpecArgs,
-    /// Seed of the run.
-    #[arg(long)]
+    /// Seed of the run (0..=18446744073709551615).
+    #[arg(long, allow_negative_numbers = true)]
     seed: Option<u64>,
     /// Write the trace of the run to FILE, streamed while it runs: ftrace text, or Perfetto
     /// protobuf for FILE.perfetto-trace / .pftrace, or trace-cmd's trace.dat for FILE.dat.
@@ -146,10 +150,10 @@ struct CompareArgs {
     /// Kernels to compare, comma-separated; each NAME[+ID][-ID]... e.g. v6.10,v6.10+3dcac251b066
     #[arg(long, default_value = "v6.10,v6.12", allow_hyphen_values = true)]
     kernels: String,
-    /// Seeds per kernel.
+    /// Seeds per kernel (1..=1000).
     #[arg(long, default_value_t = 5)]
     runs: usize,
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     seed: u64,
     /// Worker threads (independent runs only).
     #[arg(long, default_value_t = 2)]
@@ -166,10 +170,10 @@ struct CompareArgs {
 struct ReproduceArgs {
     /// Experiments to run (default: all).
     experiments: Vec<String>,
-    /// Seeds per variant.
+    /// Seeds per variant (1..=1000).
     #[arg(long, default_value_t = 5)]
     runs: usize,
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     seed: u64,
     #[arg(long, default_value_t = 2)]
     jobs: usize,
@@ -199,9 +203,19 @@ struct ReproduceArgs {
 
 #[derive(Args, Debug)]
 struct BenchArgs {
-    /// Repetitions of each measured run.
+    /// Repetitions of each measured run (1..=1000).
     #[arg(long, default_value_t = 3)]
     runs: usize,
+}
+
+/// The most seeds `--runs` may ask for (each is a whole run).
+const MAX_RUNS: usize = 1000;
+
+fn check_runs(runs: usize) -> Result<(), String> {
+    if !(1..=MAX_RUNS).contains(&runs) {
+        return Err(format!("--runs {runs} is out of range (1..={MAX_RUNS})"));
+    }
+    Ok(())
 }
 
 /// Write to stdout; a closed pipe (`schedsim ... | head`) ends the program quietly.
@@ -225,9 +239,16 @@ pub fn main() -> i32 {
         Cmd::Compare(a) => cmd_compare(a),
         Cmd::Reproduce(a) => cmd_reproduce(a),
         Cmd::List(a) => match a.machine {
+            None if a.json => {
+                emit(&format!("{}\n", serde_json::to_string_pretty(&list_json()).expect("serializable")));
+                Ok(())
+            }
             None => {
                 emit(&list_text());
                 Ok(())
+            }
+            Some(m) if a.json => {
+                Err(format!("list --machine {m} prints the machine's TOML file; --json is for the whole list"))
             }
             Some(m) => match crate::hw::preset_text(&m) {
                 Some(t) => {
@@ -250,6 +271,12 @@ pub fn main() -> i32 {
     match res {
         Ok(()) => 0,
         Err(e) => {
+            // One line per error, whatever a file's multi-line string put into it.
+            let e: String = e
+                .trim_end()
+                .chars()
+                .flat_map(|c| if c.is_control() { c.escape_default().collect::<Vec<_>>() } else { vec![c] })
+                .collect();
             eprintln!("schedsim: error: {e}");
             2
         }
@@ -268,7 +295,7 @@ fn apply_spec_args(s: &mut RunSpec, a: &SpecArgs) -> Result<(), String> {
         s.kernel = k.clone();
     }
     if let Some(p) = &a.patch {
-        s.patches = if s.patches.is_empty() { p.clone() } else { format!("{},{p}", s.patches) };
+        s.patches = merge_patches(&s.patches, p);
     }
     s.features.extend(a.features.iter().cloned());
     if a.hz.is_some() {
@@ -287,7 +314,10 @@ fn apply_spec_args(s: &mut RunSpec, a: &SpecArgs) -> Result<(), String> {
         s.idle_states.push((name.to_string(), on));
     }
     if let Some(l) = a.limit_ms {
-        s.limit_ns = l * crate::sim::NSEC_PER_MSEC;
+        s.limit_ns = crate::workload::params::limit_ms_to_ns(l, "--limit-ms")?;
+    }
+    if let Some(hz) = a.hz {
+        run::check_hz(hz, "--hz")?;
     }
     if a.preempt_rt {
         s.preempt_rt = true;
@@ -302,6 +332,20 @@ fn apply_spec_args(s: &mut RunSpec, a: &SpecArgs) -> Result<(), String> {
         eprintln!("schedsim: note: {n}");
     }
     Ok(())
+}
+
+/// A scenario's patch items with `extra` (from `--patch`) on top: an item of `extra` replaces
+/// the scenario's item for the same patch, so each patch is named once.
+fn merge_patches(base: &str, extra: &str) -> String {
+    let id = |item: &str| {
+        let raw = item.trim().trim_start_matches(['+', '-']).to_string();
+        crate::linux::patches::Patch::from_id(&raw).map_or(raw, |p| p.info().id.to_string())
+    };
+    let over: Vec<String> = extra.split(',').filter(|i| !i.trim().is_empty()).map(id).collect();
+    let mut items: Vec<&str> =
+        base.split(',').map(str::trim).filter(|i| !i.is_empty() && !over.contains(&id(i))).collect();
+    items.extend(extra.split(',').map(str::trim).filter(|i| !i.is_empty()));
+    items.join(",")
 }
 
 fn base_spec(name: &str, file: &Option<PathBuf>, params: &[String]) -> Result<RunSpec, String> {
@@ -642,14 +686,32 @@ fn run_text(s: &RunSpec, r: &RunResult) -> String {
         .iter()
         .map(|(k, v)| if v.contains(' ') { format!("{k}='{v}'") } else { format!("{k}={v}") })
         .collect();
+    // The machine as given (a machine file by its path), and every switch that changes the run.
+    let quote = |v: &str| if v.contains(' ') { format!("'{v}'") } else { v.to_string() };
+    let mut switches = String::new();
+    if s.preempt_rt {
+        switches.push_str(" --preempt-rt");
+    }
+    if let Some(hz) = s.hz {
+        switches.push_str(&format!(" --hz {hz}"));
+    }
+    for f in &s.features {
+        switches.push_str(&format!(" --feature {f}"));
+    }
+    for (name, on) in &s.idle_states {
+        switches.push_str(&format!(" --cstate {}={}", quote(name), if *on { "on" } else { "off" }));
+    }
+    if s.limit_ns != RunSpec::new(&s.workload).limit_ns {
+        switches.push_str(&format!(" --limit-ms {}", s.limit_ns.div_ceil(crate::sim::NSEC_PER_MSEC)));
+    }
     o.push_str(&format!(
-        "# schedsim run {} {} --machine {} --kernel '{}' --seed {} --background {} --preempt {}\n",
+        "# schedsim run {} {} --machine {} --kernel '{}' --seed {} --background {} --preempt {}{switches}\n",
         s.workload,
         params.join(" "),
-        r.machine,
+        quote(&s.machine),
         r.kernel_label,
         r.seed,
-        r.background,
+        quote(&r.background),
         r.preempt
     ));
     match &r.workload {
@@ -778,8 +840,11 @@ fn run_text(s: &RunSpec, r: &RunResult) -> String {
 }
 
 fn cmd_compare(a: CompareArgs) -> Result<(), String> {
-    if a.runs == 0 {
-        return Err("--runs must be at least 1".into());
+    check_runs(a.runs)?;
+    if let Some(k) = &a.spec.kernel {
+        return Err(format!(
+            "--kernel {k}: compare runs the kernels of --kernels (e.g. --kernels v6.10,{k}); --kernel is for run"
+        ));
     }
     let mut base = base_spec(&a.scenario, &a.scenario_file, &a.params)?;
     apply_spec_args(&mut base, &a.spec)?;
@@ -789,31 +854,12 @@ fn cmd_compare(a: CompareArgs) -> Result<(), String> {
     }
     let mut specs = Vec::new();
     for kspec in &kernels {
-        // NAME[+ID][-ID]...
-        let cut = kspec.find(['+', '-']).unwrap_or(kspec.len());
-        let (name, rest) = kspec.split_at(cut);
-        let mut patches = Vec::new();
-        let mut cur = String::new();
-        for ch in rest.chars() {
-            if (ch == '+' || ch == '-') && !cur.is_empty() {
-                patches.push(std::mem::take(&mut cur));
-            }
-            cur.push(ch);
-        }
-        if !cur.is_empty() {
-            patches.push(cur);
-        }
+        // NAME[+ID][-ID]...: the grammar of --kernel (KernelConfig::resolve reads it).
+        crate::linux::config::split_kernel_spec(kspec).map_err(|e| format!("--kernels: {e}"))?;
         for i in 0..a.runs {
             let mut s = base.clone();
-            s.kernel = name.to_string();
-            if !patches.is_empty() {
-                s.patches = if s.patches.is_empty() {
-                    patches.join(",")
-                } else {
-                    format!("{},{}", s.patches, patches.join(","))
-                };
-            }
-            s.seed = a.seed + i as u64;
+            s.kernel = kspec.to_string();
+            s.seed = a.seed.checked_add(i as u64).ok_or("--seed: seed + runs overflows a 64-bit seed")?;
             specs.push(s);
         }
     }
@@ -821,7 +867,8 @@ fn cmd_compare(a: CompareArgs) -> Result<(), String> {
         run::build(s)?;
     }
     let results = experiments::run_all(&specs, a.jobs)?;
-    let (metric, unit) = ("time", "ms");
+    // What each row's figure is (the values below): schbench's p99 wakeup latency is in us.
+    let (metric, unit) = if base.workload == "schbench" { ("wakeup p99", "us") } else { ("time", "ms") };
     let mut rows = Vec::new();
     for (ki, kspec) in kernels.iter().enumerate() {
         let rs = &results[ki * a.runs..(ki + 1) * a.runs];
@@ -883,8 +930,9 @@ fn print_comparison(c: &Comparison, json: bool) {
 }
 
 fn cmd_reproduce(a: ReproduceArgs) -> Result<(), String> {
-    if a.runs == 0 {
-        return Err("--runs must be at least 1".into());
+    check_runs(a.runs)?;
+    if a.seed.checked_add(a.runs as u64).is_none() {
+        return Err(format!("--seed {}: the runs use seeds seed..seed+runs, which overflows 64 bits", a.seed));
     }
     let names: Vec<String> = if a.experiments.is_empty() {
         experiments::EXPERIMENTS.iter().map(|e| e.name.to_string()).collect()
@@ -1032,6 +1080,7 @@ fn nanosleep_bench(machine: &str, procs: u32) -> Result<RunSpec, String> {
 
 fn cmd_bench(a: BenchArgs) -> Result<(), String> {
     use std::time::Instant;
+    check_runs(a.runs)?;
     emit(&format!("schedsim bench: simulator speed (wall clock of this machine; median of {} runs)\n\n", a.runs));
     let mut rows = Vec::new();
     let cases: Vec<(&str, RunSpec)> = vec![
@@ -1092,6 +1141,41 @@ fn cmd_bench(a: BenchArgs) -> Result<(), String> {
         t.elapsed().as_secs_f64()
     ));
     Ok(())
+}
+
+/// `schedsim list --json`: the same lists as [`list_text`], as one document.
+pub fn list_json() -> serde_json::Value {
+    use crate::linux::kernel::sched::features::SCHED_FEATURES;
+    use crate::linux::patches::{KERNELS, PATCHES};
+    let machines: Vec<serde_json::Value> = crate::hw::preset_names()
+        .iter()
+        .filter_map(|n| crate::hw::preset(n).ok())
+        .map(|m| {
+            json!({
+                "name": m.name,
+                "summary": m.summary(),
+                "cpus": m.topo.nr_cpus,
+                "idle_states": m.idle_states.iter().map(|s| json!({"name": s.name, "disabled": s.disabled})).collect::<Vec<_>>(),
+                "background": m.background,
+                "preempt": m.preempt,
+            })
+        })
+        .collect();
+    json!({
+        "machines": machines,
+        "backgrounds": crate::background::names(),
+        "preempt_models": crate::linux::config::Preempt::NAMES,
+        "kernels": KERNELS.iter().map(|k| json!({
+            "name": k.name,
+            "description": k.description,
+            "patches": k.patches.iter().map(|p| p.info().id).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+        "patches": PATCHES.iter().map(|p| json!({"id": p.id, "merged": p.merged, "subject": p.subject})).collect::<Vec<_>>(),
+        "sched_features": SCHED_FEATURES.iter().map(|(_, name, on, doc)| json!({"name": name, "default": on, "doc": doc.trim()})).collect::<Vec<_>>(),
+        "workloads": run::WORKLOADS.iter().map(|(n, d)| json!({"name": n, "description": d})).collect::<Vec<_>>(),
+        "scenarios": scenario::BUILTIN.iter().map(|(n, d, _)| json!({"name": n, "description": d})).collect::<Vec<_>>(),
+        "experiments": experiments::EXPERIMENTS.iter().map(|e| json!({"name": e.name, "description": e.description})).collect::<Vec<_>>(),
+    })
 }
 
 /// The text of `schedsim list`.

@@ -64,9 +64,9 @@ struct ScenarioFile {
     patches: Vec<String>,
     #[serde(default)]
     features: Vec<String>,
-    hz: Option<u32>,
+    hz: Option<toml::Spanned<u32>>,
     seed: Option<u64>,
-    limit_ms: Option<u64>,
+    limit_ms: Option<toml::Spanned<u64>>,
     #[serde(default)]
     params: BTreeMap<String, toml::Value>,
     #[serde(default)]
@@ -106,14 +106,20 @@ pub fn parse(text: &str, origin: &str) -> Result<RunSpec, String> {
     }
     s.patches = f.patches.join(",");
     s.features = f.features;
-    s.hz = f.hz;
+    if let Some(hz) = &f.hz {
+        let line = line_of(text, hz.span().start);
+        crate::run::check_hz(*hz.get_ref(), &format!("{origin}:{line}: hz ="))?;
+    }
+    s.hz = f.hz.map(|h| h.into_inner());
     s.background = f.background;
     s.preempt = f.preempt;
     if let Some(seed) = f.seed {
         s.seed = seed;
     }
-    if let Some(l) = f.limit_ms {
-        s.limit_ns = l * crate::sim::NSEC_PER_MSEC;
+    if let Some(l) = &f.limit_ms {
+        let line = line_of(text, l.span().start);
+        s.limit_ns = crate::workload::params::limit_ms_to_ns(*l.get_ref(), "limit_ms")
+            .map_err(|e| format!("{origin}:{line}: {e}"))?;
     }
     let mut pairs = Vec::new();
     for (k, v) in f.params {

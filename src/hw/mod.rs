@@ -18,6 +18,8 @@ use std::fmt;
 use serde::Deserialize;
 use toml::Spanned;
 
+use crate::workload::params::MAX_LATENCY_NS;
+
 use self::topology::{Distance, Topology, TopologySpec, RECLAIM_DISTANCE};
 
 /// A measured latency range: each use draws uniformly in `[lo_ns, hi_ns]` (the p10..p90 of
@@ -338,10 +340,10 @@ struct RawCosts {
     line_llc_ns: Spanned<[u64; 2]>,
     line_socket_ns: Spanned<[u64; 2]>,
     line_remote_ns: Spanned<[u64; 2]>,
-    ipi_send_ns: u64,
+    ipi_send_ns: Spanned<u64>,
     ipi_delivery_ns: Spanned<[u64; 2]>,
-    irq_entry_ns: u64,
-    irq_exit_ns: u64,
+    irq_entry_ns: Spanned<u64>,
+    irq_exit_ns: Spanned<u64>,
 }
 
 #[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
@@ -379,16 +381,10 @@ pub fn machine_from_toml(text: &str, origin: &str) -> Result<Machine, String> {
     let at = |offset: usize, message: &str| format!("{origin}:{}: {message}", line_of(text, offset));
     let raw: RawMachine = toml::from_str(text).map_err(|e| {
         let offset = e.span().map_or(0, |span| span.start);
-        at(offset, e.message().trim_end())
+        at(offset, &e.message().trim_end().replace('\n', " "))
     })?;
 
-    const HZ_CHOICES: [u32; 4] = [100, 250, 300, 1000];
-    if !HZ_CHOICES.contains(raw.hz.get_ref()) {
-        return Err(at(
-            raw.hz.span().start,
-            &format!("hz = {} is not a CONFIG_HZ choice (100, 250, 300 or 1000)", raw.hz.get_ref()),
-        ));
-    }
+    crate::run::check_hz(*raw.hz.get_ref(), "hz =").map_err(|e| at(raw.hz.span().start, &e))?;
 
     // Topology.
     let rt = raw.topology.get_ref();
@@ -422,12 +418,28 @@ pub fn machine_from_toml(text: &str, origin: &str) -> Result<Machine, String> {
     // Costs.
     let range = |value: &Spanned<[u64; 2]>, key: &str| -> Result<LatencyNs, String> {
         let [lo, hi] = *value.get_ref();
+        if hi > MAX_LATENCY_NS {
+            return Err(at(
+                value.span().start,
+                &format!("{key} = [{lo}, {hi}]: each value must be in 0..={MAX_LATENCY_NS} ns (one second)"),
+            ));
+        }
         if lo > hi {
             return Err(at(value.span().start, &format!("{key} = [{lo}, {hi}]: expected [lo, hi] with lo <= hi")));
         }
         Ok(LatencyNs { lo_ns: lo, hi_ns: hi })
     };
     let c = &raw.costs;
+    for (key, v) in
+        [("ipi_send_ns", &c.ipi_send_ns), ("irq_entry_ns", &c.irq_entry_ns), ("irq_exit_ns", &c.irq_exit_ns)]
+    {
+        if *v.get_ref() > MAX_LATENCY_NS {
+            return Err(at(
+                v.span().start,
+                &format!("costs.{key} = {}: expected 0..={MAX_LATENCY_NS} ns (one second)", v.get_ref()),
+            ));
+        }
+    }
     let costs = HwCosts {
         line: [
             LatencyNs::ZERO,
@@ -436,10 +448,10 @@ pub fn machine_from_toml(text: &str, origin: &str) -> Result<Machine, String> {
             range(&c.line_socket_ns, "costs.line_socket_ns")?,
             range(&c.line_remote_ns, "costs.line_remote_ns")?,
         ],
-        ipi_send_ns: c.ipi_send_ns,
+        ipi_send_ns: *c.ipi_send_ns.get_ref(),
         ipi_delivery: range(&c.ipi_delivery_ns, "costs.ipi_delivery_ns")?,
-        irq_entry_ns: c.irq_entry_ns,
-        irq_exit_ns: c.irq_exit_ns,
+        irq_entry_ns: *c.irq_entry_ns.get_ref(),
+        irq_exit_ns: *c.irq_exit_ns.get_ref(),
     };
 
     // Idle states.
@@ -458,6 +470,17 @@ pub fn machine_from_toml(text: &str, origin: &str) -> Result<Machine, String> {
                 "kind = \"poll\" is only allowed for the first idle_state"
             };
             return Err(at(s.kind.span().start, message));
+        }
+        for (key, v) in [("exit_latency_ns", &s.exit_latency_ns), ("target_residency_ns", &s.target_residency_ns)] {
+            if *v.get_ref() > MAX_LATENCY_NS {
+                return Err(at(
+                    v.span().start,
+                    &format!(
+                        "idle_state[{index}].{key} = {}: expected 0..={MAX_LATENCY_NS} ns (one second)",
+                        v.get_ref()
+                    ),
+                ));
+            }
         }
         if idle_states.iter().any(|prev| prev.name == *s.name.get_ref()) {
             return Err(at(s.name.span().start, &format!("duplicate idle_state name `{}`", s.name.get_ref())));

@@ -82,31 +82,83 @@ impl Preempt {
     }
 }
 
+/// Split a kernel spec `NAME[+ID|-ID]...` into the named kernel and its patch items
+/// (`+ID`/`-ID`). Whitespace may stand before each sign, so a run's kernel label
+/// (`v6.1 +3dcac251b066`) reads back. Patch ids are matched against the known ones (longest
+/// first), so ids that contain `-` (`rfc-tif-notify-ipi`) parse; this is the one grammar of
+/// `--kernel`, `--kernels` and a scenario's `kernel`.
+pub fn split_kernel_spec(spec: &str) -> Result<(&str, Vec<String>), String> {
+    let spec = spec.trim();
+    let is_sep = |c: char| c == '+' || c == '-' || c.is_whitespace();
+    let cut = spec.find(is_sep).unwrap_or(spec.len());
+    let (name, mut rest) = spec.split_at(cut);
+    let mut items = Vec::new();
+    loop {
+        rest = rest.trim_start();
+        let Some(sign) = rest.chars().next() else { break };
+        if sign != '+' && sign != '-' {
+            return Err(format!("kernel '{spec}': expected +ID or -ID after the kernel name, found '{rest}'"));
+        }
+        let body = &rest[1..];
+        // Candidate ends: before each later sign or space, and the end.
+        let mut ends: Vec<usize> = body.char_indices().filter(|&(_, c)| is_sep(c)).map(|(i, _)| i).collect();
+        ends.push(body.len());
+        let end = ends.iter().rev().copied().find(|&e| e > 0 && Patch::from_id(&body[..e]).is_some());
+        let end = match end {
+            Some(e) => e,
+            None => {
+                let first = ends[0];
+                let id = &body[..first];
+                let ids: Vec<&str> = PATCHES.iter().map(|p| p.id).collect();
+                return Err(format!(
+                    "unknown patch '{id}' in kernel '{spec}' (expected NAME+ID-ID... with ID one of: {})",
+                    ids.join(", ")
+                ));
+            }
+        };
+        items.push(format!("{sign}{}", &body[..end]));
+        rest = &body[end..];
+    }
+    Ok((name, items))
+}
+
 impl KernelConfig {
     /// Resolve `kernel` (a named kernel) plus a `+ID,-ID` patch list.
     pub fn resolve(kernel: &str, patch_spec: &str, hz: u32) -> Result<KernelConfig, String> {
+        let (kernel, kernel_items) = split_kernel_spec(kernel)?;
         let Some(nk) = KERNELS.iter().find(|k| k.name == kernel) else {
             let names: Vec<&str> = KERNELS.iter().map(|k| k.name).collect();
             return Err(format!("unknown kernel '{kernel}' (expected one of: {})", names.join(", ")));
         };
         let mut patches: BTreeSet<Patch> = nk.patches.iter().copied().collect();
-        for item in patch_spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-            let (add, id) = match item.as_bytes()[0] {
-                b'+' => (true, &item[1..]),
-                b'-' => (false, &item[1..]),
-                _ => (true, item),
-            };
-            let Some(p) = Patch::from_id(id) else {
-                let ids: Vec<&str> = PATCHES.iter().map(|p| p.id).collect();
-                return Err(format!(
-                    "unknown patch '{id}' in --patch (expected +ID or -ID with ID one of: {})",
-                    ids.join(", ")
-                ));
-            };
-            if add {
-                patches.insert(p);
-            } else {
-                patches.remove(&p);
+        // The kernel spec's own deltas first, then --patch's, which may override them; within
+        // one of the two a patch may be named once.
+        let patch_items: Vec<String> =
+            patch_spec.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect();
+        for (items, what) in [(kernel_items, "the kernel spec"), (patch_items, "--patch")] {
+            let mut seen: Vec<(Patch, &str)> = Vec::new();
+            for item in &items {
+                let (add, id) = match item.as_bytes()[0] {
+                    b'+' => (true, &item[1..]),
+                    b'-' => (false, &item[1..]),
+                    _ => (true, item.as_str()),
+                };
+                let Some(p) = Patch::from_id(id) else {
+                    let ids: Vec<&str> = PATCHES.iter().map(|p| p.id).collect();
+                    return Err(format!(
+                        "unknown patch '{id}' in {what} (expected +ID or -ID with ID one of: {})",
+                        ids.join(", ")
+                    ));
+                };
+                if let Some((_, prev)) = seen.iter().find(|(q, _)| *q == p) {
+                    return Err(format!("{what} names patch {} twice ('{prev}' and '{item}')", p.info().id));
+                }
+                seen.push((p, item));
+                if add {
+                    patches.insert(p);
+                } else {
+                    patches.remove(&p);
+                }
             }
         }
         for p in &patches {
@@ -203,6 +255,22 @@ impl KernelConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_kernel_spec_grammar() {
+        let (n, items) = split_kernel_spec("v6.10+rfc-tif-notify-ipi-3dcac251b066").unwrap();
+        assert_eq!((n, items), ("v6.10", vec!["+rfc-tif-notify-ipi".to_string(), "-3dcac251b066".to_string()]));
+        let (n, items) = split_kernel_spec("v6.1 +3dcac251b066").unwrap();
+        assert_eq!((n, items), ("v6.1", vec!["+3dcac251b066".to_string()]));
+        assert!(split_kernel_spec("v6.10+nope").unwrap_err().contains("unknown patch 'nope'"));
+        let label = KernelConfig::resolve("v6.1", "+3dcac251b066", 250).unwrap().label();
+        assert_eq!(KernelConfig::resolve(&label, "", 250).unwrap().label(), label);
+        let e = KernelConfig::resolve("v6.10", "+3dcac251b066,-3dcac251b066", 250).unwrap_err();
+        assert!(e.contains("names patch 3dcac251b066 twice"), "{e}");
+        // --patch overrides the kernel spec's own delta.
+        let c = KernelConfig::resolve("v6.10+3dcac251b066", "-3dcac251b066", 250).unwrap();
+        assert_eq!(c.label(), "v6.10");
+    }
 
     #[test]
     fn resolve_named_kernels_and_deltas() {

@@ -120,8 +120,8 @@ pub struct HackbenchOpts {
     pub args: String,
 }
 
-/// The largest number of tasks a run may create.
-pub const MAX_TASKS: u64 = 1 << 20;
+/// The largest number of tasks a run may create (the workloads' shared cap).
+pub use super::params::MAX_TASKS;
 
 const RT_USAGE: &str = "Usage: hackbench [-p|--pipe] [-s|--datasize <bytes>] [-l|--loops <num loops>] \
      [-g|--groups <num groups] [-f|--fds <num fds>] [-T|--threads] [-P|--process] [--help]";

@@ -10,9 +10,9 @@
 //! `smp_call_function_single(target, do_nothing_ipi, NULL, wait)` (or `smp_call_function()`
 //! to all others with `single=0`) and, between calls, `cond_resched()` or, with `delay`,
 //! `usleep_range(delay, delay + 1)`. It stops after `numipi` calls, or after `timeout`
-//! seconds when `numipi=0` (upstream behaviour).
+//! seconds when `numipi=0` (upstream behaviour; schedsim asks for `timeout=` explicitly then).
 
-use super::params::Params;
+use super::params::{Params, MAX_LATENCY_NS, MAX_SIM_NS};
 use super::{TaskFrame, Workload};
 use crate::hw::cpumask::{parse_cpulist, CpuMask};
 use crate::linux::engine::{Action, Frame, Next};
@@ -36,6 +36,9 @@ pub struct IpistormParams {
     pub cpulist: CpuMask,
 }
 
+/// The most calls a thread may be asked for (`numipi`): 100x the published run.
+pub const MAX_NUMIPI: u64 = 10_000_000;
+
 pub const PARAM_NAMES: &[&str] = &["numipi", "timeout", "wait", "single", "offset", "mask", "delay", "cpulist"];
 
 impl IpistormParams {
@@ -50,18 +53,30 @@ impl IpistormParams {
         if cpulist.is_empty() {
             return Err(format!("{}: parameter cpulist is empty", p.origin));
         }
+        // The module's parameters are C ints; schedsim bounds them further so a run stays
+        // finite: numipi at most MAX_NUMIPI, timeout at most one hour of simulated time, delay
+        // at most one second.
         let out = IpistormParams {
-            numipi: p.u64_or("numipi", 0)?,
-            timeout_s: p.u64_or("timeout", 30)?,
+            numipi: p.u64_in("numipi", 0, 0, MAX_NUMIPI)?,
+            timeout_s: p.time_ns("timeout", 30, NSEC_PER_SEC, "s", MAX_SIM_NS)? / NSEC_PER_SEC,
             wait: p.bool_or("wait", true)?,
             single: p.bool_or("single", false)?,
-            offset: p.u64_or("offset", 1)?,
-            mask: p.u64_or("mask", 0)?,
-            delay_us: p.u64_or("delay", 0)?,
+            offset: p.u64_in("offset", 1, 0, i32::MAX as u64)?,
+            mask: p.u64_in("mask", 0, 0, i32::MAX as u64)?,
+            delay_us: p.time_ns("delay", 0, NSEC_PER_USEC, "us", MAX_LATENCY_NS)? / NSEC_PER_USEC,
             cpulist,
         };
         if out.numipi == 0 && out.timeout_s == 0 {
             return Err(format!("{}: numipi=0 and timeout=0: the run would never send anything", p.origin));
+        }
+        if out.numipi == 0 && p.get("timeout").is_none() {
+            // Upstream's numipi=0 means "call until `timeout` seconds have passed" (30 s by
+            // default: tens of millions of calls). Ask for it explicitly.
+            return Err(format!(
+                "{}: numipi=0 means the module's timed mode (call for timeout=SECONDS, tens of millions of \
+                 calls for the default 30 s); give numipi=1..={MAX_NUMIPI}, or numipi=0 with timeout=SECONDS explicitly",
+                p.origin
+            ));
         }
         Ok(out)
     }

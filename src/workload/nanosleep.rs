@@ -2,7 +2,7 @@
 //! `nanosleep(ns)` — 1 us by default, which the 50 us timer slack stretches — for
 //! `duration_ms`. Every wakeup is genuine and every sleep makes a CPU newly idle.
 
-use super::params::Params;
+use super::params::{Params, MAX_LATENCY_NS, MAX_SIM_NS, MAX_TASKS};
 use super::{TaskFrame, Workload};
 use crate::linux::engine::{Action, Next};
 use crate::linux::kernel::futex::Nanosleep;
@@ -25,14 +25,11 @@ pub struct NanosleepLoop {
 impl NanosleepLoop {
     pub fn parse(p: &Params, nr_cpus: u32) -> Result<NanosleepLoop, String> {
         p.check_known("nanosleep", PARAM_NAMES)?;
-        let procs = p.u64_or("procs", nr_cpus as u64)? as u32;
-        if procs == 0 {
-            return Err(format!("{}: procs must be at least 1", p.origin));
-        }
+        let procs = p.u64_in("procs", nr_cpus as u64, 1, MAX_TASKS)? as u32;
         Ok(NanosleepLoop {
             procs,
-            ns: p.u64_or("ns", 1000)?,
-            duration_ns: p.u64_or("duration_ms", 100)? * NSEC_PER_MSEC,
+            ns: p.time_ns("ns", 1000, 1, "ns", MAX_LATENCY_NS)?,
+            duration_ns: p.time_ns("duration_ms", 100, NSEC_PER_MSEC, "ms", MAX_SIM_NS)?,
             tasks: Vec::new(),
             start_ns: 0,
             loops: 0,

@@ -1,4 +1,38 @@
-//! `key=value` workload parameters, as given to `insmod` or a benchmark's command line.
+//! `key=value` workload parameters, as given to `insmod` or a benchmark's command line, and
+//! the limits every number a user gives is checked against where it enters (command line,
+//! scenario file, machine file, workload parameters), so that no later arithmetic can overflow
+//! and no run asks for unbounded work.
+
+use crate::sim::{NSEC_PER_MSEC, NSEC_PER_SEC};
+
+/// The longest simulated time a run may ask for: one hour (`--limit-ms`, `limit_ms`, a
+/// workload's duration). Every time the model adds to it stays far below `u64::MAX`.
+pub const MAX_SIM_NS: u64 = 3_600 * NSEC_PER_SEC;
+/// The largest single latency, cost or sleep a user may give: one second (machine-file costs,
+/// idle-state latencies, a workload's per-call sleep).
+pub const MAX_LATENCY_NS: u64 = NSEC_PER_SEC;
+/// The most tasks a workload may create: the kernel's default `pid_max` (PID_MAX_DEFAULT,
+/// include/linux/threads.h). Run time grows faster than linearly with the task count.
+pub const MAX_TASKS: u64 = 32_768;
+
+/// `value` in units of `unit_ns` as nanoseconds, at most `max_ns`; the error names `what` and
+/// the allowed range in the caller's unit.
+pub fn to_ns_checked(value: u64, unit_ns: u64, unit: &str, max_ns: u64, what: &str) -> Result<u64, String> {
+    match value.checked_mul(unit_ns) {
+        Some(ns) if ns <= max_ns => Ok(ns),
+        _ => Err(format!("{what} = {value} {unit} is out of range (0..={} {unit})", max_ns / unit_ns)),
+    }
+}
+
+/// `--limit-ms` / `limit_ms`: simulated milliseconds, 1 ..= one hour.
+pub fn limit_ms_to_ns(ms: u64, what: &str) -> Result<u64, String> {
+    if ms == 0 {
+        return Err(format!("{what} = 0 is out of range (1..={} ms)", MAX_SIM_NS / NSEC_PER_MSEC));
+    }
+    to_ns_checked(ms, NSEC_PER_MSEC, "ms", MAX_SIM_NS, what).map_err(|_| {
+        format!("{what} = {ms} is out of range (1..={} ms: one hour of simulated time)", MAX_SIM_NS / NSEC_PER_MSEC)
+    })
+}
 
 /// Parsed parameters with the origin of each (for error messages).
 #[derive(Debug, Clone, Default)]
@@ -9,20 +43,22 @@ pub struct Params {
 }
 
 impl Params {
-    /// Parse `k=v` items. A bare `k` means `k=1`.
+    /// Parse `k=v` items. Every item needs its `=` and a key may appear once.
     pub fn parse<'a>(items: impl IntoIterator<Item = &'a str>, origin: &str) -> Result<Params, String> {
-        let mut out = Vec::new();
+        let mut out: Vec<(String, String)> = Vec::new();
         for it in items {
             let it = it.trim();
             if it.is_empty() {
                 continue;
             }
-            let (key, val) = match it.split_once('=') {
-                Some((k, v)) => (k.trim(), v.trim()),
-                None => (it, "1"),
+            let Some((key, val)) = it.split_once('=').map(|(k, v)| (k.trim(), v.trim())) else {
+                return Err(format!("{origin}: parameter '{it}' has no value (expected {it}=VALUE)"));
             };
             if key.is_empty() {
                 return Err(format!("{origin}: parameter '{it}' has no name (expected key=value)"));
+            }
+            if let Some((_, prev)) = out.iter().find(|(k, _)| k == key) {
+                return Err(format!("{origin}: parameter '{key}' given twice ({key}={prev} and {key}={val})"));
             }
             out.push((key.to_string(), val.to_string()));
         }
@@ -66,10 +102,28 @@ impl Params {
     pub fn u64_or(&self, key: &str, default: u64) -> Result<u64, String> {
         match self.get(key) {
             None => Ok(default),
-            Some(v) => {
-                v.parse().map_err(|_| format!("{}: parameter {key}='{v}' is not a non-negative integer", self.origin))
-            }
+            Some(v) => v.parse().map_err(|_| {
+                format!("{}: parameter {key}='{v}' is not a non-negative integer (at most {})", self.origin, u64::MAX)
+            }),
         }
+    }
+
+    /// `key` as an integer in `lo..=hi` (`default` when absent); the error names the key and
+    /// the range.
+    pub fn u64_in(&self, key: &str, default: u64, lo: u64, hi: u64) -> Result<u64, String> {
+        let v = self.u64_or(key, default)?;
+        if v < lo || v > hi {
+            return Err(format!("{}: parameter {key}={v} is out of range ({lo}..={hi})", self.origin));
+        }
+        Ok(v)
+    }
+
+    /// `key`, a time in units of `unit_ns` named `unit` (`default` in those units when absent),
+    /// as nanoseconds of at most `max_ns`; the error names the key and the range.
+    pub fn time_ns(&self, key: &str, default: u64, unit_ns: u64, unit: &str, max_ns: u64) -> Result<u64, String> {
+        let v = self.u64_or(key, default)?;
+        to_ns_checked(v, unit_ns, unit, max_ns, &format!("parameter {key}"))
+            .map_err(|e| format!("{}: {e}", self.origin))
     }
 
     pub fn bool_or(&self, key: &str, default: bool) -> Result<bool, String> {
@@ -86,5 +140,32 @@ impl Params {
 
     pub fn pairs(&self) -> &[(String, String)] {
         &self.items
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bare_keys_and_repeats_are_errors() {
+        let e = Params::parse(["numipi"], "command line").unwrap_err();
+        assert!(e.contains("'numipi' has no value"), "{e}");
+        let e = Params::parse(["numipi=1", "numipi=2"], "command line").unwrap_err();
+        assert!(e.contains("'numipi' given twice"), "{e}");
+        assert!(Params::parse(["a=1", "b=2"], "x").is_ok());
+    }
+
+    #[test]
+    fn ranges_and_conversions_are_checked() {
+        let p = Params::parse(["n=5", "t=18446744073709551615", "big=99999999999999999999"], "x").unwrap();
+        assert_eq!(p.u64_in("n", 1, 1, 10), Ok(5));
+        assert!(p.u64_in("n", 1, 6, 10).unwrap_err().contains("n=5 is out of range (6..=10)"));
+        let e = p.time_ns("t", 0, 1000, "us", MAX_LATENCY_NS).unwrap_err();
+        assert!(e.contains("parameter t = 18446744073709551615 us is out of range (0..=1000000 us)"), "{e}");
+        assert!(p.u64_or("big", 0).unwrap_err().contains("not a non-negative integer"));
+        assert_eq!(limit_ms_to_ns(5, "--limit-ms"), Ok(5 * NSEC_PER_MSEC));
+        assert!(limit_ms_to_ns(u64::MAX, "--limit-ms").unwrap_err().contains("(1..=3600000 ms"));
+        assert!(limit_ms_to_ns(0, "--limit-ms").is_err());
     }
 }

@@ -20,7 +20,7 @@
 //! balancing, or on their pinned CPU); `pthread_setaffinity_np()` is in force from the start;
 //! user code between syscalls costs `PathCosts::user_op`.
 
-use super::params::Params;
+use super::params::{Params, MAX_LATENCY_NS};
 use super::{TaskFrame, Workload};
 use crate::linux::engine::{Action, Frame, Next};
 use crate::linux::fs::{fdpair, sys_read, sys_write, Fd};
@@ -68,18 +68,16 @@ pub struct PipePair {
 impl PipePair {
     pub fn parse_pingpong(p: &Params, nr_cpus: u32) -> Result<PipePair, String> {
         p.check_known("pingpong", PINGPONG_PARAMS)?;
-        let ping_cpu = p.u64_or("ping_cpu", 0)? as u32;
-        let pong_cpu = p.u64_or("pong_cpu", 1.min(nr_cpus as u64 - 1))? as u32;
+        let ping_cpu = p.u64_or("ping_cpu", 0)?;
+        let pong_cpu = p.u64_or("pong_cpu", 1.min(nr_cpus as u64 - 1))?;
         for (k, c) in [("ping_cpu", ping_cpu), ("pong_cpu", pong_cpu)] {
-            if c >= nr_cpus {
+            if c >= u64::from(nr_cpus) {
                 return Err(format!("{}: {k}={c} but the machine has CPUs 0-{}", p.origin, nr_cpus - 1));
             }
         }
-        let iters = p.u64_or("iters", 10_000)?;
-        if iters == 0 {
-            return Err(format!("{}: iters must be at least 1", p.origin));
-        }
-        Ok(PipePair::new(Form::PingPong { ping_cpu, pong_cpu, sleep_us: p.u64_or("sleep_us", 0)? }, iters))
+        let iters = p.u64_in("iters", 10_000, 1, i32::MAX as u64)?;
+        let sleep_us = p.time_ns("sleep_us", 0, NSEC_PER_USEC, "us", MAX_LATENCY_NS)? / NSEC_PER_USEC;
+        Ok(PipePair::new(Form::PingPong { ping_cpu: ping_cpu as u32, pong_cpu: pong_cpu as u32, sleep_us }, iters))
     }
 
     pub fn parse_perf_pipe(p: &Params) -> Result<PipePair, String> {

@@ -19,7 +19,7 @@
 //! preemption. The waker then blocks: its CPU's priority drops and `pull_rt_task()` sends the
 //! RT_PUSH_IPI irq_work to the overloaded pinned CPU, whose `push_rt_task()` decides.
 
-use super::params::Params;
+use super::params::{Params, MAX_SIM_NS};
 use super::{TaskFrame, Workload};
 use crate::linux::engine::{Action, Next};
 use crate::linux::kernel::futex::{futex_alloc, FutexId, FutexOp};
@@ -136,13 +136,13 @@ impl RtPush {
             woken_prio: prio("woken_prio", 60)?,
             waker_prio: prio("waker_prio", 70)?,
             hog_prio: prio("hog_prio", 90)?,
-            hold_at_ns: p.u64_or("hold_at_us", 200)? * NSEC_PER_USEC,
-            hold_ns: p.u64_or("hold_us", 100)? * NSEC_PER_USEC,
-            wake_delay_ns: p.u64_or("wake_delay_us", 20)? * NSEC_PER_USEC,
-            run_ns: p.u64_or("run_us", 100)? * NSEC_PER_USEC,
+            hold_at_ns: p.time_ns("hold_at_us", 200, NSEC_PER_USEC, "us", MAX_SIM_NS)?,
+            hold_ns: p.time_ns("hold_us", 100, NSEC_PER_USEC, "us", MAX_SIM_NS)?,
+            wake_delay_ns: p.time_ns("wake_delay_us", 20, NSEC_PER_USEC, "us", MAX_SIM_NS)?,
+            run_ns: p.time_ns("run_us", 100, NSEC_PER_USEC, "us", MAX_SIM_NS)?,
             hogs_on: p.bool_or("hogs", true)?,
-            block_delay_ns: p.u64_or("block_delay_us", 0)? * NSEC_PER_USEC,
-            woken_first_ns: p.u64_or("woken_first_us", 0)? * NSEC_PER_USEC,
+            block_delay_ns: p.time_ns("block_delay_us", 0, NSEC_PER_USEC, "us", MAX_SIM_NS)?,
+            woken_first_ns: p.time_ns("woken_first_us", 0, NSEC_PER_USEC, "us", MAX_SIM_NS)?,
             start_ns: 0,
             pinned: 0,
             woken: 0,

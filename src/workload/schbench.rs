@@ -14,6 +14,7 @@
 //!
 //! Timestamps are `gettimeofday()`: whole microseconds, floored.
 
+use super::params::{MAX_SIM_NS, MAX_TASKS};
 use super::schbench_stats::{rand_r, render_report, Histogram, MainLoop, SchbenchOpts, WARMUP_MESSAGE};
 use super::{TaskFrame, Workload};
 use crate::linux::engine::{Action, Frame, Next};
@@ -137,6 +138,22 @@ impl Schbench {
         }
         if o.runtime_s == 0 {
             return Err("schbench: -r 0 (run forever) cannot be simulated; give a runtime".into());
+        }
+        // The main thread, the message threads and their workers.
+        let tasks = o.message_threads.saturating_mul(o.worker_threads.saturating_add(1)).saturating_add(1);
+        if tasks > MAX_TASKS {
+            return Err(format!(
+                "schbench: -m {} x -t {} make {tasks} tasks; schedsim allows at most {MAX_TASKS}",
+                o.message_threads, o.worker_threads
+            ));
+        }
+        if o.runtime_s.saturating_add(o.warmup_s).saturating_mul(NSEC_PER_SEC) > MAX_SIM_NS {
+            return Err(format!(
+                "schbench: -r {} (with -w {}) is longer than schedsim simulates: at most {} s",
+                o.runtime_s,
+                o.warmup_s,
+                MAX_SIM_NS / NSEC_PER_SEC
+            ));
         }
         let ml = MainLoop::new(&o);
         Ok(Schbench {

@@ -7,7 +7,7 @@
 //! The workload records when the machine is first "filled": no CPU has more than one
 //! runnable task (read from the runqueues at each spinner's 1 ms check, never written).
 
-use super::params::Params;
+use super::params::{Params, MAX_SIM_NS, MAX_TASKS};
 use super::{TaskFrame, Workload};
 use crate::hw::cpumask::{parse_cpulist, CpuMask};
 use crate::linux::engine::{Action, Next};
@@ -31,10 +31,7 @@ pub struct Spinners {
 impl Spinners {
     pub fn parse(p: &Params, nr_cpus: u32) -> Result<Spinners, String> {
         p.check_known("spinners", PARAM_NAMES)?;
-        let tasks = p.u64_or("tasks", 8)? as u32;
-        if tasks == 0 {
-            return Err(format!("{}: tasks must be at least 1", p.origin));
-        }
+        let tasks = p.u64_in("tasks", 8, 1, MAX_TASKS)? as u32;
         let start = match p.get("start") {
             None => parse_cpulist("0", nr_cpus),
             Some(s) => parse_cpulist(s, nr_cpus),
@@ -43,7 +40,7 @@ impl Spinners {
         if start.is_empty() {
             return Err(format!("{}: parameter start is empty", p.origin));
         }
-        let duration_ns = p.u64_or("duration_ms", 200)? * NSEC_PER_MSEC;
+        let duration_ns = p.time_ns("duration_ms", 200, NSEC_PER_MSEC, "ms", MAX_SIM_NS)?;
         Ok(Spinners { tasks, start, duration_ns, threads: Vec::new(), start_ns: 0, filled_ns: None, live: tasks })
     }
 
