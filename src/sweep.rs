@@ -772,8 +772,11 @@ mod tests {
             parse_grid("[[run]]\nworkload = \"ipistorm\"\nmachines = [\"smp-4\"]\nparams = { bad = 1 }\n", "g.toml")
                 .unwrap_err();
         assert!(e.starts_with("g.toml:1:") && e.contains("unknown ipistorm parameter 'bad'"), "{e}");
-        let e =
-            parse_grid("kernels = [\"v6.10\", \"v9.9\"]\n[[run]]\nworkload = \"ipistorm\"\n", "g.toml").unwrap_err();
+        let e = parse_grid(
+            "kernels = [\"v6.10\", \"v9.9\"]\n[[run]]\nworkload = \"ipistorm\"\nparams = { numipi = 10 }\n",
+            "g.toml",
+        )
+        .unwrap_err();
         assert!(e.starts_with("g.toml:1:") && e.contains("unknown kernel 'v9.9'"), "{e}");
         let e = parse_grid("[[run]]\nworkload = \"idle\"\n\nmachines = [\"nosuch\"]\n", "g.toml").unwrap_err();
         assert!(e.starts_with("g.toml:4:"), "{e}");
