@@ -69,7 +69,7 @@ pub const EXPERIMENTS: &[Experiment] = &[Experiment {
     run: nohz::nanosleep,
 }, Experiment {
     name: "hackbench-2013",
-    description: "perf stat -a hackbench 500 on an i7 4C/8T, on v3.8 (--kernel v6.10 for today's): idle_balance in __schedule vs Rostedt's 2013 post-schedule idle_balance (IRQs on), and with the nr_running re-check (at most 2 seeds, ~75 s wall each)",
+    description: "perf stat -a hackbench 500 on an i7 4C/8T, on v3.8 (--kernel v6.10 for today's): idle_balance in __schedule vs Rostedt's 2013 post-schedule idle_balance (IRQs on), and with the nr_running re-check (at most 2 seeds, ~75-110 s wall each)",
     run: hackbench2013::reproduce,
 }, Experiment {
     name: "rt-push",

@@ -138,13 +138,14 @@ fn tick_sched_timer(k: &mut Kernel, cpu: CpuId) -> Time {
     k.stats.ticks += 1;
     let c = crate::linux::kernel::sched::core::sched_tick(k, cpu);
     super::timer::run_local_timers(k, cpu);
-    c + tick_raise_background_softirqs(k, cpu)
+    tick_raise_background_softirqs(k, cpu);
+    c
 }
 
 /// The background `tick-softirq` sources due on this tick (`rcu_sched_clock_irq()` raising
-/// RCU_SOFTIRQ, ...): raise the vector and queue the handler's run time for it. Returns the
-/// cost in the tick handler.
-fn tick_raise_background_softirqs(k: &mut Kernel, cpu: CpuId) -> Time {
+/// RCU_SOFTIRQ, ...): raise the vector and queue the handler's run time for it (charged when
+/// the softirq runs, not in the tick handler).
+fn tick_raise_background_softirqs(k: &mut Kernel, cpu: CpuId) {
     let now = k.now;
     let mut i = 0;
     while i < k.cpus[cpu as usize].tick.softirq_due.len() {
@@ -161,7 +162,6 @@ fn tick_raise_background_softirqs(k: &mut Kernel, cpu: CpuId) -> Time {
         }
         i += 1;
     }
-    0
 }
 
 /// Models `tick_nohz_idle_enter()` — kernel/time/tick-sched.c @ v6.10 (bookkeeping only; its
