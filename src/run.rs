@@ -9,8 +9,11 @@ use crate::workload::ipistorm::{Ipistorm, IpistormParams};
 use crate::workload::params::Params;
 use crate::workload::Workload;
 
-/// Everything that decides a run.
-#[derive(Debug, Clone)]
+/// Everything that decides a run. [`RunSpec::to_args`] prints it as a `schedsim run` command
+/// line and `cli::parse_run_line` reads one back: a field that changes a run has one line in
+/// each (and a flag in `cli::SpecArgs`), and `tests/run_line.rs` checks `parse(print(spec)) ==
+/// spec` and that a printed line reruns bit-identically.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunSpec {
     pub machine: String,
     pub kernel: String,
@@ -26,7 +29,8 @@ pub struct RunSpec {
     pub idle_states: Vec<(String, bool)>,
     /// Stop after this much simulated time even if the workload is not done.
     pub limit_ns: Time,
-    /// Keep trace records.
+    /// Keep trace records. Not part of the command line: it changes what is kept, never the
+    /// run (`--trace FILE` is an output option).
     pub trace: bool,
     /// CONFIG_PREEMPT_RT.
     pub preempt_rt: bool,
@@ -57,6 +61,134 @@ impl RunSpec {
             preempt: None,
         }
     }
+
+    /// The `schedsim run` arguments (after `run`) of this spec: `--workload NAME` (the bare
+    /// workload, no scenario defaults), its parameters as `key=value`, then a flag for every
+    /// field that changes a run. `cli::parse_run_line` reads them back into an equal spec.
+    /// The machine is shown as given (a machine file by its path); the kernel and its patch
+    /// deltas in the grammar `--kernel` and `--patch` accept. A time limit is shown in whole
+    /// milliseconds (every entry point sets it in milliseconds).
+    pub fn to_args(&self) -> Vec<String> {
+        let mut a = vec!["--workload".to_string(), self.workload.clone()];
+        a.extend(self.params.pairs().iter().map(|(k, v)| format!("{k}={v}")));
+        let mut flag = |name: &str, v: &str| {
+            // `--patch=-ID`: a value that starts with `-` stays glued to its flag.
+            if v.starts_with('-') {
+                a.push(format!("--{name}={v}"));
+            } else {
+                a.push(format!("--{name}"));
+                a.push(v.to_string());
+            }
+        };
+        flag("machine", &self.machine);
+        flag("kernel", &self.kernel);
+        if !self.patches.is_empty() {
+            flag("patch", &self.patches);
+        }
+        for f in &self.features {
+            flag("feature", f);
+        }
+        if let Some(hz) = self.hz {
+            flag("hz", &hz.to_string());
+        }
+        for (name, on) in &self.idle_states {
+            flag("cstate", &format!("{name}={}", if *on { "on" } else { "off" }));
+        }
+        if self.limit_ns != RunSpec::new(&self.workload).limit_ns {
+            flag("limit-ms", &self.limit_ns.div_ceil(crate::sim::NSEC_PER_MSEC).to_string());
+        }
+        if let Some(b) = &self.background {
+            flag("background", b);
+        }
+        if let Some(p) = &self.preempt {
+            flag("preempt", p);
+        }
+        flag("seed", &self.seed.to_string());
+        if self.preempt_rt {
+            a.push("--preempt-rt".into());
+        }
+        a
+    }
+
+    /// The spec as one shell line, `schedsim run ...` (each word quoted for a POSIX shell
+    /// where it needs it).
+    pub fn command_line(&self) -> String {
+        let words: Vec<String> = self.to_args().iter().map(|w| shell_quote(w)).collect();
+        format!("schedsim run {}", words.join(" "))
+    }
+}
+
+/// `w` as one word of a POSIX shell line: bare when it holds only characters no shell treats
+/// specially, else in single quotes (a `'` inside written `'\''`).
+pub fn shell_quote(w: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_-+=.,/:@%".contains(c);
+    if !w.is_empty() && w.chars().all(plain) {
+        return w.to_string();
+    }
+    format!("'{}'", w.replace('\'', "'\\''"))
+}
+
+/// Split a shell line into words as a POSIX shell does for plain words, single quotes,
+/// double quotes (with `\"`, `\\`, `\$` and `` \` `` escapes) and backslash escapes; no
+/// expansion. The inverse of joining [`shell_quote`]d words with spaces.
+pub fn shell_split(line: &str) -> Result<Vec<String>, String> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let mut in_word = false;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            c if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut cur));
+                    in_word = false;
+                }
+            }
+            '\'' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('\'') => break,
+                        Some(c) => cur.push(c),
+                        None => return Err(format!("unterminated single quote in: {line}")),
+                    }
+                }
+            }
+            '"' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('"') => break,
+                        Some('\\') => match chars.next() {
+                            Some(c @ ('"' | '\\' | '$' | '`')) => cur.push(c),
+                            Some(c) => {
+                                cur.push('\\');
+                                cur.push(c);
+                            }
+                            None => return Err(format!("unterminated double quote in: {line}")),
+                        },
+                        Some(c) => cur.push(c),
+                        None => return Err(format!("unterminated double quote in: {line}")),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                match chars.next() {
+                    Some(c) => cur.push(c),
+                    None => return Err(format!("trailing backslash in: {line}")),
+                }
+            }
+            c => {
+                in_word = true;
+                cur.push(c);
+            }
+        }
+    }
+    if in_word {
+        words.push(cur);
+    }
+    Ok(words)
 }
 
 pub const WORKLOADS: &[(&str, &str)] = &[

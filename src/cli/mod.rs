@@ -53,6 +53,59 @@ enum Cmd {
     Merge(sweep::MergeArgs),
 }
 
+// The help texts that list names come from the tables that define them (scenarios, kernels,
+// machines, features, experiments), so `--help` cannot fall behind (tests/help_tables.rs).
+
+fn scenario_help() -> String {
+    let names: Vec<&str> = scenario::BUILTIN.iter().map(|b| b.0).collect();
+    format!("Built-in scenario (default ipistorm; `schedsim list` describes them): {}", names.join(", "))
+}
+
+fn machine_help() -> String {
+    format!(
+        "Machine preset, or a machine file PATH.toml in the same format (`schedsim list --machine NAME` \
+         prints one): {}",
+        crate::hw::preset_names().join(", ")
+    )
+}
+
+fn kernel_help() -> String {
+    let names: Vec<&str> = crate::linux::patches::KERNELS.iter().map(|k| k.name).collect();
+    format!(
+        "Named kernel, optionally with patch deltas: NAME[+ID][-ID]... (patch ids: `schedsim list`); NAME is \
+         one of: {}",
+        names.join(", ")
+    )
+}
+
+fn feature_help() -> String {
+    use crate::linux::kernel::sched::features::SCHED_FEATURES;
+    let names: Vec<&str> = SCHED_FEATURES.iter().filter(|f| f.modelled).map(|f| f.name).collect();
+    format!(
+        "Sched feature, NAME or NO_NAME (repeatable); the features.h entries the model honours: {}",
+        names.join(", ")
+    )
+}
+
+fn background_help() -> String {
+    format!(
+        "Background activity besides the workload (default: the machine's): {}, or a profile FILE.toml",
+        crate::background::names().join(", ")
+    )
+}
+
+fn preempt_help() -> String {
+    format!(
+        "Preemption model (dynamic-X: PREEMPT_DYNAMIC booted with preempt=X; default: the machine's): {}",
+        crate::linux::config::Preempt::NAMES.join(", ")
+    )
+}
+
+fn experiments_help() -> String {
+    let names: Vec<&str> = experiments::EXPERIMENTS.iter().map(|e| e.name).collect();
+    format!("Experiments to run (default: all): {}", names.join(", "))
+}
+
 #[derive(Args, Debug)]
 struct ListArgs {
     /// Print this machine preset's TOML file instead (a starting point for `--machine FILE.toml`).
@@ -65,17 +118,14 @@ struct ListArgs {
 
 #[derive(Args, Debug, Clone)]
 struct SpecArgs {
-    /// Machine preset (see `schedsim list`), or a machine file `PATH.toml` in the same format.
-    #[arg(long)]
+    #[arg(long, help = machine_help())]
     machine: Option<String>,
-    /// Named kernel, optionally with patch deltas: NAME[+ID][-ID]... (see `schedsim list`).
-    #[arg(long)]
+    #[arg(long, help = kernel_help())]
     kernel: Option<String>,
     /// Patches on top of the kernel: +ID,-ID (commit ids or RFC keys); each patch once.
     #[arg(long, allow_hyphen_values = true)]
     patch: Option<String>,
-    /// Sched feature, NAME or NO_NAME (repeatable).
-    #[arg(long = "feature")]
+    #[arg(long = "feature", help = feature_help())]
     features: Vec<String>,
     /// CONFIG_HZ: 100, 250, 300 or 1000.
     #[arg(long)]
@@ -89,28 +139,26 @@ struct SpecArgs {
     /// Build the kernel with CONFIG_PREEMPT_RT (TTWU_QUEUE off, softirqs in ksoftirqd).
     #[arg(long)]
     preempt_rt: bool,
-    /// Background activity besides the workload: kvm-guest, server, none, or a profile FILE.toml
-    /// (default: the machine's).
-    #[arg(long, value_name = "NAME|none|FILE")]
+    #[arg(long, value_name = "NAME|none|FILE", help = background_help())]
     background: Option<String>,
-    /// Preemption model: none, voluntary, full, or dynamic-{none,voluntary,full}
-    /// (PREEMPT_DYNAMIC with that preempt= choice; default: the machine's).
-    #[arg(long, value_name = "MODEL")]
+    #[arg(long, value_name = "MODEL", help = preempt_help())]
     preempt: Option<String>,
 }
 
 #[derive(Args, Debug)]
 struct RunArgs {
-    /// Built-in scenario (`schedsim list` names them all: ipistorm, schbench, spinners, ...);
-    /// ignored with --scenario.
-    #[arg(default_value = "ipistorm")]
-    scenario: String,
+    #[arg(help = scenario_help())]
+    scenario: Option<String>,
     /// Workload parameters: key=value for ipistorm (e.g. numipi=1000 offset=8); for schbench,
     /// its own options after `--` (e.g. -- -m 2 -t 16).
     params: Vec<String>,
     /// A TOML scenario file instead of a built-in scenario.
     #[arg(long = "scenario", value_name = "FILE")]
     scenario_file: Option<PathBuf>,
+    /// The bare workload NAME with its own defaults instead of a scenario (what the `# schedsim
+    /// run` header of a run prints, so that it pastes back as the same run).
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["scenario_file", "rtapp"])]
+    workload: Option<String>,
     #[command(flatten)]
     spec: SpecArgs,
     /// Seed of the run (0..=18446744073709551615).
@@ -142,8 +190,7 @@ struct RunArgs {
 
 #[derive(Args, Debug)]
 struct CompareArgs {
-    /// Built-in scenario.
-    #[arg(default_value = "ipistorm")]
+    #[arg(default_value = "ipistorm", help = scenario_help())]
     scenario: String,
     /// Workload parameters, key=value.
     params: Vec<String>,
@@ -168,7 +215,7 @@ struct CompareArgs {
 
 #[derive(Args, Debug)]
 struct ReproduceArgs {
-    /// Experiments to run (default: all).
+    #[arg(help = experiments_help())]
     experiments: Vec<String>,
     /// Seeds per variant (1..=1000).
     #[arg(long, default_value_t = 5)]
@@ -328,9 +375,6 @@ fn apply_spec_args(s: &mut RunSpec, a: &SpecArgs) -> Result<(), String> {
     if a.preempt.is_some() {
         s.preempt = a.preempt.clone();
     }
-    for n in run::spec_notes(s) {
-        eprintln!("schedsim: note: {n}");
-    }
     Ok(())
 }
 
@@ -388,30 +432,56 @@ fn base_spec(name: &str, file: &Option<PathBuf>, params: &[String]) -> Result<Ru
     Ok(s)
 }
 
-fn cmd_run(a: RunArgs) -> Result<(), String> {
-    let mut params = a.params.clone();
-    if a.scenario_file.is_some() && a.scenario != "ipistorm" {
-        // With --scenario FILE, a first positional word is a parameter, not a scenario name.
-        params.insert(0, a.scenario.clone());
+/// The spec of a `schedsim run` command line: the words after `schedsim` (`run ...`), read
+/// by the same parser as the command line itself. The inverse of [`RunSpec::to_args`]: a run's
+/// `# schedsim run ...` header reads back into its spec.
+pub fn parse_run_line<S: AsRef<str>>(words: &[S]) -> Result<RunSpec, String> {
+    let argv = std::iter::once("schedsim").chain(words.iter().map(|w| w.as_ref()));
+    let cli = Cli::try_parse_from(argv).map_err(|e| e.to_string().trim_end().to_string())?;
+    match cli.cmd {
+        Cmd::Run(a) => spec_from_run_args(&a),
+        _ => Err("expected a `run` command line".into()),
     }
-    let mut s = match &a.rtapp {
-        Some(f) => {
+}
+
+/// `schedsim run`'s arguments as a spec (no I/O besides reading the files they name).
+fn spec_from_run_args(a: &RunArgs) -> Result<RunSpec, String> {
+    let mut params = a.params.clone();
+    if let (Some(first), true) = (&a.scenario, a.scenario_file.is_some() || a.workload.is_some()) {
+        // With --scenario FILE or --workload NAME, a first positional word is a parameter.
+        params.insert(0, first.clone());
+    }
+    let mut s = match (&a.rtapp, &a.workload) {
+        (Some(f), _) => {
             let mut s = RunSpec::new("rtapp");
             // rt-app's own examples are laptop/phone sized: a small SMP machine by default.
             s.machine = "smp-4".into();
             let mut pairs = vec![("file".to_string(), f.display().to_string())];
-            if a.scenario != "ipistorm" {
-                params.insert(0, a.scenario.clone());
+            if let Some(first) = &a.scenario {
+                params.insert(0, first.clone());
             }
             pairs.extend(Params::parse(params.iter().map(String::as_str), "command line")?.pairs().iter().cloned());
             s.params = Params::from_pairs(pairs, "command line");
             s
         }
-        None => base_spec(&a.scenario, &a.scenario_file, &params)?,
+        (None, Some(w)) => {
+            let mut s = RunSpec::new(w);
+            s.params = Params::parse(params.iter().map(String::as_str), "command line")?;
+            s
+        }
+        (None, None) => base_spec(a.scenario.as_deref().unwrap_or("ipistorm"), &a.scenario_file, &params)?,
     };
     apply_spec_args(&mut s, &a.spec)?;
     if let Some(seed) = a.seed {
         s.seed = seed;
+    }
+    Ok(s)
+}
+
+fn cmd_run(a: RunArgs) -> Result<(), String> {
+    let s = spec_from_run_args(&a)?;
+    for n in run::spec_notes(&s) {
+        eprintln!("schedsim: note: {n}");
     }
     if a.log_dir.is_some() && s.workload != "rtapp" {
         return Err("command line: --log-dir is for rt-app workloads (--rtapp FILE.json)".into());
@@ -679,41 +749,10 @@ fn write_file_atomically(path: &std::path::Path, text: &str) -> Result<(), Strin
 
 fn run_text(s: &RunSpec, r: &RunResult) -> String {
     let mut o = String::new();
-    // Quote values with spaces so the header line can be pasted back into a shell.
-    let params: Vec<String> = s
-        .params
-        .pairs()
-        .iter()
-        .map(|(k, v)| if v.contains(' ') { format!("{k}='{v}'") } else { format!("{k}={v}") })
-        .collect();
-    // The machine as given (a machine file by its path), and every switch that changes the run.
-    let quote = |v: &str| if v.contains(' ') { format!("'{v}'") } else { v.to_string() };
-    let mut switches = String::new();
-    if s.preempt_rt {
-        switches.push_str(" --preempt-rt");
-    }
-    if let Some(hz) = s.hz {
-        switches.push_str(&format!(" --hz {hz}"));
-    }
-    for f in &s.features {
-        switches.push_str(&format!(" --feature {f}"));
-    }
-    for (name, on) in &s.idle_states {
-        switches.push_str(&format!(" --cstate {}={}", quote(name), if *on { "on" } else { "off" }));
-    }
-    if s.limit_ns != RunSpec::new(&s.workload).limit_ns {
-        switches.push_str(&format!(" --limit-ms {}", s.limit_ns.div_ceil(crate::sim::NSEC_PER_MSEC)));
-    }
-    o.push_str(&format!(
-        "# schedsim run {} {} --machine {} --kernel '{}' --seed {} --background {} --preempt {}{switches}\n",
-        s.workload,
-        params.join(" "),
-        quote(&s.machine),
-        r.kernel_label,
-        r.seed,
-        quote(&r.background),
-        r.preempt
-    ));
+    // The spec's own command line, with the background and preemption model in force written
+    // out: pasted back, it is the same run.
+    let shown = RunSpec { background: Some(r.background.clone()), preempt: Some(r.preempt.clone()), ..s.clone() };
+    o.push_str(&format!("# {}\n", shown.command_line()));
     match &r.workload {
         Workload::Ipistorm(w) => {
             for c in w.p.cpulist.iter() {
@@ -848,6 +887,9 @@ fn cmd_compare(a: CompareArgs) -> Result<(), String> {
     }
     let mut base = base_spec(&a.scenario, &a.scenario_file, &a.params)?;
     apply_spec_args(&mut base, &a.spec)?;
+    for n in run::spec_notes(&base) {
+        eprintln!("schedsim: note: {n}");
+    }
     let kernels: Vec<&str> = a.kernels.split(',').map(str::trim).filter(|k| !k.is_empty()).collect();
     if kernels.is_empty() {
         return Err("--kernels is empty".into());
@@ -1171,7 +1213,7 @@ pub fn list_json() -> serde_json::Value {
             "patches": k.patches.iter().map(|p| p.info().id).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
         "patches": PATCHES.iter().map(|p| json!({"id": p.id, "merged": p.merged, "subject": p.subject})).collect::<Vec<_>>(),
-        "sched_features": SCHED_FEATURES.iter().map(|(_, name, on, doc)| json!({"name": name, "default": on, "doc": doc.trim()})).collect::<Vec<_>>(),
+        "sched_features": SCHED_FEATURES.iter().map(|f| json!({"name": f.name, "default": f.default, "modelled": f.modelled, "doc": f.doc.trim()})).collect::<Vec<_>>(),
         "workloads": run::WORKLOADS.iter().map(|(n, d)| json!({"name": n, "description": d})).collect::<Vec<_>>(),
         "scenarios": scenario::BUILTIN.iter().map(|(n, d, _)| json!({"name": n, "description": d})).collect::<Vec<_>>(),
         "experiments": experiments::EXPERIMENTS.iter().map(|e| json!({"name": e.name, "description": e.description})).collect::<Vec<_>>(),
@@ -1217,9 +1259,10 @@ pub fn list_text() -> String {
     for p in PATCHES {
         o.push_str(&format!("  {:<28} {:<12} {}\n", p.id, p.merged, p.subject));
     }
-    o.push_str("\nSched features (--feature NAME / NO_NAME):\n");
-    for (_, name, on, doc) in SCHED_FEATURES {
-        o.push_str(&format!("  {:<20} {:<5} {}\n", name, on, doc.trim()));
+    o.push_str("\nSched features (--feature NAME / NO_NAME; features.h @ v6.10, and CFS's of v6.1):\n");
+    for f in SCHED_FEATURES {
+        let doc = if f.modelled { f.doc.trim().to_string() } else { format!("(not modelled) {}", f.doc.trim()) };
+        o.push_str(&format!("  {:<22} {:<5} {}\n", f.name, f.default, doc));
     }
     o.push_str("\nWorkloads:\n");
     for (n, d) in run::WORKLOADS {

@@ -230,19 +230,17 @@ impl Machine {
     }
 }
 
-/// The built-in machines: (name, TOML text).
-pub const PRESETS: &[(&str, &str)] = &[
-    ("epyc-7763-2s", include_str!("presets/epyc-7763-2s.toml")),
-    ("smp-4", include_str!("presets/smp-4.toml")),
-    ("icx-vm-32", include_str!("presets/icx-vm-32.toml")),
-    ("intel-240-2s", include_str!("presets/intel-240-2s.toml")),
-    ("xeon-128-4n", include_str!("presets/xeon-128-4n.toml")),
-    ("i7-4c8t", include_str!("presets/i7-4c8t.toml")),
-    ("neoverse-n1-2s", include_str!("presets/neoverse-n1-2s.toml")),
-];
+/// The built-in machines, listed once: each name is its file `presets/NAME.toml`, and both
+/// [`PRESETS`] and [`preset_names`] come from this one list.
+macro_rules! presets {
+    ($($name:literal),* $(,)?) => {
+        /// The built-in machines: (name, TOML text).
+        pub const PRESETS: &[(&str, &str)] = &[$(($name, include_str!(concat!("presets/", $name, ".toml")))),*];
+        const PRESET_NAMES: &[&str] = &[$($name),*];
+    };
+}
 
-const PRESET_NAMES: &[&str] =
-    &["epyc-7763-2s", "smp-4", "icx-vm-32", "intel-240-2s", "xeon-128-4n", "i7-4c8t", "neoverse-n1-2s"];
+presets!["epyc-7763-2s", "smp-4", "icx-vm-32", "intel-240-2s", "xeon-128-4n", "i7-4c8t", "neoverse-n1-2s"];
 
 /// Names of the built-in machines, in [`PRESETS`] order.
 pub fn preset_names() -> &'static [&'static str] {

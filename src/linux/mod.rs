@@ -248,7 +248,12 @@ impl Kernel {
             k.cpus.push(Cpu {
                 id: c,
                 x: engine::Exec::new(),
-                rq: Rq::new(c, idle, rq_lock_line, kernel::sched::fair_class::CfsRq::new(policy, tun)),
+                rq: Rq::new(c, idle, rq_lock_line, {
+                    let mut cfs = kernel::sched::fair_class::CfsRq::new(policy, tun);
+                    // The fair class's features are rows of the one sched_features! table.
+                    cfs.feat = k.cfg.features.fair();
+                    cfs
+                }),
                 preempt_count: 1,
                 pnr: false,
                 csq: Vec::new(),

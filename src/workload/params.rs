@@ -42,6 +42,16 @@ pub struct Params {
     pub origin: String,
 }
 
+/// Two parameter lists are equal when their items are (in order); where they came from only
+/// shapes error messages.
+impl PartialEq for Params {
+    fn eq(&self, other: &Params) -> bool {
+        self.items == other.items
+    }
+}
+
+impl Eq for Params {}
+
 impl Params {
     /// Parse `k=v` items. Every item needs its `=` and a key may appear once.
     pub fn parse<'a>(items: impl IntoIterator<Item = &'a str>, origin: &str) -> Result<Params, String> {

@@ -179,7 +179,8 @@ impl FairTunables {
 }
 
 /// The scheduler features this module honours (`kernel/sched/features.h`), all true by
-/// default in the version each applies to.
+/// default in the version each applies to. Rows of the one `sched_features!` table
+/// (`features.rs`, `Features::fair()`), so `--feature` reaches them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FairFeatures {
     /// EEVDF PLACE_LAG: keep lag over sleep/wake.
