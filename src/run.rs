@@ -62,14 +62,14 @@ impl RunSpec {
         }
     }
 
-    /// The `schedsim run` arguments (after `run`) of this spec: `--workload NAME` (the bare
+    /// The command line of this spec, the words after `schedsim`: `run --workload NAME` (the bare
     /// workload, no scenario defaults), its parameters as `key=value`, then a flag for every
     /// field that changes a run. `cli::parse_run_line` reads them back into an equal spec.
     /// The machine is shown as given (a machine file by its path); the kernel and its patch
     /// deltas in the grammar `--kernel` and `--patch` accept. A time limit is shown in whole
     /// milliseconds (every entry point sets it in milliseconds).
     pub fn to_args(&self) -> Vec<String> {
-        let mut a = vec!["--workload".to_string(), self.workload.clone()];
+        let mut a = vec!["run".to_string(), "--workload".to_string(), self.workload.clone()];
         a.extend(self.params.pairs().iter().map(|(k, v)| format!("{k}={v}")));
         let mut flag = |name: &str, v: &str| {
             // `--patch=-ID`: a value that starts with `-` stays glued to its flag.
@@ -114,7 +114,7 @@ impl RunSpec {
     /// where it needs it).
     pub fn command_line(&self) -> String {
         let words: Vec<String> = self.to_args().iter().map(|w| shell_quote(w)).collect();
-        format!("schedsim run {}", words.join(" "))
+        format!("schedsim {}", words.join(" "))
     }
 }
 

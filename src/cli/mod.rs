@@ -61,6 +61,15 @@ fn scenario_help() -> String {
     format!("Built-in scenario (default ipistorm; `schedsim list` describes them): {}", names.join(", "))
 }
 
+fn workload_help() -> String {
+    let names: Vec<&str> = run::WORKLOADS.iter().map(|w| w.0).collect();
+    format!(
+        "The bare workload NAME with its own defaults instead of a scenario (what the `# schedsim run` header \
+         of a run prints, so that it pastes back as the same run): {}",
+        names.join(", ")
+    )
+}
+
 fn machine_help() -> String {
     format!(
         "Machine preset, or a machine file PATH.toml in the same format (`schedsim list --machine NAME` \
@@ -155,9 +164,7 @@ struct RunArgs {
     /// A TOML scenario file instead of a built-in scenario.
     #[arg(long = "scenario", value_name = "FILE")]
     scenario_file: Option<PathBuf>,
-    /// The bare workload NAME with its own defaults instead of a scenario (what the `# schedsim
-    /// run` header of a run prints, so that it pastes back as the same run).
-    #[arg(long, value_name = "NAME", conflicts_with_all = ["scenario_file", "rtapp"])]
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["scenario_file", "rtapp"], help = workload_help())]
     workload: Option<String>,
     #[command(flatten)]
     spec: SpecArgs,
@@ -253,6 +260,9 @@ struct BenchArgs {
     /// Repetitions of each measured run (1..=1000).
     #[arg(long, default_value_t = 3)]
     runs: usize,
+    /// Print one JSON document instead of text.
+    #[arg(long)]
+    json: bool,
 }
 
 /// The most seeds `--runs` may ask for (each is a whole run).
@@ -747,12 +757,16 @@ fn write_file_atomically(path: &std::path::Path, text: &str) -> Result<(), Strin
     std::fs::rename(&tmp, path).map_err(|e| format!("cannot rename {} to {}: {e}", tmp.display(), path.display()))
 }
 
-fn run_text(s: &RunSpec, r: &RunResult) -> String {
-    let mut o = String::new();
-    // The spec's own command line, with the background and preemption model in force written
-    // out: pasted back, it is the same run.
+/// The first line of `schedsim run`'s output: `# schedsim run ...`, the spec's own command
+/// line ([`RunSpec::command_line`]) with the background and preemption model in force written
+/// out. Pasted back (without the `# `), it is the same run.
+pub fn run_header(s: &RunSpec, r: &RunResult) -> String {
     let shown = RunSpec { background: Some(r.background.clone()), preempt: Some(r.preempt.clone()), ..s.clone() };
-    o.push_str(&format!("# {}\n", shown.command_line()));
+    format!("# {}\n", shown.command_line())
+}
+
+fn run_text(s: &RunSpec, r: &RunResult) -> String {
+    let mut o = run_header(s, r);
     match &r.workload {
         Workload::Ipistorm(w) => {
             for c in w.p.cpulist.iter() {
@@ -859,16 +873,31 @@ fn run_text(s: &RunSpec, r: &RunResult) -> String {
             h.max() as f64 / 1e3
         ));
     }
-    // The busiest CPUs by IRQ-off time.
-    let mut busy: Vec<(usize, u64)> = st.irqs_off_ns.iter().copied().enumerate().filter(|(_, v)| *v > 0).collect();
-    busy.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    // The busiest CPUs: by time out of idle (every phase but the idle state and the idle loop),
+    // ties by CPU id; IRQ-off time is a column, not the rank (an idle CPU in MWAIT has IRQs off).
+    let busy_ns = |c: usize| -> u64 {
+        Phase::ALL
+            .iter()
+            .filter(|p| !matches!(p, Phase::IdleState | Phase::IdleLoop))
+            .map(|p| st.phase_ns[c][*p as usize])
+            .sum()
+    };
+    let mut busy: Vec<(usize, u64, u64)> = st
+        .irqs_off_ns
+        .iter()
+        .copied()
+        .enumerate()
+        .map(|(c, off)| (c, off, busy_ns(c)))
+        .filter(|&(_, off, b)| off > 0 || b > 0)
+        .collect();
+    busy.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
     o.push_str("\n Time by phase on the busiest CPUs (ms):\n");
     let mut header = vec!["cpu".to_string(), "irqs-off".to_string()];
     header.extend(Phase::ALL.iter().map(|p| p.name().to_string()));
     let rows: Vec<Vec<String>> = busy
         .iter()
         .take(4)
-        .map(|(c, off)| {
+        .map(|(c, off, _)| {
             let mut row = vec![c.to_string(), format!("{:.3}", *off as f64 / 1e6)];
             row.extend(Phase::ALL.iter().map(|p| format!("{:.3}", st.phase_ns[*c][*p as usize] as f64 / 1e6)));
             row
@@ -1123,8 +1152,11 @@ fn nanosleep_bench(machine: &str, procs: u32) -> Result<RunSpec, String> {
 fn cmd_bench(a: BenchArgs) -> Result<(), String> {
     use std::time::Instant;
     check_runs(a.runs)?;
-    emit(&format!("schedsim bench: simulator speed (wall clock of this machine; median of {} runs)\n\n", a.runs));
+    if !a.json {
+        emit(&format!("schedsim bench: simulator speed (wall clock of this machine; median of {} runs)\n\n", a.runs));
+    }
     let mut rows = Vec::new();
+    let mut figures = Vec::new();
     let cases: Vec<(&str, RunSpec)> = vec![
         ("ipistorm epyc-7763-2s v6.10 numipi=100000", scenario::builtin("ipistorm")?),
         ("ipistorm epyc-7763-2s v6.12 numipi=100000", {
@@ -1162,6 +1194,7 @@ fn cmd_bench(a: BenchArgs) -> Result<(), String> {
         }
         samples.sort_by(|x, y| x.0.total_cmp(&y.0));
         let (wall, actions, sim_ns) = samples[samples.len() / 2];
+        figures.push(BenchFigure { case: name.to_string(), actions, wall_s: wall, sim_ns });
         rows.push(vec![
             name.to_string(),
             actions.to_string(),
@@ -1172,17 +1205,53 @@ fn cmd_bench(a: BenchArgs) -> Result<(), String> {
     }
     let header: Vec<String> =
         ["case", "actions", "wall(s)", "Mactions/s", "sim-s per wall-s"].iter().map(|s| s.to_string()).collect();
-    emit(&report::render_grid(&header, &rows));
+    if !a.json {
+        emit(&report::render_grid(&header, &rows));
+    }
     let t = Instant::now();
     experiments::ipistorm::reproduce(&ExpOpts::default())?;
-    emit(&format!("\nreproduce ipistorm (6 variants x 5 seeds, 2 jobs): {:.2} s wall\n", t.elapsed().as_secs_f64()));
+    let ipistorm_s = t.elapsed().as_secs_f64();
+    if !a.json {
+        emit(&format!("\nreproduce ipistorm (6 variants x 5 seeds, 2 jobs): {ipistorm_s:.2} s wall\n"));
+    }
     let t = Instant::now();
     experiments::schbench_ttwu::reproduce(&ExpOpts::default())?;
-    emit(&format!(
-        "reproduce schbench-ttwu (3 kernels x 5 seeds x 30 s, 2 jobs): {:.2} s wall\n",
-        t.elapsed().as_secs_f64()
-    ));
+    let schbench_s = t.elapsed().as_secs_f64();
+    if a.json {
+        let reproduce = [("ipistorm", ipistorm_s), ("schbench-ttwu", schbench_s)];
+        emit(&format!(
+            "{}\n",
+            serde_json::to_string_pretty(&bench_json(a.runs, &figures, &reproduce)).expect("serializable")
+        ));
+    } else {
+        emit(&format!("reproduce schbench-ttwu (3 kernels x 5 seeds x 30 s, 2 jobs): {schbench_s:.2} s wall\n"));
+    }
     Ok(())
+}
+
+/// One measured case of `schedsim bench` (the median run by wall time).
+struct BenchFigure {
+    case: String,
+    actions: u64,
+    wall_s: f64,
+    /// Simulated time of the run, warm-up included.
+    sim_ns: u64,
+}
+
+/// `schedsim bench --json`: the table's figures and the experiments' wall times.
+fn bench_json(runs: usize, figures: &[BenchFigure], reproduce: &[(&str, f64)]) -> serde_json::Value {
+    json!({
+        "runs": runs,
+        "statistic": "median by wall time",
+        "cases": figures.iter().map(|f| json!({
+            "case": f.case,
+            "actions": f.actions,
+            "wall_s": f.wall_s,
+            "actions_per_s": f.actions as f64 / f.wall_s,
+            "sim_s_per_wall_s": f.sim_ns as f64 / 1e9 / f.wall_s,
+        })).collect::<Vec<_>>(),
+        "reproduce_wall_s": reproduce.iter().map(|(n, s)| (n.to_string(), json!(s))).collect::<serde_json::Map<_, _>>(),
+    })
 }
 
 /// `schedsim list --json`: the same lists as [`list_text`], as one document.
@@ -1218,6 +1287,53 @@ pub fn list_json() -> serde_json::Value {
         "scenarios": scenario::BUILTIN.iter().map(|(n, d, _)| json!({"name": n, "description": d})).collect::<Vec<_>>(),
         "experiments": experiments::EXPERIMENTS.iter().map(|e| json!({"name": e.name, "description": e.description})).collect::<Vec<_>>(),
     })
+}
+
+/// README's reference tables (scenarios, experiments, kernels, patches, sched features,
+/// machines), generated from the tables in code; `tests/help_tables.rs` fails when README's
+/// copy differs (`UPDATE_README=1` rewrites it).
+pub fn readme_tables() -> String {
+    use crate::linux::kernel::sched::features::SCHED_FEATURES;
+    use crate::linux::patches::{FairClass, KERNELS, PATCHES};
+    let cell = |s: &str| s.trim().replace('|', "\\|").replace('\n', " ");
+    let mut o = String::new();
+    o.push_str("Scenarios (`schedsim run NAME`):\n\n| scenario | what it runs |\n|---|---|\n");
+    for (n, d, _) in scenario::BUILTIN {
+        o.push_str(&format!("| `{n}` | {} |\n", cell(d)));
+    }
+    o.push_str("\nExperiments (`schedsim reproduce NAME`):\n\n| experiment | what it compares |\n|---|---|\n");
+    for e in experiments::EXPERIMENTS {
+        o.push_str(&format!("| `{}` | {} |\n", e.name, cell(e.description)));
+    }
+    o.push_str("\nKernels (`--kernel NAME[+ID][-ID]...`):\n\n| kernel | fair class | what it is |\n|---|---|---|\n");
+    for k in KERNELS {
+        let fair = match k.fair {
+            FairClass::Eevdf => "EEVDF",
+            FairClass::Cfs => "CFS",
+        };
+        o.push_str(&format!("| `{}` | {fair} | {} |\n", k.name, cell(k.description)));
+    }
+    o.push_str("\nPatches (`--patch +ID,-ID`):\n\n| id | merged | subject |\n|---|---|---|\n");
+    for p in PATCHES {
+        o.push_str(&format!("| `{}` | {} | {} |\n", p.id, cell(p.merged), cell(p.subject)));
+    }
+    o.push_str(
+        "\nSched features (`--feature NAME` or `NO_NAME`; features.h @ v6.10, and the CFS ones of v6.1; \
+         `--feature` refuses the ones the model does not read):\n\n| feature | default | modelled | what it does |\n|---|---|---|---|\n",
+    );
+    for f in SCHED_FEATURES {
+        let m = if f.modelled { "yes" } else { "no" };
+        o.push_str(&format!("| `{}` | {} | {m} | {} |\n", f.name, f.default, cell(f.doc)));
+    }
+    o.push_str(
+        "\nMachines (`--machine NAME`):\n\n| machine | what it is | background | preempt |\n|---|---|---|---|\n",
+    );
+    for n in crate::hw::preset_names() {
+        if let Ok(m) = crate::hw::preset(n) {
+            o.push_str(&format!("| `{n}` | {} | {} | {} |\n", cell(&m.summary()), m.background, m.preempt));
+        }
+    }
+    o
 }
 
 /// The text of `schedsim list`.
@@ -1282,6 +1398,17 @@ pub fn list_text() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bench_json_has_every_figure() {
+        let f = [BenchFigure { case: "idle".into(), actions: 2_000_000, wall_s: 0.5, sim_ns: 100_000_000 }];
+        let d = bench_json(3, &f, &[("ipistorm", 1.5)]);
+        assert_eq!(d["runs"], 3);
+        assert_eq!(d["cases"][0]["case"], "idle");
+        assert_eq!(d["cases"][0]["actions_per_s"], 4e6);
+        assert_eq!(d["cases"][0]["sim_s_per_wall_s"], 0.2);
+        assert_eq!(d["reproduce_wall_s"]["ipistorm"], 1.5);
+    }
 
     #[test]
     fn own_options_and_key_values_do_not_mix() {

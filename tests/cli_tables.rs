@@ -1,0 +1,85 @@
+//! The smaller command-line items of issue 15: `bench --runs 0` and `bench --json`, the
+//! ranking of the "busiest CPUs" table, schbench's unit in `compare`, and the sched-feature
+//! table reaching the fair class (and refusing what the model does not read).
+
+use schedsim::run::{execute, trace_hash, RunSpec};
+use schedsim::workload::params::Params;
+use std::process::Command;
+
+fn schedsim(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_schedsim")).args(args).output().unwrap();
+    (out.status.code().unwrap_or(-1), String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
+}
+
+#[test]
+fn bench_runs_zero_is_an_error_with_and_without_json() {
+    for args in [&["bench", "--runs", "0"][..], &["bench", "--json", "--runs", "0"]] {
+        let (code, out, err) = schedsim(args);
+        assert_eq!(code, 2, "{args:?}");
+        assert!(out.is_empty(), "{out}");
+        assert!(err.contains("--runs 0 is out of range (1..=1000)"), "{err}");
+    }
+}
+
+#[test]
+fn the_busiest_cpus_are_the_ones_that_worked() {
+    // CPU8 sends to CPU16; every other CPU idles (with IRQs off in MWAIT, which used to rank them).
+    let (code, out, err) = schedsim(&["run", "ipistorm", "numipi=300", "--background", "none", "--limit-ms", "100"]);
+    assert_eq!(code, 0, "{err}");
+    let table = out.split("Time by phase on the busiest CPUs (ms):").nth(1).expect("the table");
+    let cpus: Vec<&str> = table.lines().skip(2).filter_map(|l| l.split_whitespace().next()).take(2).collect();
+    let mut cpus = cpus;
+    cpus.sort();
+    assert_eq!(cpus, ["16", "8"], "{table}");
+}
+
+#[test]
+fn compare_labels_schbench_in_microseconds() {
+    let (code, out, err) =
+        schedsim(&["compare", "schbench", "--runs", "1", "--kernels", "v6.10", "--", "-m", "1", "-t", "2", "-r", "1"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("wakeup p99(us)"), "{out}");
+    assert!(!out.contains("time(ms)"), "{out}");
+}
+
+fn hackbench(kernel: &str, features: &[&str]) -> u64 {
+    let mut s = RunSpec::new("hackbench");
+    s.machine = "smp-4".into();
+    s.kernel = kernel.into();
+    s.background = Some("none".into());
+    s.params = Params::parse(["tool=perf", "args=-p -g 2 -l 20"], "test").unwrap();
+    s.features = features.iter().map(|f| f.to_string()).collect();
+    s.trace = true;
+    let r = execute(&s).unwrap();
+    assert!(r.finished);
+    trace_hash(&r.trace)
+}
+
+#[test]
+fn the_fair_class_features_are_reachable_by_feature() {
+    let base = hackbench("v6.10", &[]);
+    assert_eq!(base, hackbench("v6.10", &["PLACE_LAG", "RUN_TO_PARITY"]), "naming a default changes nothing");
+    assert_ne!(base, hackbench("v6.10", &["NO_PLACE_LAG"]), "PLACE_LAG reaches EEVDF");
+    let cfs = hackbench("v6.1", &[]);
+    assert_ne!(cfs, hackbench("v6.1", &["NO_GENTLE_FAIR_SLEEPERS"]), "GENTLE_FAIR_SLEEPERS reaches CFS");
+    assert_ne!(cfs, hackbench("v6.1", &["NO_START_DEBIT"]), "START_DEBIT reaches CFS");
+    // Every fair feature lands in every CPU's cfs_rq (RUN_TO_PARITY changes nothing in these
+    // runs: a slice ends before the tick that would test it).
+    let mut s = RunSpec::new("idle");
+    s.machine = "smp-4".into();
+    s.features = vec!["NO_RUN_TO_PARITY".into(), "NO_PLACE_DEADLINE_INITIAL".into()];
+    let k = schedsim::run::build(&s).unwrap();
+    for c in &k.cpus {
+        assert!(!c.rq.cfs.feat.run_to_parity && !c.rq.cfs.feat.place_deadline_initial && c.rq.cfs.feat.place_lag);
+    }
+}
+
+#[test]
+fn an_unmodelled_feature_is_refused() {
+    let (code, _, err) = schedsim(&["run", "idle", "--feature", "NO_UTIL_EST", "--limit-ms", "1"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("sched feature UTIL_EST is not modelled"), "{err}");
+    let (code, out, _) = schedsim(&["list"]);
+    assert_eq!(code, 0);
+    assert!(out.lines().any(|l| l.contains("UTIL_EST") && l.contains("(not modelled)")), "{out}");
+}

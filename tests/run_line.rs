@@ -1,0 +1,254 @@
+//! One command line, one parser: a `RunSpec` printed as a `schedsim run` line
+//! (`RunSpec::to_args`, `RunSpec::command_line`, the `# schedsim run ...` header) and read back
+//! by the command line's own parser (`cli::parse_run_line`) is the same spec, and reruns
+//! bit-identically: for generated specs, every built-in scenario, an rt-app file, and every
+//! row of every experiment (`experiments::plan`, run briefly).
+
+use proptest::prelude::*;
+use schedsim::cli::{parse_run_line, run_header, scenario};
+use schedsim::experiments::{self, ExpOpts};
+use schedsim::linux::kernel::sched::features::SCHED_FEATURES;
+use schedsim::linux::patches::{KERNELS, PATCHES};
+use schedsim::run::{execute, shell_split, trace_hash, RunSpec, HZ_CHOICES, WORKLOADS};
+use schedsim::workload::params::Params;
+
+/// The words of a printed line, as a shell would split it, without the leading `schedsim`.
+fn words_of(line: &str) -> Vec<String> {
+    let mut w = shell_split(line).expect("a printed line splits");
+    assert_eq!(w.first().map(String::as_str), Some("schedsim"), "{line}");
+    w.remove(0);
+    w
+}
+
+fn spec_strategy() -> impl Strategy<Value = RunSpec> {
+    let workload = prop::sample::select(WORKLOADS.iter().map(|w| w.0).collect::<Vec<_>>());
+    let machine = prop::sample::select(vec!["epyc-7763-2s", "smp-4", "icx-vm-32", "my dir/it's.toml", "m.toml"]);
+    let kernel = (
+        prop::sample::select(KERNELS.iter().map(|k| k.name).collect::<Vec<_>>()),
+        prop::collection::vec(
+            (any::<bool>(), prop::sample::select(PATCHES.iter().map(|p| p.id).collect::<Vec<_>>())),
+            0..3,
+        ),
+    )
+        .prop_map(|(name, deltas)| {
+            let mut k = name.to_string();
+            for (add, id) in deltas {
+                k.push(if add { '+' } else { '-' });
+                k.push_str(id);
+            }
+            k
+        });
+    let patches = prop::collection::btree_map(
+        prop::sample::select(PATCHES.iter().map(|p| p.id).collect::<Vec<_>>()),
+        any::<bool>(),
+        0..3,
+    )
+    .prop_map(|m| {
+        m.into_iter().map(|(id, add)| format!("{}{id}", if add { '+' } else { '-' })).collect::<Vec<_>>().join(",")
+    });
+    let features = prop::collection::vec(
+        (
+            any::<bool>(),
+            prop::sample::select(SCHED_FEATURES.iter().filter(|f| f.modelled).map(|f| f.name).collect::<Vec<_>>()),
+        ),
+        0..3,
+    )
+    .prop_map(|v| v.into_iter().map(|(on, n)| if on { n.to_string() } else { format!("NO_{n}") }).collect::<Vec<_>>());
+    let hz = prop::option::of(prop::sample::select(HZ_CHOICES.to_vec()));
+    let idle = prop::collection::btree_map(
+        prop::sample::select(vec!["C1", "C2", "C6", "C1E", "haltpoll"]),
+        any::<bool>(),
+        0..3,
+    )
+    .prop_map(|m| m.into_iter().map(|(n, on)| (n.to_string(), on)).collect::<Vec<_>>());
+    let limit_ms = prop::option::of(1u64..=3_600_000);
+    let background = prop::option::of(prop::sample::select(vec!["none", "server", "kvm-guest", "bg file.toml"]));
+    let preempt = prop::option::of(prop::sample::select(schedsim::linux::config::Preempt::NAMES.to_vec()));
+    // Keys as a shell user types them; values anything printable, with spaces, quotes and `=`
+    // inside (a value is trimmed where it enters, so none starts or ends with a space).
+    let params = prop::collection::btree_map("[a-z][a-z_]{0,7}", "[ -~]{0,16}", 0..4)
+        .prop_map(|m| m.into_iter().map(|(k, v)| (k, v.trim().to_string())).collect::<Vec<_>>());
+    (
+        (workload, machine, kernel, patches, features, hz),
+        (idle, limit_ms, background, preempt, any::<u64>(), any::<bool>(), params),
+    )
+        .prop_map(|((w, m, k, p, f, hz), (idle, limit_ms, bg, pre, seed, rt, params))| {
+            let mut s = RunSpec::new(w);
+            s.machine = m.into();
+            s.kernel = k;
+            s.patches = p;
+            s.features = f;
+            s.hz = hz;
+            s.idle_states = idle;
+            if let Some(l) = limit_ms {
+                s.limit_ns = l * 1_000_000;
+            }
+            s.background = bg.map(String::from);
+            s.preempt = pre.map(String::from);
+            s.seed = seed;
+            s.preempt_rt = rt;
+            s.params = Params::from_pairs(params, "generated");
+            s
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    /// parse(print(spec)) == spec, for the argument vector and for the shell line.
+    #[test]
+    fn parse_of_print_is_the_spec(spec in spec_strategy()) {
+        let back = parse_run_line(&spec.to_args()).map_err(|e| TestCaseError::fail(format!("{e}\n{:?}", spec.to_args())))?;
+        prop_assert_eq!(&back, &spec);
+        let line = spec.command_line();
+        let back = parse_run_line(&words_of(&line)).map_err(|e| TestCaseError::fail(format!("{e}\n{line}")))?;
+        prop_assert_eq!(&back, &spec);
+    }
+}
+
+/// Run `spec` and the spec its printed header reads back as; both traces must be identical.
+fn assert_header_reruns(what: &str, spec: &RunSpec) {
+    let mut spec = spec.clone();
+    spec.trace = true;
+    let a = execute(&spec).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let header = run_header(&spec, &a);
+    let line = header.strip_prefix("# ").expect("a header starts with `# `").trim_end();
+    let mut back = parse_run_line(&words_of(line)).unwrap_or_else(|e| panic!("{what}: {e}\n{line}"));
+    // The header writes out the background and preemption model in force; otherwise the
+    // line is the spec itself.
+    assert_eq!(
+        RunSpec { background: spec.background.clone(), preempt: spec.preempt.clone(), ..back.clone() },
+        RunSpec { trace: false, ..spec.clone() },
+        "{what}: {line}"
+    );
+    back.trace = true;
+    let b = execute(&back).unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(!a.trace.is_empty(), "{what}: no trace records");
+    assert_eq!(trace_hash(&a.trace), trace_hash(&b.trace), "{what}: {line}");
+    assert_eq!((a.actions, a.sim_ns), (b.actions, b.sim_ns), "{what}");
+}
+
+/// A few simulated milliseconds of each: enough for every path of the start to run.
+const BRIEF_NS: u64 = 3_000_000;
+
+#[test]
+fn every_builtin_scenario_reruns_from_its_header() {
+    for (name, ..) in scenario::BUILTIN {
+        let mut s = scenario::builtin(name).unwrap();
+        s.limit_ns = BRIEF_NS;
+        assert_header_reruns(name, &s);
+    }
+    // A machine file by its path, switches on, and an rt-app workload.
+    let mut s = parse_run_line(&[
+        "run",
+        "--rtapp",
+        "scenarios/rtapp/pipeline.json",
+        "--preempt-rt",
+        "--hz",
+        "1000",
+        "--feature",
+        "NO_RUN_TO_PARITY",
+        "--limit-ms",
+        "3",
+        "--kernel",
+        "v6.1 +3dcac251b066",
+        "--patch=-b2a02fc43a1f",
+    ])
+    .unwrap();
+    assert_eq!(s.workload, "rtapp");
+    let dir = std::env::temp_dir().join(format!("schedsim-run-line-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let m = dir.join("my machine.toml");
+    std::fs::write(&m, schedsim::hw::preset_text("smp-4").unwrap()).unwrap();
+    s.machine = m.display().to_string();
+    assert_header_reruns("rtapp on a machine file", &s);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn every_experiment_row_reruns_from_its_header() {
+    let o = ExpOpts { runs: 1, ..ExpOpts::default() };
+    for e in experiments::EXPERIMENTS {
+        let rows = experiments::plan(e, &o).unwrap_or_else(|m| panic!("{}: {m}", e.name));
+        assert!(!rows.is_empty(), "{}", e.name);
+        for (v, spec) in rows {
+            let mut s = spec.clone();
+            s.limit_ns = BRIEF_NS;
+            assert_header_reruns(&format!("{} variant {v}", e.name), &s);
+        }
+    }
+}
+
+#[test]
+fn a_header_names_every_switch() {
+    let mut s = RunSpec::new("ipistorm");
+    s.params = Params::parse(["numipi=10", "single=1"], "t").unwrap();
+    s.kernel = "v6.1".into();
+    s.patches = "+3dcac251b066".into();
+    s.preempt_rt = true;
+    s.hz = Some(1000);
+    s.features = vec!["NO_TTWU_QUEUE".into()];
+    s.idle_states = vec![("C2".into(), false)];
+    s.limit_ns = 7_000_000;
+    s.machine = "/tmp/my box.toml".into();
+    assert_eq!(
+        s.command_line(),
+        "schedsim run --workload ipistorm numipi=10 single=1 --machine '/tmp/my box.toml' --kernel v6.1 \
+         --patch +3dcac251b066 --feature NO_TTWU_QUEUE --hz 1000 --cstate C2=off --limit-ms 7 --seed 1 --preempt-rt"
+    );
+}
+
+/// The header `schedsim run` prints, pasted back into the program, gives the same output and
+/// the same trace file (the case of issue 15: a kernel with a delta, --preempt-rt, --hz,
+/// --feature, --cstate, --limit-ms and a machine file, none of which the old header kept).
+#[test]
+fn the_printed_header_pasted_back_is_the_same_run() {
+    let bin = env!("CARGO_BIN_EXE_schedsim");
+    let dir = std::env::temp_dir().join(format!("schedsim-header-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let machine = dir.join("my box.toml");
+    std::fs::write(&machine, schedsim::hw::preset_text("smp-4").unwrap()).unwrap();
+    let run = |args: &[String], trace: &std::path::Path| -> String {
+        let out = std::process::Command::new(bin).args(args).arg("--trace").arg(trace).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let first: Vec<String> = [
+        "run",
+        "ipistorm",
+        "numipi=200",
+        "offset=1",
+        "cpulist=0",
+        "--machine",
+        machine.to_str().unwrap(),
+        "--kernel",
+        "v6.1",
+        "--patch",
+        "+3dcac251b066",
+        "--preempt-rt",
+        "--hz",
+        "1000",
+        "--feature",
+        "NO_WA_BIAS",
+        "--cstate",
+        "C2=on",
+        "--limit-ms",
+        "50",
+        "--seed",
+        "7",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let out_a = run(&first, &dir.join("a.txt"));
+    let header = out_a.lines().next().unwrap();
+    let words = words_of(header.strip_prefix("# ").unwrap());
+    assert!(header.contains("'"), "the machine path with a space is quoted: {header}");
+    let out_b = run(&words, &dir.join("b.txt"));
+    let body = |o: &str| o.lines().filter(|l| !l.starts_with("trace: ")).collect::<Vec<_>>().join("\n");
+    assert_eq!(body(&out_a), body(&out_b));
+    let (ta, tb) = (std::fs::read(dir.join("a.txt")).unwrap(), std::fs::read(dir.join("b.txt")).unwrap());
+    assert!(!ta.is_empty());
+    assert!(ta == tb, "the traces differ");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
