@@ -188,7 +188,7 @@ struct RunArgs {
     #[arg(long)]
     json: bool,
     /// Run an rt-app JSON file (rt-app's grammar; errors name the JSON path).
-    #[arg(long, value_name = "FILE.json")]
+    #[arg(long, value_name = "FILE.json", conflicts_with = "scenario_file")]
     rtapp: Option<PathBuf>,
     /// With an rt-app workload: write rt-app's per-thread log files into DIR.
     #[arg(long, value_name = "DIR")]
@@ -457,8 +457,9 @@ pub fn parse_run_line<S: AsRef<str>>(words: &[S]) -> Result<RunSpec, String> {
 /// `schedsim run`'s arguments as a spec (no I/O besides reading the files they name).
 fn spec_from_run_args(a: &RunArgs) -> Result<RunSpec, String> {
     let mut params = a.params.clone();
-    if let (Some(first), true) = (&a.scenario, a.scenario_file.is_some() || a.workload.is_some()) {
-        // With --scenario FILE or --workload NAME, a first positional word is a parameter.
+    if let (Some(first), true) = (&a.scenario, a.scenario_file.is_some() || a.workload.is_some() || a.rtapp.is_some()) {
+        // With --scenario FILE, --workload NAME or --rtapp FILE, a first positional word is a
+        // parameter.
         params.insert(0, first.clone());
     }
     let mut s = match (&a.rtapp, &a.workload) {
@@ -467,9 +468,6 @@ fn spec_from_run_args(a: &RunArgs) -> Result<RunSpec, String> {
             // rt-app's own examples are laptop/phone sized: a small SMP machine by default.
             s.machine = "smp-4".into();
             let mut pairs = vec![("file".to_string(), f.display().to_string())];
-            if let Some(first) = &a.scenario {
-                params.insert(0, first.clone());
-            }
             pairs.extend(Params::parse(params.iter().map(String::as_str), "command line")?.pairs().iter().cloned());
             s.params = Params::from_pairs(pairs, "command line");
             s
