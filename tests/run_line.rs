@@ -5,7 +5,7 @@
 //! row of every experiment (`experiments::plan`, run briefly).
 
 use proptest::prelude::*;
-use schedsim::cli::{parse_run_line, run_header, scenario};
+use schedsim::cli::{parse_run_line, run_header, run_json, scenario};
 use schedsim::experiments::{self, ExpOpts};
 use schedsim::linux::kernel::sched::features::SCHED_FEATURES;
 use schedsim::linux::patches::{KERNELS, PATCHES};
@@ -113,6 +113,8 @@ fn assert_header_reruns(what: &str, spec: &RunSpec) {
     let a = execute(&spec).unwrap_or_else(|e| panic!("{what}: {e}"));
     let header = run_header(&spec, &a);
     let line = header.strip_prefix("# ").expect("a header starts with `# `").trim_end();
+    // `run --json` (and each sweep line) carries the same line.
+    assert_eq!(run_json(&spec, &a)["command"], line, "{what}");
     let mut back = parse_run_line(&words_of(line)).unwrap_or_else(|e| panic!("{what}: {e}\n{line}"));
     // The header writes out the background and preemption model in force; otherwise the
     // line is the spec itself.

@@ -696,6 +696,7 @@ fn workload_json(r: &RunResult) -> serde_json::Value {
 /// The `--json` document of one run (also each line of `schedsim sweep`).
 pub fn run_json(s: &RunSpec, r: &RunResult) -> serde_json::Value {
     json!({
+        "command": run_header(s, r).trim_start_matches("# ").trim_end(),
         "scenario": s.workload,
         "machine": r.machine,
         "kernel": r.kernel_label,
