@@ -96,6 +96,11 @@ fn feature_help() -> String {
     )
 }
 
+fn hz_help() -> String {
+    let hz: Vec<String> = run::HZ_CHOICES.iter().map(|h| h.to_string()).collect();
+    format!("CONFIG_HZ (default: the machine's): {}", hz.join(", "))
+}
+
 fn background_help() -> String {
     format!(
         "Background activity besides the workload (default: the machine's): {}, or a profile FILE.toml",
@@ -136,8 +141,7 @@ struct SpecArgs {
     patch: Option<String>,
     #[arg(long = "feature", help = feature_help())]
     features: Vec<String>,
-    /// CONFIG_HZ: 100, 250, 300 or 1000.
-    #[arg(long)]
+    #[arg(long, help = hz_help())]
     hz: Option<u32>,
     /// Enable or disable an idle state: NAME=on|off (repeatable), e.g. C2=off.
     #[arg(long = "cstate")]
