@@ -54,4 +54,7 @@ fn without_the_fix_an_elided_ipi_strands_a_call_on_a_sleeping_cpu() {
     let v = c.violations.iter().find(|v| v.rule == Rule::IpiElidedNotPolling).expect("kept");
     assert_eq!(v.cpu, 3, "the elided IPI was for the target CPU: {v:?}");
     assert!(v.detail.contains("left its idle loop"), "{}", v.detail);
+    // The stranded call's csd stays locked past the bound.
+    assert!(c.count(Rule::CsdLockHeld) > 0, "{:?}", c.counts);
+    assert!(c.first(Rule::IpiElidedNotPolling) < c.first(Rule::CsdLockHeld));
 }
