@@ -769,6 +769,21 @@ fn run_end_slow(k: &mut Kernel) {
                 });
             }
         }
+        for cpu in 0..c.cpus.len() {
+            let Some((t_off, at_off)) = c.cpus[cpu].irqs_off_idle_ns else { continue };
+            if !k.cpus[cpu].x.irqs_off || (t_off < k.measure_from && k.now >= k.measure_from) {
+                continue;
+            }
+            let idle = k.stats.phase_ns[cpu][super::engine::Phase::IdleState as usize];
+            let asleep = idle.saturating_sub(at_off);
+            let awake = (k.now - t_off).saturating_sub(asleep);
+            if awake > IRQS_OFF_BOUND_NS {
+                c.cpus[cpu].irqs_off_idle_ns = None;
+                c.report(Rule::IrqsOffTooLong, t_off + IRQS_OFF_BOUND_NS, cpu as u32, || {
+                    format!("CPU {cpu} has had IRQs off since {t_off} ns, {awake} ns awake, at the end of the run")
+                });
+            }
+        }
         if let Err(e) = k.check_invariants() {
             // check_invariants() names a CPU for a count mismatch, a task otherwise.
             let rule = if e.starts_with("CPU ") { Rule::NrRunningConserved } else { Rule::TaskOnOneRq };
