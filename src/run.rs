@@ -40,6 +40,9 @@ pub struct RunSpec {
     /// The preemption model (`none`, `voluntary`, `full`, `dynamic-...`). `None` takes the
     /// machine's default.
     pub preempt: Option<String>,
+    /// Run the invariant checkers (`--check`; `linux::check`). They only observe: the run is
+    /// the same with or without them.
+    pub check: bool,
 }
 
 impl RunSpec {
@@ -59,6 +62,7 @@ impl RunSpec {
             preempt_rt: false,
             background: None,
             preempt: None,
+            check: false,
         }
     }
 
@@ -106,6 +110,9 @@ impl RunSpec {
         flag("seed", &self.seed.to_string());
         if self.preempt_rt {
             a.push("--preempt-rt".into());
+        }
+        if self.check {
+            a.push("--check".into());
         }
         a
     }
@@ -367,6 +374,9 @@ pub fn build(spec: &RunSpec) -> Result<Kernel, String> {
     };
     let mut k = Kernel::new(m, cfg, spec.seed, wl);
     k.trace.enabled = spec.trace;
+    if spec.check {
+        k.enable_checks();
+    }
     Ok(k)
 }
 
@@ -401,6 +411,8 @@ pub struct RunResult {
     pub preempt: String,
     /// The pids of the workload's tasks.
     pub workload_pids: Vec<u32>,
+    /// The invariant checkers' findings (`--check`), `None` without checks.
+    pub checks: Option<Box<crate::linux::check::Checks>>,
 }
 
 /// Run a spec to completion.
@@ -440,6 +452,7 @@ fn collect(mut k: Kernel, spec: &RunSpec) -> RunResult {
         background: spec.background.clone().unwrap_or_else(|| k.cfg.background.name.clone()),
         preempt: k.cfg.preempt.name(),
         workload_pids,
+        checks: k.checks.take(),
     }
 }
 

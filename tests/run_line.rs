@@ -70,9 +70,9 @@ fn spec_strategy() -> impl Strategy<Value = RunSpec> {
         .prop_map(|m| m.into_iter().map(|(k, v)| (k, v.trim().to_string())).collect::<Vec<_>>());
     (
         (workload, machine, kernel, patches, features, hz),
-        (idle, limit_ms, background, preempt, any::<u64>(), any::<bool>(), params),
+        (idle, limit_ms, background, preempt, any::<u64>(), any::<(bool, bool)>(), params),
     )
-        .prop_map(|((w, m, k, p, f, hz), (idle, limit_ms, bg, pre, seed, rt, params))| {
+        .prop_map(|((w, m, k, p, f, hz), (idle, limit_ms, bg, pre, seed, (rt, check), params))| {
             let mut s = RunSpec::new(w);
             s.machine = m.into();
             s.kernel = k;
@@ -87,6 +87,7 @@ fn spec_strategy() -> impl Strategy<Value = RunSpec> {
             s.preempt = pre.map(String::from);
             s.seed = seed;
             s.preempt_rt = rt;
+            s.check = check;
             s.params = Params::from_pairs(params, "generated");
             s
         })

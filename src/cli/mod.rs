@@ -197,6 +197,11 @@ struct RunArgs {
     /// With an rt-app workload: write rt-app's per-thread log files into DIR.
     #[arg(long, value_name = "DIR")]
     log_dir: Option<PathBuf>,
+    /// Run the invariant checkers (lost wakeups, ttwu_pending, IPI elision, csd locks, IRQs off,
+    /// rq locks, modelled WARN_ONs) and print their violations. They only observe: the run is
+    /// the same. Violations are findings, not errors: the exit status stays 0.
+    #[arg(long)]
+    check: bool,
 }
 
 #[derive(Args, Debug)]
@@ -487,6 +492,9 @@ fn spec_from_run_args(a: &RunArgs) -> Result<RunSpec, String> {
     if let Some(seed) = a.seed {
         s.seed = seed;
     }
+    if a.check {
+        s.check = true;
+    }
     Ok(s)
 }
 
@@ -699,7 +707,7 @@ fn workload_json(r: &RunResult) -> serde_json::Value {
 
 /// The `--json` document of one run (also each line of `schedsim sweep`).
 pub fn run_json(s: &RunSpec, r: &RunResult) -> serde_json::Value {
-    json!({
+    let mut v = json!({
         "command": run_header(s, r).trim_start_matches("# ").trim_end(),
         "scenario": s.workload,
         "machine": r.machine,
@@ -713,7 +721,62 @@ pub fn run_json(s: &RunSpec, r: &RunResult) -> serde_json::Value {
         "actions": r.actions,
         "workload": workload_json(r),
         "counters": counters_json(r),
+    });
+    if let Some(c) = &r.checks {
+        v["checks"] = checks_json(c);
+    }
+    v
+}
+
+/// The checkers' findings: every rule that fired (count, first instant) and the kept violations.
+fn checks_json(c: &crate::linux::check::Checks) -> serde_json::Value {
+    json!({
+        "rules": c.counts.iter().map(|n| json!({
+            "rule": n.rule.name(),
+            "count": n.count,
+            "first_ns": n.first_ns,
+            "first_cpu": n.first_cpu,
+            "kernel_rule": n.rule.kernel_rule(),
+        })).collect::<Vec<_>>(),
+        "violations": c.violations.iter().map(|v| json!({
+            "rule": v.rule.name(),
+            "time_ns": v.time_ns,
+            "cpu": v.cpu,
+            "detail": v.detail,
+        })).collect::<Vec<_>>(),
     })
+}
+
+/// The checkers' findings as text: one line per rule that fired, then the kept violations.
+fn checks_text(c: &crate::linux::check::Checks) -> String {
+    let mut o = String::new();
+    if c.counts.is_empty() {
+        o.push_str("\n Invariant checks: no violations\n");
+        return o;
+    }
+    o.push_str(&format!(
+        "\n Invariant checks: {} rules violated ({} violations; the first {} kept)\n",
+        c.counts.len(),
+        c.counts.iter().map(|n| n.count).sum::<u64>(),
+        c.violations.len()
+    ));
+    let mut counts = c.counts.clone();
+    counts.sort_by_key(|n| n.first_ns);
+    for n in &counts {
+        o.push_str(&format!(
+            "  {}: {} times, first at {:.6} ms on CPU {}\n    rule: {}\n",
+            n.rule.name(),
+            n.count,
+            n.first_ns as f64 / 1e6,
+            n.first_cpu,
+            n.rule.kernel_rule()
+        ));
+    }
+    o.push_str(" Violations (rule, instant ms, cpu, detail):\n");
+    for v in &c.violations {
+        o.push_str(&format!("  {} {:.6} cpu{} {}\n", v.rule.name(), v.time_ns as f64 / 1e6, v.cpu, v.detail));
+    }
+    o
 }
 
 /// `perf stat`'s default block for a program's run: task-clock, context switches, migrations
@@ -907,6 +970,9 @@ fn run_text(s: &RunSpec, r: &RunResult) -> String {
         })
         .collect();
     o.push_str(&report::render_grid(&header, &rows));
+    if let Some(c) = &r.checks {
+        o.push_str(&checks_text(c));
+    }
     o
 }
 

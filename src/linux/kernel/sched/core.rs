@@ -30,9 +30,11 @@ pub fn raw_spin_rq_lock(k: &mut Kernel, cpu: CpuId, rq_cpu: CpuId) -> Option<Tim
             if !rq.lock_waiters.contains(&cpu) {
                 rq.lock_waiters.push(cpu);
             }
+            crate::linux::check::on_rq_lock_wait(k, cpu, rq_cpu);
             return None;
         }
     }
+    crate::linux::check::on_rq_lock(k, cpu, rq_cpu);
     k.cpus[cpu as usize].preempt_count += 1;
     let line = k.cpus[rq_cpu as usize].rq.lock_line;
     Some(k.line_write(cpu, line))
@@ -42,6 +44,7 @@ pub fn raw_spin_rq_lock(k: &mut Kernel, cpu: CpuId, rq_cpu: CpuId) -> Option<Tim
 pub fn raw_spin_rq_unlock(k: &mut Kernel, cpu: CpuId, rq_cpu: CpuId) -> Time {
     let rq = &mut k.cpus[rq_cpu as usize].rq;
     debug_assert_eq!(rq.lock_owner, Some(cpu), "unlock of a rq lock this CPU does not hold");
+    crate::linux::check::on_rq_unlock(k, cpu, rq_cpu);
     k.cpus[cpu as usize].preempt_count -= 1;
     let rq = &mut k.cpus[rq_cpu as usize].rq;
     if rq.lock_waiters.is_empty() {
@@ -134,6 +137,7 @@ pub fn resched_curr(k: &mut Kernel, cpu: CpuId, rq_cpu: CpuId, callsite: Sym) ->
         k.stats.resched_ipis_sent += 1;
         c += send_ipi(k, cpu, rq_cpu, Vector::Reschedule);
     } else {
+        crate::linux::check::on_ipi_elided(k, cpu, rq_cpu);
         k.tp(cpu, Event::SchedWakeIdleWithoutIpi { cpu: rq_cpu });
         k.stats.ipis_avoided += 1;
     }
@@ -295,6 +299,7 @@ impl Schedule {
 /// Enqueue `p` on `rq_cpu` (`activate_task` -> `enqueue_task_fair` -> `add_nr_running`).
 /// Returns true if the fair class asked for a resched of the current task.
 pub fn activate_task(k: &mut Kernel, rq_cpu: CpuId, p: TaskId, flags: EnqueueFlags) -> bool {
+    crate::linux::check::on_enqueue(k, rq_cpu, p);
     if super::rt::rt_task(k, p) {
         // enqueue_task_rt().
         k.tasks[p as usize].cpu = rq_cpu;
@@ -305,6 +310,7 @@ pub fn activate_task(k: &mut Kernel, rq_cpu: CpuId, p: TaskId, flags: EnqueueFla
             super::set_rd_overloaded(k, true);
         }
         k.tasks[p as usize].on_rq = true;
+        crate::linux::check::on_rq_changed(k, rq_cpu);
         return false;
     }
     let now = k.now;
@@ -319,24 +325,28 @@ pub fn activate_task(k: &mut Kernel, rq_cpu: CpuId, p: TaskId, flags: EnqueueFla
     let t = &mut k.tasks[p as usize];
     t.on_rq = true;
     t.cpu = rq_cpu;
+    crate::linux::check::on_rq_changed(k, rq_cpu);
     r
 }
 
 /// Dequeue `p` (`deactivate_task` -> `dequeue_task_fair` -> `sub_nr_running`): a running task
 /// going to sleep (DEQUEUE_SLEEP), or a queued task leaving for another CPU (migrating).
 pub fn deactivate_task(k: &mut Kernel, rq_cpu: CpuId, p: TaskId, flags: DequeueFlags) {
+    crate::linux::check::on_dequeue(k, rq_cpu, p);
     if k.tasks[p as usize].kind == super::TaskKind::Stopper {
         // dequeue_task_stop(): the stop class holds one task.
         let rq = &mut k.cpus[rq_cpu as usize].rq;
         rq.nr_running -= 1;
         rq.stop_runnable = false;
         k.tasks[p as usize].on_rq = false;
+        crate::linux::check::on_rq_changed(k, rq_cpu);
         return;
     }
     if super::rt::rt_task(k, p) {
         super::rt::dequeue_task_rt(k, rq_cpu, p);
         k.cpus[rq_cpu as usize].rq.nr_running -= 1;
         k.tasks[p as usize].on_rq = false;
+        crate::linux::check::on_rq_changed(k, rq_cpu);
         return;
     }
     let now = k.now;
@@ -345,6 +355,7 @@ pub fn deactivate_task(k: &mut Kernel, rq_cpu: CpuId, p: TaskId, flags: DequeueF
     rq.nr_running -= 1;
     rq.cfs_h_nr_running -= 1;
     k.tasks[p as usize].on_rq = false;
+    crate::linux::check::on_rq_changed(k, rq_cpu);
 }
 
 /// Models `move_queued_task_locked()` — kernel/sched/sched.h @ v6.10 (with both rq locks held):
@@ -533,6 +544,7 @@ pub fn __schedule(k: &mut Kernel, cpu: CpuId, s: &mut Schedule) -> Next {
             debug_assert!(!restored.is_empty(), "task {next} has no saved stack");
             k.cpus[cpu as usize].x.stack = restored;
             c += k.costs.context_switch;
+            crate::linux::check::on_switch(k, cpu, prev, next);
             Next::Switched(c)
         }
         ScheduleAt::Finish => {
@@ -708,6 +720,7 @@ pub fn ttwu_queue_wakelist(k: &mut Kernel, cpu: CpuId, p: TaskId, target: CpuId,
     let line = k.cpus[target as usize].rq.lock_line;
     let mut c = k.line_write(cpu, line);
     let entry = k.tasks[p as usize].wake_entry;
+    crate::linux::check::on_wakelist_queue(k, cpu, p, target);
     k.csds[entry as usize].flags = crate::linux::csd_flags::CSD_TYPE_TTWU;
     let (ipis, avoided) = (k.stats.ipis_sent, k.stats.ipis_avoided);
     c += __smp_call_single_queue(k, cpu, target, entry, Sym::TtwuQueueWakelist);
@@ -827,6 +840,7 @@ pub fn try_to_wake_up(k: &mut Kernel, cpu: CpuId, s: &mut TryToWakeUp) -> Next {
                 return Next::Cont(0);
             }
             k.tasks[p as usize].state = TASK_WAKING;
+            crate::linux::check::on_waking(k, p);
             let prev_cpu = k.tasks[p as usize].cpu;
             if k.tasks[p as usize].on_cpu && k.cfg.has(crate::linux::patches::Patch::C6e7bd7afaeb) {
                 // Still switching out on its old CPU: queue there; it is activated when that
@@ -875,6 +889,8 @@ pub fn try_to_wake_up(k: &mut Kernel, cpu: CpuId, s: &mut TryToWakeUp) -> Next {
                 k.stats.cpu_migrations += 1;
             }
             note_placement(k, p, target);
+            let selected = k.tasks[p as usize].single_cpu().is_none() && !super::rt::rt_task(k, p);
+            crate::linux::check::on_wakee_placed(k, cpu, p, target, selected);
             s.target = target;
             s.wake_flags = wf;
             if let Some(c) = ttwu_queue_wakelist(k, cpu, p, target, wf) {
@@ -977,6 +993,7 @@ pub fn sched_ttwu_pending(k: &mut Kernel, cpu: CpuId, s: &mut TtwuPending) -> Ne
             let p = s.cur;
             let wf = if k.tasks[p as usize].sched_remote_wakeup { WF_MIGRATED } else { 0 };
             let c = ttwu_do_activate(k, cpu, cpu, p, wf);
+            crate::linux::check::on_wakelist_activate(k, cpu, p);
             s.at = 2;
             Next::Cont(c)
         }
