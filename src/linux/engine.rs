@@ -28,7 +28,7 @@ use super::kernel::sched::idle::{CpuidleIdleCall, DoIdle};
 use super::kernel::smp::{FlushQueue, FlushSmpCallFunctionQueue, SmpCallFunction};
 use super::kernel::softirq::{HandleSoftirqs, Ksoftirqd};
 use super::{CpuId, Kernel};
-use crate::sim::Time;
+use crate::sim::{Slot, Time};
 use crate::trace::Vector;
 
 /// One active kernel function on a CPU's stack.
@@ -133,13 +133,16 @@ pub enum WaitOn {
     Lock,
 }
 
-/// Simulator actions. `gen` fences stale actions: a CPU's generation changes whenever what it
-/// is doing changes (an interrupt preempts it, a wait ends).
+/// Simulator actions. A CPU's `Resume` lives in its [`Slot::Step`] and its `ApicTimer` in its
+/// [`Slot::Timer`] of the action queue: whenever what the CPU is doing changes (an interrupt
+/// preempts it, a wait ends, the timer is re-programmed) the slot is overwritten or emptied, so
+/// no stale action is ever queued. `gen` is the generation the action was scheduled under; it
+/// always matches when the action runs (checked).
 #[derive(Debug, Clone, Copy)]
 pub enum Action {
     /// Run the next step of `cpu` (its current step's time has elapsed, or its wait ended).
     Resume { cpu: CpuId, gen: u32 },
-    /// An interrupt vector arrives at `cpu`'s local APIC.
+    /// An interrupt vector arrives at `cpu`'s local APIC (in flight: the queue's heap).
     Irq { cpu: CpuId, vector: Vector },
     /// The local APIC timer of `cpu` fires (the hrtimer hardware event).
     ApicTimer { cpu: CpuId, gen: u32 },
@@ -223,6 +226,10 @@ pub struct Exec {
     /// Phase accounting: what the time since `acct_since` is charged to.
     pub acct_since: Time,
     pub acct_phase: Phase,
+    /// The phase of the innermost `HardIrq` or `HandleSoftirqs` frame on the stack (work done
+    /// above it is charged to it), or `None` outside interrupt context. Kept on push and pop of
+    /// those frames and on a context switch, so the executor never walks the stack per step.
+    pub irq_phase: Option<Phase>,
 }
 
 impl Exec {
@@ -240,7 +247,23 @@ impl Exec {
             watch_line: None,
             acct_since: 0,
             acct_phase: Phase::IdleLoop,
+            irq_phase: None,
         }
+    }
+}
+
+impl Exec {
+    /// The frame below the running one: its caller, or for an interrupt frame the context it
+    /// interrupted. A step runs in place, on top of its CPU's stack, so this is the second frame
+    /// from the top. Reached without forming a reference to the running frame.
+    pub fn caller_frame_mut(&mut self) -> Option<&mut Frame> {
+        let n = self.stack.len();
+        if n < 2 {
+            return None;
+        }
+        // SAFETY: `n - 2 < len`, and the pointer comes from `as_mut_ptr`, which does not borrow
+        // the running frame at `n - 1` (the step holds it mutably).
+        Some(unsafe { &mut *self.stack.as_mut_ptr().add(n - 2) })
     }
 }
 
@@ -279,9 +302,7 @@ pub fn dispatch(k: &mut Kernel, a: Action) {
     match a {
         Action::Resume { cpu, gen } => {
             let x = &mut k.cpus[cpu as usize].x;
-            if gen != x.gen {
-                return;
-            }
+            assert_eq!(gen, x.gen, "cpu {cpu}: a stale Resume was queued");
             x.busy = false;
             if x.waiting.take().is_some() {
                 x.gen = x.gen.wrapping_add(1);
@@ -291,10 +312,9 @@ pub fn dispatch(k: &mut Kernel, a: Action) {
         }
         Action::Irq { cpu, vector } => irq_arrive(k, cpu, vector),
         Action::ApicTimer { cpu, gen } => {
-            if k.cpus[cpu as usize].tick.timer_gen == gen {
-                k.cpus[cpu as usize].tick.armed = None;
-                irq_arrive(k, cpu, Vector::LocalTimer);
-            }
+            assert_eq!(k.cpus[cpu as usize].tick.timer_gen, gen, "cpu {cpu}: a stale ApicTimer was queued");
+            k.cpus[cpu as usize].tick.armed = None;
+            irq_arrive(k, cpu, Vector::LocalTimer);
         }
         Action::Workload { what } => crate::workload::on_action(k, what),
     }
@@ -365,6 +385,9 @@ fn take_irq(k: &mut Kernel, cpu: CpuId) {
     c.x.irqs_off = true;
     c.x.irqs_off_since = now;
     c.x.stack.push(Frame::HardIrq(HardIrq::new(vector, saved)));
+    c.x.irq_phase = Some(Phase::HardIrq);
+    // The interrupted step's Resume (if any) is replaced by the handler's steps.
+    k.q.cancel(cpu as usize, Slot::Step);
     super::check::on_irqs_off(k, cpu);
     run_cpu(k, cpu);
 }
@@ -398,7 +421,7 @@ pub fn wake_at(k: &mut Kernel, cpu: CpuId, delay: Time) {
     c.x.gen = c.x.gen.wrapping_add(1);
     let gen = c.x.gen;
     // Keep `waiting` set until the Resume runs: a later interrupt still sees the CPU asleep.
-    k.q.push(t, Action::Resume { cpu, gen });
+    k.q.set(cpu as usize, Slot::Step, t, Action::Resume { cpu, gen });
 }
 
 /// Stop watching lines when a wait ends.
@@ -469,18 +492,30 @@ fn phase_of(f: &Frame, waiting: bool) -> Phase {
     }
 }
 
-/// Phase of a frame deeper in the stack decides the charge when an interrupt frame is on top
-/// of a flush or schedule; we charge by the top frame, except that interrupt frames on top of
-/// anything charge to HardIrq/Softirq.
+/// The interrupt-context phase a frame opens: work done in hardirq/softirq context is charged
+/// to those phases whatever runs inside.
+#[inline]
+fn irq_phase_of(f: &Frame) -> Option<Phase> {
+    match f {
+        Frame::HardIrq(_) => Some(Phase::HardIrq),
+        Frame::HandleSoftirqs(_) => Some(Phase::Softirq),
+        _ => None,
+    }
+}
+
+/// Recompute [`Exec::irq_phase`] from the stack (after an interrupt-context frame returns, or a
+/// context switch brought another task's stack).
+fn refresh_irq_phase(x: &mut Exec) {
+    x.irq_phase = x.stack.iter().rev().find_map(irq_phase_of);
+}
+
+/// What `cpu`'s time is charged to from now: the innermost interrupt-context frame's phase,
+/// else the top frame's.
+#[inline]
 fn top_phase(k: &Kernel, cpu: CpuId) -> Phase {
     let x = &k.cpus[cpu as usize].x;
-    // Work done in hardirq/softirq context is charged to those phases whatever runs inside.
-    for f in x.stack.iter().rev() {
-        match f {
-            Frame::HardIrq(_) => return Phase::HardIrq,
-            Frame::HandleSoftirqs(_) => return Phase::Softirq,
-            _ => {}
-        }
+    if let Some(p) = x.irq_phase {
+        return p;
     }
     match x.stack.last() {
         Some(f) => phase_of(f, x.waiting.is_some()),
@@ -489,6 +524,12 @@ fn top_phase(k: &Kernel, cpu: CpuId) -> Phase {
 }
 
 /// Run `cpu`'s steps until it has to wait for time to pass or for something to happen.
+///
+/// Each step runs in place: the top frame stays where it lives on the stack while its step
+/// function runs (no copy out and back of the frame). During a step, the frames below it are
+/// reached through [`Exec::caller_frame_mut`]; the only step that changes the stack itself is the
+/// context switch in `__schedule()`, which moves the whole stack (the running frame with it) to
+/// the previous task and returns [`Next::Switched`].
 pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
     // Bound the number of zero-time steps to catch a modelling loop early.
     let mut guard = 0u32;
@@ -502,26 +543,43 @@ pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
             }
         }
         account(k, cpu);
-        let Some(mut frame) = k.cpus[cpu as usize].x.stack.pop() else {
-            panic!("cpu {cpu}: empty stack at {}", k.now);
-        };
-        let next = step(k, cpu, &mut frame);
+        let st = &mut k.cpus[cpu as usize].x.stack;
+        let n = st.len();
+        assert!(n > 0, "cpu {cpu}: empty stack at {}", k.now);
+        // SAFETY: the top frame is at `n - 1 < len`. The step gets `&mut Kernel` and this frame:
+        // no step reaches the running frame through the kernel (frames below it only, through
+        // `Exec::caller_frame_mut`), and no step grows this CPU's stack (pushes happen here, after the
+        // step), so the frame neither aliases another access nor moves during the step. The
+        // context switch moves the `Vec` (not its buffer) to the previous task and does not touch
+        // the frame after that.
+        let frame: &mut Frame = unsafe { &mut *st.as_mut_ptr().add(n - 1) };
+        let next = step(k, cpu, frame);
         let delay = match next {
-            Next::Cont(t) => {
-                k.cpus[cpu as usize].x.stack.push(frame);
-                t
-            }
+            Next::Cont(t) => t,
             Next::Call(t, callee) => {
-                let st = &mut k.cpus[cpu as usize].x.stack;
-                st.push(frame);
-                st.push(callee);
+                let x = &mut k.cpus[cpu as usize].x;
+                if let Some(p) = irq_phase_of(&callee) {
+                    x.irq_phase = Some(p);
+                }
+                x.stack.push(callee);
                 t
             }
-            Next::Ret(t) => t,
-            Next::Switched(t) => t,
+            Next::Ret(t) => {
+                let x = &mut k.cpus[cpu as usize].x;
+                let n = x.stack.len();
+                let was_irq = irq_phase_of(&x.stack[n - 1]).is_some();
+                x.stack.truncate(n - 1);
+                if was_irq {
+                    refresh_irq_phase(x);
+                }
+                t
+            }
+            Next::Switched(t) => {
+                refresh_irq_phase(&mut k.cpus[cpu as usize].x);
+                t
+            }
             Next::Wait(on) => {
                 let x = &mut k.cpus[cpu as usize].x;
-                x.stack.push(frame);
                 x.waiting = Some(on);
                 let (irqs_off, pending) = (x.irqs_off, x.pending);
                 k.cpus[cpu as usize].x.acct_phase = top_phase(k, cpu);
@@ -554,12 +612,21 @@ pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
             // Run-ahead: if nothing else is due before this CPU's next step (strictly: a
             // same-time action queued earlier goes first), take the step now instead of a
             // queue round trip. The processing order is exactly the queue's, so results are
-            // identical; only FIFO ordering allows it (a chooser must see every action).
-            if k.q.is_fifo() && k.q.peek_time().is_none_or(|q| t < q) && t <= k.limit && !k.finished {
+            // identical; only FIFO ordering allows it (a chooser must see every action). The
+            // step must not cross the start of the measured window, which `Kernel::run` opens
+            // before the first action at or after it.
+            if k.q.is_fifo()
+                && k.q.peek_time().is_none_or(|q| t < q)
+                && t <= k.limit
+                && !k.finished
+                && (k.measuring || t < k.measure_from)
+            {
                 k.now = t;
                 k.actions += 1;
                 let c = &mut k.cpus[cpu as usize];
                 c.x.gen = c.x.gen.wrapping_add(1);
+                // A Resume this CPU's own step scheduled (a wait with a timeout) is superseded.
+                k.q.cancel(cpu as usize, Slot::Step);
                 guard = 0;
                 continue;
             }
@@ -568,7 +635,7 @@ pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
             c.x.deadline = t;
             c.x.gen = c.x.gen.wrapping_add(1);
             let gen = c.x.gen;
-            k.q.push(t, Action::Resume { cpu, gen });
+            k.q.set(cpu as usize, Slot::Step, t, Action::Resume { cpu, gen });
             return;
         }
         guard += 1;

@@ -199,7 +199,7 @@ impl Kernel {
         let sd = build_sched_domains(&m.topo);
         let mut k = Kernel {
             now: 0,
-            q: ActionQueue::new(),
+            q: ActionQueue::with_cpus(nr as usize),
             costs: cost::PathCosts::default(),
             cpus: Vec::with_capacity(nr as usize),
             tasks: Vec::new(),
@@ -314,7 +314,7 @@ impl Kernel {
             k.cpus[c as usize].x.stack.push(Frame::DoIdle(Default::default()));
             let _ = idle;
             kernel::time::tick_sched::tick_start(&mut k, c);
-            k.q.push(0, Action::Resume { cpu: c, gen: 0 });
+            k.q.set(c as usize, crate::sim::Slot::Step, 0, Action::Resume { cpu: c, gen: 0 });
             k.cpus[c as usize].x.busy = true;
         }
         k.measure_from = k.workload_start_offset();

@@ -9,7 +9,7 @@
 pub mod queue;
 pub mod rng;
 
-pub use queue::{ActionQueue, Chooser};
+pub use queue::{ActionQueue, Chooser, Slot};
 pub use rng::Prng;
 
 /// Virtual time in integer nanoseconds since the start of the run.

@@ -1,7 +1,17 @@
-//! The action queue: a 4-ary min-heap keyed by `(time, seq)`.
+//! The action queue: per-CPU slots under a tournament tree, plus a small heap for everything
+//! else, in one order `(time, seq)`.
 //!
-//! `seq` is a monotonic insertion counter, so actions due at the same instant come out in the
+//! `seq` is a monotonic scheduling counter: every [`ActionQueue::push`] and every
+//! [`ActionQueue::set`] takes the next one, so actions due at the same instant come out in the
 //! order they were scheduled (FIFO) unless a [`Chooser`] other than FIFO picks another one.
+//!
+//! Most actions belong to one CPU and at most one of each kind is live at a time: the CPU's next
+//! step, and the expiry its local timer is programmed for. Those live in the CPU's [`Slot`]s; a
+//! new one overwrites the old (re-arming a timer, a wait cut short), so nothing stale is ever
+//! queued and the queue holds at most two actions per CPU plus those in flight between CPUs
+//! (interrupts on their way, workload actions), which go to a 4-ary heap. The earliest CPU is
+//! found by a winner tree over the CPUs' earliest slots: changing a slot replays only its path
+//! (log2 N comparisons, stopping where the winner does not change).
 
 use super::Time;
 
@@ -20,9 +30,8 @@ impl<A> Entry<A> {
     }
 }
 
-/// A 4-ary min-heap of entries. Half the depth of a binary heap, and a node's children share
-/// a cache line or two: the queue holds a few hundred actions on 256-CPU runs and every
-/// simulated action passes through it.
+/// A 4-ary min-heap of entries: the actions not held in a CPU slot (interrupts in flight,
+/// workload actions). It stays short (a few entries per CPU at most).
 #[derive(Debug)]
 struct QuadHeap<A> {
     v: Vec<Entry<A>>,
@@ -36,11 +45,6 @@ impl<A> QuadHeap<A> {
     #[inline]
     fn len(&self) -> usize {
         self.v.len()
-    }
-
-    #[inline]
-    fn is_empty(&self) -> bool {
-        self.v.is_empty()
     }
 
     #[inline]
@@ -97,7 +101,8 @@ impl<A> QuadHeap<A> {
 ///
 /// This is the interface a later interleaving explorer plugs into: a run is fully described by
 /// its seed plus the list of choices made here. [`Chooser::Fifo`] is the default and makes no
-/// choice at all (it is never consulted), so the common path costs nothing.
+/// choice at all (it is never consulted), so the common path costs nothing. The candidates at a
+/// choice point are the actions due at that instant, in `(time, seq)` order.
 #[derive(Debug, Clone, Default)]
 pub enum Chooser {
     /// Same-time actions run in the order they were scheduled.
@@ -127,9 +132,64 @@ impl Chooser {
     }
 }
 
+/// The per-CPU slots: at most one live action of each kind per CPU. Setting a slot replaces
+/// what it held (the old action is gone, never popped).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Slot {
+    /// The CPU's next step (the end of its current step's time, or of its wait).
+    Step = 0,
+    /// The expiry its local timer is programmed for (one hardware timer per CPU).
+    Timer = 1,
+}
+
+const NR_SLOTS: usize = 2;
+
+/// One slot: its key and action (`None`: empty, key `(Time::MAX, u64::MAX)`).
+#[derive(Debug, Clone, Copy)]
+struct SlotEntry<A> {
+    time: Time,
+    seq: u64,
+    action: Option<A>,
+}
+
+/// A node of the winner tree: the earliest `(time, seq)` below it and the CPU holding it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Node {
+    time: Time,
+    seq: u64,
+    cpu: u32,
+}
+
+impl Node {
+    const EMPTY: Node = Node { time: Time::MAX, seq: u64::MAX, cpu: u32::MAX };
+
+    #[inline]
+    fn before(&self, o: &Node) -> bool {
+        (self.time, self.seq) < (o.time, o.seq)
+    }
+
+    #[inline]
+    fn key(&self) -> u128 {
+        ((self.time as u128) << 64) | self.seq as u128
+    }
+}
+
+/// Where a candidate of a choice point lives.
+enum Source<A> {
+    Heap(Entry<A>),
+    Slot(usize, usize),
+}
+
 /// The queue of pending actions.
 #[derive(Debug)]
 pub struct ActionQueue<A> {
+    /// `NR_SLOTS` slots per CPU, CPU-major.
+    slots: Vec<SlotEntry<A>>,
+    /// Winner tree: `tree[1]` is the root, `tree[p + cpu]` the CPU's earliest slot, `tree[i]`
+    /// the earlier of `tree[2i]` and `tree[2i + 1]`.
+    tree: Vec<Node>,
+    p: usize,
+    live_slots: usize,
     heap: QuadHeap<A>,
     seq: u64,
     /// How same-time actions are ordered.
@@ -145,16 +205,95 @@ impl<A> Default for ActionQueue<A> {
 }
 
 impl<A> ActionQueue<A> {
+    /// A queue without CPU slots (everything through [`ActionQueue::push`]).
     pub fn new() -> Self {
-        ActionQueue { heap: QuadHeap::with_capacity(1024), seq: 0, chooser: Chooser::Fifo, choice_points: 0 }
+        Self::with_cpus(0)
     }
 
-    /// Schedule `action` at absolute time `time`.
+    /// A queue with slots for CPUs `0..nr_cpus`.
+    pub fn with_cpus(nr_cpus: usize) -> Self {
+        let p = nr_cpus.max(1).next_power_of_two();
+        let mut slots = Vec::with_capacity(nr_cpus * NR_SLOTS);
+        slots.resize_with(nr_cpus * NR_SLOTS, || SlotEntry { time: Time::MAX, seq: u64::MAX, action: None });
+        ActionQueue {
+            slots,
+            tree: vec![Node::EMPTY; 2 * p],
+            p,
+            live_slots: 0,
+            heap: QuadHeap::with_capacity(64),
+            seq: 0,
+            chooser: Chooser::Fifo,
+            choice_points: 0,
+        }
+    }
+
     #[inline]
-    pub fn push(&mut self, time: Time, action: A) {
+    fn next_seq(&mut self) -> u64 {
         let seq = self.seq;
         self.seq += 1;
+        seq
+    }
+
+    /// Schedule `action` at absolute time `time` (an action not held in a CPU slot).
+    #[inline]
+    pub fn push(&mut self, time: Time, action: A) {
+        let seq = self.next_seq();
         self.heap.push(Entry { key: ((time as u128) << 64) | seq as u128, action });
+    }
+
+    /// Schedule `action` at `time` in `cpu`'s `slot`, replacing what the slot held. It takes
+    /// the next `seq`, exactly as a [`ActionQueue::push`] at this point would.
+    #[inline]
+    pub fn set(&mut self, cpu: usize, slot: Slot, time: Time, action: A) {
+        let seq = self.next_seq();
+        let e = &mut self.slots[cpu * NR_SLOTS + slot as usize];
+        if e.action.is_none() {
+            self.live_slots += 1;
+        }
+        *e = SlotEntry { time, seq, action: Some(action) };
+        self.update(cpu);
+    }
+
+    /// Empty `cpu`'s `slot` (its action will not run).
+    #[inline]
+    pub fn cancel(&mut self, cpu: usize, slot: Slot) {
+        let e = &mut self.slots[cpu * NR_SLOTS + slot as usize];
+        if e.action.take().is_some() {
+            e.time = Time::MAX;
+            e.seq = u64::MAX;
+            self.live_slots -= 1;
+            self.update(cpu);
+        }
+    }
+
+    /// Time of the action in `cpu`'s `slot`, if any.
+    pub fn slot_time(&self, cpu: usize, slot: Slot) -> Option<Time> {
+        let e = &self.slots[cpu * NR_SLOTS + slot as usize];
+        e.action.as_ref().map(|_| e.time)
+    }
+
+    /// Recompute `cpu`'s leaf and replay its path to the root.
+    #[inline]
+    fn update(&mut self, cpu: usize) {
+        let s = &self.slots[cpu * NR_SLOTS..cpu * NR_SLOTS + NR_SLOTS];
+        let mut best = Node::EMPTY;
+        for e in s {
+            if (e.time, e.seq) < (best.time, best.seq) {
+                best = Node { time: e.time, seq: e.seq, cpu: cpu as u32 };
+            }
+        }
+        let mut i = self.p + cpu;
+        self.tree[i] = best;
+        while i > 1 {
+            let (l, r) = (self.tree[i & !1], self.tree[i | 1]);
+            let w = if r.before(&l) { r } else { l };
+            i >>= 1;
+            if self.tree[i] == w {
+                // Everything above depends only on this node: unchanged.
+                break;
+            }
+            self.tree[i] = w;
+        }
     }
 
     /// True when same-time actions simply run in scheduling order (no chooser consulted).
@@ -165,42 +304,112 @@ impl<A> ActionQueue<A> {
 
     /// Number of pending actions.
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.heap.len() + self.live_slots
     }
 
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.len() == 0
+    }
+
+    /// Number of pending actions held in CPU slots.
+    pub fn slot_len(&self) -> usize {
+        self.live_slots
+    }
+
+    /// The earliest key of the slots and of the heap; true if it is a slot's.
+    #[inline]
+    fn min_key(&self) -> Option<(u128, bool)> {
+        let root = self.tree[1];
+        match self.heap.peek() {
+            Some(h) if root.cpu == u32::MAX || h.key < root.key() => Some((h.key, false)),
+            _ if root.cpu != u32::MAX => Some((root.key(), true)),
+            _ => None,
+        }
     }
 
     /// Time of the earliest pending action.
+    #[inline]
     pub fn peek_time(&self) -> Option<Time> {
-        self.heap.peek().map(|e| e.time())
+        self.min_key().map(|(k, _)| (k >> 64) as Time)
+    }
+
+    /// Take the action of `cpu`'s slot `idx`.
+    #[inline]
+    fn take_slot(&mut self, cpu: usize, idx: usize) -> (Time, A) {
+        let e = &mut self.slots[cpu * NR_SLOTS + idx];
+        let t = e.time;
+        let a = e.action.take().expect("a live slot");
+        e.time = Time::MAX;
+        e.seq = u64::MAX;
+        self.live_slots -= 1;
+        self.update(cpu);
+        (t, a)
     }
 
     /// Take the next action. When several are due at the same instant and the chooser is not
-    /// FIFO, the chooser picks among them; the others stay queued with their original order.
+    /// FIFO, the chooser picks among them (in `(time, seq)` order); the others stay queued with
+    /// their original order.
     #[inline]
     pub fn pop(&mut self) -> Option<(Time, A)> {
-        let first = self.heap.pop()?;
-        if matches!(self.chooser, Chooser::Fifo) {
-            return Some((first.time(), first.action));
+        if !matches!(self.chooser, Chooser::Fifo) {
+            return self.pop_chosen();
         }
-        let t = first.time();
-        let mut same = vec![first];
+        let (_, in_slot) = self.min_key()?;
+        if in_slot {
+            let root = self.tree[1];
+            let cpu = root.cpu as usize;
+            let idx = (0..NR_SLOTS).find(|&i| self.slots[cpu * NR_SLOTS + i].seq == root.seq).expect("winner");
+            Some(self.take_slot(cpu, idx))
+        } else {
+            let e = self.heap.pop().expect("peeked");
+            Some((e.time(), e.action))
+        }
+    }
+
+    /// [`ActionQueue::pop`] with a chooser: gather every action due at the earliest instant.
+    fn pop_chosen(&mut self) -> Option<(Time, A)> {
+        let t = self.peek_time()?;
+        let mut cands: Vec<(u64, Source<A>)> = Vec::new();
         while self.heap.peek().is_some_and(|e| e.time() == t) {
-            same.push(self.heap.pop().expect("peeked"));
+            let e = self.heap.pop().expect("peeked");
+            cands.push((e.key as u64, Source::Heap(e)));
         }
-        if same.len() == 1 {
-            let e = same.pop().expect("one");
-            return Some((e.time(), e.action));
+        // The CPUs with a slot due at `t`: walk the subtrees whose earliest is at `t`.
+        let mut todo = vec![1usize];
+        while let Some(i) = todo.pop() {
+            if self.tree[i].time != t {
+                continue;
+            }
+            if i >= self.p {
+                let cpu = i - self.p;
+                for s in 0..NR_SLOTS {
+                    let e = &self.slots[cpu * NR_SLOTS + s];
+                    if e.action.is_some() && e.time == t {
+                        cands.push((e.seq, Source::Slot(cpu, s)));
+                    }
+                }
+            } else {
+                todo.push(2 * i);
+                todo.push(2 * i + 1);
+            }
         }
-        self.choice_points += 1;
-        let idx = self.chooser.choose(same.len());
-        let chosen = same.swap_remove(idx);
-        for e in same {
-            self.heap.push(e);
+        cands.sort_unstable_by_key(|c| c.0);
+        let idx = if cands.len() > 1 {
+            self.choice_points += 1;
+            self.chooser.choose(cands.len())
+        } else {
+            0
+        };
+        let mut chosen = None;
+        for (n, (_, src)) in cands.into_iter().enumerate() {
+            match src {
+                Source::Heap(e) if n == idx => chosen = Some((e.time(), e.action)),
+                Source::Heap(e) => self.heap.push(e),
+                Source::Slot(cpu, s) if n == idx => chosen = Some(self.take_slot(cpu, s)),
+                Source::Slot(..) => {}
+            }
         }
-        Some((chosen.time(), chosen.action))
+        chosen
     }
 }
 
@@ -217,6 +426,119 @@ mod tests {
         q.push(10, 'd');
         let order: Vec<char> = std::iter::from_fn(|| q.pop().map(|(_, a)| a)).collect();
         assert_eq!(order, vec!['b', 'a', 'c', 'd']);
+    }
+
+    #[test]
+    fn a_set_slot_replaces_its_action_and_takes_a_new_seq() {
+        let mut q = ActionQueue::with_cpus(3);
+        q.set(1, Slot::Step, 10, 'a');
+        q.push(10, 'b');
+        q.set(2, Slot::Timer, 10, 'c');
+        // Re-arming moves 'a' behind 'b' and 'c' (a fresh seq), and 'a' is gone.
+        q.set(1, Slot::Step, 10, 'A');
+        q.set(0, Slot::Timer, 20, 'd');
+        q.cancel(0, Slot::Timer);
+        assert_eq!(q.len(), 3);
+        let order: Vec<char> = std::iter::from_fn(|| q.pop().map(|(_, a)| a)).collect();
+        assert_eq!(order, vec!['b', 'c', 'A']);
+        assert!(q.is_empty());
+    }
+
+    /// The reference model: a list of `(time, seq, action)` live entries, with at most one per
+    /// (CPU, slot) and the chooser applied to the entries due at the earliest time in
+    /// `(time, seq)` order.
+    /// A live entry of the model: time, seq, the (CPU, slot) it occupies if any, action.
+    type ModelEntry = (u64, u64, Option<(usize, usize)>, u32);
+
+    #[derive(Default)]
+    struct Model {
+        live: Vec<ModelEntry>,
+        seq: u64,
+    }
+
+    impl Model {
+        fn push(&mut self, t: u64, a: u32, slot: Option<(usize, usize)>) {
+            if let Some(s) = slot {
+                self.live.retain(|e| e.2 != Some(s));
+            }
+            self.live.push((t, self.seq, slot, a));
+            self.seq += 1;
+        }
+        fn cancel(&mut self, s: (usize, usize)) {
+            self.live.retain(|e| e.2 != Some(s));
+        }
+        fn pop(&mut self, ch: &mut Chooser, fifo: bool) -> Option<(u64, u32)> {
+            self.live.sort_unstable_by_key(|e| (e.0, e.1));
+            let t = self.live.first()?.0;
+            let same = self.live.iter().take_while(|e| e.0 == t).count();
+            let idx = if !fifo && same > 1 { ch.choose(same) } else { 0 };
+            let e = self.live.remove(idx);
+            Some((e.0, e.3))
+        }
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Push(u64),
+        Set(usize, bool, u64),
+        Cancel(usize, bool),
+        Pop,
+    }
+
+    fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+        use proptest::prelude::*;
+        prop_oneof![
+            (0u64..30).prop_map(Op::Push),
+            (0usize..5, any::<bool>(), 0u64..30).prop_map(|(c, s, t)| Op::Set(c, s, t)),
+            (0usize..5, any::<bool>()).prop_map(|(c, s)| Op::Cancel(c, s)),
+            Just(Op::Pop),
+            Just(Op::Pop),
+        ]
+    }
+
+    fn check(ops: Vec<Op>, choices: Option<Vec<u32>>) -> Result<(), proptest::test_runner::TestCaseError> {
+        let mut q: ActionQueue<u32> = ActionQueue::with_cpus(5);
+        let fifo = choices.is_none();
+        let mut mch = Chooser::Fifo;
+        if let Some(c) = choices {
+            q.chooser = Chooser::Replay { choices: c.clone(), next: 0 };
+            mch = Chooser::Replay { choices: c, next: 0 };
+        }
+        let mut m = Model::default();
+        let mut now = 0;
+        let slot = |s: bool| if s { Slot::Timer } else { Slot::Step };
+        for (n, op) in ops.into_iter().enumerate() {
+            let a = n as u32;
+            match op {
+                // Like the simulator, never schedule into the past.
+                Op::Push(t) => {
+                    q.push(now + t, a);
+                    m.push(now + t, a, None);
+                }
+                Op::Set(c, s, t) => {
+                    q.set(c, slot(s), now + t, a);
+                    m.push(now + t, a, Some((c, s as usize)));
+                }
+                Op::Cancel(c, s) => {
+                    q.cancel(c, slot(s));
+                    m.cancel((c, s as usize));
+                }
+                Op::Pop => {
+                    let got = q.pop();
+                    proptest::prop_assert_eq!(got, m.pop(&mut mch, fifo));
+                    if let Some((t, _)) = got {
+                        now = t;
+                    }
+                }
+            }
+            proptest::prop_assert_eq!(q.len(), m.live.len());
+            proptest::prop_assert_eq!(q.peek_time(), m.live.iter().map(|e| e.0).min());
+        }
+        while let Some(got) = q.pop() {
+            proptest::prop_assert_eq!(Some(got), m.pop(&mut mch, fifo));
+        }
+        proptest::prop_assert!(m.live.is_empty());
+        Ok(())
     }
 
     proptest::proptest! {
@@ -237,6 +559,24 @@ mod tests {
                 proptest::prop_assert_eq!(q.len(), model.len());
             }
         }
+
+        /// Slots, re-arms, cancels and heap pushes against the reference model: FIFO order is
+        /// `(time, seq)` with a re-armed slot taking a fresh seq and a replaced or cancelled
+        /// action never coming out.
+        #[test]
+        fn slots_follow_the_reference_model(ops in proptest::collection::vec(op(), 1..400)) {
+            check(ops, None)?;
+        }
+
+        /// The same with a replaying chooser: at each instant with several actions due it
+        /// picks among them in `(time, seq)` order, as the model does.
+        #[test]
+        fn chooser_picks_among_due_actions_in_order(
+            ops in proptest::collection::vec(op(), 1..400),
+            choices in proptest::collection::vec(0u32..8, 0..60),
+        ) {
+            check(ops, Some(choices))?;
+        }
     }
 
     #[test]
@@ -251,5 +591,19 @@ mod tests {
         assert_eq!(order[0], 'c');
         assert_eq!(q.choice_points, 2);
         assert_eq!(&order[1..], &['a', 'b']);
+    }
+
+    #[test]
+    fn replay_chooser_sees_slots_and_heap_in_seq_order() {
+        let mut q = ActionQueue::with_cpus(4);
+        q.chooser = Chooser::Replay { choices: vec![1, 1], next: 0 };
+        q.set(3, Slot::Step, 10, 'a');
+        q.push(10, 'b');
+        q.set(0, Slot::Timer, 10, 'c');
+        q.set(0, Slot::Step, 10, 'd');
+        let order: Vec<char> = std::iter::from_fn(|| q.pop().map(|(_, a)| a)).collect();
+        // b (index 1 of a, b, c, d), then c (index 1 of a, c, d), then FIFO.
+        assert_eq!(order, vec!['b', 'c', 'a', 'd']);
+        assert_eq!(q.choice_points, 3);
     }
 }

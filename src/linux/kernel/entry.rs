@@ -13,13 +13,13 @@ pub fn syscall_enter(k: &Kernel) -> Time {
 }
 
 /// `syscall_exit_to_user_mode()`: store the syscall's return value (`regs->ax`) and return
-/// the exit half of the syscall cost. Called by the syscall's last step (its frame already
-/// popped, so the caller's user frame is on top): with NEED_RESCHED set, the user task
+/// the exit half of the syscall cost. Called by the syscall's last step (the caller's user
+/// frame is right below it): with NEED_RESCHED set, the user task
 /// schedules before running on.
 pub fn syscall_exit_to_user_mode(k: &mut Kernel, cpu: CpuId, ret: i64) -> Time {
     k.cpus[cpu as usize].x.ret = ret;
     let nr = crate::linux::kernel::sched::need_resched(k, cpu);
-    if let Some(Frame::Workload(tf)) = k.cpus[cpu as usize].x.stack.last_mut() {
+    if let Some(Frame::Workload(tf)) = k.cpus[cpu as usize].x.caller_frame_mut() {
         tf.ret = ret;
         if nr {
             tf.preempt = true;

@@ -93,7 +93,7 @@ pub fn irq_handler(k: &mut Kernel, cpu: CpuId, s: &mut HardIrq) -> Next {
             // code's remaining time resumes after that.
             local_irq_enable(k, cpu);
             let nr = crate::linux::kernel::sched::need_resched(k, cpu);
-            if let Some(Frame::Workload(tf)) = k.cpus[cpu as usize].x.stack.last_mut() {
+            if let Some(Frame::Workload(tf)) = k.cpus[cpu as usize].x.caller_frame_mut() {
                 if tf.user && nr {
                     tf.preempt = true;
                     tf.remaining += s.saved;
@@ -107,7 +107,7 @@ pub fn irq_handler(k: &mut Kernel, cpu: CpuId, s: &mut HardIrq) -> Next {
                     return Next::Ret(exit.max(tf.spin_until.saturating_sub(k.now)));
                 }
             }
-            if let Some(Frame::Background(b)) = k.cpus[cpu as usize].x.stack.last_mut() {
+            if let Some(Frame::Background(b)) = k.cpus[cpu as usize].x.caller_frame_mut() {
                 if b.user && nr {
                     b.preempt = true;
                     b.remaining += s.saved;
@@ -119,7 +119,7 @@ pub fn irq_handler(k: &mut Kernel, cpu: CpuId, s: &mut HardIrq) -> Next {
             // (preempt_schedule_irq()). The model takes this point only in a task's own code
             // (a kernel thread's body), where it knows no lock is held.
             let own_code = matches!(
-                k.cpus[cpu as usize].x.stack.last(),
+                k.cpus[cpu as usize].x.caller_frame_mut().map(|f| &*f),
                 Some(Frame::Workload(_)) | Some(Frame::Worker(_)) | Some(Frame::Background(_))
             );
             if nr

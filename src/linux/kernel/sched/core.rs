@@ -532,11 +532,10 @@ pub fn __schedule(k: &mut Kernel, cpu: CpuId, s: &mut Schedule) -> Next {
                 let _ = k.stats.wakeup_latency.record((now - w).max(1));
                 k.tasks[next as usize].wake_to_run_ns = now - w;
             }
+            // This frame, on top of the stack (steps run in place), is saved with it and
+            // resumes at Finish.
             s.at = ScheduleAt::Finish;
-            let mut this = *s;
-            this.at = ScheduleAt::Finish;
             let c_ = &mut k.cpus[cpu as usize];
-            c_.x.stack.push(Frame::Schedule(this));
             let saved = std::mem::take(&mut c_.x.stack);
             c_.switch_prev = prev;
             k.tasks[prev as usize].saved = saved;

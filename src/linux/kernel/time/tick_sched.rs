@@ -7,7 +7,7 @@
 
 use crate::linux::engine::Action;
 use crate::linux::{CpuId, Kernel, TaskId};
-use crate::sim::{Time, NSEC_PER_SEC};
+use crate::sim::{Slot, Time, NSEC_PER_SEC};
 
 /// Per-CPU tick state (`struct tick_sched` plus the hrtimer base).
 #[derive(Debug, Clone)]
@@ -71,9 +71,12 @@ pub fn tick_program(k: &mut Kernel, cpu: CpuId) {
     let ts = &mut k.cpus[cpu as usize].tick;
     ts.armed = next;
     ts.timer_gen = ts.timer_gen.wrapping_add(1);
+    // The CPU's timer slot holds the one programmed expiry: re-programming replaces it.
     if let Some(t) = next {
         let gen = ts.timer_gen;
-        k.q.push(t.max(k.now), Action::ApicTimer { cpu, gen });
+        k.q.set(cpu as usize, Slot::Timer, t.max(k.now), Action::ApicTimer { cpu, gen });
+    } else {
+        k.q.cancel(cpu as usize, Slot::Timer);
     }
 }
 
