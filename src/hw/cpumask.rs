@@ -87,7 +87,7 @@ impl CpuMask {
     }
 
     /// The lowest CPU `>= from` in the mask.
-    fn next_from(&self, from: u32) -> Option<u32> {
+    pub fn next_from(&self, from: u32) -> Option<u32> {
         if from >= self.nr_cpus {
             return None;
         }

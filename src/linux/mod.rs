@@ -507,7 +507,7 @@ impl Kernel {
             let holders: Vec<usize> = (0..nr)
                 .filter(|&c| {
                     let cfs = &self.cpus[c].rq.cfs;
-                    cfs.is_queued(id) || (cfs.curr == Some(id) && self.ents[i].on_rq) || self.cpus[c].rq.rt.on_rt_rq(id)
+                    cfs.is_queued(&self.ents, id) || (cfs.curr == Some(id) && self.ents[i].on_rq) || self.cpus[c].rq.rt.on_rt_rq(id)
                 })
                 .collect();
             if t.on_rq {
