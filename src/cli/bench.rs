@@ -72,10 +72,7 @@ pub fn scaled_spec(workload: &str, nr_cpus: u32, machine_file: &str) -> Result<R
             ("duration_ms".into(), "2".into()),
         ],
         // perf bench sched messaging, one group (40 processes) per 8 CPUs, 5 loops.
-        "hackbench" => vec![
-            ("tool".into(), "perf".into()),
-            ("args".into(), format!("-p -g {} -l 5", nr_cpus / 8)),
-        ],
+        "hackbench" => vec![("tool".into(), "perf".into()), ("args".into(), format!("-p -g {} -l 5", nr_cpus / 8))],
         other => return Err(format!("bench --scaling: unknown workload {other}")),
     };
     if workload == "idle" {
@@ -179,8 +176,10 @@ pub fn scaling(runs: usize, sizes: &[u32]) -> Result<String, String> {
     })();
     let _ = std::fs::remove_dir_all(&dir);
     result?;
-    let header: Vec<String> =
-        ["CPUs", "workload", "actions", "wall(s)", "ns/action", "peak RSS (MB)"].iter().map(|s| s.to_string()).collect();
+    let header: Vec<String> = ["CPUs", "workload", "actions", "wall(s)", "ns/action", "peak RSS (MB)"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
     let mut text = format!(
         "schedsim bench --scaling: the EPYC 7763 preset scaled to {} CPUs, quiet machine (median of {runs} runs, \
          each in its own process)\n\n",

@@ -542,11 +542,23 @@ mod tests {
 
     #[derive(Debug, Clone)]
     enum Op {
-        Add { wq: usize, task: TaskId, tail: bool },
-        Remove { wq: usize, task: TaskId },
-        Begin { wq: usize },
+        Add {
+            wq: usize,
+            task: TaskId,
+            tail: bool,
+        },
+        Remove {
+            wq: usize,
+            task: TaskId,
+        },
+        Begin {
+            wq: usize,
+        },
         /// Advance the `n`-th walk in progress; `take`: dequeue the entry it visits.
-        Step { n: usize, take: bool },
+        Step {
+            n: usize,
+            take: bool,
+        },
     }
 
     fn op() -> impl proptest::strategy::Strategy<Value = Op> {

@@ -1511,10 +1511,18 @@ mod tests {
     /// many equal keys, under both policies.
     #[derive(Debug, Clone)]
     enum TreeOp {
-        Insert { id: u32, key: u64, vruntime: u64 },
-        Remove { id: u32 },
+        Insert {
+            id: u32,
+            key: u64,
+            vruntime: u64,
+        },
+        Remove {
+            id: u32,
+        },
         /// Walk in order from the start, dequeuing every `nth` entity visited.
-        WalkRemove { nth: usize },
+        WalkRemove {
+            nth: usize,
+        },
     }
 
     fn tree_op() -> impl proptest::strategy::Strategy<Value = TreeOp> {

@@ -703,7 +703,10 @@ mod tests {
         assert_eq!(d[0].span.to_string(), "8,136");
         assert_eq!(d[0].flags, DEFAULT_FLAGS | SD_SHARE_CPUCAPACITY | SD_SHARE_LLC);
         assert_eq!((d[0].imbalance_pct, d[0].cache_nice_tries), (110, 0));
-        assert_eq!(d[0].groups, [SharedMask::new(parse_cpulist("8", 256).unwrap()), SharedMask::new(parse_cpulist("136", 256).unwrap())]);
+        assert_eq!(
+            d[0].groups,
+            [SharedMask::new(parse_cpulist("8", 256).unwrap()), SharedMask::new(parse_cpulist("136", 256).unwrap())]
+        );
 
         assert_eq!(d[1].span.to_string(), "8-15,136-143");
         assert_eq!(d[1].span_weight, 16);
