@@ -55,7 +55,7 @@ pub fn scaled_spec(workload: &str, nr_cpus: u32, machine_file: &str) -> Result<R
     s.machine = machine_file.into();
     s.background = Some("none".into());
     let pairs: Vec<(String, String)> = match workload {
-        // 20 ms of an idle machine: ticks, idle entries and exits, nohz.
+        // 100 ms of an idle machine: ticks, idle entries and exits, nohz (for its memory).
         "idle" => Vec::new(),
         // CPU0 sends 20,000 waiting calls to CPU1.
         "ipistorm" => ["numipi=20000", "single=1", "offset=1", "cpulist=0", "wait=1"]
@@ -65,18 +65,23 @@ pub fn scaled_spec(workload: &str, nr_cpus: u32, machine_file: &str) -> Result<R
                 (k.to_string(), v.to_string())
             })
             .collect(),
-        // One process per CPU looping nanosleep(1 us) for 2 ms.
+        // One process per CPU looping nanosleep(1 us), for 4096/N ms (about 2M actions at
+        // every size).
         "nanosleep" => vec![
             ("procs".into(), nr_cpus.to_string()),
             ("ns".into(), "1000".into()),
-            ("duration_ms".into(), "2".into()),
+            ("duration_ms".into(), (4096 / nr_cpus).max(1).to_string()),
         ],
-        // perf bench sched messaging, one group (40 processes) per 8 CPUs, 5 loops.
-        "hackbench" => vec![("tool".into(), "perf".into()), ("args".into(), format!("-p -g {} -l 5", nr_cpus / 8))],
+        // perf bench sched messaging, one group (40 processes) per 8 CPUs, 8192/N loops (about
+        // 4M actions at every size).
+        "hackbench" => vec![
+            ("tool".into(), "perf".into()),
+            ("args".into(), format!("-p -g {} -l {}", nr_cpus / 8, (8192 / nr_cpus).max(1))),
+        ],
         other => return Err(format!("bench --scaling: unknown workload {other}")),
     };
     if workload == "idle" {
-        s.limit_ns = 20_000_000;
+        s.limit_ns = 100_000_000;
     }
     s.params = Params::from_pairs(pairs, "bench --scaling");
     Ok(s)
@@ -94,16 +99,21 @@ fn vm_hwm_kb() -> u64 {
         .unwrap_or(0)
 }
 
-/// The child: one run, timed, then one JSON line on stdout.
+/// The child: one run, its build (machine, kernel, workload start) and its run timed apart,
+/// then one JSON line on stdout.
 pub fn child(workload: &str, nr_cpus: u32, machine_file: &str) -> Result<(), String> {
     let spec = scaled_spec(workload, nr_cpus, machine_file)?;
     let t = Instant::now();
-    let r = run::execute(&spec)?;
+    let mut k = run::build(&spec)?;
+    let build = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    k.run(spec.limit_ns);
     let wall = t.elapsed().as_secs_f64();
     let line = serde_json::json!({
         "workload": workload,
         "cpus": nr_cpus,
-        "actions": r.actions,
+        "actions": k.actions,
+        "build_s": build,
         "wall_s": wall,
         "vmhwm_kb": vm_hwm_kb(),
     });
@@ -114,6 +124,7 @@ pub fn child(workload: &str, nr_cpus: u32, machine_file: &str) -> Result<(), Str
 /// One measured (size, workload): medians over `runs` children.
 struct Sample {
     actions: u64,
+    build_s: f64,
     wall_s: f64,
     vmhwm_kb: u64,
 }
@@ -133,6 +144,7 @@ fn run_child(exe: &std::path::Path, workload: &str, nr_cpus: u32, machine_file: 
         .map_err(|e| format!("bench --scaling: {workload} on {nr_cpus} CPUs: bad child output: {e}"))?;
     Ok(Sample {
         actions: v["actions"].as_u64().unwrap_or(0),
+        build_s: v["build_s"].as_f64().unwrap_or(0.0),
         wall_s: v["wall_s"].as_f64().unwrap_or(0.0),
         vmhwm_kb: v["vmhwm_kb"].as_u64().unwrap_or(0),
     })
@@ -166,6 +178,7 @@ pub fn scaling(runs: usize, sizes: &[u32]) -> Result<String, String> {
                     n.to_string(),
                     w.to_string(),
                     s.actions.to_string(),
+                    format!("{:.3}", s.build_s),
                     format!("{:.3}", s.wall_s),
                     format!("{ns:.1}"),
                     format!("{:.1}", rss as f64 / 1024.0),
@@ -176,7 +189,7 @@ pub fn scaling(runs: usize, sizes: &[u32]) -> Result<String, String> {
     })();
     let _ = std::fs::remove_dir_all(&dir);
     result?;
-    let header: Vec<String> = ["CPUs", "workload", "actions", "wall(s)", "ns/action", "peak RSS (MB)"]
+    let header: Vec<String> = ["CPUs", "workload", "actions", "build(s)", "run(s)", "ns/action", "peak RSS (MB)"]
         .iter()
         .map(|s| s.to_string())
         .collect();
@@ -186,8 +199,8 @@ pub fn scaling(runs: usize, sizes: &[u32]) -> Result<String, String> {
         sizes.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(", ")
     );
     text.push_str(&crate::report::render_grid(&header, &rows));
-    text.push_str("\ncost per action, largest machine / smallest:\n");
-    for &w in WORKLOADS {
+    text.push_str("\nrun cost per action, largest machine / smallest (idle: too few actions to say):\n");
+    for &w in WORKLOADS.iter().filter(|&&w| w != "idle") {
         let of = |n: u32| per_action.iter().find(|(x, m, _)| *x == w && *m == n).map(|p| p.2);
         if let (Some(&lo), Some(&hi)) = (sizes.first(), sizes.last()) {
             if let (Some(a), Some(b)) = (of(lo), of(hi)) {

@@ -1480,8 +1480,8 @@ pub fn select_idle_sibling_v38(
     let pinned = k.tasks[p as usize].pinned;
     let allowed = |c: CpuId| pinned.is_none_or(|x| x == c);
     for level in (0..=llc).rev() {
-        let groups = k.sd.domains(target)[level].groups.clone();
-        'group: for g in &groups {
+        'group: for gi in 0..k.sd.domains(target)[level].groups.len() {
+            let g = k.sd.domains(target)[level].groups[gi].clone();
             if !g.iter().any(allowed) {
                 continue;
             }
@@ -1491,7 +1491,8 @@ pub fn select_idle_sibling_v38(
                     continue 'group;
                 }
             }
-            if let Some(c) = g.iter().find(|&c| allowed(c)) {
+            let first_allowed = g.iter().find(|&c| allowed(c));
+            if let Some(c) = first_allowed {
                 return c;
             }
         }
