@@ -4,8 +4,10 @@
 //! The machines are the EPYC 7763 preset with its topology scaled (two threads per core, eight
 //! cores per LLC, 64 cores per socket, one node per socket): every cost and idle state stays
 //! the preset's, only the counts change. Each (size, workload) runs in a child process of this
-//! binary (`bench --scaling-child`), so its peak RSS (`VmHWM`) is its own; the child times only
-//! `run::execute` (build and run) and prints one JSON line; the parent formats the table.
+//! binary (`bench --scaling-child`), so its peak RSS (`VmHWM`) is its own; the child measures
+//! the CPU time of the build and of the run apart (CPU time, not wall time, so a shared
+//! machine's load does not count) and prints one JSON line; the parent formats the table, and
+//! ns/action is the run's CPU time over its actions.
 
 use crate::run::{self, RunSpec};
 use crate::workload::params::Params;
@@ -99,21 +101,36 @@ fn vm_hwm_kb() -> u64 {
         .unwrap_or(0)
 }
 
-/// The child: one run, its build (machine, kernel, workload start) and its run timed apart,
-/// then one JSON line on stdout.
+/// CPU time (user + system) this process has used, seconds: unlike the wall clock it does not
+/// count time the process waited for a CPU on a shared machine.
+fn cpu_time_s() -> f64 {
+    // SAFETY: getrusage only writes the struct it is given.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return 0.0;
+    }
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// The child: one run, its build (machine, kernel, workload start) and its run timed apart
+/// (CPU time, and the run's wall time), then one JSON line on stdout.
 pub fn child(workload: &str, nr_cpus: u32, machine_file: &str) -> Result<(), String> {
     let spec = scaled_spec(workload, nr_cpus, machine_file)?;
-    let t = Instant::now();
+    let c0 = cpu_time_s();
     let mut k = run::build(&spec)?;
-    let build = t.elapsed().as_secs_f64();
+    let c1 = cpu_time_s();
     let t = Instant::now();
     k.run(spec.limit_ns);
     let wall = t.elapsed().as_secs_f64();
+    let c2 = cpu_time_s();
+    let (build, cpu) = (c1 - c0, c2 - c1);
     let line = serde_json::json!({
         "workload": workload,
         "cpus": nr_cpus,
         "actions": k.actions,
         "build_s": build,
+        "cpu_s": cpu,
         "wall_s": wall,
         "vmhwm_kb": vm_hwm_kb(),
     });
@@ -125,6 +142,7 @@ pub fn child(workload: &str, nr_cpus: u32, machine_file: &str) -> Result<(), Str
 struct Sample {
     actions: u64,
     build_s: f64,
+    cpu_s: f64,
     wall_s: f64,
     vmhwm_kb: u64,
 }
@@ -145,6 +163,7 @@ fn run_child(exe: &std::path::Path, workload: &str, nr_cpus: u32, machine_file: 
     Ok(Sample {
         actions: v["actions"].as_u64().unwrap_or(0),
         build_s: v["build_s"].as_f64().unwrap_or(0.0),
+        cpu_s: v["cpu_s"].as_f64().unwrap_or(0.0),
         wall_s: v["wall_s"].as_f64().unwrap_or(0.0),
         vmhwm_kb: v["vmhwm_kb"].as_u64().unwrap_or(0),
     })
@@ -169,16 +188,17 @@ pub fn scaling(runs: usize, sizes: &[u32]) -> Result<String, String> {
                 for _ in 0..runs {
                     samples.push(run_child(&exe, w, n, &file)?);
                 }
-                samples.sort_by(|a, b| a.wall_s.total_cmp(&b.wall_s));
+                samples.sort_by(|a, b| a.cpu_s.total_cmp(&b.cpu_s));
                 let s = &samples[samples.len() / 2];
                 let rss = samples.iter().map(|s| s.vmhwm_kb).max().unwrap_or(0);
-                let ns = if s.actions == 0 { 0.0 } else { s.wall_s * 1e9 / s.actions as f64 };
+                let ns = if s.actions == 0 { 0.0 } else { s.cpu_s * 1e9 / s.actions as f64 };
                 per_action.push((w, n, ns));
                 rows.push(vec![
                     n.to_string(),
                     w.to_string(),
                     s.actions.to_string(),
                     format!("{:.3}", s.build_s),
+                    format!("{:.3}", s.cpu_s),
                     format!("{:.3}", s.wall_s),
                     format!("{ns:.1}"),
                     format!("{:.1}", rss as f64 / 1024.0),
@@ -189,10 +209,11 @@ pub fn scaling(runs: usize, sizes: &[u32]) -> Result<String, String> {
     })();
     let _ = std::fs::remove_dir_all(&dir);
     result?;
-    let header: Vec<String> = ["CPUs", "workload", "actions", "build(s)", "run(s)", "ns/action", "peak RSS (MB)"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let header: Vec<String> =
+        ["CPUs", "workload", "actions", "build cpu(s)", "run cpu(s)", "run wall(s)", "ns/action", "peak RSS (MB)"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
     let mut text = format!(
         "schedsim bench --scaling: the EPYC 7763 preset scaled to {} CPUs, quiet machine (median of {runs} runs, \
          each in its own process)\n\n",
