@@ -114,9 +114,9 @@ pub fn sd_flag_names(flags: u32) -> String {
 /// masks per level; copying N-bit masks per CPU grows as N^2).
 pub type SharedMask = std::sync::Arc<CpuMask>;
 
-/// The distinct masks of one build, looked up by value (never iterated).
+/// The distinct masks of one build, looked up by value.
 #[derive(Default)]
-struct MaskTable(std::collections::HashSet<SharedMask>);
+struct MaskTable(std::collections::BTreeSet<SharedMask>);
 
 impl MaskTable {
     /// The table's copy of `mask`, added if new.
