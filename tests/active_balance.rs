@@ -32,7 +32,7 @@ fn repeated_failures_start_an_active_balance_that_moves_a_task() {
     let nice = k.sd.domains(1)[top].cache_nice_tries;
     // Bind CPU 0's queued task to CPU 0: ordinary balancing from CPU 1 can move nothing (the
     // other task is running).
-    let queued: Vec<u32> = k.cpus[0].rq.cfs.queued().to_vec();
+    let queued: Vec<u32> = k.cpus[0].rq.cfs.queued(&k.ents);
     for p in &queued {
         k.tasks[*p as usize].pinned = Some(0);
     }

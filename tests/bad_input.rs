@@ -72,13 +72,13 @@ fn unbounded_work_is_refused() {
         &["parameter numipi=18446744073709551615 is out of range (0..=10000000)"],
     );
     rejected(
-        &["run", "spinners", "tasks=1000000", "duration_ms=1"],
-        &["parameter tasks=1000000 is out of range (1..=32768)"],
+        &["run", "spinners", "tasks=5000000", "duration_ms=1"],
+        &["parameter tasks=5000000 is out of range (1..=4194304)"],
     );
-    rejected(&["run", "nanosleep", "procs=100000"], &["parameter procs=100000 is out of range (1..=32768)"]);
-    rejected(&["run", "schbench", "--", "-m", "1", "-t", "100000", "-r", "1"], &["100002 tasks", "at most 32768"]);
+    rejected(&["run", "nanosleep", "procs=5000000"], &["parameter procs=5000000 is out of range (1..=4194304)"]);
+    rejected(&["run", "schbench", "--", "-m", "1", "-t", "5000000", "-r", "1"], &["5000002 tasks", "at most 4194304"]);
     rejected(&["run", "schbench", "--", "-m", "1", "-t", "4", "-r", "2147483647"], &["-r 2147483647"]);
-    rejected(&["run", "hackbench", "--", "perf", "-g", "100000"], &["at most 32768"]);
+    rejected(&["run", "hackbench", "--", "perf", "-g", "200000"], &["at most 4194304"]);
 }
 
 #[test]

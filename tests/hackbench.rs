@@ -95,7 +95,7 @@ fn pipe_and_socket_modes_finish_and_drain_their_objects() {
             let queued: u64 = s.receive_queue.iter().map(|b| (b.len - b.consumed) as u64).sum();
             assert_eq!(queued, expect, "{args}: socket {i}");
         }
-        assert!(k.ipc.wqs.iter().all(|q| q.entries.is_empty()), "{args}: a task is still queued");
+        assert!(k.ipc.wqs.iter().all(|q| q.is_empty()), "{args}: a task is still queued");
     }
 }
 

@@ -1,6 +1,7 @@
 //! The command line: `schedsim run | compare | reproduce | list | bench`. The only module that
 //! does I/O or reads the wall clock.
 
+pub mod bench;
 pub mod host;
 pub mod host_run;
 pub mod scenario;
@@ -272,6 +273,16 @@ struct BenchArgs {
     /// Print one JSON document instead of text.
     #[arg(long)]
     json: bool,
+    /// Instead: cost per action and peak RSS as the machine grows (8 to 4096 CPUs; idle,
+    /// ipistorm, nanosleep, hackbench), each run in its own process (`--runs` defaults to 1).
+    #[arg(long, conflicts_with = "json")]
+    scaling: bool,
+    /// With --scaling: the machine sizes, comma-separated CPU counts (multiples of 8).
+    #[arg(long, value_name = "N,N,...", requires = "scaling", value_delimiter = ',')]
+    sizes: Vec<u32>,
+    /// Internal: one scaling run in this process (workload, CPUs, machine file).
+    #[arg(long, hide = true, num_args = 3, value_names = ["WORKLOAD", "CPUS", "FILE"])]
+    scaling_child: Vec<String>,
 }
 
 /// The most seeds `--runs` may ask for (each is a whole run).
@@ -1221,6 +1232,16 @@ fn nanosleep_bench(machine: &str, procs: u32) -> Result<RunSpec, String> {
 fn cmd_bench(a: BenchArgs) -> Result<(), String> {
     use std::time::Instant;
     check_runs(a.runs)?;
+    if let [w, n, file] = a.scaling_child.as_slice() {
+        let n: u32 = n.parse().map_err(|_| format!("--scaling-child: CPUs `{n}`: expected a number"))?;
+        return bench::child(w, n, file);
+    }
+    if a.scaling {
+        let sizes = if a.sizes.is_empty() { bench::SIZES.to_vec() } else { a.sizes.clone() };
+        let runs = if std::env::args().any(|x| x == "--runs" || x.starts_with("--runs=")) { a.runs } else { 1 };
+        emit(&bench::scaling(runs, &sizes)?);
+        return Ok(());
+    }
     if !a.json {
         emit(&format!("schedsim bench: simulator speed (wall clock of this machine; median of {} runs)\n\n", a.runs));
     }

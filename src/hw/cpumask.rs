@@ -12,7 +12,7 @@ const BITS: u32 = u64::BITS;
 ///
 /// Two masks are equal only if they have the same `nr_cpus` and the same bits; all the
 /// set operations require both operands to have the same `nr_cpus` (asserted).
-#[derive(Clone, PartialEq, Eq, Hash, Debug, Default)]
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Default)]
 pub struct CpuMask {
     /// Number of CPU ids the mask can hold (the kernel's `nr_cpu_ids`).
     nr_cpus: u32,
@@ -87,7 +87,7 @@ impl CpuMask {
     }
 
     /// The lowest CPU `>= from` in the mask.
-    fn next_from(&self, from: u32) -> Option<u32> {
+    pub fn next_from(&self, from: u32) -> Option<u32> {
         if from >= self.nr_cpus {
             return None;
         }

@@ -202,8 +202,9 @@ impl Kernel {
             q: ActionQueue::with_cpus(nr as usize),
             costs: cost::PathCosts::default(),
             cpus: Vec::with_capacity(nr as usize),
-            tasks: Vec::new(),
-            ents: Vec::new(),
+            // The per-CPU idle, ksoftirqd and stopper tasks, without a doubling's slack.
+            tasks: Vec::with_capacity(3 * nr as usize),
+            ents: Vec::with_capacity(3 * nr as usize),
             csds: Vec::new(),
             futexes: Vec::new(),
             ipc: fs::Ipc::default(),
@@ -268,7 +269,9 @@ impl Kernel {
                 stack_csd,
                 nohz_csd,
                 cfd: Vec::new(),
-                cfd_ipi_mask: crate::hw::cpumask::CpuMask::new(nr),
+                // Sized by smp_call_function_many_cond() when it runs (no N-bit mask per CPU
+                // on machines that never call it).
+                cfd_ipi_mask: crate::hw::cpumask::CpuMask::default(),
                 will_do_softirq_post_flush: false,
                 softirq_flag_line,
                 softirq_ctrl_cnt: 0,
@@ -530,7 +533,9 @@ impl Kernel {
             let holders: Vec<usize> = (0..nr)
                 .filter(|&c| {
                     let cfs = &self.cpus[c].rq.cfs;
-                    cfs.is_queued(id) || (cfs.curr == Some(id) && self.ents[i].on_rq) || self.cpus[c].rq.rt.on_rt_rq(id)
+                    cfs.is_queued(&self.ents, id)
+                        || (cfs.curr == Some(id) && self.ents[i].on_rq)
+                        || self.cpus[c].rq.rt.on_rt_rq(id)
                 })
                 .collect();
             if t.on_rq {

@@ -6,7 +6,7 @@ pub mod pipe;
 pub mod select;
 
 use crate::linux::kernel::exit::SignalStruct;
-use crate::linux::kernel::wait::{WaitQueueHead, WakeRecord, WqId};
+use crate::linux::kernel::wait::{WaitQueues, WakeRecord, WqId};
 use crate::linux::net::unix::{SockId, UnixSock};
 use crate::linux::{Frame, Kernel};
 use pipe::{Pipe, PipeId};
@@ -14,7 +14,7 @@ use pipe::{Pipe, PipeId};
 /// The IPC objects of a run (the model's view of the files and sockets the workload opened).
 #[derive(Debug, Default)]
 pub struct Ipc {
-    pub wqs: Vec<WaitQueueHead>,
+    pub wqs: WaitQueues,
     pub pipes: Vec<Pipe>,
     pub socks: Vec<UnixSock>,
     pub signals: Vec<SignalStruct>,

@@ -25,10 +25,12 @@ use crate::hw::cacheline::LineId;
 use crate::linux::engine::{local_irq_disable, local_irq_enable, Frame, Next};
 use crate::linux::{CpuId, Kernel, TaskId};
 use crate::sim::Time;
-use std::collections::VecDeque;
 
 /// Index of a wait queue head in [`crate::linux::fs::Ipc::wqs`].
 pub type WqId = u32;
+
+/// No entry (the end of a list).
+const NIL: u32 = u32::MAX;
 
 // Poll event bits (include/uapi/asm-generic/poll.h).
 pub const EPOLLIN: u32 = 0x001;
@@ -52,7 +54,9 @@ pub enum WakeFn {
     ChildWait,
 }
 
-/// A `wait_queue_entry`.
+/// A `wait_queue_entry`, linked into its queue (`entry.prev/next`, the kernel's `list_head`)
+/// and into its task's chain of entries (so `is_queued()`/`remove_wait_queue()` look only at
+/// the task's own few entries).
 #[derive(Debug, Clone, Copy)]
 pub struct WaitEntry {
     pub task: TaskId,
@@ -63,13 +67,273 @@ pub struct WaitEntry {
     pub seq: u64,
     /// The last walk that visited this entry.
     pub walk: u32,
+    wq: WqId,
+    prev: u32,
+    next: u32,
+    /// Next entry of the same task (any queue), or the next free slot.
+    task_next: u32,
 }
 
-/// A `wait_queue_head`: its entries from head to tail, and the line holding its lock.
+/// Where a wake-up walk in progress on a queue resumes: `next` is the first entry it has not
+/// examined yet. Valid while every mark on the queue since the walk's own last one is its own
+/// (`marks`); otherwise the walk rescans from the head (see [`WaitQueues::walk_next`]).
+#[derive(Debug, Clone, Copy)]
+struct WalkCursor {
+    walk: u32,
+    next: u32,
+    marks: u64,
+}
+
+/// A `wait_queue_head`: its entries from head to tail (a doubly linked list through the
+/// entry slab of [`WaitQueues`]), and the line holding its lock.
 #[derive(Debug, Clone)]
 pub struct WaitQueueHead {
-    pub entries: VecDeque<WaitEntry>,
     pub line: LineId,
+    head: u32,
+    tail: u32,
+    len: u32,
+    /// Entries marked by any walk so far (walk cursors compare it with their own count).
+    marks: u64,
+    /// The walks in progress on this queue (usually zero or one).
+    walks: Vec<WalkCursor>,
+}
+
+impl WaitQueueHead {
+    /// No entry queued (`!waitqueue_active()`).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Number of queued entries.
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+}
+
+/// Every wait queue head of a run and the slab their entries live in: O(1) queueing at either
+/// end, O(1) unlinking, per-task chains for the lookups by task, and a resumable cursor per
+/// wake-up walk, so no operation scans a queue from its head (the walk only after another
+/// walk marked entries of the same queue meanwhile).
+#[derive(Debug, Clone, Default)]
+pub struct WaitQueues {
+    heads: Vec<WaitQueueHead>,
+    slab: Vec<WaitEntry>,
+    /// First free slab slot (chained through `task_next`).
+    free: Option<u32>,
+    /// Per task id, its first entry (NIL: none).
+    by_task: Vec<u32>,
+}
+
+impl std::ops::Index<usize> for WaitQueues {
+    type Output = WaitQueueHead;
+    fn index(&self, i: usize) -> &WaitQueueHead {
+        &self.heads[i]
+    }
+}
+
+impl WaitQueues {
+    /// A new empty queue whose lock lives on `line`.
+    pub fn push_head(&mut self, line: LineId) -> WqId {
+        self.heads.push(WaitQueueHead { line, head: NIL, tail: NIL, len: 0, marks: 0, walks: Vec::new() });
+        (self.heads.len() - 1) as WqId
+    }
+
+    /// Number of queue heads.
+    pub fn len(&self) -> usize {
+        self.heads.len()
+    }
+
+    /// No queue head exists.
+    pub fn is_empty(&self) -> bool {
+        self.heads.is_empty()
+    }
+
+    /// The queue heads in creation order.
+    pub fn iter(&self) -> impl Iterator<Item = &WaitQueueHead> {
+        self.heads.iter()
+    }
+
+    /// The entries of `wq` from head to tail.
+    pub fn entries(&self, wq: WqId) -> impl Iterator<Item = &WaitEntry> + '_ {
+        let mut i = self.heads[wq as usize].head;
+        std::iter::from_fn(move || {
+            if i == NIL {
+                return None;
+            }
+            let e = &self.slab[i as usize];
+            i = e.next;
+            Some(e)
+        })
+    }
+
+    /// Queue a new entry at the head (`__add_wait_queue()`) or the tail
+    /// (`__add_wait_queue_entry_tail()`).
+    pub fn insert(&mut self, wq: WqId, task: TaskId, exclusive: bool, func: WakeFn, seq: u64, at_tail: bool) {
+        if self.by_task.len() <= task as usize {
+            self.by_task.resize(task as usize + 1, NIL);
+        }
+        let e = WaitEntry {
+            task,
+            exclusive,
+            func,
+            seq,
+            walk: 0,
+            wq,
+            prev: NIL,
+            next: NIL,
+            task_next: self.by_task[task as usize],
+        };
+        let i = match self.free {
+            Some(i) => {
+                let n = self.slab[i as usize].task_next;
+                self.free = (n != NIL).then_some(n);
+                self.slab[i as usize] = e;
+                i
+            }
+            None => {
+                self.slab.push(e);
+                (self.slab.len() - 1) as u32
+            }
+        };
+        self.by_task[task as usize] = i;
+        let h = &mut self.heads[wq as usize];
+        if h.head == NIL {
+            h.head = i;
+            h.tail = i;
+        } else if at_tail {
+            self.slab[i as usize].prev = h.tail;
+            self.slab[h.tail as usize].next = i;
+            h.tail = i;
+        } else {
+            self.slab[i as usize].next = h.head;
+            self.slab[h.head as usize].prev = i;
+            h.head = i;
+        }
+        h.len += 1;
+    }
+
+    /// Is `task` queued on `wq`?
+    pub fn contains(&self, wq: WqId, task: TaskId) -> bool {
+        let mut i = self.by_task.get(task as usize).copied().unwrap_or(NIL);
+        while i != NIL {
+            let e = &self.slab[i as usize];
+            if e.wq == wq {
+                return true;
+            }
+            i = e.task_next;
+        }
+        false
+    }
+
+    /// Take every entry of `task` off `wq`.
+    pub fn remove_task(&mut self, wq: WqId, task: TaskId) {
+        let mut i = self.by_task.get(task as usize).copied().unwrap_or(NIL);
+        while i != NIL {
+            let e = self.slab[i as usize];
+            if e.wq == wq {
+                self.unlink(i);
+            }
+            i = e.task_next;
+        }
+    }
+
+    /// Unlink entry `i` from its queue and its task's chain and free its slot. Walk cursors
+    /// standing on it move to its successor.
+    fn unlink(&mut self, i: u32) {
+        let e = self.slab[i as usize];
+        let h = &mut self.heads[e.wq as usize];
+        if e.prev == NIL {
+            h.head = e.next;
+        } else {
+            self.slab[e.prev as usize].next = e.next;
+        }
+        if e.next == NIL {
+            h.tail = e.prev;
+        } else {
+            self.slab[e.next as usize].prev = e.prev;
+        }
+        h.len -= 1;
+        for c in h.walks.iter_mut() {
+            if c.next == i {
+                c.next = e.next;
+            }
+        }
+        // The task's chain is short (one entry per queue the task waits on).
+        let head = &mut self.by_task[e.task as usize];
+        if *head == i {
+            *head = e.task_next;
+        } else {
+            let mut j = *head;
+            while self.slab[j as usize].task_next != i {
+                j = self.slab[j as usize].task_next;
+            }
+            self.slab[j as usize].task_next = e.task_next;
+        }
+        self.slab[i as usize].task_next = self.free.unwrap_or(NIL);
+        self.free = Some(i);
+    }
+
+    /// A walk `walk` starts on `wq`.
+    pub fn walk_begin(&mut self, wq: WqId, walk: u32) {
+        let h = &mut self.heads[wq as usize];
+        h.walks.push(WalkCursor { walk, next: h.head, marks: h.marks });
+    }
+
+    /// The walk `walk` on `wq` has ended.
+    pub fn walk_end(&mut self, wq: WqId, walk: u32) {
+        let h = &mut self.heads[wq as usize];
+        if let Some(p) = h.walks.iter().position(|c| c.walk == walk) {
+            h.walks.swap_remove(p);
+        }
+    }
+
+    /// The next entry the walk `walk` visits: the first from the head that is older than the
+    /// walk (`seq < start_seq`) and not yet visited by it. Marks it visited and returns its
+    /// slot. Resumes at the walk's cursor: the entries before it were visited by this walk or
+    /// are newer than it (entries are only ever queued at either end with a fresh stamp), unless
+    /// another walk re-marked some of them, which the queue's mark count reveals; then it
+    /// rescans from the head, as a walk restarting from the head would find the same entry.
+    pub fn walk_next(&mut self, wq: WqId, walk: u32, start_seq: u64) -> Option<u32> {
+        let h = &self.heads[wq as usize];
+        let ci = h.walks.iter().position(|c| c.walk == walk);
+        let mut i = match ci {
+            Some(ci) if h.walks[ci].marks == h.marks => h.walks[ci].next,
+            _ => h.head,
+        };
+        while i != NIL {
+            let e = &self.slab[i as usize];
+            if e.seq < start_seq && e.walk != walk {
+                break;
+            }
+            i = e.next;
+        }
+        if cfg!(debug_assertions) {
+            let reference = self.entries(wq).position(|e| e.seq < start_seq && e.walk != walk);
+            let got = (i != NIL).then(|| self.entries(wq).position(|e| std::ptr::eq(e, &self.slab[i as usize])));
+            assert_eq!(got.flatten(), reference, "wait-queue walk cursor disagrees with a scan from the head");
+        }
+        let h = &mut self.heads[wq as usize];
+        let next = if i == NIL { NIL } else { self.slab[i as usize].next };
+        if i != NIL {
+            self.slab[i as usize].walk = walk;
+            h.marks += 1;
+        }
+        match ci {
+            Some(ci) => h.walks[ci] = WalkCursor { walk, next, marks: h.marks },
+            None => h.walks.push(WalkCursor { walk, next, marks: h.marks }),
+        }
+        (i != NIL).then_some(i)
+    }
+
+    /// The entry in slot `i`.
+    pub fn entry(&self, i: u32) -> &WaitEntry {
+        &self.slab[i as usize]
+    }
+
+    /// Dequeue the entry in slot `i` (`list_del_init()` of `autoremove_wake_function()`).
+    pub fn remove(&mut self, i: u32) {
+        self.unlink(i);
+    }
 }
 
 /// Cost of `__wake_up_common_lock()` around the walk: irqsave, the lock, the unlock (ns;
@@ -81,35 +345,34 @@ pub const WAKE_ENTRY_NS: Time = 5;
 /// Allocate a wait queue head whose lock line is homed on `cpu`.
 pub fn init_waitqueue_head(k: &mut Kernel, cpu: CpuId) -> WqId {
     let line = k.lines.alloc(cpu);
-    k.ipc.wqs.push(WaitQueueHead { entries: VecDeque::new(), line });
-    (k.ipc.wqs.len() - 1) as WqId
+    k.ipc.wqs.push_head(line)
 }
 
-fn new_entry(k: &mut Kernel, task: TaskId, exclusive: bool, func: WakeFn) -> WaitEntry {
+fn next_seq(k: &mut Kernel) -> u64 {
     k.ipc.wq_seq += 1;
-    WaitEntry { task, exclusive, func, seq: k.ipc.wq_seq, walk: 0 }
+    k.ipc.wq_seq
 }
 
 /// Is `task` queued on `wq`?
 pub fn is_queued(k: &Kernel, wq: WqId, task: TaskId) -> bool {
-    k.ipc.wqs[wq as usize].entries.iter().any(|e| e.task == task)
+    k.ipc.wqs.contains(wq, task)
 }
 
 /// `waitqueue_active()` / `wq_has_sleeper()`.
 pub fn waitqueue_active(k: &Kernel, wq: WqId) -> bool {
-    !k.ipc.wqs[wq as usize].entries.is_empty()
+    !k.ipc.wqs[wq as usize].is_empty()
 }
 
 /// `add_wait_queue()`: a non-exclusive entry at the head (used by `poll_wait()` and
 /// `do_wait()`).
 pub fn add_wait_queue(k: &mut Kernel, wq: WqId, task: TaskId, func: WakeFn) {
-    let e = new_entry(k, task, false, func);
-    k.ipc.wqs[wq as usize].entries.push_front(e);
+    let seq = next_seq(k);
+    k.ipc.wqs.insert(wq, task, false, func, seq, false);
 }
 
 /// `remove_wait_queue()` / the list_del of `finish_wait()`.
 pub fn remove_wait_queue(k: &mut Kernel, wq: WqId, task: TaskId) {
-    k.ipc.wqs[wq as usize].entries.retain(|e| e.task != task);
+    k.ipc.wqs.remove_task(wq, task);
 }
 
 /// `prepare_to_wait()` / `prepare_to_wait_exclusive()` / `prepare_to_wait_event()`: queue the
@@ -118,13 +381,8 @@ pub fn remove_wait_queue(k: &mut Kernel, wq: WqId, task: TaskId) {
 /// [`finish_wait`].
 pub fn prepare_to_wait(k: &mut Kernel, wq: WqId, task: TaskId, exclusive: bool) {
     if !is_queued(k, wq, task) {
-        let e = new_entry(k, task, exclusive, WakeFn::Autoremove);
-        let q = &mut k.ipc.wqs[wq as usize].entries;
-        if exclusive {
-            q.push_back(e);
-        } else {
-            q.push_front(e);
-        }
+        let seq = next_seq(k);
+        k.ipc.wqs.insert(wq, task, exclusive, WakeFn::Autoremove, seq, exclusive);
     }
     k.tasks[task as usize].state = TASK_INTERRUPTIBLE;
 }
@@ -206,16 +464,15 @@ pub fn wake_up(k: &mut Kernel, cpu: CpuId, s: &mut WakeUp) -> Next {
             k.ipc.wq_walks += 1;
             s.walk = k.ipc.wq_walks;
             s.start_seq = k.ipc.wq_seq + 1;
+            k.ipc.wqs.walk_begin(s.wq, s.walk);
             s.at = 1;
             Next::Cont(c)
         }
         _ => {
             let mut c = std::mem::take(&mut s.carry) as Time;
             while s.nr_exclusive > 0 {
-                let q = &mut k.ipc.wqs[s.wq as usize].entries;
-                let Some(i) = q.iter().position(|e| e.seq < s.start_seq && e.walk != s.walk) else { break };
-                q[i].walk = s.walk;
-                let e = q[i];
+                let Some(i) = k.ipc.wqs.walk_next(s.wq, s.walk, s.start_seq) else { break };
+                let e = *k.ipc.wqs.entry(i);
                 c += WAKE_ENTRY_NS;
                 if let WakeFn::Poll { events } = e.func {
                     if s.key != 0 && s.key & events == 0 {
@@ -227,7 +484,7 @@ pub fn wake_up(k: &mut Kernel, cpu: CpuId, s: &mut WakeUp) -> Next {
                     continue;
                 }
                 if e.func == WakeFn::Autoremove {
-                    k.ipc.wqs[s.wq as usize].entries.remove(i);
+                    k.ipc.wqs.remove(i);
                 }
                 if e.exclusive {
                     s.nr_exclusive -= 1;
@@ -253,10 +510,128 @@ pub fn wake_up(k: &mut Kernel, cpu: CpuId, s: &mut WakeUp) -> Next {
                 s.carry = c as u32;
                 return Next::Call(0, Frame::TryToWakeUp(TryToWakeUp::new(e.task, s.wake_flags)));
             }
+            k.ipc.wqs.walk_end(s.wq, s.walk);
             if s.irqs_were_on {
                 local_irq_enable(k, cpu);
             }
             Next::Ret(c)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::VecDeque;
+
+    /// The reference model: the queues as plain `VecDeque`s scanned from the head, as
+    /// before the slab (what `walk_next` must agree with, walk for walk).
+    #[derive(Default)]
+    struct Reference {
+        qs: Vec<VecDeque<(TaskId, u64, u32)>>,
+    }
+
+    impl Reference {
+        fn walk_next(&mut self, wq: usize, walk: u32, start_seq: u64) -> Option<(TaskId, u64)> {
+            let q = &mut self.qs[wq];
+            let i = q.iter().position(|e| e.1 < start_seq && e.2 != walk)?;
+            q[i].2 = walk;
+            Some((q[i].0, q[i].1))
+        }
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Add {
+            wq: usize,
+            task: TaskId,
+            tail: bool,
+        },
+        Remove {
+            wq: usize,
+            task: TaskId,
+        },
+        Begin {
+            wq: usize,
+        },
+        /// Advance the `n`-th walk in progress; `take`: dequeue the entry it visits.
+        Step {
+            n: usize,
+            take: bool,
+        },
+    }
+
+    fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+        use proptest::prelude::*;
+        prop_oneof![
+            3 => (0..3usize, 0..12u32, any::<bool>()).prop_map(|(wq, task, tail)| Op::Add { wq, task, tail }),
+            2 => (0..3usize, 0..12u32).prop_map(|(wq, task)| Op::Remove { wq, task }),
+            1 => (0..3usize).prop_map(|wq| Op::Begin { wq }),
+            4 => (0..4usize, any::<bool>()).prop_map(|(n, take)| Op::Step { n, take }),
+        ]
+    }
+
+    proptest::proptest! {
+        /// Any interleaving of queueing at either end, removal by task, and several walks on
+        /// the same queues (some dequeuing what they visit) visits the same entries in the
+        /// same order as scanning a `VecDeque` from the head each time.
+        #[test]
+        fn walks_agree_with_a_scan_from_the_head(ops in proptest::collection::vec(op(), 1..200)) {
+            let mut wqs = WaitQueues::default();
+            let mut r = Reference::default();
+            for _ in 0..3 {
+                wqs.push_head(0);
+                r.qs.push(VecDeque::new());
+            }
+            let mut seq = 0u64;
+            let mut walk_ids = 0u32;
+            let mut walks: Vec<(usize, u32, u64)> = Vec::new();
+            for o in ops {
+                match o {
+                    Op::Add { wq, task, tail } => {
+                        seq += 1;
+                        wqs.insert(wq as WqId, task, tail, WakeFn::Autoremove, seq, tail);
+                        if tail { r.qs[wq].push_back((task, seq, 0)) } else { r.qs[wq].push_front((task, seq, 0)) }
+                    }
+                    Op::Remove { wq, task } => {
+                        proptest::prop_assert_eq!(wqs.contains(wq as WqId, task), r.qs[wq].iter().any(|e| e.0 == task));
+                        wqs.remove_task(wq as WqId, task);
+                        r.qs[wq].retain(|e| e.0 != task);
+                    }
+                    Op::Begin { wq } => {
+                        walk_ids += 1;
+                        wqs.walk_begin(wq as WqId, walk_ids);
+                        walks.push((wq, walk_ids, seq + 1));
+                    }
+                    Op::Step { n, take } => {
+                        if walks.is_empty() {
+                            continue;
+                        }
+                        let (wq, walk, start) = walks[n % walks.len()];
+                        let got = wqs.walk_next(wq as WqId, walk, start);
+                        let want = r.walk_next(wq, walk, start);
+                        proptest::prop_assert_eq!(got.map(|i| (wqs.entry(i).task, wqs.entry(i).seq)), want);
+                        match got {
+                            None => {
+                                wqs.walk_end(wq as WqId, walk);
+                                walks.retain(|w| w.1 != walk);
+                            }
+                            Some(i) if take => {
+                                let s = wqs.entry(i).seq;
+                                wqs.remove(i);
+                                r.qs[wq].retain(|e| e.1 != s);
+                            }
+                            Some(_) => {}
+                        }
+                    }
+                }
+                for (wq, q) in r.qs.iter().enumerate() {
+                    let got: Vec<(TaskId, u64)> = wqs.entries(wq as WqId).map(|e| (e.task, e.seq)).collect();
+                    let want: Vec<(TaskId, u64)> = q.iter().map(|e| (e.0, e.1)).collect();
+                    proptest::prop_assert_eq!(got, want);
+                    proptest::prop_assert_eq!(wqs[wq].len(), q.len());
+                }
+            }
         }
     }
 }

@@ -179,7 +179,6 @@ pub fn sched_balance_rq(k: &mut Kernel, cpu: CpuId, dst: CpuId, sd: usize, idle:
     cost += k.line_read(cpu, k.cpus[src as usize].rq.lock_line);
     let nice_tries = k.sd.domains(dst)[sd].cache_nice_tries;
     let failed = k.sd.domains(dst)[sd].nr_balance_failed;
-    let queued: Vec<TaskId> = k.cpus[src as usize].rq.cfs.queued().to_vec();
     // loop_max = min(sysctl_sched_nr_migrate, busiest->nr_running): 32 (!RT) or 8 (RT).
     let nr_migrate = if k.cfg.preempt_rt { 8 } else { 32 };
     let want = if idle == CpuIdleType::NewlyIdle { 1 } else { ((src_nr - dst_nr) / 2).clamp(1, nr_migrate) };
@@ -190,7 +189,11 @@ pub fn sched_balance_rq(k: &mut Kernel, cpu: CpuId, dst: CpuId, sd: usize, idle:
     if k.tasks[curr as usize].cpu_allowed(dst) && k.tasks[curr as usize].kind.is_fair_task() {
         all_pinned = false;
     }
-    for p in queued {
+    // The queue in tree order as it was here, walked without a copy: the walk only dequeues
+    // what it visits, so the next entity is the one after the last visited position.
+    let mut after = None;
+    while let Some(p) = k.cpus[src as usize].rq.cfs.next_queued(&k.ents, after) {
+        after = Some(k.cpus[src as usize].rq.cfs.tree_pos(&k.ents[p as usize]));
         if moved >= want {
             break;
         }
@@ -274,8 +277,9 @@ pub fn active_load_balance_cpu_stop(k: &mut Kernel, cpu: CpuId, push_cpu: CpuId)
     if src_nr == 0 || dst_nr >= src_nr {
         return k.costs.balance_rq;
     }
-    let queued: Vec<TaskId> = k.cpus[cpu as usize].rq.cfs.queued().to_vec();
-    for p in queued {
+    let mut after = None;
+    while let Some(p) = k.cpus[cpu as usize].rq.cfs.next_queued(&k.ents, after) {
+        after = Some(k.cpus[cpu as usize].rq.cfs.tree_pos(&k.ents[p as usize]));
         if !k.tasks[p as usize].cpu_allowed(push_cpu) {
             continue;
         }
@@ -831,8 +835,12 @@ pub fn __update_idle_core(k: &mut Kernel, cpu: CpuId) -> Time {
         return 0;
     }
     let mut cost = 0;
-    let sibs: Vec<CpuId> = k.m.topo.smt_mask(cpu).iter().filter(|&c| c != cpu).collect();
-    for s in sibs {
+    let mut next = smt_sibling_from(k, cpu, 0);
+    while let Some(s) = next {
+        next = smt_sibling_from(k, cpu, s + 1);
+        if s == cpu {
+            continue;
+        }
         cost += peek_rq(k, cpu, s);
         if !available_idle_cpu(k, s) {
             return cost;
@@ -842,32 +850,38 @@ pub fn __update_idle_core(k: &mut Kernel, cpu: CpuId) -> Time {
     cost
 }
 
+/// The first SMT sibling of `cpu` (itself included) numbered `from` or above: a walk over the
+/// siblings that leaves `k` free between steps without collecting them.
+fn smt_sibling_from(k: &Kernel, cpu: CpuId, from: CpuId) -> Option<CpuId> {
+    k.m.topo.smt_mask(cpu).next_from(from)
+}
+
 /// Models `select_idle_core()`: `Ok(core)` if the whole core is idle; otherwise records the
 /// first idle sibling in `idle_cpu`.
 fn select_idle_core(
     k: &mut Kernel,
     cpu: CpuId,
     core: CpuId,
-    allowed: &dyn Fn(CpuId) -> bool,
+    p: TaskId,
     idle_cpu: &mut Option<CpuId>,
     cost: &mut Time,
 ) -> bool {
+    let allowed = |k: &Kernel, c: CpuId| k.tasks[p as usize].cpu_allowed(c);
     let mut idle = true;
-    let sibs: Vec<CpuId> = k.m.topo.smt_mask(core).iter().collect();
-    for s in sibs {
+    let mut next = smt_sibling_from(k, core, 0);
+    while let Some(s) = next {
+        next = smt_sibling_from(k, core, s + 1);
         *cost += peek_rq(k, cpu, s);
         if !available_idle_cpu(k, s) {
+            // sched_idle_cpu() is never true here (no SCHED_IDLE tasks modelled).
             idle = false;
-            if idle_cpu.is_none() && allowed(s) {
-                // sched_idle_cpu() is never true here (no SCHED_IDLE tasks modelled).
-            }
             continue;
         }
-        if idle_cpu.is_none() && allowed(s) {
+        if idle_cpu.is_none() && allowed(k, s) {
             *idle_cpu = Some(s);
         }
     }
-    idle && allowed(core)
+    idle && allowed(k, core)
 }
 
 /// Models `select_idle_cpu()` — kernel/sched/fair.c @ v6.10: nothing if the SIS_UTIL budget
@@ -884,13 +898,7 @@ fn select_idle_cpu(
     let llc = k.sd.sd_llc[target as usize];
     let llc = llc?;
     let span = k.sd.domains(target)[llc].span.clone();
-    let task = &k.tasks[p as usize];
-    let (pinned, mask) = (task.pinned, task.cpus_mask.clone());
-    let allowed = move |c: CpuId| match (pinned, &mask) {
-        (Some(x), _) => x == c,
-        (None, Some(m)) => m.test(c),
-        (None, None) => true,
-    };
+    let allowed = |k: &Kernel, c: CpuId| k.tasks[p as usize].cpu_allowed(c);
     // The SIS_UTIL budget applies to the CPU-by-CPU scan only, but an exhausted budget (an
     // overloaded LLC) ends the search before any scan, the idle-core one included.
     let mut nr: i64 = i64::MAX;
@@ -901,18 +909,17 @@ fn select_idle_cpu(
         }
     }
     let mut idle_cpu = None;
-    let mut skip = crate::hw::cpumask::CpuMask::new(k.m.topo.nr_cpus);
+    // The cores already scanned (`cpus &= ~cpu_smt_mask(core)` in the kernel's `cpus`): their
+    // SMT siblings are skipped. The scan goes through the LLC span in wrap order, so a core's
+    // siblings are all marked once it is scanned.
     let n = k.m.topo.nr_cpus;
     for c in span.iter_wrap((target + 1) % n) {
-        if !allowed(c) || skip.test(c) {
+        if !allowed(k, c) || (has_idle_core && core_scanned(k, p, &span, target, c)) {
             continue;
         }
         if has_idle_core {
-            if select_idle_core(k, cpu, c, &allowed, &mut idle_cpu, cost) {
+            if select_idle_core(k, cpu, c, p, &mut idle_cpu, cost) {
                 return Some(c);
-            }
-            for s in k.m.topo.smt_mask(c).iter() {
-                skip.set(s);
             }
         } else {
             nr -= 1;
@@ -931,11 +938,30 @@ fn select_idle_cpu(
     idle_cpu
 }
 
+/// Whether `select_idle_cpu()`'s idle-core scan, going through `span` in wrap order from
+/// `target + 1`, has already scanned `c`'s core: an SMT sibling of `c` in the span that the
+/// task may use comes before `c` (the first such sibling is scanned and drops the whole core
+/// from the kernel's `cpus` mask). Computed from the siblings instead of a per-wakeup mask.
+fn core_scanned(k: &Kernel, p: TaskId, span: &crate::hw::cpumask::CpuMask, target: CpuId, c: CpuId) -> bool {
+    let n = k.m.topo.nr_cpus;
+    let start = (target + 1) % n;
+    let order = |x: CpuId| if x >= start { x - start } else { x + n - start };
+    let mut next = smt_sibling_from(k, c, 0);
+    while let Some(s) = next {
+        next = smt_sibling_from(k, c, s + 1);
+        if s != c && order(s) < order(c) && span.test(s) && k.tasks[p as usize].cpu_allowed(s) {
+            return true;
+        }
+    }
+    false
+}
+
 /// Models `select_idle_smt()`: an idle SMT sibling of `target` inside the LLC.
 fn select_idle_smt(k: &mut Kernel, cpu: CpuId, p: TaskId, target: CpuId, cost: &mut Time) -> Option<CpuId> {
-    let sibs: Vec<CpuId> = k.m.topo.smt_mask(target).iter().filter(|&c| c != target).collect();
-    for s in sibs {
-        if !k.tasks[p as usize].cpu_allowed(s) {
+    let mut next = smt_sibling_from(k, target, 0);
+    while let Some(s) = next {
+        next = smt_sibling_from(k, target, s + 1);
+        if s == target || !k.tasks[p as usize].cpu_allowed(s) {
             continue;
         }
         *cost += peek_rq(k, cpu, s);
@@ -1456,8 +1482,8 @@ pub fn select_idle_sibling_v38(
     let pinned = k.tasks[p as usize].pinned;
     let allowed = |c: CpuId| pinned.is_none_or(|x| x == c);
     for level in (0..=llc).rev() {
-        let groups = k.sd.domains(target)[level].groups.clone();
-        'group: for g in &groups {
+        'group: for gi in 0..k.sd.domains(target)[level].groups.len() {
+            let g = k.sd.domains(target)[level].groups[gi].clone();
             if !g.iter().any(allowed) {
                 continue;
             }
@@ -1467,7 +1493,8 @@ pub fn select_idle_sibling_v38(
                     continue 'group;
                 }
             }
-            if let Some(c) = g.iter().find(|&c| allowed(c)) {
+            let first_allowed = g.iter().find(|&c| allowed(c));
+            if let Some(c) = first_allowed {
                 return c;
             }
         }

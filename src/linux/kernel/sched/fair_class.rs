@@ -11,13 +11,16 @@
 //! * Entities live in a caller-owned table `&mut [SchedEntity]` indexed by task id:
 //!   `ents[id as usize].id == id`. One table can serve every CPU's [`CfsRq`]; an entity is on at
 //!   most one of them at a time.
-//! * A [`CfsRq`] keeps the ids of its queued, not-running entities in a `Vec<u32>` sorted by the
+//! * A [`CfsRq`] keeps its queued, not-running entities in a balanced search tree ordered by the
 //!   kernel's rb-tree key: the virtual deadline (EEVDF) or vruntime (CFS), ties in arrival order
-//!   (the kernel inserts equal keys to the right). Keys of queued entities never change while
-//!   queued, so insertion is a binary search plus `Vec::insert`; removal is a linear search.
-//!   `pick_eevdf()`'s augmented-tree heap search becomes a linear scan for the first eligible
-//!   entity in deadline order, which selects the same entity. All of this is O(n) with n at
-//!   most a few hundred.
+//!   (the kernel inserts equal keys to the right; here each insertion takes a sequence number
+//!   that breaks ties). The links live in the entities (`SchedEntity::node`, as the kernel's
+//!   `run_node`), and each node carries the smallest vruntime of its subtree (the kernel's
+//!   `min_vruntime` augmentation), so `pick_eevdf()` finds the first eligible entity in
+//!   deadline order by the same heap search as the kernel, in O(log n). The tree is a treap
+//!   (priorities hashed from the sequence number, so it is deterministic) rather than a
+//!   red-black tree: the order, and so every pick, is the same; only the shape differs. Keys of
+//!   queued entities never change while queued, so an entity is found again by its key.
 //! * The running entity (`curr`) is not in the queue, as in the kernel: `set_next_entity()`
 //!   takes it out, `put_prev_entity()` puts it back.
 //! * Every operation that can call `resched_curr()` in the kernel returns `true` when it would.
@@ -225,6 +228,36 @@ pub struct SchedAvg {
     pub util_avg: u64,
 }
 
+/// No entity (an empty subtree).
+const NIL: u32 = u32::MAX;
+
+/// An entity's links in its cfs_rq's tree (the kernel's `run_node` with the `min_vruntime`
+/// augmentation), meaningful only while it is queued and not running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TreeNode {
+    left: u32,
+    right: u32,
+    /// Insertion number on its cfs_rq: breaks key ties (arrival order) and seeds the priority.
+    seq: u64,
+    /// Smallest vruntime in this subtree (wrapping order).
+    min_vruntime: u64,
+}
+
+impl Default for TreeNode {
+    fn default() -> Self {
+        TreeNode { left: NIL, right: NIL, seq: 0, min_vruntime: 0 }
+    }
+}
+
+/// The treap priority of the node inserted as number `seq` (SplitMix64 of it).
+#[inline]
+fn tree_prio(seq: u64) -> u64 {
+    let mut z = seq.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
 /// `struct sched_entity` (the fields the fair class uses) — include/linux/sched.h @ v6.10.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SchedEntity {
@@ -248,6 +281,8 @@ pub struct SchedEntity {
     pub avg: SchedAvg,
     /// `avg` is attached to a cfs_rq's sums (the kernel: `avg.last_update_time != 0`).
     pub avg_attached: bool,
+    /// Links in the cfs_rq's tree while queued.
+    pub node: TreeNode,
 }
 
 impl SchedEntity {
@@ -297,8 +332,14 @@ pub struct CfsRq {
     pub load_weight: u64,
     /// `nr_running`: curr included.
     pub nr_running: u32,
-    /// Queued, not-running entity ids in tree order.
-    queued: Vec<u32>,
+    /// Root of the tree of queued, not-running entities (NIL: empty).
+    root: u32,
+    /// The leftmost queued entity (`rb_root_cached`), NIL if none.
+    leftmost: u32,
+    /// Number of queued entities.
+    nr_queued: u32,
+    /// Insertions so far (tree tie-break and priority).
+    seq: u64,
     pub curr: Option<u32>,
     /// The cfs_rq's PELT average.
     pub avg: SchedAvg,
@@ -402,20 +443,229 @@ impl CfsRq {
             avg_load: 0,
             load_weight: 0,
             nr_running: 0,
-            queued: Vec::new(),
+            root: NIL,
+            leftmost: NIL,
+            nr_queued: 0,
+            seq: 0,
             curr: None,
             avg: SchedAvg::default(),
         }
     }
 
     /// Queued, not-running entity ids in tree order (deadline for EEVDF, vruntime for CFS).
-    pub fn queued(&self) -> &[u32] {
-        &self.queued
+    /// Allocates: for tests and checks; the balancing paths walk with [`CfsRq::next_queued`].
+    pub fn queued(&self, ents: &[SchedEntity]) -> Vec<u32> {
+        let mut out = Vec::with_capacity(self.nr_queued as usize);
+        let mut stack = Vec::new();
+        let mut n = self.root;
+        while n != NIL || !stack.is_empty() {
+            while n != NIL {
+                stack.push(n);
+                n = ents[n as usize].node.left;
+            }
+            let x = stack.pop().expect("stack is not empty");
+            out.push(x);
+            n = ents[x as usize].node.right;
+        }
+        out
+    }
+
+    /// Number of queued, not-running entities.
+    pub fn nr_queued(&self) -> u32 {
+        self.nr_queued
+    }
+
+    /// The first queued entity in tree order (the leftmost).
+    pub fn first_queued(&self) -> Option<u32> {
+        (self.leftmost != NIL).then_some(self.leftmost)
+    }
+
+    /// The queued entity following the one whose tree position was `after` (its
+    /// [`CfsRq::tree_pos`], taken while it was queued; it may have left since), or the first
+    /// with None: a walk in tree order that stays valid while the walker dequeues what it
+    /// visits. O(log n) per step.
+    pub fn next_queued(&self, ents: &[SchedEntity], after: Option<(u64, u64)>) -> Option<u32> {
+        let Some(after) = after else {
+            return self.first_queued();
+        };
+        let mut best = NIL;
+        let mut n = self.root;
+        while n != NIL {
+            if self.pos_before(after, self.tree_pos(&ents[n as usize])) {
+                best = n;
+                n = ents[n as usize].node.left;
+            } else {
+                n = ents[n as usize].node.right;
+            }
+        }
+        (best != NIL).then_some(best)
+    }
+
+    /// A queued entity's position in the tree order: (key, insertion number).
+    pub fn tree_pos(&self, se: &SchedEntity) -> (u64, u64) {
+        let key = match self.policy {
+            FairPolicy::Eevdf => se.deadline,
+            FairPolicy::Cfs => se.vruntime,
+        };
+        (key, se.node.seq)
+    }
+
+    /// Tree order on positions: the key (wrapping), then the insertion number.
+    #[inline]
+    fn pos_before(&self, a: (u64, u64), b: (u64, u64)) -> bool {
+        vbefore(a.0, b.0) || (a.0 == b.0 && a.1 < b.1)
     }
 
     /// Whether `id` is in the queue (on the rq and not curr).
-    pub fn is_queued(&self, id: u32) -> bool {
-        self.queued.contains(&id)
+    pub fn is_queued(&self, ents: &[SchedEntity], id: u32) -> bool {
+        self.find(ents, id)
+    }
+
+    /// Is `id` in this tree? (Descends by its position.)
+    fn find(&self, ents: &[SchedEntity], id: u32) -> bool {
+        let pos = self.tree_pos(&ents[id as usize]);
+        let mut n = self.root;
+        while n != NIL {
+            if n == id {
+                return true;
+            }
+            n = if self.pos_before(pos, self.tree_pos(&ents[n as usize])) {
+                ents[n as usize].node.left
+            } else {
+                ents[n as usize].node.right
+            };
+        }
+        false
+    }
+
+    /// Recompute `n`'s subtree minimum vruntime from its own and its children's.
+    #[inline]
+    fn tree_update(ents: &mut [SchedEntity], n: u32) {
+        let se = &ents[n as usize];
+        let mut m = se.vruntime;
+        for c in [se.node.left, se.node.right] {
+            if c != NIL {
+                m = min_vruntime(m, ents[c as usize].node.min_vruntime);
+            }
+        }
+        ents[n as usize].node.min_vruntime = m;
+    }
+
+    /// Insert `x` into the subtree `t`; returns the subtree's new root.
+    fn tree_insert(&self, ents: &mut [SchedEntity], t: u32, x: u32) -> u32 {
+        if t == NIL {
+            return x;
+        }
+        let xp = self.tree_pos(&ents[x as usize]);
+        let tp = self.tree_pos(&ents[t as usize]);
+        let root = if self.pos_before(xp, tp) {
+            let l = self.tree_insert(ents, ents[t as usize].node.left, x);
+            ents[t as usize].node.left = l;
+            if tree_prio(ents[l as usize].node.seq) > tree_prio(ents[t as usize].node.seq) {
+                // Rotate right: l becomes the root of this subtree.
+                ents[t as usize].node.left = ents[l as usize].node.right;
+                ents[l as usize].node.right = t;
+                Self::tree_update(ents, t);
+                l
+            } else {
+                t
+            }
+        } else {
+            let r = self.tree_insert(ents, ents[t as usize].node.right, x);
+            ents[t as usize].node.right = r;
+            if tree_prio(ents[r as usize].node.seq) > tree_prio(ents[t as usize].node.seq) {
+                // Rotate left.
+                ents[t as usize].node.right = ents[r as usize].node.left;
+                ents[r as usize].node.left = t;
+                Self::tree_update(ents, t);
+                r
+            } else {
+                t
+            }
+        };
+        Self::tree_update(ents, root);
+        root
+    }
+
+    /// Join two subtrees, every entity of `a` before every entity of `b`.
+    fn tree_merge(ents: &mut [SchedEntity], a: u32, b: u32) -> u32 {
+        if a == NIL {
+            return b;
+        }
+        if b == NIL {
+            return a;
+        }
+        if tree_prio(ents[a as usize].node.seq) > tree_prio(ents[b as usize].node.seq) {
+            let r = Self::tree_merge(ents, ents[a as usize].node.right, b);
+            ents[a as usize].node.right = r;
+            Self::tree_update(ents, a);
+            a
+        } else {
+            let l = Self::tree_merge(ents, a, ents[b as usize].node.left);
+            ents[b as usize].node.left = l;
+            Self::tree_update(ents, b);
+            b
+        }
+    }
+
+    /// Remove `x` (at position `xp`) from the subtree `t`; returns the new root and whether
+    /// it was found.
+    fn tree_remove(&self, ents: &mut [SchedEntity], t: u32, x: u32, xp: (u64, u64)) -> (u32, bool) {
+        if t == NIL {
+            return (NIL, false);
+        }
+        if t == x {
+            let n = ents[x as usize].node;
+            return (Self::tree_merge(ents, n.left, n.right), true);
+        }
+        let found = if self.pos_before(xp, self.tree_pos(&ents[t as usize])) {
+            let (l, f) = self.tree_remove(ents, ents[t as usize].node.left, x, xp);
+            ents[t as usize].node.left = l;
+            f
+        } else {
+            let (r, f) = self.tree_remove(ents, ents[t as usize].node.right, x, xp);
+            ents[t as usize].node.right = r;
+            f
+        };
+        if found {
+            Self::tree_update(ents, t);
+        }
+        (t, found)
+    }
+
+    /// The leftmost entity of the tree.
+    fn tree_leftmost(&self, ents: &[SchedEntity]) -> u32 {
+        let mut n = self.root;
+        if n == NIL {
+            return NIL;
+        }
+        while ents[n as usize].node.left != NIL {
+            n = ents[n as usize].node.left;
+        }
+        n
+    }
+
+    /// The first entity in tree order whose vruntime is eligible: the kernel's `pick_eevdf()`
+    /// heap search. Eligibility is monotone in vruntime, so a subtree holds an eligible entity
+    /// iff its minimum vruntime is eligible.
+    fn first_eligible(&self, ents: &[SchedEntity]) -> Option<u32> {
+        let mut n = self.root;
+        while n != NIL {
+            let node = ents[n as usize].node;
+            if node.left != NIL && self.vruntime_eligible(ents, ents[node.left as usize].node.min_vruntime) {
+                n = node.left;
+                continue;
+            }
+            if self.vruntime_eligible(ents, ents[n as usize].vruntime) {
+                return Some(n);
+            }
+            if node.right != NIL && self.vruntime_eligible(ents, ents[node.right as usize].node.min_vruntime) {
+                n = node.right;
+                continue;
+            }
+            return None;
+        }
+        None
     }
 
     fn curr_on_rq<'a>(&self, ents: &'a [SchedEntity]) -> Option<&'a SchedEntity> {
@@ -452,25 +702,35 @@ impl CfsRq {
     }
 
     /// Models `__enqueue_entity()` — kernel/sched/fair.c @ v6.10.
-    fn enqueue_tree(&mut self, ents: &[SchedEntity], id: u32) {
-        let se = &ents[id as usize];
-        debug_assert_eq!(se.id, id, "entity table must be indexed by id");
-        // After every entity whose key is not later than ours (equal keys go right).
-        let pos = self.queued.partition_point(|&q| !self.tree_before(se, &ents[q as usize]));
-        self.queued.insert(pos, id);
-        self.avg_vruntime_add(se);
+    fn enqueue_tree(&mut self, ents: &mut [SchedEntity], id: u32) {
+        debug_assert_eq!(ents[id as usize].id, id, "entity table must be indexed by id");
+        // After every entity whose key is not later than ours (equal keys go right): the
+        // insertion number is larger than every queued one.
+        self.seq += 1;
+        let v = ents[id as usize].vruntime;
+        ents[id as usize].node = TreeNode { left: NIL, right: NIL, seq: self.seq, min_vruntime: v };
+        self.root = self.tree_insert(ents, self.root, id);
+        self.nr_queued += 1;
+        if self.leftmost == NIL || self.tree_before(&ents[id as usize], &ents[self.leftmost as usize]) {
+            self.leftmost = id;
+        }
+        self.avg_vruntime_add(&ents[id as usize]);
     }
 
     /// Models `__dequeue_entity()` — kernel/sched/fair.c @ v6.10. Returns false if not queued.
-    fn dequeue_tree(&mut self, ents: &[SchedEntity], id: u32) -> bool {
-        match self.queued.iter().position(|&q| q == id) {
-            Some(i) => {
-                self.queued.remove(i);
-                self.avg_vruntime_sub(&ents[id as usize]);
-                true
-            }
-            None => false,
+    fn dequeue_tree(&mut self, ents: &mut [SchedEntity], id: u32) -> bool {
+        let pos = self.tree_pos(&ents[id as usize]);
+        let (root, found) = self.tree_remove(ents, self.root, id, pos);
+        if !found {
+            return false;
         }
+        self.root = root;
+        self.nr_queued -= 1;
+        if self.leftmost == id {
+            self.leftmost = self.tree_leftmost(ents);
+        }
+        self.avg_vruntime_sub(&ents[id as usize]);
+        true
     }
 
     /// Σ key·w and Σ w including an on-rq curr.
@@ -520,8 +780,8 @@ impl CfsRq {
         let curr = self.curr_on_rq(ents).map(|c| c.vruntime);
         let mut v = curr.unwrap_or(self.min_vruntime);
         let tree_min = match self.policy {
-            FairPolicy::Cfs => self.queued.first().map(|&q| ents[q as usize].vruntime),
-            FairPolicy::Eevdf => self.queued.iter().map(|&q| ents[q as usize].vruntime).reduce(min_vruntime),
+            FairPolicy::Cfs => self.first_queued().map(|q| ents[q as usize].vruntime),
+            FairPolicy::Eevdf => (self.root != NIL).then(|| ents[self.root as usize].node.min_vruntime),
         };
         if let Some(tv) = tree_min {
             v = match curr {
@@ -816,7 +1076,7 @@ impl CfsRq {
     /// (`vlag == deadline`) is kept.
     pub fn pick_eevdf(&self, ents: &[SchedEntity]) -> Option<u32> {
         let curr = self.curr.filter(|&c| ents[c as usize].on_rq);
-        let first = self.queued.first().copied();
+        let first = self.first_queued();
         if self.nr_running == 1 {
             return curr.or(first);
         }
@@ -827,7 +1087,7 @@ impl CfsRq {
                 return Some(c);
             }
         }
-        let best = self.queued.iter().copied().find(|&q| self.entity_eligible(ents, q));
+        let best = self.first_eligible(ents);
         match (best, curr) {
             (Some(b), Some(c)) if vbefore(ents[c as usize].deadline, ents[b as usize].deadline) => Some(c),
             (Some(b), _) => Some(b),
@@ -839,7 +1099,7 @@ impl CfsRq {
     /// (smallest vruntime) entity, or curr if it is strictly left of it.
     fn pick_cfs(&self, ents: &[SchedEntity]) -> Option<u32> {
         let curr = self.curr.filter(|&c| ents[c as usize].on_rq);
-        let left = self.queued.first().copied();
+        let left = self.first_queued();
         match (left, curr) {
             (Some(l), Some(c)) if vbefore(ents[c as usize].vruntime, ents[l as usize].vruntime) => Some(c),
             (Some(l), _) => Some(l),
@@ -994,7 +1254,7 @@ impl CfsRq {
         if delta_exec < self.tun.min_granularity_ns {
             return false;
         }
-        let Some(&l) = self.queued.first() else {
+        let Some(l) = self.first_queued() else {
             return false;
         };
         let delta = se.vruntime.wrapping_sub(ents[l as usize].vruntime) as i64;
@@ -1229,7 +1489,7 @@ mod tests {
     fn check_invariants(rq: &CfsRq, e: &[SchedEntity]) {
         let mut avg: i64 = 0;
         let mut load = 0;
-        for &q in rq.queued() {
+        for &q in &rq.queued(e) {
             let se = &e[q as usize];
             assert!(se.on_rq);
             avg += se.vruntime.wrapping_sub(rq.min_vruntime) as i64 * se.weight as i64;
@@ -1237,12 +1497,100 @@ mod tests {
         }
         assert_eq!(rq.avg_vruntime, avg);
         assert_eq!(rq.avg_load, load);
-        let mut on: Vec<&SchedEntity> = rq.queued().iter().map(|&q| &e[q as usize]).collect();
+        let mut on: Vec<&SchedEntity> = rq.queued(e).iter().map(|&q| &e[q as usize]).collect();
         on.extend(rq.curr.map(|c| &e[c as usize]).filter(|c| c.on_rq));
         assert_eq!(rq.nr_running as usize, on.len());
         assert_eq!(rq.load_weight, on.iter().map(|s| s.weight).sum::<u64>());
-        for w in rq.queued().windows(2) {
+        for w in rq.queued(e).windows(2) {
             assert!(!rq.tree_before(&e[w[1] as usize], &e[w[0] as usize]), "queue out of order");
+        }
+    }
+
+    /// The tree against the old sorted `Vec` (binary-search insertion after equal keys,
+    /// linear removal and eligibility scan): same order, same leftmost, same first eligible,
+    /// same minimum vruntime, same walk while dequeuing, for any sequence of operations with
+    /// many equal keys, under both policies.
+    #[derive(Debug, Clone)]
+    enum TreeOp {
+        Insert {
+            id: u32,
+            key: u64,
+            vruntime: u64,
+        },
+        Remove {
+            id: u32,
+        },
+        /// Walk in order from the start, dequeuing every `nth` entity visited.
+        WalkRemove {
+            nth: usize,
+        },
+    }
+
+    fn tree_op() -> impl proptest::strategy::Strategy<Value = TreeOp> {
+        use proptest::prelude::*;
+        prop_oneof![
+            5 => (0..48u32, 0..12u64, 0..40u64).prop_map(|(id, key, vruntime)| TreeOp::Insert { id, key, vruntime }),
+            3 => (0..48u32).prop_map(|id| TreeOp::Remove { id }),
+            1 => (2..5usize).prop_map(|nth| TreeOp::WalkRemove { nth }),
+        ]
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn tree_agrees_with_a_sorted_vec(cfs in proptest::bool::ANY, ops in proptest::collection::vec(tree_op(), 1..300)) {
+            let policy = if cfs { FairPolicy::Cfs } else { FairPolicy::Eevdf };
+            let mut rq = CfsRq::new(policy, FairTunables::for_cpus(8));
+            let mut e = ents(&[1024; 48]);
+            for (i, se) in e.iter_mut().enumerate() {
+                se.weight = 1024 + 335 * (i as u64 % 3);
+            }
+            let mut reference: Vec<u32> = Vec::new();
+            let base = u64::MAX - 20; // keys straddle the wrap of u64
+            for op in ops {
+                match op {
+                    TreeOp::Insert { id, key, vruntime } => {
+                        if reference.contains(&id) {
+                            continue;
+                        }
+                        let k = base.wrapping_add(key * 1000);
+                        e[id as usize].deadline = k;
+                        e[id as usize].vruntime = if cfs { k } else { base.wrapping_add(vruntime * 100) };
+                        let se = e[id as usize].clone();
+                        let pos = reference.partition_point(|&q| !rq.tree_before(&se, &e[q as usize]));
+                        reference.insert(pos, id);
+                        rq.enqueue_tree(&mut e, id);
+                    }
+                    TreeOp::Remove { id } => {
+                        let was = reference.iter().position(|&q| q == id);
+                        proptest::prop_assert_eq!(rq.is_queued(&e, id), was.is_some());
+                        if let Some(i) = was {
+                            reference.remove(i);
+                        }
+                        proptest::prop_assert_eq!(rq.dequeue_tree(&mut e, id), was.is_some());
+                    }
+                    TreeOp::WalkRemove { nth } => {
+                        let snapshot = reference.clone();
+                        let mut visited = Vec::new();
+                        let mut after = None;
+                        while let Some(p) = rq.next_queued(&e, after) {
+                            after = Some(rq.tree_pos(&e[p as usize]));
+                            if visited.len() % nth == 0 {
+                                rq.dequeue_tree(&mut e, p);
+                                reference.retain(|&q| q != p);
+                            }
+                            visited.push(p);
+                        }
+                        proptest::prop_assert_eq!(visited, snapshot);
+                    }
+                }
+                proptest::prop_assert_eq!(rq.queued(&e), reference.clone());
+                proptest::prop_assert_eq!(rq.nr_queued() as usize, reference.len());
+                proptest::prop_assert_eq!(rq.first_queued(), reference.first().copied());
+                let want = reference.iter().copied().find(|&q| rq.entity_eligible(&e, q));
+                proptest::prop_assert_eq!(rq.first_eligible(&e), want);
+                let min = reference.iter().map(|&q| e[q as usize].vruntime).reduce(min_vruntime);
+                proptest::prop_assert_eq!((rq.root != NIL).then(|| e[rq.root as usize].node.min_vruntime), min);
+            }
         }
     }
 

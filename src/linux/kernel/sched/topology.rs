@@ -109,21 +109,42 @@ pub fn sd_flag_names(flags: u32) -> String {
 // ---------------------------------------------------------------------------------------
 // Domains.
 
+/// A CPU mask shared by every domain and group that has it: each distinct span is stored once
+/// per machine (the kernel allocates per-CPU domain copies, but their spans are the same few
+/// masks per level; copying N-bit masks per CPU grows as N^2).
+pub type SharedMask = std::sync::Arc<CpuMask>;
+
+/// The distinct masks of one build, looked up by value.
+#[derive(Default)]
+struct MaskTable(std::collections::BTreeSet<SharedMask>);
+
+impl MaskTable {
+    /// The table's copy of `mask`, added if new.
+    fn intern(&mut self, mask: CpuMask) -> SharedMask {
+        if let Some(m) = self.0.get(&mask) {
+            return m.clone();
+        }
+        let m = SharedMask::new(mask);
+        self.0.insert(m.clone());
+        m
+    }
+}
+
 /// One level of one CPU's domain hierarchy (`struct sched_domain`).
 #[derive(Clone, Debug)]
 pub struct SchedDomain {
     /// Topology level name: "SMT", "MC", "PKG", "NODE" or "NUMA".
     pub name: &'static str,
-    /// The CPUs this domain balances across (`sched_domain_span()`).
-    pub span: CpuMask,
+    /// The CPUs this domain balances across (`sched_domain_span()`), shared.
+    pub span: SharedMask,
     /// `span.weight()`.
     pub span_weight: u32,
     /// SD_* flags.
     pub flags: u32,
     /// The sched groups, first the one containing the owning CPU, then in
     /// `for_each_cpu_wrap()` order from it. Each is a child-domain span (one CPU each at the
-    /// lowest level).
-    pub groups: Vec<CpuMask>,
+    /// lowest level), shared.
+    pub groups: Vec<SharedMask>,
     /// Per group, the CPU that balances on the group's behalf (`group_balance_cpu()`):
     /// the first CPU of its balance mask, which equals the span except on NUMA levels.
     pub group_balance_cpu: Vec<u32>,
@@ -336,7 +357,7 @@ fn sd_init(
     let sd_flags = tl.sd_flags & TOPOLOGY_SD_FLAGS;
     let mut sd = SchedDomain {
         name: tl.name,
-        span: cpu_map.and(tl_mask),
+        span: SharedMask::new(cpu_map.and(tl_mask)),
         span_weight: 0,
         flags: SD_BALANCE_NEWIDLE | SD_BALANCE_EXEC | SD_BALANCE_FORK | SD_WAKE_AFFINE | SD_PREFER_SIBLING | sd_flags,
         groups: Vec::new(),
@@ -388,7 +409,7 @@ fn child_of(built: &Built, cpu: u32, level: usize) -> Option<&SchedDomain> {
 /// Models `build_sched_groups()` and `get_group()` — kernel/sched/topology.c @ v6.10.
 /// Context: boot, under sched_domains_mutex.
 /// Simplifications: groups are spans only (no `sched_group_capacity`).
-fn build_sched_groups(built: &Built, level: usize, cpu: u32) -> (Vec<CpuMask>, Vec<u32>) {
+fn build_sched_groups(built: &Built, level: usize, cpu: u32, masks: &mut MaskTable) -> (Vec<SharedMask>, Vec<u32>) {
     let sd = built[cpu as usize][level].as_ref().expect("domain exists");
     let mut covered = CpuMask::new(sd.span.nr_cpus());
     let mut groups = Vec::new();
@@ -399,7 +420,7 @@ fn build_sched_groups(built: &Built, level: usize, cpu: u32) -> (Vec<CpuMask>, V
         }
         let group = match child_of(built, i, level) {
             Some(child) => child.span.clone(),
-            None => CpuMask::of(i, sd.span.nr_cpus()),
+            None => masks.intern(CpuMask::of(i, sd.span.nr_cpus())),
         };
         covered.or_assign(&group);
         balance.push(group.first().expect("group is never empty"));
@@ -431,7 +452,7 @@ fn find_descended_sibling(built: &Built, span: &CpuMask, sibling_cpu: u32, mut l
 /// kernel/sched/topology.c @ v6.10.
 /// Context: boot, under sched_domains_mutex.
 /// Simplifications: groups are spans plus their balance CPU (no shared capacity objects).
-fn build_overlap_sched_groups(built: &Built, level: usize, cpu: u32) -> (Vec<CpuMask>, Vec<u32>) {
+fn build_overlap_sched_groups(built: &Built, level: usize, cpu: u32) -> (Vec<SharedMask>, Vec<u32>) {
     let sd = built[cpu as usize][level].as_ref().expect("domain exists");
     let nr_cpus = sd.span.nr_cpus();
     let mut covered = CpuMask::new(nr_cpus);
@@ -466,7 +487,7 @@ fn build_overlap_sched_groups(built: &Built, level: usize, cpu: u32) -> (Vec<Cpu
             .iter()
             .find(|&j| {
                 built[j as usize][sibling_level].is_some()
-                    && child_of(built, j, sibling_level).is_some_and(|c| c.span == group)
+                    && child_of(built, j, sibling_level).is_some_and(|c| *c.span == *group)
             })
             // The kernel warns on an empty balance mask; fall back to the first CPU.
             .unwrap_or_else(|| group.first().expect("group is never empty"));
@@ -548,6 +569,7 @@ pub fn build_sched_domains_at(topo: &Topology, jiffies: u64) -> SchedDomains {
 
     // Set up domains for the CPUs, bottom-up, stopping once a level spans everything.
     let mut built: Built = vec![vec![None; levels.len()]; nr_cpus as usize];
+    let mut masks = MaskTable::default();
     for cpu in cpu_map.iter() {
         for (level, tl) in levels.iter().enumerate() {
             let mask = level_mask(topo, &distances, tl, cpu);
@@ -555,13 +577,14 @@ pub fn build_sched_domains_at(topo: &Topology, jiffies: u64) -> SchedDomains {
             if let Some(child) = child_of(&built, cpu, level) {
                 // "BUG: arch topology borken": the kernel widens the span to keep nesting.
                 if !child.span.is_subset(&sd.span) {
-                    sd.span.or_assign(&child.span);
+                    SharedMask::make_mut(&mut sd.span).or_assign(&child.span);
                 }
             }
+            sd.span = masks.intern(SharedMask::unwrap_or_clone(sd.span));
             if tl.overlap {
                 sd.flags |= SD_OVERLAP;
             }
-            let spans_all = sd.span == cpu_map;
+            let spans_all = *sd.span == cpu_map;
             built[cpu as usize][level] = Some(sd);
             if spans_all {
                 break;
@@ -578,7 +601,7 @@ pub fn build_sched_domains_at(topo: &Topology, jiffies: u64) -> SchedDomains {
             let (groups, balance) = if sd.flags & SD_OVERLAP != 0 {
                 build_overlap_sched_groups(&built, level, cpu)
             } else {
-                build_sched_groups(&built, level, cpu)
+                build_sched_groups(&built, level, cpu, &mut masks)
             };
             let sd = built[cpu as usize][level].as_mut().expect("domain exists");
             sd.span_weight = sd.span.weight();
@@ -680,7 +703,10 @@ mod tests {
         assert_eq!(d[0].span.to_string(), "8,136");
         assert_eq!(d[0].flags, DEFAULT_FLAGS | SD_SHARE_CPUCAPACITY | SD_SHARE_LLC);
         assert_eq!((d[0].imbalance_pct, d[0].cache_nice_tries), (110, 0));
-        assert_eq!(d[0].groups, [parse_cpulist("8", 256).unwrap(), parse_cpulist("136", 256).unwrap()]);
+        assert_eq!(
+            d[0].groups,
+            [SharedMask::new(parse_cpulist("8", 256).unwrap()), SharedMask::new(parse_cpulist("136", 256).unwrap())]
+        );
 
         assert_eq!(d[1].span.to_string(), "8-15,136-143");
         assert_eq!(d[1].span_weight, 16);
@@ -702,7 +728,7 @@ mod tests {
         assert_eq!(pkg_groups[7], "0-7,128-135");
         assert_eq!(d[2].imb_numa_nr, 8);
 
-        assert_eq!(d[3].span, CpuMask::full(256));
+        assert_eq!(*d[3].span, CpuMask::full(256));
         assert_eq!(d[3].span_weight, 256);
         // Distance 32 is not above AMD's node_reclaim_distance of 32: EXEC/FORK/AFFINE stay.
         assert_eq!(d[3].flags, (DEFAULT_FLAGS & !SD_PREFER_SIBLING) | SD_SERIALIZE | SD_OVERLAP | SD_NUMA);
@@ -742,9 +768,9 @@ mod tests {
                 for g in &sd.groups {
                     union.or_assign(g);
                 }
-                assert_eq!(union, sd.span);
+                assert_eq!(union, *sd.span);
             }
-            assert_eq!(d[3].groups[0], *m.topo.node_mask(cpu));
+            assert_eq!(*d[3].groups[0], *m.topo.node_mask(cpu));
         }
     }
 
@@ -821,5 +847,30 @@ mod tests {
         let sd = &sds.domains(0)[0];
         assert_eq!((sd.last_balance, sd.last_decay_max_lb_cost), (1234, 1234));
         assert_eq!((sd.nr_balance_failed, sd.max_newidle_lb_cost), (0, 0));
+    }
+
+    #[test]
+    fn spans_and_groups_are_shared_not_copied_per_cpu() {
+        let m = preset("epyc-7763-2s").unwrap();
+        let sds = build_sched_domains(&m.topo);
+        // CPUs 8 and 9 share an LLC (MC level 1) and a package (level 2): the same masks.
+        for level in 1..=2 {
+            let (a, b) = (&sds.domains(8)[level], &sds.domains(9)[level]);
+            assert!(SharedMask::ptr_eq(&a.span, &b.span), "level {level} span copied");
+            for g in &a.groups {
+                assert!(b.groups.iter().any(|h| SharedMask::ptr_eq(g, h)), "level {level} group {g} copied");
+            }
+        }
+        // At most one allocation per distinct mask across the whole machine.
+        let mut all: Vec<&SharedMask> = (0..256)
+            .flat_map(|c| sds.domains(c).iter().flat_map(|d| std::iter::once(&d.span).chain(d.groups.iter())))
+            .collect();
+        all.sort_unstable_by_key(|m| SharedMask::as_ptr(m));
+        all.dedup_by(|a, b| SharedMask::ptr_eq(a, b));
+        let mut distinct: Vec<String> = all.iter().map(|m| m.to_string()).collect();
+        distinct.sort_unstable();
+        let n = distinct.len();
+        distinct.dedup();
+        assert_eq!(distinct.len(), n, "an equal mask is stored twice");
     }
 }
