@@ -233,6 +233,8 @@ pub fn build(spec: &RunSpec) -> Result<Kernel, String> {
             return Err(format!("unknown workload '{w}' (expected one of: {})", names.join(", ")));
         }
     };
+    let (tasks, wl_bytes, flags) = wl.planned_size(nr);
+    crate::workload::params::check_memory(u64::from(nr), tasks, wl_bytes, flags)?;
     let mut k = Kernel::new(m, cfg, spec.seed, wl);
     k.trace.enabled = spec.trace;
     Ok(k)

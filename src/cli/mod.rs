@@ -31,8 +31,10 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Cmd {
     /// Run one scenario and print the workload's output and perf-stat-style counters.
+    #[command(after_help = crate::workload::params::limits_help())]
     Run(RunArgs),
     /// Run a scenario on several kernels over N seeds: an mmtests-style table.
+    #[command(after_help = crate::workload::params::limits_help())]
     Compare(CompareArgs),
     /// Run built-in experiments with the published figures beside the simulated ones.
     Reproduce(ReproduceArgs),
