@@ -1,0 +1,8 @@
+//! Background profile files (`--background FILE.toml`).
+#![no_main]
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    let _ = schedsim::background::parse(text, "fuzz.toml");
+});
