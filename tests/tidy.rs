@@ -1,11 +1,33 @@
 //! The determinism contract, enforced on the source: the kernel model (`src/linux`), the engine
 //! (`src/sim`) and the hardware model (`src/hw`) never read the wall clock or the environment,
-//! never iterate hash maps, never create their own random generators, and never use floating
-//! point (ARCHITECTURE.md, "Architecture invariants").
+//! never iterate hash maps, never create their own random generators, never use floating
+//! point, and never do I/O or print (ARCHITECTURE.md, "Architecture invariants").
 
 use std::path::Path;
 
-const BANNED: &[&str] = &["HashMap", "HashSet", "Instant::now", "SystemTime", "thread_rng", "std::env", "f64", "f32"];
+const BANNED: &[&str] = &[
+    "HashMap",
+    "HashSet",
+    "Instant::now",
+    "SystemTime",
+    "thread_rng",
+    "std::env",
+    "f64",
+    "f32",
+    // No I/O and no clock of the host (ARCHITECTURE.md: the CLI is the only module doing I/O).
+    "std::fs",
+    "std::io",
+    "std::net",
+    "std::process",
+    "std::thread",
+    "std::time",
+    "File",
+    "println!",
+    "eprintln!",
+    "print!",
+    "eprint!",
+    "dbg!",
+];
 
 fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
     for e in std::fs::read_dir(dir).expect("source dir") {
@@ -46,4 +68,65 @@ fn model_and_engine_keep_the_determinism_contract() {
         }
     }
     assert!(bad.is_empty(), "banned in the model/engine:\n{}", bad.join("\n"));
+}
+
+/// Workloads reach the kernel through its entry points (ARCHITECTURE.md): a workload never sets
+/// a task's scheduler state or affinity fields itself. Greps the assignments the kernel model
+/// owns; the task state (`TASK_DEAD`, `pinned`) moves behind `do_exit()` and
+/// `sched_setaffinity()` in issue 15 item 6, until then those lines are listed here.
+#[test]
+fn workloads_do_not_assign_scheduler_fields() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&root.join("workload"), &mut files);
+    rust_files(&root.join("background"), &mut files);
+    let owned = [".on_rq =", ".on_cpu =", ".nr_running =", ".ttwu_pending =", ".need_resched =", ".cpus_mask ="];
+    let mut bad = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).expect("readable");
+        for (i, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            if owned.iter().any(|o| code.contains(o)) {
+                bad.push(format!("{}:{}: {}", f.display(), i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(bad.is_empty(), "workloads writing kernel scheduler state:\n{}", bad.join("\n"));
+}
+
+/// The engine and the hardware model know nothing of the kernel model (`hw/` holds facts, never
+/// kernel policy), and no code outside `linux/cost.rs` changes a path cost after boot (a patch
+/// changes which path runs, never what it costs): ARCHITECTURE.md, "Architecture invariants".
+#[test]
+fn hardware_and_engine_do_not_reach_into_the_kernel_and_costs_are_not_rewritten() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut bad = Vec::new();
+    let mut files = Vec::new();
+    rust_files(&root.join("hw"), &mut files);
+    rust_files(&root.join("sim"), &mut files);
+    for f in &files {
+        let text = std::fs::read_to_string(f).expect("readable");
+        for (i, line) in text.lines().enumerate() {
+            if line.split("//").next().unwrap_or("").contains("crate::linux") {
+                bad.push(format!("{}:{}: {}", f.display(), i + 1, line.trim()));
+            }
+        }
+    }
+    let mut all = Vec::new();
+    rust_files(&root, &mut all);
+    for f in all.iter().filter(|f| !f.ends_with("linux/cost.rs")) {
+        let text = std::fs::read_to_string(f).expect("readable");
+        for (i, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            if let Some(at) = code.find(".costs.") {
+                let rest = &code[at + 7..];
+                let rest = rest.trim_start_matches(|c: char| c.is_alphanumeric() || c == '_').trim_start();
+                let assigns = ["= ", "+=", "-=", "*=", "/="].iter().any(|op| rest.starts_with(op)) && !rest.starts_with("==");
+                if assigns {
+                    bad.push(format!("{}:{}: {}", f.display(), i + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(bad.is_empty(), "layering or cost invariant broken:\n{}", bad.join("\n"));
 }
