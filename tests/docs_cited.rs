@@ -46,7 +46,8 @@ fn sections(after: &str) -> Vec<String> {
     let head = head.split(".md").next().unwrap_or("");
     let mut out = Vec::new();
     let words: Vec<&str> = head.split([' ', ',']).filter(|w| !w.is_empty()).collect();
-    let mut numbered = false;
+    // A bare number right after the name is a section too (`docs/workloads.md 9.3`).
+    let mut numbered = words.first().is_some_and(|w| w.contains('.') && w.starts_with(|c: char| c.is_ascii_digit()));
     for w in words {
         let w2 = w.trim_start_matches('§');
         if w.starts_with('§') || numbered {
@@ -120,5 +121,7 @@ fn the_citation_scanner_reads_the_forms_in_use() {
     assert_eq!(sections(" §5.1, §5.4)"), ["5.1", "5.4"]);
     assert_eq!(sections(" sections 0 and 7, x"), ["0", "7"]);
     assert_eq!(sections(" section 9 table rows"), ["9"]);
+    assert_eq!(sections(" 9.3, row x"), ["9.3"]);
+    assert!(sections(" for every cost").is_empty());
     assert!(sections(" (the 2013 thread)").is_empty());
 }

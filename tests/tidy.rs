@@ -121,7 +121,8 @@ fn hardware_and_engine_do_not_reach_into_the_kernel_and_costs_are_not_rewritten(
             if let Some(at) = code.find(".costs.") {
                 let rest = &code[at + 7..];
                 let rest = rest.trim_start_matches(|c: char| c.is_alphanumeric() || c == '_').trim_start();
-                let assigns = ["= ", "+=", "-=", "*=", "/="].iter().any(|op| rest.starts_with(op)) && !rest.starts_with("==");
+                let assigns =
+                    ["= ", "+=", "-=", "*=", "/="].iter().any(|op| rest.starts_with(op)) && !rest.starts_with("==");
                 if assigns {
                     bad.push(format!("{}:{}: {}", f.display(), i + 1, line.trim()));
                 }
@@ -129,4 +130,31 @@ fn hardware_and_engine_do_not_reach_into_the_kernel_and_costs_are_not_rewritten(
         }
     }
     assert!(bad.is_empty(), "layering or cost invariant broken:\n{}", bad.join("\n"));
+}
+
+/// Only the command line reads the wall clock, and only it, `run.rs` (input files),
+/// `trace/sink.rs` (trace files) and `sweep.rs` (grid and result files) touch files
+/// (ARCHITECTURE.md, codemap of `src/cli/`).
+#[test]
+fn clock_and_files_stay_in_their_modules() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut all = Vec::new();
+    rust_files(&root, &mut all);
+    let rel = |f: &Path| f.strip_prefix(&root).unwrap_or(f).to_string_lossy().replace('\\', "/");
+    let mut bad = Vec::new();
+    for f in &all {
+        let r = rel(f);
+        let cli = r.starts_with("cli/") || r == "main.rs";
+        let files_ok = cli || ["run.rs", "trace/sink.rs", "sweep.rs"].contains(&r.as_str());
+        let text = std::fs::read_to_string(f).expect("readable");
+        for (i, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            let clock = ["Instant", "SystemTime", "std::time"].iter().any(|w| code.contains(w));
+            let file = ["std::fs", "File::", "OpenOptions"].iter().any(|w| code.contains(w));
+            if (clock && !cli) || (file && !files_ok) {
+                bad.push(format!("src/{r}:{}: {}", i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(bad.is_empty(), "wall clock or file access outside its modules:\n{}", bad.join("\n"));
 }

@@ -1,5 +1,6 @@
-//! The command line: `schedsim run | compare | reproduce | list | bench`. The only module that
-//! does I/O or reads the wall clock.
+//! The command line: `schedsim run | compare | reproduce | list | bench | machine | host-run |
+//! validate | sweep | merge`. The only module that reads the wall clock; besides it only `run`
+//! (input files), `trace::sink` (trace files) and `sweep` (grid and result files) touch files.
 
 pub mod host;
 pub mod host_run;
