@@ -3,7 +3,7 @@
 //! never iterate hash maps, never create their own random generators, never use floating
 //! point, and never do I/O or print (ARCHITECTURE.md, "Architecture invariants").
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 const BANNED: &[&str] = &[
     "HashMap",
@@ -29,7 +29,7 @@ const BANNED: &[&str] = &[
     "dbg!",
 ];
 
-fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for e in std::fs::read_dir(dir).expect("source dir") {
         let p = e.expect("entry").path();
         if p.is_dir() {
@@ -38,6 +38,32 @@ fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
             out.push(p);
         }
     }
+}
+
+/// `file:line: text` of every line of `files` whose code (the part before `//`) `hit` flags.
+fn scan(files: &[PathBuf], mut hit: impl FnMut(&Path, &str) -> bool) -> Vec<String> {
+    let mut out = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(f).expect("readable");
+        for (i, line) in text.lines().enumerate() {
+            if hit(f, line.split("//").next().unwrap_or("")) {
+                out.push(format!("{}:{}: {}", f.display(), i + 1, line.trim()));
+            }
+        }
+    }
+    out
+}
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+fn files_under(dirs: &[&str]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for d in dirs {
+        rust_files(&src().join(d), &mut out);
+    }
+    out
 }
 
 #[test]
@@ -71,26 +97,13 @@ fn model_and_engine_keep_the_determinism_contract() {
 }
 
 /// Workloads reach the kernel through its entry points (ARCHITECTURE.md): a workload never sets
-/// a task's scheduler state or affinity fields itself. Greps the assignments the kernel model
-/// owns; the task state (`TASK_DEAD`, `pinned`) moves behind `do_exit()` and
-/// `sched_setaffinity()` in issue 15 item 6, until then those lines are listed here.
+/// a task's scheduler fields itself. Greps the assignments the kernel model owns. (The task
+/// state, `TASK_DEAD`, and `pinned` move behind `do_exit()` and `sched_setaffinity()` with issue
+/// 15 item 6; until then they are not in this list.)
 #[test]
 fn workloads_do_not_assign_scheduler_fields() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    rust_files(&root.join("workload"), &mut files);
-    rust_files(&root.join("background"), &mut files);
     let owned = [".on_rq =", ".on_cpu =", ".nr_running =", ".ttwu_pending =", ".need_resched =", ".cpus_mask ="];
-    let mut bad = Vec::new();
-    for f in files {
-        let text = std::fs::read_to_string(&f).expect("readable");
-        for (i, line) in text.lines().enumerate() {
-            let code = line.split("//").next().unwrap_or("");
-            if owned.iter().any(|o| code.contains(o)) {
-                bad.push(format!("{}:{}: {}", f.display(), i + 1, line.trim()));
-            }
-        }
-    }
+    let bad = scan(&files_under(&["workload", "background"]), |_, code| owned.iter().any(|o| code.contains(o)));
     assert!(bad.is_empty(), "workloads writing kernel scheduler state:\n{}", bad.join("\n"));
 }
 
@@ -99,36 +112,12 @@ fn workloads_do_not_assign_scheduler_fields() {
 /// changes which path runs, never what it costs): ARCHITECTURE.md, "Architecture invariants".
 #[test]
 fn hardware_and_engine_do_not_reach_into_the_kernel_and_costs_are_not_rewritten() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut bad = Vec::new();
-    let mut files = Vec::new();
-    rust_files(&root.join("hw"), &mut files);
-    rust_files(&root.join("sim"), &mut files);
-    for f in &files {
-        let text = std::fs::read_to_string(f).expect("readable");
-        for (i, line) in text.lines().enumerate() {
-            if line.split("//").next().unwrap_or("").contains("crate::linux") {
-                bad.push(format!("{}:{}: {}", f.display(), i + 1, line.trim()));
-            }
-        }
-    }
-    let mut all = Vec::new();
-    rust_files(&root, &mut all);
-    for f in all.iter().filter(|f| !f.ends_with("linux/cost.rs")) {
-        let text = std::fs::read_to_string(f).expect("readable");
-        for (i, line) in text.lines().enumerate() {
-            let code = line.split("//").next().unwrap_or("");
-            if let Some(at) = code.find(".costs.") {
-                let rest = &code[at + 7..];
-                let rest = rest.trim_start_matches(|c: char| c.is_alphanumeric() || c == '_').trim_start();
-                let assigns =
-                    ["= ", "+=", "-=", "*=", "/="].iter().any(|op| rest.starts_with(op)) && !rest.starts_with("==");
-                if assigns {
-                    bad.push(format!("{}:{}: {}", f.display(), i + 1, line.trim()));
-                }
-            }
-        }
-    }
+    let mut bad = scan(&files_under(&["hw", "sim"]), |_, code| code.contains("crate::linux"));
+    bad.extend(scan(&files_under(&["."]), |f, code| {
+        let Some(at) = code.find(".costs.") else { return false };
+        let rest = code[at + 7..].trim_start_matches(|c: char| c.is_alphanumeric() || c == '_').trim_start();
+        !f.ends_with("linux/cost.rs") && ["= ", "+=", "-=", "*=", "/="].iter().any(|op| rest.starts_with(op))
+    }));
     assert!(bad.is_empty(), "layering or cost invariant broken:\n{}", bad.join("\n"));
 }
 
@@ -137,24 +126,19 @@ fn hardware_and_engine_do_not_reach_into_the_kernel_and_costs_are_not_rewritten(
 /// (ARCHITECTURE.md, codemap of `src/cli/`).
 #[test]
 fn clock_and_files_stay_in_their_modules() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut all = Vec::new();
-    rust_files(&root, &mut all);
-    let rel = |f: &Path| f.strip_prefix(&root).unwrap_or(f).to_string_lossy().replace('\\', "/");
-    let mut bad = Vec::new();
-    for f in &all {
-        let r = rel(f);
+    let root = src();
+    let bad = scan(&files_under(&["."]), |f, code| {
+        let r = f
+            .strip_prefix(root.join("."))
+            .or_else(|_| f.strip_prefix(&root))
+            .unwrap_or(f)
+            .to_string_lossy()
+            .to_string();
         let cli = r.starts_with("cli/") || r == "main.rs";
         let files_ok = cli || ["run.rs", "trace/sink.rs", "sweep.rs"].contains(&r.as_str());
-        let text = std::fs::read_to_string(f).expect("readable");
-        for (i, line) in text.lines().enumerate() {
-            let code = line.split("//").next().unwrap_or("");
-            let clock = ["Instant", "SystemTime", "std::time"].iter().any(|w| code.contains(w));
-            let file = ["std::fs", "File::", "OpenOptions"].iter().any(|w| code.contains(w));
-            if (clock && !cli) || (file && !files_ok) {
-                bad.push(format!("src/{r}:{}: {}", i + 1, line.trim()));
-            }
-        }
-    }
+        let clock = ["Instant", "SystemTime", "std::time"].iter().any(|w| code.contains(w));
+        let file = ["std::fs", "File::", "OpenOptions"].iter().any(|w| code.contains(w));
+        (clock && !cli) || (file && !files_ok)
+    });
     assert!(bad.is_empty(), "wall clock or file access outside its modules:\n{}", bad.join("\n"));
 }
