@@ -1,8 +1,5 @@
-//! Background profile files (`--background FILE.toml`).
+//! cargo-fuzz target `background`: see `harness::background`.
 #![no_main]
-use libfuzzer_sys::fuzz_target;
-
-fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else { return };
-    let _ = schedsim::background::parse(text, "fuzz.toml");
-});
+#[path = "harness.rs"]
+mod harness;
+libfuzzer_sys::fuzz_target!(|data: &[u8]| harness::background(data));

@@ -1,8 +1,5 @@
-//! Machine files (`--machine FILE.toml`, `schedsim list --machine NAME` prints the format).
+//! cargo-fuzz target `machine`: see `harness::machine`.
 #![no_main]
-use libfuzzer_sys::fuzz_target;
-
-fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else { return };
-    let _ = schedsim::hw::machine_from_toml(text, "fuzz.toml");
-});
+#[path = "harness.rs"]
+mod harness;
+libfuzzer_sys::fuzz_target!(|data: &[u8]| harness::machine(data));

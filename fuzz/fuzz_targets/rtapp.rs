@@ -1,9 +1,5 @@
-//! rt-app JSON files (`schedsim run --rtapp FILE.json`), checked against a 4-CPU machine.
+//! cargo-fuzz target `rtapp`: see `harness::rtapp`.
 #![no_main]
-use libfuzzer_sys::fuzz_target;
-use schedsim::workload::rtapp_json::{parse_rtapp, Limits};
-
-fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else { return };
-    let _ = parse_rtapp(text, "fuzz.json", Limits { nr_cpus: 4, nr_nodes: 1 });
-});
+#[path = "harness.rs"]
+mod harness;
+libfuzzer_sys::fuzz_target!(|data: &[u8]| harness::rtapp(data));
