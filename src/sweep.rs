@@ -285,8 +285,7 @@ pub fn parse_grid(text: &str, origin: &str) -> Result<Vec<GridRun>, String> {
             (None, Some(sc)) if sc.ends_with(".toml") => {
                 let dir = Path::new(origin).parent().unwrap_or(Path::new(""));
                 let path = dir.join(sc);
-                let t = std::fs::read_to_string(&path)
-                    .map_err(|er| at(format!("cannot read scenario file {}: {er}", path.display())))?;
+                let t = crate::run::read_input_file(&path, "scenario file").map_err(&at)?;
                 crate::cli::scenario::parse(&t, &path.display().to_string())?
             }
             (None, Some(sc)) => crate::cli::scenario::builtin(sc).map_err(&at)?,
@@ -382,7 +381,7 @@ pub fn parse_grid(text: &str, origin: &str) -> Result<Vec<GridRun>, String> {
 
 /// Read and expand a grid file.
 pub fn load_grid(path: &Path) -> Result<Vec<GridRun>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read grid file {}: {e}", path.display()))?;
+    let text = crate::run::read_input_file(path, "grid file")?;
     parse_grid(&text, &path.display().to_string())
 }
 

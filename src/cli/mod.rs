@@ -376,8 +376,7 @@ fn base_spec(name: &str, file: &Option<PathBuf>, params: &[String]) -> Result<Ru
     }
     let mut s = match file {
         Some(p) => {
-            let text =
-                std::fs::read_to_string(p).map_err(|e| format!("cannot read scenario file {}: {e}", p.display()))?;
+            let text = run::read_input_file(p, "scenario file")?;
             scenario::parse(&text, &p.display().to_string())?
         }
         None => scenario::builtin(name)?,

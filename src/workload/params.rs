@@ -15,6 +15,12 @@ pub const MAX_LATENCY_NS: u64 = NSEC_PER_SEC;
 /// include/linux/threads.h). Run time grows faster than linearly with the task count.
 pub const MAX_TASKS: u64 = 32_768;
 
+/// The largest input file read (scenario, machine, background, rt-app, grid, program output):
+/// 64 MiB. A larger file, or an endless one such as `/dev/zero`, is an error, not an unbounded
+/// allocation.
+pub const MAX_INPUT_FILE_BYTES: u64 = 64 << 20;
+/// The largest trace file `validate --from-trace` reads (after gunzip): 2 GiB.
+pub const MAX_TRACE_FILE_BYTES: u64 = 2 << 30;
 /// The most memory a run may be estimated to need: 8 GiB. The estimate
 /// ([`estimate_memory`]) is made from the counts known before anything is allocated, so a run
 /// too large for the machine ends in a clear error naming the flags instead of an allocation
