@@ -9,7 +9,10 @@ mod harness;
 
 use std::path::Path;
 
-const TARGETS: &[(&str, fn(&[u8]))] = &[
+/// A harness function: arbitrary bytes through one parser.
+type Harness = fn(&[u8]);
+
+const TARGETS: &[(&str, Harness)] = &[
     ("params", harness::params),
     ("scenario", harness::scenario),
     ("machine", harness::machine),
