@@ -822,9 +822,12 @@ fn run_text(s: &RunSpec, r: &RunResult) -> String {
             h.max() as f64 / 1e3
         ));
     }
-    // The busiest CPUs by IRQ-off time.
-    let mut busy: Vec<(usize, u64)> = st.irqs_off_ns.iter().copied().enumerate().filter(|(_, v)| *v > 0).collect();
-    busy.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    // The busiest CPUs: most time outside an idle state (as the HTML report's phase bars; an idle
+    // CPU in an IRQs-off state such as MWAIT would lead a ranking by IRQ-off time).
+    let active = |c: usize| st.phase_ns[c].iter().sum::<u64>() - st.phase_ns[c][Phase::IdleState as usize];
+    let mut busy: Vec<(usize, u64)> =
+        st.irqs_off_ns.iter().copied().enumerate().filter(|&(c, _)| active(c) > 0).collect();
+    busy.sort_by(|a, b| active(b.0).cmp(&active(a.0)).then(a.0.cmp(&b.0)));
     o.push_str("\n Time by phase on the busiest CPUs (ms):\n");
     let mut header = vec!["cpu".to_string(), "irqs-off".to_string()];
     header.extend(Phase::ALL.iter().map(|p| p.name().to_string()));
