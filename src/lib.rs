@@ -2,8 +2,10 @@
 //!
 //! See ARCHITECTURE.md for the codemap. In short: [`sim`] is the engine, [`hw`] the machine
 //! facts, [`linux`] the kernel model (mirroring the Linux tree), [`workload`] the programs that
-//! run on it, [`trace`] the trace records and their ftrace text, [`experiments`] the built-in
-//! experiments, [`validate`] the model-versus-kernel figures, and [`cli`] the command line.
+//! run on it, [`background`] what else the machine runs, [`run`] one run from its spec, [`trace`]
+//! the trace records and their writers, [`experiments`] the built-in experiments, [`sweep`] grids
+//! of runs, [`validate`] the model-versus-kernel figures, [`report`] and [`html`] the output, and
+//! [`cli`] the command line.
 
 pub mod background;
 pub mod cli;

@@ -211,10 +211,38 @@ pub const WORKLOADS: &[(&str, &str)] = &[
     ("rtapp", "an rt-app JSON file (file=PATH, or `schedsim run --rtapp FILE.json`): rt-app's threads, events and per-thread log"),
 ];
 
+/// The text of a user's input file (`what` names it in errors), at most `max` bytes after
+/// decoding `gz` (gunzip) when it is set: a larger or endless file (a device, a pipe) is an
+/// error naming the file and the limit rather than an unbounded read.
+pub fn read_input(path: &std::path::Path, what: &str, max: u64, gz: bool) -> Result<String, String> {
+    use std::io::Read;
+    let f = std::fs::File::open(path).map_err(|e| format!("cannot read {what} {}: {e}", path.display()))?;
+    let mut r: Box<dyn Read> = if gz { Box::new(flate2::read::GzDecoder::new(f)) } else { Box::new(f) };
+    let mut bytes = Vec::new();
+    (&mut r)
+        .take(max + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read {what} {}: {e}", path.display()))?;
+    if bytes.len() as u64 > max {
+        return Err(format!(
+            "{what} {} is larger than {} (schedsim reads at most that much)",
+            path.display(),
+            crate::workload::params::bytes_text(max)
+        ));
+    }
+    String::from_utf8(bytes).map_err(|e| format!("{what} {}: not UTF-8 text ({e})", path.display()))
+}
+
+/// Read a scenario, machine, background, rt-app or grid file: [`read_input`] with
+/// [`MAX_INPUT_FILE_BYTES`](crate::workload::params::MAX_INPUT_FILE_BYTES).
+pub fn read_input_file(path: impl AsRef<std::path::Path>, what: &str) -> Result<String, String> {
+    read_input(path.as_ref(), what, crate::workload::params::MAX_INPUT_FILE_BYTES, false)
+}
+
 /// The rt-app workload of a JSON file, checked against the machine. Errors name the file, the
 /// line and the JSON path.
 pub fn rtapp_workload(path: &str, m: &hw::Machine) -> Result<crate::workload::rtapp::RtApp, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read rt-app file {path}: {e}"))?;
+    let text = read_input_file(path, "rt-app file")?;
     let lim = crate::workload::rtapp_json::Limits { nr_cpus: m.topo.nr_cpus, nr_nodes: m.topo.nr_nodes() };
     let cfg = crate::workload::rtapp_json::parse_rtapp(&text, path, lim).map_err(|e| e.to_string())?;
     Ok(crate::workload::rtapp::RtApp::new(cfg))
@@ -227,7 +255,7 @@ pub fn machine(name: &str) -> Result<hw::Machine, String> {
     if !name.ends_with(".toml") {
         return hw::preset(name);
     }
-    let text = std::fs::read_to_string(name).map_err(|e| format!("cannot read machine file {name}: {e}"))?;
+    let text = read_input_file(name, "machine file")?;
     hw::machine_from_toml(&text, name)
 }
 
@@ -235,7 +263,7 @@ pub fn machine(name: &str) -> Result<hw::Machine, String> {
 /// name ending in `.toml`). Errors name the file and line.
 pub fn background(name: &str) -> Result<crate::background::Profile, String> {
     if name.ends_with(".toml") {
-        let text = std::fs::read_to_string(name).map_err(|e| format!("cannot read background file {name}: {e}"))?;
+        let text = read_input_file(name, "background file")?;
         return crate::background::parse(&text, name);
     }
     crate::background::builtin(name).ok_or_else(|| {
@@ -372,6 +400,8 @@ pub fn build(spec: &RunSpec) -> Result<Kernel, String> {
             return Err(format!("unknown workload '{w}' (expected one of: {})", names.join(", ")));
         }
     };
+    let (tasks, wl_bytes, flags) = wl.planned_size(nr);
+    crate::workload::params::check_memory(u64::from(nr), tasks, wl_bytes, flags)?;
     let mut k = Kernel::new(m, cfg, spec.seed, wl);
     k.trace.enabled = spec.trace;
     if spec.check {

@@ -198,13 +198,21 @@ pub fn parse_grid(text: &str, origin: &str) -> Result<Vec<GridRun>, String> {
         let at = |m: String| format!("{origin}:{line}: {m}");
         let e = sp.get_ref();
         let seeds = e.seeds.or(g.seeds).unwrap_or(1);
-        if seeds == 0 {
-            return Err(at("seeds must be at least 1".into()));
+        if seeds == 0 || seeds > MAX_SEEDS {
+            return Err(at(format!("seeds = {seeds} is out of range (1..={MAX_SEEDS})")));
         }
         let first_seed = e.first_seed.or(g.first_seed).unwrap_or(1);
+        if first_seed.checked_add(seeds as u64 - 1).is_none() {
+            return Err(at(format!(
+                "first_seed = {first_seed}: the seeds first_seed..first_seed+{seeds} overflow 64 bits"
+            )));
+        }
         let background = e.background.clone().or(g.background.clone());
         let preempt = e.preempt.clone().or(g.preempt.clone());
-        let limit_ms = e.limit_ms.or(g.limit_ms);
+        let limit_ns = match e.limit_ms.or(g.limit_ms) {
+            Some(l) => Some(crate::workload::params::limit_ms_to_ns(l, "limit_ms").map_err(&at)?),
+            None => None,
+        };
         let mut params: Vec<(String, Vec<String>)> = Vec::new();
         for (k, v) in &e.params {
             let vals = param_values(v).ok_or_else(|| {
@@ -246,8 +254,8 @@ pub fn parse_grid(text: &str, origin: &str) -> Result<Vec<GridRun>, String> {
                 kernel: e.kernel.clone(),
             };
             for (v, mut spec) in experiments::plan(exp, &o).map_err(&at)? {
-                if let Some(l) = limit_ms {
-                    spec.limit_ns = l * crate::sim::NSEC_PER_MSEC;
+                if let Some(l) = limit_ns {
+                    spec.limit_ns = l;
                 }
                 let (k, p) = (&spec.kernel, &spec.patches);
                 let mut variant = format!("#{v} {k}");
@@ -285,8 +293,7 @@ pub fn parse_grid(text: &str, origin: &str) -> Result<Vec<GridRun>, String> {
             (None, Some(sc)) if sc.ends_with(".toml") => {
                 let dir = Path::new(origin).parent().unwrap_or(Path::new(""));
                 let path = dir.join(sc);
-                let t = std::fs::read_to_string(&path)
-                    .map_err(|er| at(format!("cannot read scenario file {}: {er}", path.display())))?;
+                let t = crate::run::read_input_file(&path, "scenario file").map_err(&at)?;
                 crate::cli::scenario::parse(&t, &path.display().to_string())?
             }
             (None, Some(sc)) => crate::cli::scenario::builtin(sc).map_err(&at)?,
@@ -295,6 +302,19 @@ pub fn parse_grid(text: &str, origin: &str) -> Result<Vec<GridRun>, String> {
         let kernels = if kernels.is_empty() { vec![base.kernel.clone()] } else { kernels };
         let machines = e.machines.clone().unwrap_or_else(|| g.machines.clone());
         let machines = if machines.is_empty() { vec![base.machine.clone()] } else { machines };
+        // The grid's size before it is expanded: kernels x machines x parameter values x seeds.
+        let size = params
+            .iter()
+            .try_fold(kernels.len().max(1).saturating_mul(machines.len()).saturating_mul(seeds), |n, (_, v)| {
+                n.checked_mul(v.len())
+            })
+            .and_then(|n| n.checked_add(out.len()))
+            .filter(|&n| n <= MAX_GRID_RUNS);
+        if size.is_none() {
+            return Err(at(format!(
+                "this [[run]] expands to more than {MAX_GRID_RUNS} runs (kernels x machines x parameter values x seeds)"
+            )));
+        }
         // The cartesian product of the parameter lists, in the file's (sorted) key order.
         let mut combos: Vec<Vec<(String, String)>> = vec![Vec::new()];
         for (k, vals) in &params {
@@ -326,8 +346,8 @@ pub fn parse_grid(text: &str, origin: &str) -> Result<Vec<GridRun>, String> {
                 if preempt.is_some() {
                     s0.preempt = preempt.clone();
                 }
-                if let Some(l) = limit_ms {
-                    s0.limit_ns = l * crate::sim::NSEC_PER_MSEC;
+                if let Some(l) = limit_ns {
+                    s0.limit_ns = l;
                 }
                 let ptext: Vec<String> = s0.params.pairs().iter().map(|(k, v)| format!("{k}={v}")).collect();
                 let mut group = format!("{} {} on {}", s0.workload, ptext.join(" "), s0.machine);
@@ -380,9 +400,14 @@ pub fn parse_grid(text: &str, origin: &str) -> Result<Vec<GridRun>, String> {
     Ok(out)
 }
 
+/// The most seeds per [[run]] (as `--runs`).
+pub const MAX_SEEDS: usize = 1000;
+/// The most runs a grid may expand to.
+pub const MAX_GRID_RUNS: usize = 100_000;
+
 /// Read and expand a grid file.
 pub fn load_grid(path: &Path) -> Result<Vec<GridRun>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read grid file {}: {e}", path.display()))?;
+    let text = crate::run::read_input_file(path, "grid file")?;
     parse_grid(&text, &path.display().to_string())
 }
 
@@ -742,6 +767,29 @@ pub fn render_merged(groups: &[MergedGroup]) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn grid_numbers_are_range_checked_before_expanding() {
+        let base = "machines = [\"smp-4\"]\n[[run]]\nworkload = \"ipistorm\"\nparams = { numipi = 10 }\n";
+        // Found by the mutation fuzz of tests/fuzz_corpus.rs: a huge seed count allocated
+        // until memory ran out (or overflowed a Vec's capacity).
+        for (extra, want) in [
+            ("seeds = 18446744073709551615\n", "seeds = 18446744073709551615 is out of range (1..=1000)"),
+            ("seeds = 1001\n", "is out of range (1..=1000)"),
+            ("seeds = 2\nfirst_seed = 18446744073709551615\n", "overflow 64 bits"),
+            ("limit_ms = 18446744073709551615\n", "limit_ms = 18446744073709551615 is out of range"),
+        ] {
+            let e = parse_grid(&format!("{extra}{base}"), "g.toml").unwrap_err();
+            assert!(e.contains(want), "{extra}: {e}");
+        }
+        let many: Vec<String> = (0..400).map(|i| i.to_string()).collect();
+        let g = format!(
+            "seeds = 1000\nmachines = [\"smp-4\"]\n[[run]]\nworkload = \"ipistorm\"\nparams = {{ numipi = [{}] }}\n",
+            many.join(", ")
+        );
+        let e = parse_grid(&g, "g.toml").unwrap_err();
+        assert!(e.contains("expands to more than 100000 runs"), "{e}");
+    }
+
     use super::*;
 
     #[test]

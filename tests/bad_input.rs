@@ -263,3 +263,20 @@ fn the_header_line_reproduces_the_run() {
     assert!(again.status.success(), "{header}: {}", String::from_utf8_lossy(&again.stderr));
     assert_eq!(String::from_utf8(again.stdout).unwrap(), out, "{header}");
 }
+
+#[test]
+fn endless_or_huge_input_files_are_errors_not_unbounded_reads() {
+    // /dev/zero behind a name the parsers accept: a machine, scenario, background or rt-app
+    // file that never ends is refused at the input-file limit.
+    let dir = std::env::temp_dir().join(format!("schedsim-endless-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let zero = dir.join("zero.toml");
+    let _ = std::fs::remove_file(&zero);
+    std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+    let z = zero.to_str().unwrap();
+    rejected(&["run", "idle", "--machine", z], &["machine file", "is larger than 64 MiB"]);
+    rejected(&["run", "--scenario", z], &["scenario file", "is larger than 64 MiB"]);
+    rejected(&["run", "idle", "--machine", "smp-4", "--background", z], &["background file", "is larger than 64 MiB"]);
+    rejected(&["run", "--rtapp", "/dev/zero", "--machine", "smp-4"], &["rt-app file /dev/zero is larger than 64 MiB"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}

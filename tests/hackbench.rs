@@ -1,4 +1,4 @@
-//! hackbench end to end (workloads.md §3): the three forms (rt-tests, the old `hackbench N`,
+//! hackbench end to end (docs/workloads.md §3): the three forms (rt-tests, the old `hackbench N`,
 //! `perf bench sched messaging`) deliver every message (groups x 20 senders x loops x 20
 //! receivers) over pipes and AF_UNIX sockets, in process and thread mode; the wakeups of
 //! fs/pipe.c and net/unix/af_unix.c are sync wakeups (WF_SYNC) of the sleeping reader; the

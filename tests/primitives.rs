@@ -1,6 +1,6 @@
 //! Unit-level tests of the NEED_RESCHED / polling primitives, the call-single queue and the
 //! interrupt latch, through the public model functions on a built smp-4 kernel
-//! (kernel-model-spec.md §2.1, §2.2; F4 step 5 for the latch).
+//! (docs/kernel-model.md §2.1, §2.2; F4 step 5 for the latch).
 
 mod support;
 

@@ -4,7 +4,7 @@
 //
 // Pins: `schedule_idle()` passes SM_IDLE, and `__schedule()` with nothing runnable keeps the
 // idle task without `pick_next_task()`: no `pick_next_task_fair()`, no
-// `sched_balance_newidle()` with IRQs off (kernel-model-spec.md §2.5, F4 "⇒ SM_IDLE"). On
+// `sched_balance_newidle()` with IRQs off (docs/kernel-model.md §2.5, F4 "⇒ SM_IDLE"). On
 // ipistorm (CPU8 -> CPU16, the published setup) the target's `schedule_idle()` calls never
 // run a newidle balance and the run is faster than v6.10 for the same seed. With a task
 // runnable, SM_IDLE still picks it.

@@ -4,7 +4,7 @@
 //
 // Pins: on PREEMPT_RT, `do_softirq_post_smp_call_flush()` warns when the flush raised a
 // softirq — except SCHED_SOFTIRQ with this patch — and then hands the work to ksoftirqd
-// (`invoke_softirq()`) (kernel-model-spec.md §2.3, F7 step 4, F9, §5.1). Once ea9cffc0a154
+// (`invoke_softirq()`) (docs/kernel-model.md §2.3, F7 step 4, F9, §5.1). Once ea9cffc0a154
 // lets a kick delivered by polling raise SCHED_SOFTIRQ from `nohz_csd_func()` in the idle
 // task's flush, v6.10-rt hits that WARN_ON_ONCE (the splat reported at boot on
 // 6.10-rc6-rt11); with this patch the raise is expected and nothing warns. Without

@@ -3,7 +3,7 @@
 //
 // Pins: `send_call_function_single_ipi()` calls `call_function_single_prep_ipi()`, i.e.
 // `set_nr_if_polling(rq->idle)`; a target whose idle task polls gets NEED_RESCHED instead of
-// a CALL_FUNCTION_SINGLE IPI (kernel-model-spec.md §2.2, F4). An elided IPI implies the
+// a CALL_FUNCTION_SINGLE IPI (docs/kernel-model.md §2.2, F4). An elided IPI implies the
 // target really was polling, and a sent one that it was not. Reverted, every single-target
 // call is a real IPI (F5 for every call).
 

@@ -3,7 +3,7 @@
 //
 // Pins: `sched_ttwu_pending()` writes `rq->ttwu_pending = 0` only after the batch has been
 // enqueued; before the fix it was cleared first, before the rq lock and the enqueue
-// (kernel-model-spec.md §2.6, §5.5, race R4). During that window `idle_cpu()` of the target
+// (docs/kernel-model.md §2.6, §5.5, race R4). During that window `idle_cpu()` of the target
 // says "idle" (curr is the idle task, nr_running 0, ttwu_pending 0) although a wakee is about
 // to land there, so a concurrent waker's `select_idle_sibling()` can pick the same CPU and
 // stack a second wakee on it while another CPU of the LLC is idle.

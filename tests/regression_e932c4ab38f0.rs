@@ -2,8 +2,8 @@
 // part of the 2024 nohz series, replacing the will_do_softirq_post_flush RFC).
 // See: e932c4ab38f0
 //
-// Pins: `nohz_csd_func()` raises SCHED_SOFTIRQ with `__raise_softirq_irqoff()` (kernel-model-
-// spec.md §2.3, F7 step 5, F9, §5.1). The csd runs either in hardirq (softirqs run at
+// Pins: `nohz_csd_func()` raises SCHED_SOFTIRQ with `__raise_softirq_irqoff()`
+// (docs/kernel-model.md §2.3, F7, F9, §5.1). The csd runs either in hardirq (softirqs run at
 // irq_exit) or in the idle task's `flush_smp_call_function_queue()` (which calls
 // `do_softirq_post_smp_call_flush()`), so nobody needs ksoftirqd. With ea9cffc0a154 alone a
 // kick delivered by polling runs the csd in the idle task, where `raise_softirq_irqoff()`

@@ -3,7 +3,7 @@
 // See: ea9cffc0a154
 //
 // Pins: `nohz_csd_func()` raises SCHED_SOFTIRQ whenever the kicked CPU is idle
-// (kernel-model-spec.md §2.8, F7, §5.1). In v6.10 it also required `!need_resched()`, which a
+// (docs/kernel-model.md §2.8, F7, §5.1). In v6.10 it also required `!need_resched()`, which a
 // kick delivered to a polling idle CPU makes true only to deliver the csd (race R1): the kick
 // is silently lost and the idle CPUs are filled only by their own newidle balances. With the
 // patch alone (the state in which the series was traced), the raise comes from the idle

@@ -2,7 +2,7 @@
 // (v6.0).
 // See: f3dd3f674555
 //
-// Pins: `ttwu_queue_cond()` (kernel-model-spec.md §2.6): a target outside the waker's LLC
+// Pins: `ttwu_queue_cond()` (docs/kernel-model.md §2.6): a target outside the waker's LLC
 // always gets the wakelist; inside it, with the patch, the wakelist is used when the target is
 // idle (`nr_running == 0`) and is not the waker itself, and a busy same-LLC target takes the
 // direct remote enqueue (F3). Without the patch a same-LLC target used the wakelist only for

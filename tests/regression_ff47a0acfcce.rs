@@ -4,7 +4,7 @@
 //
 // Pins: `_nohz_idle_balance()` gives up its pass over the idle CPUs only if the ILB CPU
 // really turned busy, `!idle_cpu(this_cpu) && need_resched()`, instead of on a bare
-// `need_resched()` (kernel-model-spec.md §2.8, F7 step 5, §5.1). Once ea9cffc0a154 lets a
+// `need_resched()` (docs/kernel-model.md §2.8, F7 step 5, §5.1). Once ea9cffc0a154 lets a
 // kick delivered by polling raise SCHED_SOFTIRQ, the softirq runs in the idle task with the
 // NEED_RESCHED that delivered the kick still set, so without this patch every such pass
 // aborts at the first idle CPU it visits; with it the pass balances the idle CPUs on their

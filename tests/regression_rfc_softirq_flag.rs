@@ -6,7 +6,7 @@
 // Pins: `flush_smp_call_function_queue()` sets the per-CPU `will_do_softirq_post_flush`
 // around `__flush_smp_call_function_queue()`, and `should_wake_ksoftirqd()` is false while it
 // is set, so a softirq raised by a CSD is left to `do_softirq_post_smp_call_flush()` instead
-// of waking ksoftirqd (kernel-model-spec.md §2.2, §2.3, §5.1). The unaligned variant puts the
+// of waking ksoftirqd (docs/kernel-model.md §2.2, §2.3, §5.1). The unaligned variant puts the
 // flag on the line of the CPU's call_single_queue head, which every sender writes: it can only
 // add cost, so each run is no cheaper than with the aligned flag for the same seed.
 

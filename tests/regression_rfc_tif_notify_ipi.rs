@@ -5,7 +5,7 @@
 // Pins: a CSD for a polling idle CPU sets TIF_NOTIFY_IPI instead of TIF_NEED_RESCHED
 // (`notify_ipi_if_polling()`); the idle loops leave on `need_resched_or_ipi()`, `do_idle()`
 // clears NOTIFY_IPI, flushes the queue and calls `schedule_idle()` only for a real
-// NEED_RESCHED (kernel-model-spec.md §5.2, F4 "⇒ TIF_NOTIFY_IPI RFC"). So pure CSD wakeups
+// NEED_RESCHED (docs/kernel-model.md §5.2, F4 "⇒ TIF_NOTIFY_IPI RFC"). So pure CSD wakeups
 // leave the idle loop (idle_exits is large) but never enter `__schedule()`
 // (schedule_idle_calls stays ~0).
 

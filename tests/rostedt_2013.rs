@@ -1,4 +1,4 @@
-//! Steven Rostedt's 2013 idle_balance changes (kernel-model-spec.md §5.4), modelled on today's
+//! Steven Rostedt's 2013 idle_balance changes (docs/kernel-model.md §5.4), modelled on today's
 //! kernel: the newidle balance moved out of `__schedule()` into the idle class's post-schedule
 //! hook (patch 2/3), run with IRQs enabled (patch 3/3), plus the `nr_running` re-check.
 //! See: tip pull "sched: clean ups and a minor fix" (head 1db13ecf8905), 2013-02.

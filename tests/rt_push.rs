@@ -1,4 +1,4 @@
-//! The RT class's push decision on hand-made cases (kernel-model-spec.md 2.10), and Steven
+//! The RT class's push decision on hand-made cases (docs/kernel-model.md 2.10), and Steven
 //! Rostedt's 2013 `ok_to_push_task()` in `push_rt_task()` (spec 5.4): a woken SCHED_FIFO task
 //! that outranks a *pinned* RT task is pushed to a CPU that frees up, instead of waiting to
 //! preempt the pinned task. See workload::rtpush for the cast.

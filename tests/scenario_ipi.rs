@@ -1,5 +1,5 @@
 //! Scenario tests of one waiting `smp_call_function_single()` to an idle CPU
-//! (kernel-model-spec.md §3 flows F4 and F5; §2.1, §2.2, §2.4, §2.5).
+//! (docs/kernel-model.md §3 flows F4 and F5; §2.1, §2.2, §2.4, §2.5).
 //!
 //! The ipistorm thread runs on `SENDER` and calls `TARGET` (same LLC on smp-4). The sender is
 //! CPU 2, not CPU 0: the module init that wakes the thread is modelled as running on CPU 0,

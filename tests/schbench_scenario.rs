@@ -1,4 +1,4 @@
-//! schbench end to end (workloads.md §2.1): `schbench -m 1 -t 4 -r 7` on the 32-vCPU Ice Lake
+//! schbench end to end (docs/workloads.md §2.1): `schbench -m 1 -t 4 -r 7` on the 32-vCPU Ice Lake
 //! VM finishes, prints the warmup message and then the final percentile block, every worker
 //! records samples and the median wakeup latency is plausible; and the command line runs it
 //! (exit code 0) or rejects bad schbench options with exit code 2 and a one-line error.

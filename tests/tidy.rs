@@ -1,13 +1,35 @@
 //! The determinism contract, enforced on the source: the kernel model (`src/linux`), the engine
 //! (`src/sim`) and the hardware model (`src/hw`) never read the wall clock or the environment,
-//! never iterate hash maps, never create their own random generators, and never use floating
-//! point (ARCHITECTURE.md, "Architecture invariants").
+//! never iterate hash maps, never create their own random generators, never use floating
+//! point, and never do I/O or print (ARCHITECTURE.md, "Architecture invariants").
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-const BANNED: &[&str] = &["HashMap", "HashSet", "Instant::now", "SystemTime", "thread_rng", "std::env", "f64", "f32"];
+const BANNED: &[&str] = &[
+    "HashMap",
+    "HashSet",
+    "Instant::now",
+    "SystemTime",
+    "thread_rng",
+    "std::env",
+    "f64",
+    "f32",
+    // No I/O and no clock of the host (ARCHITECTURE.md: the CLI is the only module doing I/O).
+    "std::fs",
+    "std::io",
+    "std::net",
+    "std::process",
+    "std::thread",
+    "std::time",
+    "File",
+    "println!",
+    "eprintln!",
+    "print!",
+    "eprint!",
+    "dbg!",
+];
 
-fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for e in std::fs::read_dir(dir).expect("source dir") {
         let p = e.expect("entry").path();
         if p.is_dir() {
@@ -16,6 +38,32 @@ fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
             out.push(p);
         }
     }
+}
+
+/// `file:line: text` of every line of `files` whose code (the part before `//`) `hit` flags.
+fn scan(files: &[PathBuf], mut hit: impl FnMut(&Path, &str) -> bool) -> Vec<String> {
+    let mut out = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(f).expect("readable");
+        for (i, line) in text.lines().enumerate() {
+            if hit(f, line.split("//").next().unwrap_or("")) {
+                out.push(format!("{}:{}: {}", f.display(), i + 1, line.trim()));
+            }
+        }
+    }
+    out
+}
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+fn files_under(dirs: &[&str]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for d in dirs {
+        rust_files(&src().join(d), &mut out);
+    }
+    out
 }
 
 #[test]
@@ -46,4 +94,51 @@ fn model_and_engine_keep_the_determinism_contract() {
         }
     }
     assert!(bad.is_empty(), "banned in the model/engine:\n{}", bad.join("\n"));
+}
+
+/// Workloads reach the kernel through its entry points (ARCHITECTURE.md): a workload never sets
+/// a task's scheduler fields itself. Greps the assignments the kernel model owns. (The task
+/// state, `TASK_DEAD`, and `pinned` move behind `do_exit()` and `sched_setaffinity()` with issue
+/// 15 item 6; until then they are not in this list.)
+#[test]
+fn workloads_do_not_assign_scheduler_fields() {
+    let owned = [".on_rq =", ".on_cpu =", ".nr_running =", ".ttwu_pending =", ".need_resched =", ".cpus_mask ="];
+    let bad = scan(&files_under(&["workload", "background"]), |_, code| owned.iter().any(|o| code.contains(o)));
+    assert!(bad.is_empty(), "workloads writing kernel scheduler state:\n{}", bad.join("\n"));
+}
+
+/// The engine and the hardware model know nothing of the kernel model (`hw/` holds facts, never
+/// kernel policy), and no code outside `linux/cost.rs` changes a path cost after boot (a patch
+/// changes which path runs, never what it costs): ARCHITECTURE.md, "Architecture invariants".
+#[test]
+fn hardware_and_engine_do_not_reach_into_the_kernel_and_costs_are_not_rewritten() {
+    let mut bad = scan(&files_under(&["hw", "sim"]), |_, code| code.contains("crate::linux"));
+    bad.extend(scan(&files_under(&["."]), |f, code| {
+        let Some(at) = code.find(".costs.") else { return false };
+        let rest = code[at + 7..].trim_start_matches(|c: char| c.is_alphanumeric() || c == '_').trim_start();
+        !f.ends_with("linux/cost.rs") && ["= ", "+=", "-=", "*=", "/="].iter().any(|op| rest.starts_with(op))
+    }));
+    assert!(bad.is_empty(), "layering or cost invariant broken:\n{}", bad.join("\n"));
+}
+
+/// Only the command line reads the wall clock, and only it, `run.rs` (input files),
+/// `trace/sink.rs` (trace files) and `sweep.rs` (grid and result files) touch files
+/// (ARCHITECTURE.md, codemap of `src/cli/`).
+#[test]
+fn clock_and_files_stay_in_their_modules() {
+    let root = src();
+    let bad = scan(&files_under(&["."]), |f, code| {
+        let r = f
+            .strip_prefix(root.join("."))
+            .or_else(|_| f.strip_prefix(&root))
+            .unwrap_or(f)
+            .to_string_lossy()
+            .to_string();
+        let cli = r.starts_with("cli/") || r == "main.rs";
+        let files_ok = cli || ["run.rs", "trace/sink.rs", "sweep.rs"].contains(&r.as_str());
+        let clock = ["Instant", "SystemTime", "std::time"].iter().any(|w| code.contains(w));
+        let file = ["std::fs", "File::", "OpenOptions"].iter().any(|w| code.contains(w));
+        (clock && !cli) || (file && !files_ok)
+    });
+    assert!(bad.is_empty(), "wall clock or file access outside its modules:\n{}", bad.join("\n"));
 }

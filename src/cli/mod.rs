@@ -1,5 +1,6 @@
-//! The command line: `schedsim run | compare | reproduce | list | bench`. The only module that
-//! does I/O or reads the wall clock.
+//! The command line: `schedsim run | compare | reproduce | list | bench | machine | host-run |
+//! validate | sweep | merge`. The only module that reads the wall clock; besides it only `run`
+//! (input files), `trace::sink` (trace files) and `sweep` (grid and result files) touch files.
 
 pub mod bench;
 pub mod host;
@@ -32,8 +33,10 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Cmd {
     /// Run one scenario and print the workload's output and perf-stat-style counters.
+    #[command(after_help = crate::workload::params::limits_help())]
     Run(RunArgs),
     /// Run a scenario on several kernels over N seeds: an mmtests-style table.
+    #[command(after_help = crate::workload::params::limits_help())]
     Compare(CompareArgs),
     /// Run built-in experiments with the published figures beside the simulated ones.
     Reproduce(ReproduceArgs),
@@ -447,8 +450,7 @@ fn base_spec(name: &str, file: &Option<PathBuf>, params: &[String]) -> Result<Ru
     }
     let mut s = match file {
         Some(p) => {
-            let text =
-                std::fs::read_to_string(p).map_err(|e| format!("cannot read scenario file {}: {e}", p.display()))?;
+            let text = run::read_input_file(p, "scenario file")?;
             scenario::parse(&text, &p.display().to_string())?
         }
         None => scenario::builtin(name)?,

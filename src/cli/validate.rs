@@ -67,17 +67,10 @@ pub struct ValidateArgs {
     pub json: bool,
 }
 
-/// Read a trace file, gunzipping a `.gz`.
+/// Read a trace file, gunzipping a `.gz`, at most `MAX_TRACE_FILE_BYTES` of text.
 pub fn read_trace(p: &Path) -> Result<String, String> {
-    let bytes = std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display()))?;
-    if p.extension().is_some_and(|e| e == "gz") {
-        let mut text = String::new();
-        std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&bytes[..]), &mut text)
-            .map_err(|e| format!("{}: not a gzip file of text: {e}", p.display()))?;
-        Ok(text)
-    } else {
-        String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8 text", p.display()))
-    }
+    let gz = p.extension().is_some_and(|e| e == "gz");
+    run::read_input(p, "trace file", crate::workload::params::MAX_TRACE_FILE_BYTES, gz)
 }
 
 /// The trace events enabled for the real run.
@@ -500,7 +493,7 @@ pub fn cmd_validate(a: ValidateArgs) -> Result<(), String> {
         for (i, p) in a.from_trace.iter().enumerate() {
             real_traces.push((read_trace(p)?, None));
             let out = match a.from_output.get(i) {
-                Some(o) => std::fs::read_to_string(o).map_err(|e| format!("cannot read {}: {e}", o.display()))?,
+                Some(o) => run::read_input_file(o, "program output")?,
                 None => String::new(),
             };
             real_outputs.push(out);

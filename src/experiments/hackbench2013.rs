@@ -1,4 +1,4 @@
-//! The hackbench-2013 experiment (kernel-model-spec.md §5.4): `perf stat -a hackbench 500`
+//! The hackbench-2013 experiment (docs/kernel-model.md §5.4): `perf stat -a hackbench 500`
 //! (the old hackbench: 500 groups of 20 senders + 20 receivers over AF_UNIX sockets, 100
 //! loops) on a 4C/8T i7, for the newidle balance in `__schedule()`, moved to the idle class's
 //! post-schedule hook with IRQs on (Rostedt's patches 2/3 + 3/3), and that plus the

@@ -1,4 +1,4 @@
-//! The ipistorm experiment (product.md, "ipistorm"): K Prateek Nayak's measurement behind
+//! The ipistorm experiment (docs/workloads.md §0, §1.2): K Prateek Nayak's measurement behind
 //! SM_IDLE. `ipistorm numipi=100000 single=1 offset=8 cpulist=8 wait=1` on a 2-socket EPYC
 //! 7763 with C2 disabled, so idle CPUs sit in C1 (ACPI FFH MWAIT, polling).
 

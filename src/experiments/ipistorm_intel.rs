@@ -1,4 +1,4 @@
-//! The ipistorm-intel experiment (product.md, "ipistorm-intel"; kernel-model-spec.md 5.3):
+//! The ipistorm-intel experiment (docs/kernel-model.md §5.3, docs/workloads.md §0):
 //! Chen Yu's run of the same IPI storm on a 240-CPU, 2-node Intel server with C1E and deeper
 //! disabled (sched/core at c793a62823d1), v6.10 and v6.10 + SM_IDLE, ten runs each. His reply
 //! printed every run's time, the AMean and the Std; the figures themselves are withheld as a

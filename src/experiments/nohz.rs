@@ -1,5 +1,5 @@
 //! The experiments of the 2024 series "Fixes and enhancements around spurious need_resched()
-//! and idle load balancing" (kernel-model-spec.md §5.1): ilb-polling, rt-warn, nanosleep.
+//! and idle load balancing" (docs/kernel-model.md §5.1): ilb-polling, rt-warn, nanosleep.
 
 use super::{run_variants, ExpOpts};
 use crate::report::{mean_stddev, normalize, render_grid, CompareRow, Comparison};

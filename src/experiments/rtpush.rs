@@ -1,4 +1,4 @@
-//! The rt-push experiment (product.md; kernel-model-spec.md 2.10 and 5.4): a SCHED_FIFO task
+//! The rt-push experiment (docs/kernel-model.md §2.10 and §5.4): a SCHED_FIFO task
 //! woken onto the CPU of a pinned, lower-priority FIFO task that is inside a non-preemptible
 //! section, on a 4-CPU SMP box whose other CPUs run higher-priority hogs, while the waker's
 //! CPU is about to free up (see `workload::rtpush`). v6.10's `push_rt_task()` gives up on a
@@ -14,7 +14,7 @@ use crate::workload::rtpush::RtPush;
 use crate::workload::Workload;
 use serde_json::json;
 
-/// (label, kernel, patches on it, what product.md expects)
+/// (label, kernel, patches on it, what the 2013 thread expects: docs/kernel-model.md §5.4)
 pub const VARIANTS: &[(&str, &str, &str, &str)] = &[
     ("v6.10", "v6.10", "", "preempts the pinned task"),
     ("ok_to_push_task", "v6.10", "+rostedt-2013-ok-to-push-task", "pushed to another CPU"),
@@ -113,7 +113,7 @@ pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
         "pinned preempted",
         "RT pushes",
         "wake->run (us)",
-        "expected (product.md)",
+        "expected (published)",
     ]
     .iter()
     .map(|s| s.to_string())

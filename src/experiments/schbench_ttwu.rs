@@ -1,4 +1,4 @@
-//! The schbench-ttwu experiment (product.md): `schbench -m 2 -t 16` (2021-12 version) on a
+//! The schbench-ttwu experiment (docs/kernel-model.md §5.5, docs/schbench-ttwu.md): `schbench -m 2 -t 16` (2021-12 version) on a
 //! 32-vCPU Ice Lake VM, for the three kernels of the published table of d6962c4fe8f9
 //! ("sched: Clear ttwu_pending after enqueue_task()"): `ttwu_pending` cleared early (v6.1),
 //! early clear with f3dd3f674555 reverted, and the fix (v6.2).

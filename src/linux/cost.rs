@@ -5,7 +5,7 @@
 //! ([`crate::hw`]) charges separately whenever the path touches a line another CPU owns.
 //!
 //! Sources (see docs/costs.md for the arithmetic):
-//! - Zen 2 at 4 GHz (workloads.md §9.2, Norbert 2021): FUTEX_WAKE until `futex_wait` returns
+//! - Zen 2 at 4 GHz (docs/workloads.md §9.2, Norbert 2021): FUTEX_WAKE until `futex_wait` returns
 //!   on a neighbour in POLL = 1.07 us, of which the FUTEX_WAKE call is 0.42-0.71 us. The
 //!   wakee side (idle exit, flush, `sched_ttwu_pending`, `__schedule` with a switch, return)
 //!   therefore takes ~0.4-0.65 us: `DO_IDLE_EXIT + FLUSH + TTWU_ACTIVATE + SCHEDULE_* +
@@ -81,7 +81,7 @@ pub struct PathCosts {
     pub cond_resched: Time,
     /// `scheduler_ipi()`.
     pub scheduler_ipi: Time,
-    /// Syscall entry + exit (`perf bench syscall basic`, no PTI: 0.079 us, workloads.md §9.4).
+    /// Syscall entry + exit (`perf bench syscall basic`, no PTI: 0.079 us, docs/workloads.md §9.4).
     pub syscall: Time,
     /// The futex hash lookup and bucket handling beyond the syscall itself.
     pub futex: Time,

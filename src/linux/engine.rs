@@ -17,7 +17,7 @@
 //! `task_struct` model and restored when it runs again, exactly where `__schedule()` left it.
 //!
 //! Decision (see ARCHITECTURE.md): explicit state machines rather than async coroutines. They
-//! were measured faster (ecosystem.md §4.2), and a frame is plain `Copy` data that can be
+//! were measured faster (ARCHITECTURE.md, "The executor"), and a frame is plain `Copy` data that can be
 //! printed, hashed and compared.
 
 use super::arch::x86::HardIrq;

@@ -61,7 +61,12 @@ impl<'a> Line<'a> {
         let pid = pid.parse().ok()?;
         let rest = &line[bracket + 2..];
         let close = rest.find(']')?;
-        let cpu = rest[..close].parse().ok()?;
+        let cpu: u32 = rest[..close].parse().ok()?;
+        // A CPU number no machine has is not a line of a real trace (and would size per-CPU
+        // tables).
+        if cpu >= crate::hw::topology::MAX_CPUS {
+            return None;
+        }
         let rest = rest[close + 1..].trim_start();
         let (flags, rest) = rest.split_once(' ')?;
         if flags.len() != 5 {
@@ -69,11 +74,12 @@ impl<'a> Line<'a> {
         }
         let (ts, rest) = rest.trim_start().split_once(": ")?;
         let (secs, frac) = ts.split_once('.')?;
-        let mut sub: u64 = frac.parse().ok()?;
-        for _ in frac.len()..9 {
-            sub *= 10;
+        // Seconds and up to nine digits of fraction; anything else is not a timestamp.
+        if frac.is_empty() || frac.len() > 9 || !frac.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
         }
-        let ts_ns = secs.parse::<u64>().ok()? * 1_000_000_000 + sub;
+        let sub: u64 = frac.parse::<u64>().ok()? * 10u64.pow(9 - frac.len() as u32);
+        let ts_ns = secs.parse::<u64>().ok()?.checked_mul(1_000_000_000)?.checked_add(sub)?;
         let (event, args) = match rest.split_once(": ") {
             Some((e, a)) => (e, a),
             None => (rest.trim_end_matches(':'), ""),
@@ -227,7 +233,9 @@ pub fn analyze(text: &str, program: &Program, silent: &BTreeSet<u32>) -> Counts 
         let cpu = l.cpu as usize;
         let attributed = |waking: &[Option<(bool, u32, u64)>]| -> Option<bool> {
             match waking[cpu] {
-                Some((is_prog, waker, ts)) if waker == l.pid && l.ts_ns - ts <= WAKE_WINDOW_NS => Some(is_prog),
+                Some((is_prog, waker, ts)) if waker == l.pid && l.ts_ns.saturating_sub(ts) <= WAKE_WINDOW_NS => {
+                    Some(is_prog)
+                }
                 _ => None,
             }
         };
@@ -259,11 +267,13 @@ pub fn analyze(text: &str, program: &Program, silent: &BTreeSet<u32>) -> Counts 
                 }
                 waking[cpu] = None;
                 if let Some((p, since)) = curr[cpu] {
-                    let ran = l.ts_ns - since;
+                    // A line earlier than the switch it follows (a malformed or merged trace)
+                    // counts as no time.
+                    let ran = l.ts_ns.saturating_sub(since);
                     if pids.contains(&p) {
-                        c.program_ns += ran;
+                        c.program_ns = c.program_ns.saturating_add(ran);
                     } else if p != 0 {
-                        c.foreign_ns += ran;
+                        c.foreign_ns = c.foreign_ns.saturating_add(ran);
                     }
                 }
                 if let Some(n) = next {
@@ -328,12 +338,12 @@ pub fn figures(c: &Counts, idle_state_names: &[String], own: Option<(&str, f64)>
     ];
     for (&s, &n) in &c.idle_entries {
         let name = idle_state_names.get(s as usize).cloned().unwrap_or_else(|| format!("state {s}"));
-        f.push((RowKind::Structure, 10 + s, format!("idle entries per wakeup: {name}"), n as f64 / w));
+        f.push((RowKind::Structure, s.saturating_add(10), format!("idle entries per wakeup: {name}"), n as f64 / w));
     }
     f.push((RowKind::Rate, 0, "wakeups per second".into(), c.wakeups as f64 / secs));
     for (&v, &n) in &c.softirqs {
         let name = SOFTIRQ_NAMES.get(v as usize).copied().unwrap_or("?");
-        f.push((RowKind::Rate, 10 + v, format!("softirqs per second: {name}"), n as f64 / secs));
+        f.push((RowKind::Rate, v.saturating_add(10), format!("softirqs per second: {name}"), n as f64 / secs));
     }
     f.push((RowKind::Rate, 100, "timer irqs per second on idle CPUs".into(), c.idle_timer_irqs as f64 / secs));
     f.push((RowKind::Rate, 101, "background IPIs per second".into(), c.background_ipis as f64 / secs));

@@ -1,4 +1,4 @@
-//! hackbench (workloads.md §3) in its three forms, as their tasks behave:
+//! hackbench (docs/workloads.md §3) in its three forms, as their tasks behave:
 //!
 //! - rt-tests `hackbench` (src/hackbench/hackbench.c): `-p/--pipe`, `-s/--datasize` (100),
 //!   `-l/--loops` (100), `-g/--groups` (10), `-f/--fds` (20), `-T/--threads`, `-P/--process`

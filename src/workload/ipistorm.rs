@@ -1,12 +1,12 @@
 //! ipistorm (Anton Blanchard, github.com/antonblanchard/ipistorm @ 6d93af8, 2021-05-02), as
 //! the kernel module behaves, plus the `numipi` parameter of the modified version used for
-//! the published SM_IDLE runs (workloads.md §1).
+//! the published SM_IDLE runs (docs/workloads.md §1).
 //!
 //! One kthread per CPU of `cpulist`, bound to it (SCHED_NORMAL, nice 0). Each computes its
 //! target as `((cpu & ~mask) + ((cpu + offset) & mask)) % nr_cpu_ids` when `mask` is set and
 //! `(cpu + offset) % nr_cpu_ids` otherwise — the published run (`offset=8 cpulist=8`) goes
 //! CPU8 -> CPU16, which upstream's `% num_cpus` cannot give, so the modified module must use
-//! `nr_cpu_ids` (an inference, workloads.md §1.2). It then issues
+//! `nr_cpu_ids` (an inference, docs/workloads.md §1.2). It then issues
 //! `smp_call_function_single(target, do_nothing_ipi, NULL, wait)` (or `smp_call_function()`
 //! to all others with `single=0`) and, between calls, `cond_resched()` or, with `delay`,
 //! `usleep_range(delay, delay + 1)`. It stops after `numipi` calls, or after `timeout`

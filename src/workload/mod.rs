@@ -173,3 +173,39 @@ pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
         Workload::Idle => unreachable!("the idle workload has no tasks"),
     }
 }
+
+impl Workload {
+    /// What the workload will create, for the memory limit (`params::check_memory`): the most
+    /// tasks it starts, the bytes of its own per-task state beyond the kernel's, and the
+    /// parameters that set the count (named in the error).
+    pub fn planned_size(&self, nr_cpus: u32) -> (u64, u64, &'static str) {
+        let nr_cpus = u64::from(nr_cpus);
+        match self {
+            Workload::Idle => (0, 0, "the workload"),
+            // At most one kthread per CPU of its cpulist.
+            Workload::Ipistorm(_) => (nr_cpus, 0, "ipistorm cpulist="),
+            Workload::Spinners(s) => (u64::from(s.tasks), 0, "spinners tasks="),
+            Workload::Nanosleep(n) => (u64::from(n.procs), 0, "nanosleep procs="),
+            Workload::Hackbench(h) => (h.o.tasks().saturating_add(1), 0, "hackbench args= (groups x fds)"),
+            Workload::Schbench(s) => {
+                let workers = s.o.message_threads.saturating_mul(s.o.worker_threads);
+                let tasks = s.o.message_threads.saturating_add(workers).saturating_add(1);
+                // Each worker's latency histogram, kept twice (the run's and the result's copy).
+                let hist = 2 * (schbench_stats::PLAT_NR * std::mem::size_of::<u32>()) as u64;
+                (tasks, workers.saturating_mul(hist), "schbench -m x -t")
+            }
+            Workload::RtPush(_) | Workload::PipePair(_) => (8, 0, "the workload"),
+            Workload::RtApp(r) => {
+                // Every instance, plus rt-app's fork limit for each instance that forks.
+                let mut tasks = 0u64;
+                for t in &r.cfg.tasks {
+                    let forks =
+                        t.phases.iter().flat_map(|p| &p.events).any(|e| matches!(e.ev, rtapp_json::Event::Fork(_)));
+                    let per = if forks { 1 + u64::from(rtapp::FORKS_LIMIT) } else { 1 };
+                    tasks = tasks.saturating_add(u64::from(t.instance).saturating_mul(per));
+                }
+                (tasks, 0, "the rt-app file's instances and forks")
+            }
+        }
+    }
+}

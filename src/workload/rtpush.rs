@@ -1,4 +1,4 @@
-//! The RT push case of Steven Rostedt's 2013 `ok_to_push_task` patch (kernel-model-spec.md
+//! The RT push case of Steven Rostedt's 2013 `ok_to_push_task` patch (docs/kernel-model.md
 //! 2.10, 5.4): a SCHED_FIFO task is woken onto the CPU of a *pinned* RT task it outranks, while
 //! the waker's CPU is about to become free. Where does the woken task run?
 //!

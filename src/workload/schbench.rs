@@ -1,5 +1,5 @@
 //! schbench (Chris Mason, masoncl/schbench @ 2eef447, 2021-12-03) as its threads behave
-//! (workloads.md §2.1): `m` message threads, each with `t` workers, all unpinned user
+//! (docs/workloads.md §2.1): `m` message threads, each with `t` workers, all unpinned user
 //! threads, talking through per-thread futex words.
 //!
 //! Worker loop: mark its futex BLOCKED and stamp `wake_time`; push itself on its message

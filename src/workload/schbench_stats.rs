@@ -2,7 +2,7 @@
 //! (git.kernel.org/pub/scm/linux/kernel/git/mason/schbench.git, GitHub mirror masoncl/schbench,
 //! commit 2eef447 "record the execution time in the matrix multiplication mode", 2021-12-03:
 //! the last commit before the 2023 rewrite, and the version of thread 003, `schbench -m 2 -t 16`).
-//! See workloads.md §2.1.
+//! See docs/workloads.md §2.1.
 //!
 //! What this module reproduces, function by function of `schbench.c`:
 //! - `parse_options()` (getopt_long, short options `"p:am:t:s:c:C:r:R:w:i:z:A:jn:F:"`):

@@ -390,7 +390,7 @@ pub const ILB_BUSY_CPU: CpuId = 0;
 /// The idle load balancer of that setup: the first CPU of `nohz.idle_cpus_mask`.
 pub const ILB_CPU: CpuId = 1;
 
-/// The ilb-polling setup (kernel-model-spec.md F7) on smp-4: `tasks` CPU-bound spinners
+/// The ilb-polling setup (docs/kernel-model.md F7) on smp-4: `tasks` CPU-bound spinners
 /// started round-robin on `start` for 20 ms, while the other CPUs idle with their ticks
 /// stopped. C2 is off, so every idle CPU polls (POLL or C1 MWAIT): a kick is delivered by
 /// setting NEED_RESCHED on the ILB CPU's idle task, and `nohz_csd_func()` runs from the idle

@@ -23,7 +23,7 @@
 //!
 //! Costs (per call, beyond the syscall entry/exit of `PathCosts::syscall`):
 //! - [`PIPE_WRITE_NS`], [`PIPE_READ_NS`] = 300 ns each. From `perf bench sched pipe` with both
-//!   tasks on one CPU: 2.79 us per loop, i.e. ~1.4 us per half (workloads.md §9.4, Ingo Molnar
+//!   tasks on one CPU: 2.79 us per loop, i.e. ~1.4 us per half (docs/workloads.md §9.4, Ingo Molnar
 //!   2025, KVM guest). A half is a write + a read (2 x 80 ns syscall), a wakeup (`ttwu` 120 +
 //!   `ttwu_activate` 100) and a switch (`schedule_enter` 60 + `pick_fair_task` 60 +
 //!   `context_switch` 250): 750 ns in the model, leaving ~645 ns for the two pipe calls

@@ -32,7 +32,7 @@
 //! per skb (skb head and data allocation, the queueing, `sock_def_readable`);
 //! [`UNIX_RECVMSG_NS`] 250 per call + [`UNIX_SKB_FREE_NS`] 250 per skb consumed (unlink,
 //! `consume_skb`, `sock_wfree`); plus the copy at `fs::pipe::copy_cost`. That is 600 + 500 ns
-//! for a 100-byte message, about twice the pipe's 300 + 300: LKP's hackbench (workloads.md
+//! for a 100-byte message, about twice the pipe's 300 + 300: LKP's hackbench (docs/workloads.md
 //! §3.4) moves the same number of 100-byte messages 2.1-2.2x slower over sockets than over
 //! pipes at 25-50% load on 128 CPUs (37.9 vs 17.7 s, 34.0 vs 15.4 s), where the per-message
 //! CPU cost dominates.

@@ -1636,7 +1636,7 @@ mod tests {
         assert_eq!((t1.latency_ns, t1.min_granularity_ns, t1.wakeup_granularity_ns), (6 * MS, 750 * US, MS));
         let t4 = FairTunables::for_cpus(4);
         assert_eq!((t4.latency_ns, t4.min_granularity_ns, t4.wakeup_granularity_ns), (18 * MS, 2_250 * US, 3 * MS));
-        // workloads.md 9.4: 24 ms / 3 ms / 4 ms on a large machine.
+        // docs/workloads.md 9.4: 24 ms / 3 ms / 4 ms on a large machine.
         let t128 = FairTunables::for_cpus(128);
         assert_eq!((t128.latency_ns, t128.min_granularity_ns, t128.wakeup_granularity_ns), (24 * MS, 3 * MS, 4 * MS));
         assert_eq!(t128.nr_latency, 8);

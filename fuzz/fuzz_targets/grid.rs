@@ -1,0 +1,5 @@
+//! cargo-fuzz target `grid`: see `harness::grid`.
+#![no_main]
+#[path = "harness.rs"]
+mod harness;
+libfuzzer_sys::fuzz_target!(|data: &[u8]| harness::grid(data));

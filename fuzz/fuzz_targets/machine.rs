@@ -1,0 +1,5 @@
+//! cargo-fuzz target `machine`: see `harness::machine`.
+#![no_main]
+#[path = "harness.rs"]
+mod harness;
+libfuzzer_sys::fuzz_target!(|data: &[u8]| harness::machine(data));
