@@ -3,11 +3,13 @@
 //! See ARCHITECTURE.md for the codemap. In short: [`sim`] is the engine, [`hw`] the machine
 //! facts, [`linux`] the kernel model (mirroring the Linux tree), [`workload`] the programs that
 //! run on it, [`trace`] the trace records and their ftrace text, [`experiments`] the built-in
-//! experiments, [`validate`] the model-versus-kernel figures, and [`cli`] the command line.
+//! experiments, [`explore`] the interleaving explorer, [`validate`] the model-versus-kernel
+//! figures, and [`cli`] the command line.
 
 pub mod background;
 pub mod cli;
 pub mod experiments;
+pub mod explore;
 pub mod html;
 pub mod hw;
 pub mod linux;

@@ -98,7 +98,7 @@ impl<A> QuadHeap<A> {
 /// This is the interface a later interleaving explorer plugs into: a run is fully described by
 /// its seed plus the list of choices made here. [`Chooser::Fifo`] is the default and makes no
 /// choice at all (it is never consulted), so the common path costs nothing.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub enum Chooser {
     /// Same-time actions run in the order they were scheduled.
     #[default]
@@ -108,11 +108,42 @@ pub enum Chooser {
     Replay { choices: Vec<u32>, next: usize },
     /// Record the choices made (all FIFO) so that a run can be replayed or mutated.
     Record { choices: Vec<u32> },
+    /// A strategy object decides (the interleaving explorer's strategies and replay of its
+    /// tokens, `src/explore/`).
+    Strategy(Box<dyn ChoiceStrategy>),
+}
+
+/// A strategy for [`Chooser::Strategy`]: at the choice point numbered `point` (0, 1, ... in the
+/// run), pick one of the candidates due at the same instant, listed in `(time, seq)` order.
+/// `owners[i]` is the CPU that candidate `i` belongs to ([`ActionQueue::owner_of`]; `u32::MAX`
+/// when it belongs to none or no owner function is set). The result is taken modulo the number
+/// of candidates.
+pub trait ChoiceStrategy: std::fmt::Debug + Send {
+    fn choose(&mut self, point: u64, owners: &[u32]) -> usize;
+    /// The strategy as `Any`, so that its owner can take back what it recorded.
+    fn as_any(&self) -> &dyn std::any::Any;
+}
+
+/// Always the first candidate (the FIFO order, but consulted: see [`ActionQueue::is_fifo`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FifoStrategy;
+
+impl ChoiceStrategy for FifoStrategy {
+    fn choose(&mut self, _point: u64, _owners: &[u32]) -> usize {
+        0
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
 }
 
 impl Chooser {
-    fn choose(&mut self, candidates: usize) -> usize {
+    fn choose(&mut self, candidates: usize, point: u64, owner: impl Fn(usize) -> u32) -> usize {
         match self {
+            Chooser::Strategy(s) => {
+                let owners: Vec<u32> = (0..candidates).map(owner).collect();
+                s.choose(point, &owners) % candidates
+            }
             Chooser::Fifo => 0,
             Chooser::Replay { choices, next } => {
                 let c = choices.get(*next).copied().unwrap_or(0) as usize % candidates;
@@ -136,6 +167,8 @@ pub struct ActionQueue<A> {
     pub chooser: Chooser,
     /// Number of choice points met (instants with more than one action due).
     pub choice_points: u64,
+    /// Which CPU an action belongs to, for [`Chooser::Strategy`] (e.g. PCT's per-CPU priorities).
+    pub owner_of: Option<fn(&A) -> u32>,
 }
 
 impl<A> Default for ActionQueue<A> {
@@ -146,7 +179,7 @@ impl<A> Default for ActionQueue<A> {
 
 impl<A> ActionQueue<A> {
     pub fn new() -> Self {
-        ActionQueue { heap: QuadHeap::with_capacity(1024), seq: 0, chooser: Chooser::Fifo, choice_points: 0 }
+        ActionQueue { heap: QuadHeap::with_capacity(1024), seq: 0, chooser: Chooser::Fifo, choice_points: 0, owner_of: None }
     }
 
     /// Schedule `action` at absolute time `time`.
@@ -195,7 +228,9 @@ impl<A> ActionQueue<A> {
             return Some((e.time(), e.action));
         }
         self.choice_points += 1;
-        let idx = self.chooser.choose(same.len());
+        let owner_of = self.owner_of;
+        let owner = |i: usize| owner_of.map_or(u32::MAX, |f| f(&same[i].action));
+        let idx = self.chooser.choose(same.len(), self.choice_points - 1, owner);
         let chosen = same.swap_remove(idx);
         for e in same {
             self.heap.push(e);
