@@ -38,6 +38,9 @@ pub struct RunSpec {
     pub preempt: Option<String>,
     /// A perturbation found by `schedsim explore` to replay (`--replay TOKEN`).
     pub replay: Option<crate::explore::Perturbation>,
+    /// Run the invariant checkers (`--check`; `linux::check`). They only observe: the run is
+    /// the same with or without them.
+    pub check: bool,
 }
 
 impl RunSpec {
@@ -58,6 +61,7 @@ impl RunSpec {
             background: None,
             preempt: None,
             replay: None,
+            check: false,
         }
     }
 }
@@ -241,6 +245,9 @@ pub fn build(spec: &RunSpec) -> Result<Kernel, String> {
     if let Some(p) = &spec.replay {
         crate::explore::apply(&mut k, p)?;
     }
+    if spec.check {
+        k.enable_checks();
+    }
     Ok(k)
 }
 
@@ -275,6 +282,8 @@ pub struct RunResult {
     pub preempt: String,
     /// The pids of the workload's tasks.
     pub workload_pids: Vec<u32>,
+    /// The invariant checkers' findings (`--check`), `None` without checks.
+    pub checks: Option<Box<crate::linux::check::Checks>>,
 }
 
 /// Run a spec to completion.
@@ -314,6 +323,7 @@ fn collect(mut k: Kernel, spec: &RunSpec) -> RunResult {
         background: spec.background.clone().unwrap_or_else(|| k.cfg.background.name.clone()),
         preempt: k.cfg.preempt.name(),
         workload_pids,
+        checks: k.checks.take(),
     }
 }
 

@@ -138,6 +138,11 @@ struct RunArgs {
     /// With an rt-app workload: write rt-app's per-thread log files into DIR.
     #[arg(long, value_name = "DIR")]
     log_dir: Option<PathBuf>,
+    /// Run the invariant checkers (lost wakeups, ttwu_pending, IPI elision, csd locks, IRQs off,
+    /// rq locks, modelled WARN_ONs) and print their violations. They only observe: the run is
+    /// the same. Violations are findings, not errors: the exit status stays 0.
+    #[arg(long)]
+    check: bool,
 }
 
 #[derive(Args, Debug)]
@@ -413,6 +418,9 @@ fn cmd_run(a: RunArgs) -> Result<(), String> {
     if let Some(seed) = a.seed {
         s.seed = seed;
     }
+    if a.check {
+        s.check = true;
+    }
     if a.log_dir.is_some() && s.workload != "rtapp" {
         return Err("command line: --log-dir is for rt-app workloads (--rtapp FILE.json)".into());
     }
@@ -617,7 +625,7 @@ fn workload_json(r: &RunResult) -> serde_json::Value {
 
 /// The `--json` document of one run (also each line of `schedsim sweep`).
 pub fn run_json(s: &RunSpec, r: &RunResult) -> serde_json::Value {
-    json!({
+    let mut v = json!({
         "scenario": s.workload,
         "machine": r.machine,
         "kernel": r.kernel_label,
@@ -630,7 +638,60 @@ pub fn run_json(s: &RunSpec, r: &RunResult) -> serde_json::Value {
         "actions": r.actions,
         "workload": workload_json(r),
         "counters": counters_json(r),
+    });
+    if let Some(c) = &r.checks {
+        v["checks"] = checks_json(c);
+    }
+    v
+}
+
+/// The checkers' findings: every rule that fired (count, first instant) and the kept violations.
+fn checks_json(c: &crate::linux::check::Checks) -> serde_json::Value {
+    json!({
+        "rules": c.counts.iter().map(|n| json!({
+            "rule": n.rule.name(),
+            "count": n.count,
+            "first_ns": n.first_ns,
+            "first_cpu": n.first_cpu,
+            "kernel_rule": n.rule.kernel_rule(),
+        })).collect::<Vec<_>>(),
+        "violations": c.violations.iter().map(|v| json!({
+            "rule": v.rule.name(),
+            "time_ns": v.time_ns,
+            "cpu": v.cpu,
+            "detail": v.detail,
+        })).collect::<Vec<_>>(),
     })
+}
+
+/// The checkers' findings as text: one line per rule that fired, then the kept violations.
+fn checks_text(c: &crate::linux::check::Checks) -> String {
+    let mut o = String::new();
+    if c.counts.is_empty() {
+        o.push_str("\n Invariant checks: no violations\n");
+        return o;
+    }
+    o.push_str(&format!(
+        "\n Invariant checks: {} rules violated ({} violations; the first {} kept)\n",
+        c.counts.len(),
+        c.counts.iter().map(|n| n.count).sum::<u64>(),
+        c.violations.len()
+    ));
+    for n in &c.counts {
+        o.push_str(&format!(
+            "  {}: {} times, first at {:.6} ms on CPU {}\n    rule: {}\n",
+            n.rule.name(),
+            n.count,
+            n.first_ns as f64 / 1e6,
+            n.first_cpu,
+            n.rule.kernel_rule()
+        ));
+    }
+    o.push_str(" Violations (rule, instant ms, cpu, detail):\n");
+    for v in &c.violations {
+        o.push_str(&format!("  {} {:.6} cpu{} {}\n", v.rule.name(), v.time_ns as f64 / 1e6, v.cpu, v.detail));
+    }
+    o
 }
 
 /// `perf stat`'s default block for a program's run: task-clock, context switches, migrations
@@ -703,6 +764,9 @@ fn run_text(s: &RunSpec, r: &RunResult) -> String {
     }
     if s.limit_ns != RunSpec::new(&s.workload).limit_ns {
         switches.push_str(&format!(" --limit-ms {}", s.limit_ns.div_ceil(crate::sim::NSEC_PER_MSEC)));
+    }
+    if s.check {
+        switches.push_str(" --check");
     }
     o.push_str(&format!(
         "# schedsim run {} {} --machine {} --kernel '{}' --seed {} --background {} --preempt {}{switches}\n",
@@ -836,6 +900,9 @@ fn run_text(s: &RunSpec, r: &RunResult) -> String {
         })
         .collect();
     o.push_str(&report::render_grid(&header, &rows));
+    if let Some(c) = &r.checks {
+        o.push_str(&checks_text(c));
+    }
     o
 }
 

@@ -11,6 +11,7 @@
 //! run's seed.
 
 pub mod arch;
+pub mod check;
 pub mod config;
 pub mod cost;
 pub mod drivers;
@@ -186,6 +187,8 @@ pub struct Kernel {
     measuring: bool,
     next_pid: u32,
     seed: u64,
+    /// Invariant checkers (`--check`); `None` (the default) costs one branch per hook.
+    pub checks: Option<Box<check::Checks>>,
 }
 
 impl Kernel {
@@ -221,6 +224,7 @@ impl Kernel {
             measuring: false,
             next_pid: 2,
             seed,
+            checks: None,
             m,
             cfg,
         };
@@ -479,6 +483,7 @@ impl Kernel {
     /// A modelled `WARN_ON_ONCE()` firing: a finding of the run, recorded in the trace and the
     /// counters; the run goes on.
     pub fn warn_on_once(&mut self, cpu: CpuId, site: trace::WarnSite) {
+        check::on_warn(self, cpu, site);
         self.stats.warns += 1;
         if self.stats.warned_sites.contains(&site) {
             return;
@@ -486,6 +491,19 @@ impl Kernel {
         self.stats.warned_sites.push(site);
         self.stats.first_warn_ns.get_or_insert(self.now);
         self.tp(cpu, Event::Warning { site });
+    }
+
+    /// Turn the invariant checkers on ([`check`]); they observe only, so the run's steps and
+    /// trace stay the same. Call before [`Kernel::run`].
+    pub fn enable_checks(&mut self) {
+        if self.checks.is_none() {
+            self.checks = Some(Box::new(check::Checks::new(self)));
+        }
+    }
+
+    /// The violations the checkers kept (empty when checks are off).
+    pub fn violations(&self) -> &[check::Violation] {
+        self.checks.as_deref().map_or(&[], |c| c.violations.as_slice())
     }
 
     /// Check the runqueue invariants: every queued task is on exactly one runqueue (its own
@@ -584,5 +602,6 @@ impl Kernel {
             self.begin_measurement();
         }
         engine::account_all(self);
+        check::on_run_end(self);
     }
 }

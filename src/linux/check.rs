@@ -1,0 +1,319 @@
+//! Invariant checkers: the kernel's own rules about wakeups, IPIs, csds, IRQs and runqueues,
+//! checked while the model runs (`schedsim run --check`, and every exploration run).
+//!
+//! Each [`Rule`] names the kernel rule it encodes and the kernel function that relies on it
+//! ([`Rule::kernel_rule`]). The checkers only *observe*: they read kernel state and write their
+//! own [`Checks`], never the model's state, the queue, the random streams or the trace, so a run
+//! with checks on takes exactly the same steps as one without (`tests/checks.rs` compares
+//! traces). With checks off ([`Kernel::checks`] is `None`) each hook costs one branch.
+//!
+//! Hooks are small calls placed at the points where the checked state changes (the `on_*`
+//! functions below); each is `#[inline]` and does nothing but test `k.checks`, then calls a
+//! cold out-of-line body. A violation's text ([`Violation::detail`]) is built only when it
+//! fires; at most [`MAX_VIOLATIONS`] are kept, and the first instant and count of every rule
+//! are kept whatever the number.
+
+use super::{CpuId, Kernel};
+use crate::sim::Time;
+use crate::trace::WarnSite;
+
+/// The most violations a run keeps (the first ones); later ones are only counted.
+pub const MAX_VIOLATIONS: usize = 100;
+
+/// A checked kernel rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Rule {
+    /// A task is queued on at most one runqueue, its own CPU's.
+    TaskOnOneRq,
+    /// `nr_running` of a runqueue equals the tasks its classes hold.
+    NrRunningConserved,
+    /// A woken task is enqueued and runs within [`LOST_WAKEUP_BOUND_NS`].
+    LostWakeup,
+    /// An idle-looking CPU is chosen for a wakee while a wakelist entry to it is in flight.
+    TtwuPendingIdleChosen,
+    /// `rq->ttwu_pending` is set with no wakelist entry outstanding.
+    TtwuPendingStale,
+    /// An IPI was left out for a CPU that does not poll its flags.
+    IpiElidedNotPolling,
+    /// A csd stayed locked longer than [`CSD_LOCK_BOUND_NS`].
+    CsdLockHeld,
+    /// A csd (or a task's wake_entry) was queued again while still locked / queued.
+    CsdReusedWhileLocked,
+    /// A CPU ran with IRQs off longer than [`IRQS_OFF_BOUND_NS`] (idle-state time excluded).
+    IrqsOffTooLong,
+    /// A CPU waited for a runqueue lock while holding a higher-ordered one.
+    RqLockOrder,
+    /// A CPU switched tasks holding a runqueue lock other than its own (handed over).
+    RqLockAcrossSwitch,
+    /// A modelled kernel `WARN_ON*` fired.
+    Warn(WarnSite),
+}
+
+impl Rule {
+    /// Every rule (each warning site once).
+    pub fn all() -> Vec<Rule> {
+        let mut v = vec![
+            Rule::TaskOnOneRq,
+            Rule::NrRunningConserved,
+            Rule::LostWakeup,
+            Rule::TtwuPendingIdleChosen,
+            Rule::TtwuPendingStale,
+            Rule::IpiElidedNotPolling,
+            Rule::CsdLockHeld,
+            Rule::CsdReusedWhileLocked,
+            Rule::IrqsOffTooLong,
+            Rule::RqLockOrder,
+            Rule::RqLockAcrossSwitch,
+        ];
+        v.extend(WarnSite::ALL.iter().map(|&s| Rule::Warn(s)));
+        v
+    }
+
+    /// A short kebab-case id.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Rule::TaskOnOneRq => "task-on-one-rq",
+            Rule::NrRunningConserved => "nr-running-conserved",
+            Rule::LostWakeup => "lost-wakeup",
+            Rule::TtwuPendingIdleChosen => "ttwu-pending-idle-chosen",
+            Rule::TtwuPendingStale => "ttwu-pending-stale",
+            Rule::IpiElidedNotPolling => "ipi-elided-not-polling",
+            Rule::CsdLockHeld => "csd-lock-held",
+            Rule::CsdReusedWhileLocked => "csd-reused-while-locked",
+            Rule::IrqsOffTooLong => "irqs-off-too-long",
+            Rule::RqLockOrder => "rq-lock-order",
+            Rule::RqLockAcrossSwitch => "rq-lock-across-switch",
+            Rule::Warn(WarnSite::DoSoftirqPostSmpCallFlush) => "warn-do-softirq-post-smp-call-flush",
+            Rule::Warn(WarnSite::NohzCsdFuncNoKick) => "warn-nohz-csd-func-no-kick",
+        }
+    }
+
+    /// The rule from its [`Rule::name`].
+    pub fn from_name(name: &str) -> Option<Rule> {
+        Rule::all().into_iter().find(|r| r.name() == name)
+    }
+
+    /// The kernel rule in words, and the kernel function and file that encode or rely on it.
+    pub fn kernel_rule(&self) -> &'static str {
+        match self {
+            Rule::TaskOnOneRq => {
+                "a task is enqueued only when it is not queued (p->on_rq == 0) and dequeued only from \
+                 task_cpu(p)'s runqueue: enqueue_task()/dequeue_task() in kernel/sched/core.c"
+            }
+            Rule::NrRunningConserved => {
+                "rq->nr_running counts exactly the tasks queued in the runqueue's classes \
+                 (add_nr_running()/sub_nr_running() in kernel/sched/sched.h)"
+            }
+            Rule::LostWakeup => {
+                "try_to_wake_up() (kernel/sched/core.c) that moved a task to TASK_WAKING gets it \
+                 enqueued, and a runnable task on an idle CPU is run (resched_curr() of the idle task) \
+                 -- here within 10 ms of simulated time, unless its CPU is busy with other tasks"
+            }
+            Rule::TtwuPendingIdleChosen => {
+                "a CPU with a wakelist entry in flight must not look idle: idle_cpu()/available_idle_cpu() \
+                 read rq->ttwu_pending, which sched_ttwu_pending() (kernel/sched/core.c) clears only \
+                 after enqueue_task(), so select_idle_sibling() (kernel/sched/fair.c) does not stack \
+                 a second wakee on it (d6962c4fe8f9)"
+            }
+            Rule::TtwuPendingStale => {
+                "rq->ttwu_pending is set by __ttwu_queue_wakelist() only together with a queued \
+                 wake_entry and cleared by sched_ttwu_pending() (kernel/sched/core.c); a CPU does not \
+                 enter an idle state with it set and nothing queued"
+            }
+            Rule::IpiElidedNotPolling => {
+                "an IPI is left out only for a CPU whose idle task polls its thread flags \
+                 (TIF_POLLING_NRFLAG): set_nr_and_not_polling()/set_nr_if_polling() in \
+                 kernel/sched/core.c, send_call_function_single_ipi() in kernel/smp.c"
+            }
+            Rule::CsdLockHeld => {
+                "a queued csd is unlocked by its target's __flush_smp_call_function_queue() \
+                 (kernel/smp.c) within a bound (the kernel's CSD_LOCK_WAIT_DEBUG reports 5 s; here \
+                 10 ms of simulated time)"
+            }
+            Rule::CsdReusedWhileLocked => {
+                "a csd is queued only when unlocked (csd_lock() waits, smp_call_function_single_async() \
+                 returns -EBUSY in kernel/smp.c); callers that own a csd serialize its use, e.g. \
+                 kick_ilb() with the NOHZ_KICK_MASK bits of nohz_flags (kernel/sched/fair.c), \
+                 try_to_wake_up() with p->wake_entry"
+            }
+            Rule::IrqsOffTooLong => {
+                "no CPU runs with interrupts disabled beyond a bound: the latency the irqsoff tracer \
+                 (kernel/trace/trace_irqsoff.c) measures between local_irq_disable() and \
+                 local_irq_enable(); here 1 ms of simulated time, time asleep in an idle state excluded"
+            }
+            Rule::RqLockOrder => {
+                "runqueue locks nest in CPU order: double_rq_lock()/double_lock_balance() \
+                 (kernel/sched/sched.h) take the lower one first and only trylock out of order"
+            }
+            Rule::RqLockAcrossSwitch => {
+                "only this CPU's rq lock is held across context_switch(); finish_task_switch() \
+                 (kernel/sched/core.c) releases it on the next task's side"
+            }
+            Rule::Warn(WarnSite::DoSoftirqPostSmpCallFlush) => {
+                "WARN_ON_ONCE in do_softirq_post_smp_call_flush() (kernel/softirq.c, PREEMPT_RT): \
+                 the flush raised a softirq that was not pending before it"
+            }
+            Rule::Warn(WarnSite::NohzCsdFuncNoKick) => {
+                "WARN_ON in nohz_csd_func() (kernel/sched/core.c): the ILB csd ran without a kick \
+                 bit in nohz_flags"
+            }
+        }
+    }
+}
+
+/// One observed violation of a [`Rule`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    pub rule: Rule,
+    /// The simulated instant it was observed (for a bound, the instant the bound ran out).
+    pub time_ns: u64,
+    /// The CPU it concerns (the target of a wakeup or IPI, the CPU holding a lock, ...).
+    pub cpu: u32,
+    /// What was seen, in words (built only when the violation fires).
+    pub detail: String,
+}
+
+/// Bound of [`Rule::LostWakeup`]: a woken task is enqueued, and a task queued on an idle CPU
+/// runs, within 10 ms. The longest modelled path from `try_to_wake_up()` to the switch is an
+/// IPI delivery (µs), the deepest idle state's exit latency (≤ 1 ms in the presets), a flush
+/// and `__schedule()`; 10 ms is an order of magnitude above it, so only a wakeup that is
+/// really lost (never enqueued, or enqueued on a CPU that stays idle) passes it.
+pub const LOST_WAKEUP_BOUND_NS: Time = 10_000_000;
+/// Bound of [`Rule::CsdLockHeld`] (see its kernel rule): the same 10 ms.
+pub const CSD_LOCK_BOUND_NS: Time = 10_000_000;
+/// Bound of [`Rule::IrqsOffTooLong`]: 1 ms.
+pub const IRQS_OFF_BOUND_NS: Time = 1_000_000;
+
+/// Per-rule summary: how many times it fired and the first instant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RuleCount {
+    pub rule: Rule,
+    pub count: u64,
+    pub first_ns: u64,
+    pub first_cpu: u32,
+}
+
+/// Checker state of a run.
+#[derive(Debug, Default)]
+pub struct Checks {
+    /// The first [`MAX_VIOLATIONS`] violations, in the order observed.
+    pub violations: Vec<Violation>,
+    /// Every rule that fired, in first-fired order, with its count and first instant.
+    pub counts: Vec<RuleCount>,
+}
+
+impl Checks {
+    /// Checker state for the machine `k` (sized by its CPUs).
+    pub fn new(k: &Kernel) -> Checks {
+        let _ = k.m.topo.nr_cpus;
+        Checks::default()
+    }
+
+    /// Record a violation; `detail` runs only if the violation is kept.
+    #[cold]
+    #[inline(never)]
+    pub fn report(&mut self, rule: Rule, time_ns: u64, cpu: u32, detail: impl FnOnce() -> String) {
+        match self.counts.iter_mut().find(|c| c.rule == rule) {
+            Some(c) => c.count += 1,
+            None => self.counts.push(RuleCount { rule, count: 1, first_ns: time_ns, first_cpu: cpu }),
+        }
+        if self.violations.len() < MAX_VIOLATIONS {
+            self.violations.push(Violation { rule, time_ns, cpu, detail: detail() });
+        }
+    }
+
+    /// How many times `rule` fired.
+    pub fn count(&self, rule: Rule) -> u64 {
+        self.counts.iter().find(|c| c.rule == rule).map_or(0, |c| c.count)
+    }
+
+    /// The first instant `rule` fired.
+    pub fn first(&self, rule: Rule) -> Option<u64> {
+        self.counts.iter().find(|c| c.rule == rule).map(|c| c.first_ns)
+    }
+
+    /// The earliest violation of any rule.
+    pub fn first_violation(&self) -> Option<&Violation> {
+        self.violations.iter().min_by_key(|v| v.time_ns)
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Hooks. Each is a branch on `k.checks` and, when checks are on, a cold call.
+// ---------------------------------------------------------------------------------------
+
+/// Take the checker state out of the kernel for a hook's body (so the body can read the
+/// kernel freely) and put it back.
+#[inline]
+fn with(k: &mut Kernel, f: impl FnOnce(&Kernel, &mut Checks)) {
+    if let Some(mut c) = k.checks.take() {
+        f(k, &mut c);
+        k.checks = Some(c);
+    }
+}
+
+/// A modelled `WARN_ON*` fired at `site` on `cpu` (every firing, not only the first).
+#[inline]
+pub fn on_warn(k: &mut Kernel, cpu: CpuId, site: WarnSite) {
+    if k.checks.is_some() {
+        warn_slow(k, cpu, site);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn warn_slow(k: &mut Kernel, cpu: CpuId, site: WarnSite) {
+    with(k, |k, c| {
+        c.report(Rule::Warn(site), k.now, cpu, || format!("{site:?} fired on CPU {cpu}"));
+    });
+}
+
+/// The end of a run: the checks that look at the final state.
+pub fn on_run_end(k: &mut Kernel) {
+    if k.checks.is_some() {
+        run_end_slow(k);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn run_end_slow(k: &mut Kernel) {
+    with(k, |_k, _c| {});
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_kebab_case_and_resolve() {
+        let all = Rule::all();
+        for r in &all {
+            let n = r.name();
+            assert!(n.chars().all(|c| c.is_ascii_lowercase() || c == '-'), "{n}");
+            assert_eq!(all.iter().filter(|q| q.name() == n).count(), 1, "{n}");
+            assert_eq!(Rule::from_name(n), Some(*r));
+            assert!(r.kernel_rule().contains("kernel/"), "{n}: the kernel rule names its file");
+        }
+    }
+
+    #[test]
+    fn report_keeps_the_first_violations_and_counts_all() {
+        let mut c = Checks::default();
+        let mut built = 0;
+        for i in 0..(MAX_VIOLATIONS as u64 + 5) {
+            c.report(Rule::LostWakeup, 100 + i, 1, || {
+                built += 1;
+                "x".into()
+            });
+        }
+        c.report(Rule::RqLockOrder, 7, 2, || "y".into());
+        assert_eq!(c.violations.len(), MAX_VIOLATIONS);
+        assert_eq!(built, MAX_VIOLATIONS, "details are built only for kept violations");
+        assert_eq!(c.count(Rule::LostWakeup), MAX_VIOLATIONS as u64 + 5);
+        assert_eq!(c.first(Rule::LostWakeup), Some(100));
+        assert_eq!(c.count(Rule::RqLockOrder), 1);
+        assert_eq!(c.first(Rule::RqLockOrder), Some(7));
+        assert_eq!(c.count(Rule::TaskOnOneRq), 0);
+    }
+}
