@@ -1,6 +1,7 @@
 //! The command line: `schedsim run | compare | reproduce | list | bench`. The only module that
 //! does I/O or reads the wall clock.
 
+pub mod explore;
 pub mod host;
 pub mod host_run;
 pub mod scenario;
@@ -51,6 +52,10 @@ enum Cmd {
     Sweep(sweep::SweepArgs),
     /// Merge sweep outputs (shards) into comparison and `%change` tables.
     Merge(sweep::MergeArgs),
+    /// Run a scenario many times perturbing the order of same-time actions and the jitter
+    /// draws, with the invariant checkers on; print each rule violated, minimized, with a trace
+    /// excerpt and a `--replay` line.
+    Explore(explore::ExploreArgs),
 }
 
 #[derive(Args, Debug)]
@@ -143,6 +148,10 @@ struct RunArgs {
     /// the same. Violations are findings, not errors: the exit status stays 0.
     #[arg(long)]
     check: bool,
+    /// Replay a perturbation printed by `schedsim explore` (its choices of same-time actions and
+    /// re-seeded jitter streams) on this run.
+    #[arg(long, value_name = "TOKEN")]
+    replay: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -272,6 +281,7 @@ pub fn main() -> i32 {
         Cmd::Validate(a) => validate::cmd_validate(a),
         Cmd::Sweep(a) => sweep::cmd_sweep(a),
         Cmd::Merge(a) => sweep::cmd_merge(a),
+        Cmd::Explore(a) => explore::cmd_explore(a),
     };
     match res {
         Ok(()) => 0,
@@ -420,6 +430,9 @@ fn cmd_run(a: RunArgs) -> Result<(), String> {
     }
     if a.check {
         s.check = true;
+    }
+    if let Some(t) = &a.replay {
+        s.replay = Some(crate::explore::Perturbation::parse(t)?);
     }
     if a.log_dir.is_some() && s.workload != "rtapp" {
         return Err("command line: --log-dir is for rt-app workloads (--rtapp FILE.json)".into());
@@ -767,6 +780,9 @@ fn run_text(s: &RunSpec, r: &RunResult) -> String {
     }
     if s.check {
         switches.push_str(" --check");
+    }
+    if let Some(p) = &s.replay {
+        switches.push_str(&format!(" --replay {}", p.token()));
     }
     o.push_str(&format!(
         "# schedsim run {} {} --machine {} --kernel '{}' --seed {} --background {} --preempt {}{switches}\n",

@@ -94,25 +94,26 @@ pub struct Finding {
     pub kernel_rule: String,
     /// The first instant it was violated (ns since boot).
     pub time_ns: u64,
-    /// The CPU it was violated on (`u32::MAX` when not known before the excerpt run).
+    /// The CPU it concerns.
     pub cpu: u32,
     pub detail: String,
 }
 
-/// Turn on every checker the run has (the WARN sites always report).
-fn enable_checks(_k: &mut Kernel) {}
+/// Turn on every checker (the modelled WARNs report through them too).
+fn enable_checks(k: &mut Kernel) {
+    k.enable_checks();
+}
 
-/// The first rule the run violated, if any: the earliest of its WARN firings and checker
-/// violations.
+/// The first rule the run violated, if any: the earliest violation the checkers saw (a
+/// modelled WARN firing is one, `Rule::Warn`).
 pub fn first_finding(k: &Kernel) -> Option<Finding> {
-    let site = *k.stats.warned_sites.first()?;
-    let (func, cond) = crate::trace::ftrace::warning_text(site);
+    let v = k.checks.as_deref()?.first_violation()?;
     Some(Finding {
-        rule: format!("warn-{}", func.replace('_', "-")),
-        kernel_rule: format!("{func}(): {cond}"),
-        time_ns: k.stats.first_warn_ns.unwrap_or(0),
-        cpu: u32::MAX,
-        detail: format!("{} WARN firings in the run", k.stats.warns),
+        rule: v.rule.name().to_string(),
+        kernel_rule: v.rule.kernel_rule().to_string(),
+        time_ns: v.time_ns,
+        cpu: v.cpu,
+        detail: v.detail.clone(),
     })
 }
 
@@ -136,7 +137,15 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Options { strategy: Kind::Random, budget: 100, depth: 3, jitter: true, jobs: 1, stop_at_first: false, minimize_runs: 200 }
+        Options {
+            strategy: Kind::Random,
+            budget: 100,
+            depth: 3,
+            jitter: true,
+            jobs: 1,
+            stop_at_first: false,
+            minimize_runs: 200,
+        }
     }
 }
 
@@ -163,7 +172,7 @@ pub struct Found {
     /// The first run (index) that violated it, and how many runs did.
     pub first_run: u64,
     pub hits: u64,
-    /// The finding as the minimized perturbation reproduces it (CPU from its trace).
+    /// The finding as the minimized perturbation reproduces it.
     pub finding: Finding,
     pub perturbation: Perturbation,
     /// Items of the unminimized perturbation, and runs spent minimizing.
@@ -344,7 +353,8 @@ fn minimize(
         let mut cands: Vec<(Vec<Item>, bool)> = parts.iter().map(|s| (s.clone(), true)).collect();
         if n_parts > 2 {
             for i in 0..n_parts {
-                let comp: Vec<Item> = parts.iter().enumerate().filter(|(j, _)| *j != i).flat_map(|(_, s)| s.clone()).collect();
+                let comp: Vec<Item> =
+                    parts.iter().enumerate().filter(|(j, _)| *j != i).flat_map(|(_, s)| s.clone()).collect();
                 cands.push((comp, false));
             }
         }
@@ -397,7 +407,7 @@ const EXCERPT_AFTER: usize = 6;
 /// Re-run the perturbation with the trace on: the finding (its CPU from the trace), the ftrace
 /// excerpt around its instant, and the hash of the whole trace.
 pub fn excerpt(spec: &RunSpec, p: &Perturbation) -> Result<(Option<Finding>, String, u64), String> {
-    let Some(mut f) = replay(spec, p)? else {
+    let Some(f) = replay(spec, p)? else {
         return Ok((None, String::new(), 0));
     };
     let mut s = spec.clone();
@@ -413,7 +423,6 @@ pub fn excerpt(spec: &RunSpec, p: &Perturbation) -> Result<(Option<Finding>, Str
         names: NameTable::default(),
         before: Default::default(),
         after: Vec::new(),
-        warn_cpu: None,
         out: out.clone(),
     };
     crate::trace::TraceSink::funcs(&mut sink, &k.cfg.background.trace_funcs());
@@ -428,9 +437,6 @@ pub fn excerpt(spec: &RunSpec, p: &Perturbation) -> Result<(Option<Finding>, Str
         return Err(format!("internal: the traced re-run of rule {} differs from the run without trace", f.rule));
     }
     let o = out.lock().expect("no panics hold it");
-    if f.cpu == u32::MAX {
-        f.cpu = o.warn_cpu.unwrap_or(u32::MAX);
-    }
     Ok((Some(f), o.text.clone(), o.hash))
 }
 
@@ -438,7 +444,6 @@ pub fn excerpt(spec: &RunSpec, p: &Perturbation) -> Result<(Option<Finding>, Str
 struct Excerpt {
     text: String,
     hash: u64,
-    warn_cpu: Option<u32>,
 }
 
 #[derive(Default)]
@@ -473,7 +478,6 @@ struct ExcerptSink {
     names: NameTable,
     before: std::collections::VecDeque<String>,
     after: Vec<String>,
-    warn_cpu: Option<u32>,
     out: std::sync::Arc<std::sync::Mutex<Excerpt>>,
 }
 
@@ -486,15 +490,16 @@ impl crate::trace::TraceSink for ExcerptSink {
     fn funcs(&mut self, names: &[String]) {
         self.names.funcs = names.to_vec();
     }
-    fn write(&mut self, records: &[crate::trace::Record], masks: &[crate::hw::cpumask::CpuMask]) -> std::io::Result<()> {
+    fn write(
+        &mut self,
+        records: &[crate::trace::Record],
+        masks: &[crate::hw::cpumask::CpuMask],
+    ) -> std::io::Result<()> {
         let mut masks_done = false;
         for r in records {
             self.hash.eat(r);
             if (r.ts_ns > self.at && self.after.len() >= EXCERPT_AFTER) || r.ts_ns.saturating_add(200_000) < self.at {
                 continue;
-            }
-            if r.ts_ns == self.at && matches!(r.event, crate::trace::Event::Warning { .. }) {
-                self.warn_cpu.get_or_insert(r.cpu);
             }
             if !masks_done {
                 self.names.masks = masks.iter().map(|m| crate::trace::cpumask_pb(m, self.nr_cpus)).collect();
@@ -519,7 +524,6 @@ impl crate::trace::TraceSink for ExcerptSink {
         let mut o = self.out.lock().expect("no panics hold it");
         o.text = self.before.iter().chain(self.after.iter()).map(String::as_str).collect();
         o.hash = self.hash.finish();
-        o.warn_cpu = self.warn_cpu;
         Ok(0)
     }
     fn abort(self: Box<Self>) {}

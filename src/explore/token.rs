@@ -58,7 +58,8 @@ pub fn encode(p: &Perturbation) -> String {
     let mut s = String::from(PREFIX);
     for chunk in body.chunks(3) {
         let n = chunk.len();
-        let v = (chunk[0] as u32) << 16 | (*chunk.get(1).unwrap_or(&0) as u32) << 8 | *chunk.get(2).unwrap_or(&0) as u32;
+        let v =
+            (chunk[0] as u32) << 16 | (*chunk.get(1).unwrap_or(&0) as u32) << 8 | *chunk.get(2).unwrap_or(&0) as u32;
         for i in 0..=n {
             s.push(B64[(v >> (18 - 6 * i) & 63) as usize] as char);
         }
@@ -74,7 +75,9 @@ pub fn decode(token: &str) -> Result<Perturbation, String> {
         return Err(if token.starts_with('x') && token.contains('.') {
             bad(&format!("token version not supported by this build (expected the prefix `{PREFIX}`)"))
         } else {
-            bad(&format!("not a replay token (expected `{PREFIX}` followed by base64url, as printed by `schedsim explore`)"))
+            bad(&format!(
+                "not a replay token (expected `{PREFIX}` followed by base64url, as printed by `schedsim explore`)"
+            ))
         });
     };
     let mut bits = 0u32;

@@ -179,7 +179,13 @@ impl<A> Default for ActionQueue<A> {
 
 impl<A> ActionQueue<A> {
     pub fn new() -> Self {
-        ActionQueue { heap: QuadHeap::with_capacity(1024), seq: 0, chooser: Chooser::Fifo, choice_points: 0, owner_of: None }
+        ActionQueue {
+            heap: QuadHeap::with_capacity(1024),
+            seq: 0,
+            chooser: Chooser::Fifo,
+            choice_points: 0,
+            owner_of: None,
+        }
     }
 
     /// Schedule `action` at absolute time `time`.
