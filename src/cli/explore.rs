@@ -184,13 +184,36 @@ pub fn cmd_explore(a: ExploreArgs) -> Result<(), String> {
         minimize_runs: a.minimize_runs,
     };
     let start = std::time::Instant::now();
-    let r = explore::explore(&s, &o)?;
+    let mut runs_done = (0u64, 0f64);
+    let mut first_found: Option<f64> = None;
+    let mut progress = |done: u64, hits: u64| {
+        let t = start.elapsed().as_secs_f64();
+        runs_done = (done, t);
+        if hits > 0 && first_found.is_none() {
+            first_found = Some(t);
+        }
+        if !a.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+            eprint!("\rschedsim: {done}/{} runs, {hits} with a finding  ", o.budget);
+        }
+    };
+    let r = explore::explore_with(&s, &o, &mut progress)?;
     let wall = start.elapsed().as_secs_f64();
+    if !a.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        eprintln!();
+    }
     emit(&report_text(&s, &o, &r));
     if !a.quiet {
         // Timing goes to stderr: stdout is the same for any --jobs.
-        let n = r.outcomes.len() + 1;
-        eprintln!("schedsim: {n} runs (with the unperturbed one) and minimization in {wall:.2} s");
+        let (n, t) = runs_done;
+        eprintln!(
+            "schedsim: {n} runs in {t:.2} s ({:.1} runs/s, {} jobs; plus the unperturbed run){}; total with minimization {wall:.2} s",
+            n as f64 / t.max(1e-9),
+            o.jobs,
+            match first_found {
+                Some(f) => format!("; first finding after {f:.2} s"),
+                None => String::new(),
+            }
+        );
     }
     Ok(())
 }

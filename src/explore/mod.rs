@@ -236,6 +236,12 @@ fn pool(jobs: usize) -> Result<rayon::ThreadPool, String> {
 
 /// Explore `spec` (its seed is every run's seed; perturbations derive from it and the run index).
 pub fn explore(spec: &RunSpec, o: &Options) -> Result<Report, String> {
+    explore_with(spec, o, &mut |_, _| {})
+}
+
+/// [`explore`], calling `progress(runs done, runs with a finding)` after each batch of runs
+/// (the command line times the first finding with it; the model never sees it).
+pub fn explore_with(spec: &RunSpec, o: &Options, progress: &mut dyn FnMut(u64, u64)) -> Result<Report, String> {
     if !(1..=MAX_BUDGET).contains(&o.budget) {
         return Err(format!("--budget {} is out of range (1..={MAX_BUDGET})", o.budget));
     }
@@ -268,6 +274,7 @@ pub fn explore(spec: &RunSpec, o: &Options) -> Result<Report, String> {
             outcomes.push(r?);
         }
         start = end;
+        progress(outcomes.len() as u64, outcomes.iter().filter(|x| x.finding.is_some()).count() as u64);
         if o.stop_at_first && outcomes.iter().any(|x| x.finding.is_some()) {
             break;
         }
