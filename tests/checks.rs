@@ -52,3 +52,45 @@ fn warn_rule_reports_every_modelled_warn_on() {
     let r = with_checks(ilb_polling_spec("v6.10", "+ea9cffc0a154,+6675ce20046d", 3, "0", true));
     assert_eq!(count(&r, rule), 0, "{:?}", fired(&r));
 }
+
+/// `schbench -m 2 -t 16 -r 1` on the 32-vCPU Ice Lake VM of the d6962c4fe8f9 experiment, quiet.
+fn schbench_ttwu(kernel: &str, seed: u64) -> RunSpec {
+    let mut s =
+        schedsim::experiments::schbench_ttwu::spec(kernel, "", seed, &[("args".into(), "-m 2 -t 16 -r 1 -w 0".into())]);
+    s.background = Some("none".into());
+    s
+}
+
+#[test]
+fn ttwu_pending_idle_chosen_fires_on_v6_1_and_never_on_v6_2() {
+    // v6.1 clears ttwu_pending before the enqueue: a second waker's select_idle_sibling() sees
+    // the CPU idle while the first wakee is still on its wakelist.
+    let r = with_checks(schbench_ttwu("v6.1", 1));
+    assert!(count(&r, Rule::TtwuPendingIdleChosen) > 0, "{:?}", fired(&r));
+    let c = r.checks.as_ref().expect("checks on");
+    let v = c.violations.iter().find(|v| v.rule == Rule::TtwuPendingIdleChosen).expect("kept");
+    assert!(v.detail.contains("looks idle"), "{}", v.detail);
+    for seed in 1..=3 {
+        let r = with_checks(schbench_ttwu("v6.2", seed));
+        assert_eq!(count(&r, Rule::TtwuPendingIdleChosen), 0, "seed {seed}: {:?}", fired(&r));
+        assert!(fired(&r).is_empty(), "seed {seed}: v6.2 breaks no rule: {:?}", fired(&r));
+    }
+}
+
+#[test]
+fn ttwu_pending_stale_fires_on_a_flag_set_with_nothing_queued() {
+    // A deliberately broken state: ttwu_pending set on an idle CPU with no wakelist entry.
+    let mut k = schedsim::run::build(&idle_spec("smp-4", "v6.10", "")).expect("valid spec");
+    k.enable_checks();
+    // At boot, before CPU 2 first enters an idle state.
+    k.cpus[2].rq.ttwu_pending = true;
+    run_until(&mut k, 100_000_000);
+    let v: Vec<_> = k.violations().iter().filter(|v| v.rule == Rule::TtwuPendingStale).collect();
+    assert!(!v.is_empty(), "{:?}", k.violations());
+    assert_eq!(v[0].cpu, 2);
+    // The same machine without the broken flag is silent.
+    let mut k = schedsim::run::build(&idle_spec("smp-4", "v6.10", "")).expect("valid spec");
+    k.enable_checks();
+    run_until(&mut k, 100_000_000);
+    assert!(k.violations().is_empty(), "{:?}", k.violations());
+}

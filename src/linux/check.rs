@@ -13,7 +13,8 @@
 //! fires; at most [`MAX_VIOLATIONS`] are kept, and the first instant and count of every rule
 //! are kept whatever the number.
 
-use super::{CpuId, Kernel};
+use super::kernel::sched::idle_cpu;
+use super::{CpuId, Kernel, TaskId};
 use crate::sim::Time;
 use crate::trace::WarnSite;
 
@@ -193,6 +194,20 @@ pub struct RuleCount {
     pub first_cpu: u32,
 }
 
+/// What the checkers remember of a task.
+#[derive(Debug, Clone, Copy, Default)]
+struct TaskCheck {
+    /// The CPU whose wakelist holds this task's `wake_entry` (queued, not yet activated).
+    wakelist: Option<CpuId>,
+}
+
+/// What the checkers remember of a CPU.
+#[derive(Debug, Clone, Copy, Default)]
+struct CpuCheck {
+    /// Wakelist entries queued to this CPU and not yet activated by `sched_ttwu_pending()`.
+    wakelist: u32,
+}
+
 /// Checker state of a run.
 #[derive(Debug, Default)]
 pub struct Checks {
@@ -200,13 +215,23 @@ pub struct Checks {
     pub violations: Vec<Violation>,
     /// Every rule that fired, in first-fired order, with its count and first instant.
     pub counts: Vec<RuleCount>,
+    cpus: Vec<CpuCheck>,
+    /// Indexed by [`TaskId`]; grows as tasks are created.
+    tasks: Vec<TaskCheck>,
 }
 
 impl Checks {
     /// Checker state for the machine `k` (sized by its CPUs).
     pub fn new(k: &Kernel) -> Checks {
-        let _ = k.m.topo.nr_cpus;
-        Checks::default()
+        Checks { cpus: vec![CpuCheck::default(); k.m.topo.nr_cpus as usize], ..Checks::default() }
+    }
+
+    fn task(&mut self, p: TaskId) -> &mut TaskCheck {
+        let i = p as usize;
+        if i >= self.tasks.len() {
+            self.tasks.resize(i + 1, TaskCheck::default());
+        }
+        &mut self.tasks[i]
     }
 
     /// Record a violation; `detail` runs only if the violation is kept.
@@ -265,6 +290,104 @@ pub fn on_warn(k: &mut Kernel, cpu: CpuId, site: WarnSite) {
 fn warn_slow(k: &mut Kernel, cpu: CpuId, site: WarnSite) {
     with(k, |k, c| {
         c.report(Rule::Warn(site), k.now, cpu, || format!("{site:?} fired on CPU {cpu}"));
+    });
+}
+
+// ----- ttwu_pending and the wakelist (Rule::TtwuPendingIdleChosen, TtwuPendingStale) -----
+
+/// `__ttwu_queue_wakelist()` on `cpu` queues `p`'s wake_entry to `target` (after setting
+/// `ttwu_pending`). A wake_entry already queued is a reused csd.
+#[inline]
+pub fn on_wakelist_queue(k: &mut Kernel, cpu: CpuId, p: TaskId, target: CpuId) {
+    if k.checks.is_some() {
+        wakelist_queue_slow(k, cpu, p, target);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn wakelist_queue_slow(k: &mut Kernel, cpu: CpuId, p: TaskId, target: CpuId) {
+    with(k, |k, c| {
+        if let Some(q) = c.task(p).wakelist {
+            let pid = k.tasks[p as usize].pid;
+            c.report(Rule::CsdReusedWhileLocked, k.now, target, || {
+                format!(
+                    "CPU {cpu} queued the wake_entry of pid {pid} to CPU {target} while it is still queued to CPU {q}"
+                )
+            });
+            c.cpus[q as usize].wakelist = c.cpus[q as usize].wakelist.saturating_sub(1);
+        }
+        c.task(p).wakelist = Some(target);
+        c.cpus[target as usize].wakelist += 1;
+    });
+}
+
+/// `sched_ttwu_pending()` on `cpu` has enqueued `p` (`ttwu_do_activate()`).
+#[inline]
+pub fn on_wakelist_activate(k: &mut Kernel, cpu: CpuId, p: TaskId) {
+    if k.checks.is_some() {
+        wakelist_activate_slow(k, cpu, p);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn wakelist_activate_slow(k: &mut Kernel, cpu: CpuId, p: TaskId) {
+    with(k, |_k, c| {
+        if c.task(p).wakelist.take().is_some() {
+            c.cpus[cpu as usize].wakelist = c.cpus[cpu as usize].wakelist.saturating_sub(1);
+        }
+    });
+}
+
+/// `try_to_wake_up()` on `cpu` chose `target` for `p`; `selected`: the class's
+/// `select_task_rq()` chose it (the task may run on several CPUs), so an idle-looking target
+/// was chosen *because* it looked idle. Fires [`Rule::TtwuPendingIdleChosen`] if the target
+/// looks idle (`idle_cpu()`) while a wakelist entry to it is still in flight.
+#[inline]
+pub fn on_wakee_placed(k: &mut Kernel, cpu: CpuId, p: TaskId, target: CpuId, selected: bool) {
+    if selected && k.checks.is_some() {
+        wakee_placed_slow(k, cpu, p, target);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn wakee_placed_slow(k: &mut Kernel, cpu: CpuId, p: TaskId, target: CpuId) {
+    with(k, |k, c| {
+        let inflight = c.cpus[target as usize].wakelist;
+        if inflight == 0 || !idle_cpu(k, target) {
+            return;
+        }
+        let pid = k.tasks[p as usize].pid;
+        c.report(Rule::TtwuPendingIdleChosen, k.now, target, || {
+            format!(
+                "CPU {cpu} chose CPU {target} for pid {pid}: it looks idle (curr idle, nr_running 0, \
+                 ttwu_pending 0) with {inflight} wakelist entr{} not yet enqueued",
+                if inflight == 1 { "y" } else { "ies" }
+            )
+        });
+    });
+}
+
+/// `cpu` is about to enter an idle state (`cpuidle_enter_state()`): it must not have
+/// `ttwu_pending` set with nothing queued ([`Rule::TtwuPendingStale`]).
+#[inline]
+pub fn on_idle_enter(k: &mut Kernel, cpu: CpuId) {
+    if k.checks.is_some() {
+        idle_enter_slow(k, cpu);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn idle_enter_slow(k: &mut Kernel, cpu: CpuId) {
+    with(k, |k, c| {
+        if k.cpus[cpu as usize].rq.ttwu_pending && c.cpus[cpu as usize].wakelist == 0 {
+            c.report(Rule::TtwuPendingStale, k.now, cpu, || {
+                format!("CPU {cpu} enters an idle state with ttwu_pending set and no wakelist entry queued")
+            });
+        }
     });
 }
 

@@ -708,6 +708,7 @@ pub fn ttwu_queue_wakelist(k: &mut Kernel, cpu: CpuId, p: TaskId, target: CpuId,
     let line = k.cpus[target as usize].rq.lock_line;
     let mut c = k.line_write(cpu, line);
     let entry = k.tasks[p as usize].wake_entry;
+    crate::linux::check::on_wakelist_queue(k, cpu, p, target);
     k.csds[entry as usize].flags = crate::linux::csd_flags::CSD_TYPE_TTWU;
     let (ipis, avoided) = (k.stats.ipis_sent, k.stats.ipis_avoided);
     c += __smp_call_single_queue(k, cpu, target, entry, Sym::TtwuQueueWakelist);
@@ -875,6 +876,8 @@ pub fn try_to_wake_up(k: &mut Kernel, cpu: CpuId, s: &mut TryToWakeUp) -> Next {
                 k.stats.cpu_migrations += 1;
             }
             note_placement(k, p, target);
+            let selected = k.tasks[p as usize].single_cpu().is_none() && !super::rt::rt_task(k, p);
+            crate::linux::check::on_wakee_placed(k, cpu, p, target, selected);
             s.target = target;
             s.wake_flags = wf;
             if let Some(c) = ttwu_queue_wakelist(k, cpu, p, target, wf) {
@@ -977,6 +980,7 @@ pub fn sched_ttwu_pending(k: &mut Kernel, cpu: CpuId, s: &mut TtwuPending) -> Ne
             let p = s.cur;
             let wf = if k.tasks[p as usize].sched_remote_wakeup { WF_MIGRATED } else { 0 };
             let c = ttwu_do_activate(k, cpu, cpu, p, wf);
+            crate::linux::check::on_wakelist_activate(k, cpu, p);
             s.at = 2;
             Next::Cont(c)
         }

@@ -216,6 +216,7 @@ pub fn cpuidle_idle_call(k: &mut Kernel, cpu: CpuId, s: &mut CpuidleIdleCall) ->
                 return Next::Cont(c + k.costs.cpuidle_exit);
             }
             // cpuidle_enter_state(): trace and enter the state with IRQs off.
+            crate::linux::check::on_idle_enter(k, cpu);
             k.tp(cpu, Event::CpuIdle { state: s.idx as u32, cpu_id: cpu });
             s.entered_ns = k.now;
             k.stats.idle_state_entries += 1;
