@@ -23,6 +23,20 @@ fn rt_spec(patches: &str) -> RunSpec {
     s
 }
 
+/// A small schbench: two message threads, four workers each, one second, on a 4-CPU machine
+/// without background (the d6962c4fe8f9 case of `schedsim reproduce schbench-ttwu`, made small).
+fn schbench_spec(kernel: &str) -> RunSpec {
+    let mut s = RunSpec::new("schbench");
+    s.machine = "smp-4".into();
+    s.kernel = kernel.into();
+    s.background = Some("none".into());
+    s.params = Params::from_pairs(vec![("args".into(), "-m 2 -t 4 -r 1 -w 0".into())], "test");
+    s
+}
+
+/// The budget of the d6962c4fe8f9 rediscovery (runs per exploration).
+const TTWU_BUDGET: u64 = 16;
+
 fn opts(strategy: Kind, budget: u64) -> Options {
     Options { strategy, budget, depth: 3, jitter: true, jobs: 2, stop_at_first: false, minimize_runs: 60 }
 }
@@ -99,4 +113,32 @@ fn an_empty_perturbation_replays_the_unperturbed_run() {
     s.replay = Some(Perturbation { picks: vec![], jitter: vec![(7, 1)] });
     let e = execute(&s).err().expect("CPU 7 on smp-4");
     assert!(e.contains("re-seeds CPU 7") && e.contains("4 CPUs"), "{e}");
+}
+
+#[test]
+fn d6962c4fe8f9_race_is_found_on_v6_1_and_not_on_v6_2() {
+    let rule = "ttwu-pending-idle-chosen";
+    let v61 = schbench_spec("v6.1");
+    // Random order and jitter: the unperturbed run (seed 1) breaks no rule; perturbed runs do.
+    let r = explore::explore(&v61, &opts(Kind::Random, TTWU_BUDGET)).unwrap();
+    assert!(r.base_finding.is_none(), "{:?}", r.base_finding);
+    assert_eq!(r.found.first().map(|f| f.finding.rule.as_str()), Some(rule), "{:?}", r.found);
+    assert!(r.found[0].perturbation.len() < r.found[0].original_len, "minimized");
+    assert_replays(&v61, &r);
+    // The order of same-time actions alone (PCT, jitter as drawn) finds it too, and the minimized
+    // finding is a few choices off FIFO.
+    let mut order_only = opts(Kind::Pct, TTWU_BUDGET);
+    order_only.jitter = false;
+    let r = explore::explore(&v61, &order_only).unwrap();
+    assert_eq!(r.found.first().map(|f| f.finding.rule.as_str()), Some(rule), "{:?}", r.found);
+    let p = &r.found[0].perturbation;
+    assert!(p.jitter.is_empty() && !p.picks.is_empty() && p.picks.len() <= 3, "{p:?}");
+    assert_replays(&v61, &r);
+    // v6.2 (d6962c4fe8f9 applied): nothing in the same budgets.
+    let v62 = schbench_spec("v6.2");
+    for o in [opts(Kind::Random, TTWU_BUDGET), order_only] {
+        let r = explore::explore(&v62, &o).unwrap();
+        let rules: Vec<&str> = r.found.iter().map(|f| f.finding.rule.as_str()).collect();
+        assert!(rules.is_empty(), "{:?}: {rules:?}", o.strategy);
+    }
 }
