@@ -122,15 +122,15 @@ pub fn report_text(s: &RunSpec, o: &Options, r: &Report) -> String {
     for (n, f) in r.found.iter().enumerate() {
         let x = &f.finding;
         t.push_str(&format!(
-            "\nfinding {}: {} (first in run {}; {} of {} runs)\n  kernel rule: {}\n  first at {}.{:03} us on CPU {}: {}\n",
+            "\nfinding {}: {} (first in run {}; {} of {} runs)\n  kernel rule: {}\n  first at {}.{:06} ms on CPU {}: {}\n",
             n + 1,
             x.rule,
             f.first_run,
             f.hits,
             runs,
             x.kernel_rule,
-            x.time_ns / 1000,
-            x.time_ns % 1000,
+            x.time_ns / 1_000_000,
+            x.time_ns % 1_000_000,
             x.cpu,
             x.detail
         ));

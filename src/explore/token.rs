@@ -98,6 +98,9 @@ pub fn decode(token: &str) -> Result<Perturbation, String> {
     if rest.len() % 4 == 1 || bytes.len() < 3 {
         return Err(bad("token is truncated"));
     }
+    if bits != 0 {
+        return Err(bad("the token was altered (its last character is not what an encoder writes)"));
+    }
     let (body, c) = bytes.split_at(bytes.len() - 2);
     if check16(body) != c {
         return Err(bad("check bytes do not match (the token was altered or cut)"));

@@ -280,6 +280,37 @@ mod tests {
         }
     }
 
+    /// Picks the candidate of the highest owner and remembers what it was shown.
+    #[derive(Debug, Default)]
+    struct Highest(Vec<(u64, Vec<u32>)>);
+
+    impl ChoiceStrategy for Highest {
+        fn choose(&mut self, point: u64, owners: &[u32]) -> usize {
+            self.0.push((point, owners.to_vec()));
+            (0..owners.len()).max_by_key(|&i| owners[i]).unwrap_or(0)
+        }
+        fn as_any(&self) -> &dyn std::any::Any {
+            self
+        }
+    }
+
+    #[test]
+    fn strategy_chooser_sees_owners_in_time_then_push_order() {
+        let mut q = ActionQueue::new();
+        q.owner_of = Some(|a: &(char, u32)| a.1);
+        q.chooser = Chooser::Strategy(Box::new(Highest::default()));
+        q.push(10, ('a', 2));
+        q.push(10, ('b', 5));
+        q.push(10, ('c', 1));
+        q.push(3, ('z', 9));
+        let order: Vec<char> = std::iter::from_fn(|| q.pop().map(|(_, a)| a.0)).collect();
+        assert_eq!(order, vec!['z', 'b', 'a', 'c']);
+        let Chooser::Strategy(s) = &q.chooser else { unreachable!() };
+        let seen = &s.as_any().downcast_ref::<Highest>().unwrap().0;
+        // Two choice points at t=10: {a, b, c} then {a, c}, each in push order.
+        assert_eq!(seen, &vec![(0, vec![2, 5, 1]), (1, vec![2, 1])]);
+    }
+
     #[test]
     fn replay_chooser_reorders_same_time_actions() {
         let mut q = ActionQueue::new();
