@@ -391,6 +391,50 @@ fn idle_enter_slow(k: &mut Kernel, cpu: CpuId) {
     });
 }
 
+// ----- IPI elision (Rule::IpiElidedNotPolling) -----
+
+/// `cpu` left out the IPI to `target` because its thread flags said it polls
+/// (`set_nr_if_polling()` / `set_nr_and_not_polling()` succeeded). The kernel rule behind the
+/// elision (e3baac47f0e8, with 82c65d60d644): TIF_POLLING_NRFLAG is set only while the idle task
+/// runs its idle loop and will test NEED_RESCHED before sleeping. The check does not read the
+/// flag: it reads where the target's idle task is (its `do_idle()` frame between the loop test
+/// and the idle call) and that it is not asleep in a state that ignores its flag line.
+#[inline]
+pub fn on_ipi_elided(k: &mut Kernel, cpu: CpuId, target: CpuId) {
+    if k.checks.is_some() {
+        ipi_elided_slow(k, cpu, target);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn ipi_elided_slow(k: &mut Kernel, cpu: CpuId, target: CpuId) {
+    use super::engine::{Frame, WaitOn};
+    use super::kernel::sched::idle::DoIdleAt;
+    with(k, |k, c| {
+        let t = &k.cpus[target as usize];
+        let why = if t.rq.curr != t.rq.idle {
+            Some(format!("CPU {target} runs pid {}, its idle task is switched out", k.tasks[t.rq.curr as usize].pid))
+        } else if matches!(t.x.waiting, Some(WaitOn::Hlt { .. }) | Some(WaitOn::IoPort { .. })) {
+            Some(format!("CPU {target} sleeps in an idle state that does not watch its flags"))
+        } else {
+            match t.x.stack.first() {
+                Some(Frame::DoIdle(d)) if matches!(d.at, DoIdleAt::LoopCheck | DoIdleAt::AfterIdleCall) => None,
+                Some(Frame::DoIdle(d)) => Some(format!(
+                    "CPU {target}'s idle task has left its idle loop (do_idle at {:?}): it will not test NEED_RESCHED again before it sleeps",
+                    d.at
+                )),
+                _ => Some(format!("CPU {target}'s idle task is not in do_idle()")),
+            }
+        };
+        if let Some(why) = why {
+            c.report(Rule::IpiElidedNotPolling, k.now, target, || {
+                format!("CPU {cpu} left out the IPI to CPU {target}: {why}")
+            });
+        }
+    });
+}
+
 /// The end of a run: the checks that look at the final state.
 pub fn on_run_end(k: &mut Kernel) {
     if k.checks.is_some() {

@@ -99,6 +99,14 @@ pub enum Patch {
     /// b6366f048e0c (v4.1): RT_PUSH_IPI: a CPU lowering its RT priority asks overloaded CPUs to
     /// push (irq_work chain) instead of pulling from them itself.
     B6366f048e0c,
+    /// 82c65d60d644 (v3.16): `do_idle()` clears the idle task's TIF_POLLING_NRFLAG before it
+    /// schedules, so the flag is set only while the idle task runs its loop. Without it (as
+    /// before v3.16, where the flag was set once and kept across `schedule()`), a switched-out
+    /// idle task still "polls", and `set_nr_if_polling()` (the wakelist and call-single IPI
+    /// elision) leaves out the IPI to a CPU that is running a task: the queued csd waits until
+    /// that CPU next goes idle. Every named kernel has it (a bug switch for exploration, not an
+    /// era switch: `v3.8` keeps it as it keeps the rest of the v6.10 idle loop).
+    S82c65d60d644,
 }
 
 /// One row of the patch table.
@@ -333,6 +341,14 @@ pub const PATCHES: &[PatchInfo] = &[
         conflicts: &[],
         requires: &[],
     },
+    PatchInfo {
+        patch: Patch::S82c65d60d644,
+        id: "82c65d60d644",
+        subject: "sched/idle: Clear polling before descheduling the idle thread",
+        merged: "v3.16",
+        conflicts: &[],
+        requires: &[],
+    },
 ];
 
 impl Patch {
@@ -377,25 +393,25 @@ pub const KERNELS: &[NamedKernel] = &[
     NamedKernel {
         name: "v3.8",
         description: "Linux 3.8 (Rostedt's 2013 base): v6.10 with the era switches reverted (CFS, idle_balance() in __schedule(), no same-LLC wakelist, no RT_PUSH_IPI)",
-        patches: &[],
+        patches: &[Patch::S82c65d60d644],
         fair: FairClass::Cfs,
     },
     NamedKernel {
         name: "v6.1",
         description: "Linux 6.1 (the 2022 base of the ttwu_pending fix; CFS)",
-        patches: &[Patch::B2a02fc43a1f, Patch::F3dd3f674555, Patch::C6e7bd7afaeb, Patch::S2ebb17717550, Patch::S38033c37faab, Patch::S9bd721c55c8a, Patch::Abfafa54db9a, Patch::S4486edd12b5a, Patch::S62470419e993, Patch::S10e2f1acd010, Patch::B92486cbf2aa, Patch::B6366f048e0c],
+        patches: &[Patch::B2a02fc43a1f, Patch::F3dd3f674555, Patch::C6e7bd7afaeb, Patch::S2ebb17717550, Patch::S38033c37faab, Patch::S9bd721c55c8a, Patch::Abfafa54db9a, Patch::S4486edd12b5a, Patch::S62470419e993, Patch::S10e2f1acd010, Patch::B92486cbf2aa, Patch::B6366f048e0c, Patch::S82c65d60d644],
         fair: FairClass::Cfs,
     },
     NamedKernel {
         name: "v6.2",
         description: "Linux 6.2: v6.1 + the ttwu_pending fix (CFS)",
-        patches: &[Patch::B2a02fc43a1f, Patch::F3dd3f674555, Patch::D6962c4fe8f9, Patch::C6e7bd7afaeb, Patch::S2ebb17717550, Patch::S38033c37faab, Patch::S9bd721c55c8a, Patch::Abfafa54db9a, Patch::S4486edd12b5a, Patch::S62470419e993, Patch::S10e2f1acd010, Patch::B92486cbf2aa, Patch::B6366f048e0c],
+        patches: &[Patch::B2a02fc43a1f, Patch::F3dd3f674555, Patch::D6962c4fe8f9, Patch::C6e7bd7afaeb, Patch::S2ebb17717550, Patch::S38033c37faab, Patch::S9bd721c55c8a, Patch::Abfafa54db9a, Patch::S4486edd12b5a, Patch::S62470419e993, Patch::S10e2f1acd010, Patch::B92486cbf2aa, Patch::B6366f048e0c, Patch::S82c65d60d644],
         fair: FairClass::Cfs,
     },
     NamedKernel {
         name: "v6.10",
         description: "Linux 6.10 (the model's baseline; EEVDF)",
-        patches: &[Patch::B2a02fc43a1f, Patch::F3dd3f674555, Patch::D6962c4fe8f9, Patch::S147f3efaa241, Patch::C6e7bd7afaeb, Patch::S2ebb17717550, Patch::S38033c37faab, Patch::S9bd721c55c8a, Patch::Abfafa54db9a, Patch::S4486edd12b5a, Patch::S62470419e993, Patch::S10e2f1acd010, Patch::B92486cbf2aa, Patch::B6366f048e0c],
+        patches: &[Patch::B2a02fc43a1f, Patch::F3dd3f674555, Patch::D6962c4fe8f9, Patch::S147f3efaa241, Patch::C6e7bd7afaeb, Patch::S2ebb17717550, Patch::S38033c37faab, Patch::S9bd721c55c8a, Patch::Abfafa54db9a, Patch::S4486edd12b5a, Patch::S62470419e993, Patch::S10e2f1acd010, Patch::B92486cbf2aa, Patch::B6366f048e0c, Patch::S82c65d60d644],
         fair: FairClass::Eevdf,
     },
     NamedKernel {
@@ -407,7 +423,7 @@ pub const KERNELS: &[NamedKernel] = &[
             Patch::D6962c4fe8f9,
             Patch::Sm3dcac251b066,
             Patch::S147f3efaa241,
-            Patch::C6e7bd7afaeb, Patch::S2ebb17717550, Patch::S38033c37faab, Patch::S9bd721c55c8a, Patch::Abfafa54db9a, Patch::S4486edd12b5a, Patch::S62470419e993, Patch::S10e2f1acd010, Patch::B92486cbf2aa, Patch::B6366f048e0c,
+            Patch::C6e7bd7afaeb, Patch::S2ebb17717550, Patch::S38033c37faab, Patch::S9bd721c55c8a, Patch::Abfafa54db9a, Patch::S4486edd12b5a, Patch::S62470419e993, Patch::S10e2f1acd010, Patch::B92486cbf2aa, Patch::B6366f048e0c, Patch::S82c65d60d644,
         ],
         fair: FairClass::Eevdf,
     },
@@ -424,7 +440,7 @@ pub const KERNELS: &[NamedKernel] = &[
             Patch::E932c4ab38f0,
             Patch::S6675ce20046d,
             Patch::S147f3efaa241,
-            Patch::C6e7bd7afaeb, Patch::S2ebb17717550, Patch::S38033c37faab, Patch::S9bd721c55c8a, Patch::Abfafa54db9a, Patch::S4486edd12b5a, Patch::S62470419e993, Patch::S10e2f1acd010, Patch::B92486cbf2aa, Patch::B6366f048e0c,
+            Patch::C6e7bd7afaeb, Patch::S2ebb17717550, Patch::S38033c37faab, Patch::S9bd721c55c8a, Patch::Abfafa54db9a, Patch::S4486edd12b5a, Patch::S62470419e993, Patch::S10e2f1acd010, Patch::B92486cbf2aa, Patch::B6366f048e0c, Patch::S82c65d60d644,
         ],
         fair: FairClass::Eevdf,
     },

@@ -29,6 +29,7 @@ pub fn send_call_function_single_ipi(k: &mut Kernel, cpu: CpuId, target: CpuId, 
         let (polling, pc) = call_function_single_prep_ipi(k, cpu, target);
         c += pc;
         if polling {
+            crate::linux::check::on_ipi_elided(k, cpu, target);
             k.tp(cpu, Event::SchedWakeIdleWithoutIpi { cpu: target });
             k.stats.ipis_avoided += 1;
             return c;

@@ -134,6 +134,7 @@ pub fn resched_curr(k: &mut Kernel, cpu: CpuId, rq_cpu: CpuId, callsite: Sym) ->
         k.stats.resched_ipis_sent += 1;
         c += send_ipi(k, cpu, rq_cpu, Vector::Reschedule);
     } else {
+        crate::linux::check::on_ipi_elided(k, cpu, rq_cpu);
         k.tp(cpu, Event::SchedWakeIdleWithoutIpi { cpu: rq_cpu });
         k.stats.ipis_avoided += 1;
     }

@@ -136,7 +136,11 @@ pub fn do_idle(k: &mut Kernel, cpu: CpuId, s: &mut DoIdle) -> Next {
             let mut cost = k.costs.do_idle_exit;
             cost += tick_sched::tick_nohz_idle_exit(k, cpu);
             // __current_clr_polling(); smp_mb__after_atomic(): from here on, senders must IPI.
-            cost += __current_clr_polling(k, cpu);
+            // Before 82c65d60d644 the flag stayed set across schedule(): a switched-out idle
+            // task kept "polling".
+            if k.cfg.has(crate::linux::patches::Patch::S82c65d60d644) {
+                cost += __current_clr_polling(k, cpu);
+            }
             if k.cfg.tif_notify_ipi() {
                 // current_clr_notify_ipi(): one more atomic on the flag line.
                 cost += current_flags_update(k, cpu, 0, TIF_NOTIFY_IPI);
