@@ -142,3 +142,31 @@ fn d6962c4fe8f9_race_is_found_on_v6_1_and_not_on_v6_2() {
         assert!(rules.is_empty(), "{:?}: {rules:?}", o.strategy);
     }
 }
+
+/// Two threads pinned to CPUs 0 and 1 bouncing a byte through pipes, 200 times with 50 us
+/// sleeps, on a quiet 4-CPU machine.
+fn pingpong_spec(patches: &str) -> RunSpec {
+    let mut s = RunSpec::new("pingpong");
+    s.machine = "smp-4".into();
+    s.kernel = "v6.10".into();
+    s.patches = patches.into();
+    s.background = Some("none".into());
+    s.params = Params::from_pairs(vec![("iters".into(), "200".into()), ("sleep_us".into(), "50".into())], "test");
+    s
+}
+
+#[test]
+fn reverted_82c65d60d644_is_found_and_v6_10_is_clean() {
+    // Without 82c65d60d644 the idle task keeps TIF_POLLING_NRFLAG after leaving its loop: a waker
+    // elides the IPI to a CPU that will not look at its flags (rule ipi-elided-not-polling). The
+    // unperturbed run (seed 1) misses it; perturbed jitter draws hit it. Budget: 16 runs.
+    let buggy = pingpong_spec("-82c65d60d644");
+    let r = explore::explore(&buggy, &opts(Kind::Random, 16)).unwrap();
+    assert!(r.base_finding.is_none(), "{:?}", r.base_finding);
+    assert_eq!(r.found.first().map(|f| f.finding.rule.as_str()), Some("ipi-elided-not-polling"), "{:?}", r.found);
+    assert!(r.found[0].perturbation.len() < r.found[0].original_len, "minimized");
+    assert_replays(&buggy, &r);
+    let r = explore::explore(&pingpong_spec(""), &opts(Kind::Random, 16)).unwrap();
+    let rules: Vec<&str> = r.found.iter().map(|f| f.finding.rule.as_str()).collect();
+    assert!(rules.is_empty(), "{rules:?}");
+}
