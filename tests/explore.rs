@@ -98,6 +98,19 @@ fn the_report_is_the_same_for_any_number_of_jobs() {
         let tokens: std::collections::BTreeSet<String> = a.outcomes.iter().map(|x| x.perturbation.token()).collect();
         assert_eq!(tokens.len(), a.outcomes.len(), "{kind:?}");
     }
+    // Stopping at the first finding reports the runs up to it, whatever the batches in flight.
+    let v61 = schbench_spec("v6.1");
+    let mut o = opts(Kind::Random, TTWU_BUDGET);
+    o.stop_at_first = true;
+    let runs = |jobs: usize| {
+        let mut o = o.clone();
+        o.jobs = jobs;
+        let r = explore::explore(&v61, &o).unwrap();
+        r.outcomes.iter().map(|x| (x.run, x.finding.clone())).collect::<Vec<_>>()
+    };
+    let one = runs(1);
+    assert!(one.last().is_some_and(|x| x.1.is_some()) && one[..one.len() - 1].iter().all(|x| x.1.is_none()));
+    assert_eq!(one, runs(3));
 }
 
 #[test]

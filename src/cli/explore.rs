@@ -37,7 +37,7 @@ pub struct ExploreArgs {
     /// Do not perturb the jitter draws (only the order of same-time actions).
     #[arg(long)]
     no_jitter: bool,
-    /// Stop after the batch of runs holding the first finding.
+    /// Stop at the first run with a finding (the runs in flight beside it are not reported).
     #[arg(long)]
     first: bool,
     /// The most runs the minimization of one finding may take (1..=100000).

@@ -129,7 +129,7 @@ pub struct Options {
     pub jitter: bool,
     /// Parallel runs (rayon threads).
     pub jobs: usize,
-    /// Stop after the batch of runs holding the first finding.
+    /// Stop at the first run with a finding (runs after it are not reported).
     pub stop_at_first: bool,
     /// The most runs the minimization of one finding may take.
     pub minimize_runs: u64,
@@ -152,9 +152,10 @@ impl Default for Options {
 /// The most runs `--budget` may ask for.
 pub const MAX_BUDGET: u64 = 1_000_000;
 
-/// Runs per batch: results are gathered batch by batch in run-index order; the size is fixed so
-/// that `--jobs` changes nothing but speed.
-const BATCH: u64 = 32;
+/// Runs per batch and worker thread: results are gathered batch by batch in run-index order.
+/// The batch size changes nothing in the report: every run is reported, or with
+/// [`Options::stop_at_first`] the runs up to the first finding.
+const BATCH_PER_JOB: u64 = 4;
 
 /// One explored run.
 #[derive(Debug, Clone)]
@@ -264,8 +265,9 @@ pub fn explore_with(spec: &RunSpec, o: &Options, progress: &mut dyn FnMut(u64, u
     };
     let mut outcomes: Vec<Outcome> = Vec::new();
     let mut start = 0;
+    let batch = BATCH_PER_JOB * o.jobs.max(1) as u64;
     while start < o.budget {
-        let end = (start + BATCH).min(o.budget);
+        let end = (start + batch).min(o.budget);
         let batch: Vec<Result<Outcome, String>> = pool.install(|| {
             use rayon::prelude::*;
             (start..end).into_par_iter().map(one).collect()
@@ -275,8 +277,12 @@ pub fn explore_with(spec: &RunSpec, o: &Options, progress: &mut dyn FnMut(u64, u
         }
         start = end;
         progress(outcomes.len() as u64, outcomes.iter().filter(|x| x.finding.is_some()).count() as u64);
-        if o.stop_at_first && outcomes.iter().any(|x| x.finding.is_some()) {
-            break;
+        if o.stop_at_first {
+            if let Some(i) = outcomes.iter().position(|x| x.finding.is_some()) {
+                // Runs after the first finding depend on the batch size: not reported.
+                outcomes.truncate(i + 1);
+                break;
+            }
         }
     }
     // Distinct rules in order of first appearance.
