@@ -89,13 +89,13 @@ fn the_report_is_the_same_for_any_number_of_jobs() {
         let b = explore::explore(&spec, &o).unwrap();
         let key = |r: &Report| {
             (
-                r.outcomes.iter().map(|x| (x.run, x.choice_points, x.perturbation.token())).collect::<Vec<_>>(),
+                r.outcomes.iter().map(|x| (x.run, x.choice_points, x.perturbation_hash)).collect::<Vec<_>>(),
                 r.found.iter().map(|f| (f.perturbation.token(), f.trace_hash, f.excerpt.clone())).collect::<Vec<_>>(),
             )
         };
         assert_eq!(key(&a), key(&b), "{kind:?}");
         // Runs differ from each other (the perturbation depends on the run index).
-        let tokens: std::collections::BTreeSet<String> = a.outcomes.iter().map(|x| x.perturbation.token()).collect();
+        let tokens: std::collections::BTreeSet<u64> = a.outcomes.iter().map(|x| x.perturbation_hash).collect();
         assert_eq!(tokens.len(), a.outcomes.len(), "{kind:?}");
     }
     // Stopping at the first finding reports the runs up to it, whatever the batches in flight.

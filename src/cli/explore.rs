@@ -104,7 +104,7 @@ pub fn report_text(s: &RunSpec, o: &Options, r: &Report) -> String {
         s.seed
     ));
     let mean_points = r.outcomes.iter().map(|x| x.choice_points).sum::<u64>() / runs.max(1) as u64;
-    let mean_picks = r.outcomes.iter().map(|x| x.perturbation.picks.len() as u64).sum::<u64>() / runs.max(1) as u64;
+    let mean_picks = r.outcomes.iter().map(|x| x.perturbed.0 as u64).sum::<u64>() / runs.max(1) as u64;
     t.push_str(&format!(
         "unperturbed run: {} choice points, {}\nperturbed runs: {} choice points and {} choices off FIFO on average\n",
         r.base_points,

@@ -164,7 +164,13 @@ pub struct Outcome {
     pub choice_points: u64,
     pub actions: u64,
     pub finding: Option<Finding>,
-    pub perturbation: Perturbation,
+    /// Choices off FIFO and re-seeded CPUs of the run.
+    pub perturbed: (usize, usize),
+    /// A hash of the run's perturbation (its token), to tell runs apart.
+    pub perturbation_hash: u64,
+    /// The perturbation itself, kept only for a run with a finding (a run's list of choices
+    /// can be long; a large budget keeps only the counts).
+    pub perturbation: Option<Perturbation>,
 }
 
 /// A distinct rule found, with its minimized reproduction.
@@ -213,12 +219,20 @@ fn run_with(spec: &RunSpec, jitter: &[(u32, u32)], strategy: Explorer) -> Result
 }
 
 fn outcome(run: u64, k: &Kernel, jitter: Vec<(u32, u32)>) -> Outcome {
+    let p = Perturbation { picks: Explorer::picks_of(&k.q.chooser), jitter };
+    let finding = first_finding(k);
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for b in p.token().bytes() {
+        h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+    }
     Outcome {
         run,
         choice_points: k.q.choice_points,
         actions: k.actions,
-        finding: first_finding(k),
-        perturbation: Perturbation { picks: Explorer::picks_of(&k.q.chooser), jitter },
+        perturbed: (p.picks.len(), p.jitter.len()),
+        perturbation_hash: h,
+        perturbation: finding.is_some().then_some(p),
+        finding,
     }
 }
 
@@ -298,7 +312,8 @@ pub fn explore_with(spec: &RunSpec, o: &Options, progress: &mut dyn FnMut(u64, u
     }
     for (rule, i, hits) in firsts {
         let x = &outcomes[i];
-        let (p, runs, cut) = minimize(spec, &x.perturbation, &rule, o.minimize_runs, &pool)?;
+        let original = x.perturbation.as_ref().expect("kept for a run with a finding");
+        let (p, runs, cut) = minimize(spec, original, &rule, o.minimize_runs, &pool)?;
         let (finding, excerpt, hash) = excerpt(spec, &p)?;
         let Some(finding) = finding else {
             return Err(format!("internal: the minimized perturbation of rule {rule} no longer violates it"));
@@ -307,7 +322,7 @@ pub fn explore_with(spec: &RunSpec, o: &Options, progress: &mut dyn FnMut(u64, u
             first_run: x.run,
             hits,
             finding,
-            original_len: x.perturbation.len(),
+            original_len: original.len(),
             perturbation: p,
             minimize_runs: runs,
             minimize_cut: cut,
