@@ -94,3 +94,125 @@ fn ttwu_pending_stale_fires_on_a_flag_set_with_nothing_queued() {
     run_until(&mut k, 100_000_000);
     assert!(k.violations().is_empty(), "{:?}", k.violations());
 }
+
+use schedsim::linux::check::IRQS_OFF_BOUND_NS;
+use schedsim::linux::kernel::sched::core::raw_spin_rq_lock;
+use schedsim::linux::Kernel;
+
+/// Four spinners on smp-4 (quiet), checks on, run for `ms`.
+fn spinning(ms: u64) -> Kernel {
+    let mut k =
+        schedsim::run::build(&spinners_spec("smp-4", "v6.10", "", 4, "0", 50, Some(false), false)).expect("valid spec");
+    k.enable_checks();
+    k.run(ms * 1_000_000);
+    k
+}
+
+fn rules(k: &Kernel) -> Vec<&'static str> {
+    let mut v: Vec<&'static str> = k.violations().iter().map(|v| v.rule.name()).collect();
+    v.dedup();
+    v
+}
+
+#[test]
+fn the_spinners_break_no_rule() {
+    let mut k = spinning(5);
+    k.run(100_000_000);
+    assert!(k.violations().is_empty(), "{:?}", k.violations());
+}
+
+#[test]
+fn task_on_one_rq_fires_on_a_second_enqueue() {
+    let mut k = spinning(5);
+    let p = (0..k.tasks.len() as u32)
+        .find(|&p| {
+            k.tasks[p as usize].on_rq && k.tasks[p as usize].kind == schedsim::linux::kernel::sched::TaskKind::Workload
+        })
+        .expect("a queued spinner");
+    let other = (k.tasks[p as usize].cpu + 1) % 4;
+    // The hook of activate_task() (the model's own enqueue would then assert on the broken call).
+    schedsim::linux::check::on_enqueue(&mut k, other, p);
+    let v = k.violations().iter().find(|v| v.rule == Rule::TaskOnOneRq).expect("fired");
+    assert_eq!(v.cpu, other);
+    assert!(v.detail.contains("still queued"), "{}", v.detail);
+}
+
+#[test]
+fn nr_running_conserved_fires_on_a_count_off_by_one() {
+    let mut k = spinning(5);
+    let cpu = k
+        .tasks
+        .iter()
+        .find(|t| t.on_rq && t.kind == schedsim::linux::kernel::sched::TaskKind::Workload)
+        .expect("queued")
+        .cpu;
+    k.cpus[cpu as usize].rq.nr_running += 1;
+    k.run(100_000_000);
+    assert!(k.violations().iter().any(|v| v.rule == Rule::NrRunningConserved && v.cpu == cpu), "{:?}", rules(&k));
+}
+
+#[test]
+fn csd_reused_while_locked_fires_when_the_ilb_csd_is_found_locked() {
+    // Three spinners on CPU 0: busy CPU 0 kicks an idle load balancer. A broken state: every
+    // CPU's nohz_csd is left locked, as if a previous kick's csd had not been released.
+    let mut k = schedsim::run::build(&ilb_polling_spec("v6.10", "", 3, "0", false)).expect("valid spec");
+    k.enable_checks();
+    for c in 0..4 {
+        let csd = k.cpus[c].nohz_csd;
+        k.csds[csd as usize].flags |= schedsim::linux::csd_flags::CSD_FLAG_LOCK;
+    }
+    k.run(100_000_000);
+    assert!(k.violations().iter().any(|v| v.rule == Rule::CsdReusedWhileLocked), "{:?}", rules(&k));
+    // The same run with the csds released breaks no rule.
+    let r = with_checks(ilb_polling_spec("v6.10", "", 3, "0", false));
+    assert!(fired(&r).is_empty(), "{:?}", fired(&r));
+}
+
+#[test]
+fn irqs_off_too_long_fires_on_a_cpu_left_with_irqs_off() {
+    let mut k = spinning(5);
+    let cpu = k
+        .tasks
+        .iter()
+        .find(|t| t.on_cpu && t.kind == schedsim::linux::kernel::sched::TaskKind::Workload)
+        .expect("running")
+        .cpu;
+    schedsim::linux::engine::local_irq_disable(&mut k, cpu);
+    k.run(5_000_000 + 3 * IRQS_OFF_BOUND_NS);
+    let v = k.violations().iter().find(|v| v.rule == Rule::IrqsOffTooLong).expect("fired");
+    assert_eq!(v.cpu, cpu);
+}
+
+#[test]
+fn rq_lock_order_fires_on_waiting_for_a_lower_lock_while_holding_a_higher_one() {
+    let mut k = schedsim::run::build(&idle_spec("smp-4", "v6.10", "")).expect("valid spec");
+    k.enable_checks();
+    assert!(raw_spin_rq_lock(&mut k, 0, 2).is_some());
+    // In order: CPU 1 holds rq 1 and waits for rq 2.
+    assert!(raw_spin_rq_lock(&mut k, 1, 1).is_some());
+    assert!(raw_spin_rq_lock(&mut k, 1, 2).is_none());
+    assert!(k.violations().is_empty(), "{:?}", k.violations());
+    // Out of order: CPU 3 holds rq 3 and waits for rq 2.
+    assert!(raw_spin_rq_lock(&mut k, 3, 3).is_some());
+    assert!(raw_spin_rq_lock(&mut k, 3, 2).is_none());
+    let v = k.violations().iter().find(|v| v.rule == Rule::RqLockOrder).expect("fired");
+    assert_eq!(v.cpu, 3);
+}
+
+#[test]
+fn rq_lock_across_switch_fires_when_a_cpu_switches_holding_another_rq_lock() {
+    let mut k = spinning(5);
+    // CPU 3 takes CPU 2's rq lock and never releases it (a broken state); its next switch
+    // carries it.
+    let busy = k
+        .tasks
+        .iter()
+        .find(|t| t.on_cpu && t.kind == schedsim::linux::kernel::sched::TaskKind::Workload)
+        .expect("running")
+        .cpu;
+    let holder = (busy + 1) % 4;
+    let other = (busy + 2) % 4;
+    assert!(raw_spin_rq_lock(&mut k, holder, other).is_some());
+    k.run(100_000_000);
+    assert!(k.violations().iter().any(|v| v.rule == Rule::RqLockAcrossSwitch), "{:?}", rules(&k));
+}

@@ -54,4 +54,36 @@ fn without_the_fix_an_elided_ipi_strands_a_call_on_a_sleeping_cpu() {
     let v = c.violations.iter().find(|v| v.rule == Rule::IpiElidedNotPolling).expect("kept");
     assert_eq!(v.cpu, 3, "the elided IPI was for the target CPU: {v:?}");
     assert!(v.detail.contains("left its idle loop"), "{}", v.detail);
+    // The stranded call's csd stays locked past the bound.
+    assert!(c.count(Rule::CsdLockHeld) > 0, "{:?}", c.counts);
+    assert!(c.first(Rule::IpiElidedNotPolling) < c.first(Rule::CsdLockHeld));
+}
+
+/// The pinned pipe ping-pong across the two LLCs of smp-4 (wakeups go through the wakelist).
+fn pingpong(patches: &str) -> RunResult {
+    let mut s = schedsim::run::RunSpec::new("pingpong");
+    s.background = Some("none".into());
+    s.machine = "smp-4".into();
+    s.kernel = "v6.10".into();
+    s.patches = patches.into();
+    s.params = schedsim::workload::params::Params::parse(["ping_cpu=0", "pong_cpu=2", "iters=2000"], "test")
+        .expect("valid parameters");
+    s.limit_ns = 200_000_000;
+    s.check = true;
+    execute(&s).expect("valid spec")
+}
+
+#[test]
+fn without_the_fix_a_wakeup_queued_behind_a_stranded_csd_is_lost() {
+    let r = pingpong("");
+    assert!(r.finished);
+    assert!(r.checks.as_ref().expect("checks on").counts.is_empty());
+    let r = pingpong("-82c65d60d644");
+    assert!(!r.finished, "the ping-pong stalls");
+    let c = r.checks.as_ref().expect("checks on");
+    for rule in [Rule::IpiElidedNotPolling, Rule::LostWakeup, Rule::CsdLockHeld] {
+        assert!(c.count(rule) > 0, "{}: {:?}", rule.name(), c.counts);
+    }
+    // The elision comes first; the wakeup is reported when its 10 ms bound runs out.
+    assert!(c.first(Rule::IpiElidedNotPolling) < c.first(Rule::LostWakeup));
 }

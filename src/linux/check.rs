@@ -199,13 +199,21 @@ pub struct RuleCount {
 struct TaskCheck {
     /// The CPU whose wakelist holds this task's `wake_entry` (queued, not yet activated).
     wakelist: Option<CpuId>,
+    /// When `try_to_wake_up()` set TASK_WAKING, until the task is enqueued (or reported).
+    woken_at: Option<Time>,
 }
 
 /// What the checkers remember of a CPU.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 struct CpuCheck {
     /// Wakelist entries queued to this CPU and not yet activated by `sched_ttwu_pending()`.
     wakelist: u32,
+    /// Since when the idle task is current with tasks queued (they must get the CPU).
+    idle_with_work_since: Option<Time>,
+    /// When IRQs went off and the time spent in idle states (`Phase::IdleState`) then.
+    irqs_off_idle_ns: Option<(Time, u64)>,
+    /// Runqueue locks held, in acquisition order.
+    held: Vec<CpuId>,
 }
 
 /// Checker state of a run.
@@ -218,12 +226,25 @@ pub struct Checks {
     cpus: Vec<CpuCheck>,
     /// Indexed by [`TaskId`]; grows as tasks are created.
     tasks: Vec<TaskCheck>,
+    /// Wakeups to look at again when their bound runs out: (deadline, task, woken at), in
+    /// deadline order (the bound is one constant).
+    wake_deadlines: std::collections::VecDeque<(Time, TaskId, Time)>,
+    /// When each csd was locked (`Time::MAX`: unlocked), indexed by [`super::CsdId`].
+    csd_locked: Vec<Time>,
 }
 
 impl Checks {
     /// Checker state for the machine `k` (sized by its CPUs).
     pub fn new(k: &Kernel) -> Checks {
         Checks { cpus: vec![CpuCheck::default(); k.m.topo.nr_cpus as usize], ..Checks::default() }
+    }
+
+    fn csd(&mut self, csd: super::CsdId) -> &mut Time {
+        let i = csd as usize;
+        if i >= self.csd_locked.len() {
+            self.csd_locked.resize(i + 1, Time::MAX);
+        }
+        &mut self.csd_locked[i]
     }
 
     fn task(&mut self, p: TaskId) -> &mut TaskCheck {
@@ -435,7 +456,288 @@ fn ipi_elided_slow(k: &mut Kernel, cpu: CpuId, target: CpuId) {
     });
 }
 
-/// The end of a run: the checks that look at the final state.
+// ----- Runqueue membership (Rule::TaskOnOneRq, NrRunningConserved) and lost wakeups -----
+
+/// `p` is about to be enqueued on `rq_cpu` (`activate_task()`, the stopper's wakeup).
+#[inline]
+pub fn on_enqueue(k: &mut Kernel, rq_cpu: CpuId, p: TaskId) {
+    if k.checks.is_some() {
+        enqueue_slow(k, rq_cpu, p);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn enqueue_slow(k: &mut Kernel, rq_cpu: CpuId, p: TaskId) {
+    with(k, |k, c| {
+        let t = &k.tasks[p as usize];
+        if t.on_rq {
+            let (pid, on) = (t.pid, t.cpu);
+            c.report(Rule::TaskOnOneRq, k.now, rq_cpu, || {
+                format!("pid {pid} enqueued on CPU {rq_cpu} while still queued (on_rq) on CPU {on}")
+            });
+        }
+        if let Some(w) = c.task(p).woken_at.take() {
+            if k.now - w > LOST_WAKEUP_BOUND_NS {
+                let pid = t.pid;
+                c.report(Rule::LostWakeup, w + LOST_WAKEUP_BOUND_NS, rq_cpu, || {
+                    format!("pid {pid} woken at {w} ns was enqueued on CPU {rq_cpu} only {} ns later", k.now - w)
+                });
+            }
+        }
+    });
+}
+
+/// `p` is about to be dequeued from `rq_cpu` (`deactivate_task()`).
+#[inline]
+pub fn on_dequeue(k: &mut Kernel, rq_cpu: CpuId, p: TaskId) {
+    if k.checks.is_some() {
+        dequeue_slow(k, rq_cpu, p);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn dequeue_slow(k: &mut Kernel, rq_cpu: CpuId, p: TaskId) {
+    with(k, |k, c| {
+        let t = &k.tasks[p as usize];
+        if !t.on_rq || t.cpu != rq_cpu {
+            let (pid, on, cpu) = (t.pid, t.on_rq, t.cpu);
+            c.report(Rule::TaskOnOneRq, k.now, rq_cpu, || {
+                format!("pid {pid} dequeued from CPU {rq_cpu} but on_rq={on} task_cpu={cpu}")
+            });
+        }
+    });
+}
+
+/// `rq_cpu`'s runqueue changed (after an enqueue or dequeue): its counts must add up, and an
+/// idle CPU with queued tasks starts its clock.
+#[inline]
+pub fn on_rq_changed(k: &mut Kernel, rq_cpu: CpuId) {
+    if k.checks.is_some() {
+        rq_changed_slow(k, rq_cpu);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn rq_changed_slow(k: &mut Kernel, rq_cpu: CpuId) {
+    with(k, |k, c| {
+        let rq = &k.cpus[rq_cpu as usize].rq;
+        let classes = rq.cfs_h_nr_running + rq.rt.nr_running() + rq.stop_runnable as u32;
+        if rq.nr_running != classes {
+            let (n, f, r, st) = (rq.nr_running, rq.cfs_h_nr_running, rq.rt.nr_running(), rq.stop_runnable);
+            c.report(Rule::NrRunningConserved, k.now, rq_cpu, || {
+                format!("CPU {rq_cpu}: nr_running {n} but fair {f} + rt {r} + stop {}", st as u32)
+            });
+        }
+        let cc = &mut c.cpus[rq_cpu as usize];
+        if rq.nr_running == 0 {
+            cc.idle_with_work_since = None;
+        } else if rq.curr == rq.idle && cc.idle_with_work_since.is_none() {
+            cc.idle_with_work_since = Some(k.now);
+        }
+    });
+    expire(k);
+}
+
+/// `try_to_wake_up()` on `cpu` moved `p` to TASK_WAKING: it must be enqueued within the bound.
+#[inline]
+pub fn on_waking(k: &mut Kernel, p: TaskId) {
+    if k.checks.is_some() {
+        waking_slow(k, p);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn waking_slow(k: &mut Kernel, p: TaskId) {
+    with(k, |k, c| {
+        c.task(p).woken_at = Some(k.now);
+        c.wake_deadlines.push_back((k.now + LOST_WAKEUP_BOUND_NS, p, k.now));
+    });
+    expire(k);
+}
+
+/// `cpu` switches from `prev` to `next` (`context_switch()`): only `cpu`'s own rq lock may be
+/// held, and an idle CPU that had work now runs it.
+#[inline]
+pub fn on_switch(k: &mut Kernel, cpu: CpuId, prev: TaskId, next: TaskId) {
+    if k.checks.is_some() {
+        switch_slow(k, cpu, prev, next);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn switch_slow(k: &mut Kernel, cpu: CpuId, prev: TaskId, next: TaskId) {
+    with(k, |k, c| {
+        let held = &c.cpus[cpu as usize].held;
+        if held.as_slice() != [cpu] {
+            let held = held.clone();
+            c.report(Rule::RqLockAcrossSwitch, k.now, cpu, || {
+                format!("CPU {cpu} switches tasks holding rq locks {held:?} (only its own may be handed over)")
+            });
+        }
+        let idle = k.cpus[cpu as usize].rq.idle;
+        if prev == idle && next != idle {
+            if let Some(since) = c.cpus[cpu as usize].idle_with_work_since.take() {
+                if k.now - since > LOST_WAKEUP_BOUND_NS {
+                    c.report(Rule::LostWakeup, since + LOST_WAKEUP_BOUND_NS, cpu, || {
+                        format!("CPU {cpu} stayed idle {} ns with a task queued", k.now - since)
+                    });
+                }
+            }
+        }
+    });
+}
+
+/// Look at wakeups and idle CPUs whose bound ran out (lazily, from the hooks; the instant
+/// reported is the one the bound ran out, so it does not depend on when this runs).
+fn expire(k: &mut Kernel) {
+    with(k, |k, c| {
+        while let Some(&(deadline, p, w)) = c.wake_deadlines.front() {
+            if deadline > k.now {
+                break;
+            }
+            c.wake_deadlines.pop_front();
+            if c.task(p).woken_at == Some(w) {
+                c.task(p).woken_at = None;
+                let (pid, st) = (k.tasks[p as usize].pid, k.tasks[p as usize].state);
+                c.report(Rule::LostWakeup, deadline, k.tasks[p as usize].cpu, || {
+                    format!("pid {pid} woken at {w} ns is not enqueued {LOST_WAKEUP_BOUND_NS} ns later (state {st:#x})")
+                });
+            }
+        }
+    });
+}
+
+// ----- csd locks (Rule::CsdLockHeld, CsdReusedWhileLocked) -----
+
+/// `cpu` sets CSD_FLAG_LOCK on `csd` (`csd_lock()`, `irq_work_claim()`, the async claim).
+#[inline]
+pub fn on_csd_lock(k: &mut Kernel, csd: super::CsdId) {
+    if k.checks.is_some() {
+        with(k, |k, c| *c.csd(csd) = k.now);
+    }
+}
+
+/// `cpu` clears CSD_FLAG_LOCK on `csd` (`csd_unlock()`).
+#[inline]
+pub fn on_csd_unlock(k: &mut Kernel, cpu: CpuId, csd: super::CsdId) {
+    if k.checks.is_some() {
+        csd_unlock_slow(k, cpu, csd);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn csd_unlock_slow(k: &mut Kernel, cpu: CpuId, csd: super::CsdId) {
+    with(k, |k, c| {
+        let since = std::mem::replace(c.csd(csd), Time::MAX);
+        if since != Time::MAX && k.now - since > CSD_LOCK_BOUND_NS {
+            let func = k.csds[csd as usize].func;
+            c.report(Rule::CsdLockHeld, since + CSD_LOCK_BOUND_NS, cpu, || {
+                format!("csd of {func:?} locked at {since} ns, unlocked by CPU {cpu} {} ns later", k.now - since)
+            });
+        }
+    });
+}
+
+/// `cpu` found `csd`, which its caller owns by its own serialization, still locked.
+#[inline]
+pub fn on_csd_busy(k: &mut Kernel, cpu: CpuId, target: CpuId, csd: super::CsdId) {
+    if k.checks.is_some() {
+        with(k, |k, c| {
+            let func = k.csds[csd as usize].func;
+            c.report(Rule::CsdReusedWhileLocked, k.now, target, || {
+                format!("CPU {cpu} found the csd of {func:?} for CPU {target} still locked (-EBUSY): its owner's serialization failed")
+            });
+        });
+    }
+}
+
+// ----- IRQs off (Rule::IrqsOffTooLong) -----
+
+/// `cpu` disabled interrupts (they were on).
+#[inline]
+pub fn on_irqs_off(k: &mut Kernel, cpu: CpuId) {
+    if k.checks.is_some() {
+        with(k, |k, c| {
+            let idle = k.stats.phase_ns[cpu as usize][super::engine::Phase::IdleState as usize];
+            c.cpus[cpu as usize].irqs_off_idle_ns = Some((k.now, idle));
+        });
+    }
+}
+
+/// `cpu` enables interrupts after `off_ns` with them off.
+#[inline]
+pub fn on_irqs_on(k: &mut Kernel, cpu: CpuId, off_ns: Time) {
+    if off_ns > IRQS_OFF_BOUND_NS && k.checks.is_some() {
+        irqs_on_slow(k, cpu, off_ns);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn irqs_on_slow(k: &mut Kernel, cpu: CpuId, off_ns: Time) {
+    with(k, |k, c| {
+        let Some((t_off, at_off)) = c.cpus[cpu as usize].irqs_off_idle_ns.take() else { return };
+        if t_off < k.measure_from && k.now >= k.measure_from {
+            // The counters restarted when the measured window opened: the split is unknown.
+            return;
+        }
+        let idle = k.stats.phase_ns[cpu as usize][super::engine::Phase::IdleState as usize];
+        let Some(asleep) = idle.checked_sub(at_off) else { return };
+        let awake = off_ns.saturating_sub(asleep);
+        if awake > IRQS_OFF_BOUND_NS {
+            let since = k.now - off_ns;
+            c.report(Rule::IrqsOffTooLong, since + IRQS_OFF_BOUND_NS, cpu, || {
+                format!("CPU {cpu} ran {awake} ns with IRQs off (from {since} ns; {asleep} ns asleep excluded)")
+            });
+        }
+    });
+}
+
+// ----- rq locks (Rule::RqLockOrder; RqLockAcrossSwitch in on_switch) -----
+
+/// `cpu` acquired `rq_cpu`'s lock.
+#[inline]
+pub fn on_rq_lock(k: &mut Kernel, cpu: CpuId, rq_cpu: CpuId) {
+    if k.checks.is_some() {
+        with(k, |_k, c| {
+            let held = &mut c.cpus[cpu as usize].held;
+            if !held.contains(&rq_cpu) {
+                held.push(rq_cpu);
+            }
+        });
+    }
+}
+
+/// `cpu` queues behind the owner of `rq_cpu`'s lock: it must not hold a lock ordered after it.
+#[inline]
+pub fn on_rq_lock_wait(k: &mut Kernel, cpu: CpuId, rq_cpu: CpuId) {
+    if k.checks.is_some() {
+        with(k, |k, c| {
+            let held = &c.cpus[cpu as usize].held;
+            if let Some(&h) = held.iter().find(|&&h| h > rq_cpu) {
+                c.report(Rule::RqLockOrder, k.now, cpu, || {
+                    format!("CPU {cpu} waits for CPU {rq_cpu}'s rq lock while holding CPU {h}'s")
+                });
+            }
+        });
+    }
+}
+
+/// `cpu` released `rq_cpu`'s lock.
+#[inline]
+pub fn on_rq_unlock(k: &mut Kernel, cpu: CpuId, rq_cpu: CpuId) {
+    if k.checks.is_some() {
+        with(k, |_k, c| c.cpus[cpu as usize].held.retain(|&h| h != rq_cpu));
+    }
+}
+
+/// The end of a run: the bounds still running and the full runqueue invariants.
 pub fn on_run_end(k: &mut Kernel) {
     if k.checks.is_some() {
         run_end_slow(k);
@@ -445,7 +747,49 @@ pub fn on_run_end(k: &mut Kernel) {
 #[cold]
 #[inline(never)]
 fn run_end_slow(k: &mut Kernel) {
-    with(k, |_k, _c| {});
+    expire(k);
+    with(k, |k, c| {
+        for cpu in 0..c.cpus.len() {
+            if let Some(since) = c.cpus[cpu].idle_with_work_since {
+                if k.now - since > LOST_WAKEUP_BOUND_NS && k.cpus[cpu].rq.curr == k.cpus[cpu].rq.idle {
+                    c.cpus[cpu].idle_with_work_since = None;
+                    c.report(Rule::LostWakeup, since + LOST_WAKEUP_BOUND_NS, cpu as u32, || {
+                        format!("CPU {cpu} idle since {since} ns with {} tasks queued", k.cpus[cpu].rq.nr_running)
+                    });
+                }
+            }
+        }
+        for csd in 0..c.csd_locked.len() {
+            let since = c.csd_locked[csd];
+            if since != Time::MAX && k.now - since > CSD_LOCK_BOUND_NS {
+                c.csd_locked[csd] = Time::MAX;
+                let func = k.csds[csd].func;
+                c.report(Rule::CsdLockHeld, since + CSD_LOCK_BOUND_NS, 0, || {
+                    format!("csd of {func:?} locked at {since} ns is still locked at the end ({} ns)", k.now)
+                });
+            }
+        }
+        for cpu in 0..c.cpus.len() {
+            let Some((t_off, at_off)) = c.cpus[cpu].irqs_off_idle_ns else { continue };
+            if !k.cpus[cpu].x.irqs_off || (t_off < k.measure_from && k.now >= k.measure_from) {
+                continue;
+            }
+            let idle = k.stats.phase_ns[cpu][super::engine::Phase::IdleState as usize];
+            let asleep = idle.saturating_sub(at_off);
+            let awake = (k.now - t_off).saturating_sub(asleep);
+            if awake > IRQS_OFF_BOUND_NS {
+                c.cpus[cpu].irqs_off_idle_ns = None;
+                c.report(Rule::IrqsOffTooLong, t_off + IRQS_OFF_BOUND_NS, cpu as u32, || {
+                    format!("CPU {cpu} has had IRQs off since {t_off} ns, {awake} ns awake, at the end of the run")
+                });
+            }
+        }
+        if let Err(e) = k.check_invariants() {
+            // check_invariants() names a CPU for a count mismatch, a task otherwise.
+            let rule = if e.starts_with("CPU ") { Rule::NrRunningConserved } else { Rule::TaskOnOneRq };
+            c.report(rule, k.now, 0, || format!("at the end of the run: {e}"));
+        }
+    });
 }
 
 #[cfg(test)]

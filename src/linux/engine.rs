@@ -318,6 +318,7 @@ pub fn local_irq_disable(k: &mut Kernel, cpu: CpuId) {
     if !x.irqs_off {
         x.irqs_off = true;
         x.irqs_off_since = k.now;
+        super::check::on_irqs_off(k, cpu);
     }
 }
 
@@ -330,6 +331,7 @@ pub fn local_irq_enable(k: &mut Kernel, cpu: CpuId) {
         x.irqs_off = false;
         let d = k.now - x.irqs_off_since;
         k.stats.irqs_off_ns[cpu as usize] += d;
+        super::check::on_irqs_on(k, cpu, d);
     }
 }
 
@@ -374,6 +376,7 @@ fn take_irq(k: &mut Kernel, cpu: CpuId) {
     c.x.irqs_off = true;
     c.x.irqs_off_since = now;
     c.x.stack.push(Frame::HardIrq(HardIrq::new(vector, saved)));
+    super::check::on_irqs_off(k, cpu);
     run_cpu(k, cpu);
 }
 

@@ -137,6 +137,7 @@ fn smp_call_function_many_cond(k: &mut Kernel, cpu: CpuId, s: &mut SmpCallFuncti
             }
             let ty = if s.wait { CSD_TYPE_SYNC } else { CSD_TYPE_ASYNC };
             k.csds[csd as usize].flags = CSD_FLAG_LOCK | ty;
+            crate::linux::check::on_csd_lock(k, csd);
             k.csds[csd as usize].func = s.func;
             let line = k.csds[csd as usize].line;
             let mut c = k.line_write(cpu, line);
@@ -260,6 +261,7 @@ pub fn smp_call_function(k: &mut Kernel, cpu: CpuId, s: &mut SmpCallFunction) ->
             d.flags = CSD_FLAG_LOCK | ty;
             d.func = s.func;
             let line = d.line;
+            crate::linux::check::on_csd_lock(k, csd);
             let mut c = k.line_write(cpu, line) + k.costs.smp_call_setup;
             c += __smp_call_single_queue(k, cpu, s.target, csd, Sym::GenericExecSingle);
             s.at = 2;
@@ -473,6 +475,7 @@ pub fn __flush_smp_call_function_queue(k: &mut Kernel, cpu: CpuId, s: &mut Flush
 /// sender spinning in `csd_lock_wait()` sees it after the line transfer.
 fn csd_unlock(k: &mut Kernel, cpu: CpuId, e: CsdId) -> Time {
     k.csds[e as usize].flags &= !CSD_FLAG_LOCK;
+    crate::linux::check::on_csd_unlock(k, cpu, e);
     let line = k.csds[e as usize].line;
     k.line_write(cpu, line)
 }

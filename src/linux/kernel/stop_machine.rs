@@ -50,6 +50,7 @@ pub fn stop_one_cpu_nowait(k: &mut Kernel, cpu: CpuId, target: CpuId, work: Stop
         // The stopper is pinned and not a fair task: a direct enqueue (wake_up_q ->
         // try_to_wake_up; the model skips the wakelist for it) and a preemption.
         k.tasks[stopper as usize].state = TASK_RUNNING;
+        crate::linux::check::on_enqueue(k, target, stopper);
         k.tasks[stopper as usize].on_rq = true;
         let rq = &mut k.cpus[target as usize].rq;
         rq.nr_running += 1;
@@ -58,6 +59,7 @@ pub fn stop_one_cpu_nowait(k: &mut Kernel, cpu: CpuId, target: CpuId, work: Stop
             // add_nr_running() sets the root domain's overload flag whatever the class.
             super::sched::set_rd_overloaded(k, true);
         }
+        crate::linux::check::on_rq_changed(k, target);
         k.tp(cpu, crate::trace::Event::SchedWakeup { pid, prio, target_cpu: target });
         let line = k.cpus[target as usize].rq.lock_line;
         c += k.line_write(cpu, line);

@@ -30,9 +30,11 @@ pub fn raw_spin_rq_lock(k: &mut Kernel, cpu: CpuId, rq_cpu: CpuId) -> Option<Tim
             if !rq.lock_waiters.contains(&cpu) {
                 rq.lock_waiters.push(cpu);
             }
+            crate::linux::check::on_rq_lock_wait(k, cpu, rq_cpu);
             return None;
         }
     }
+    crate::linux::check::on_rq_lock(k, cpu, rq_cpu);
     k.cpus[cpu as usize].preempt_count += 1;
     let line = k.cpus[rq_cpu as usize].rq.lock_line;
     Some(k.line_write(cpu, line))
@@ -42,6 +44,7 @@ pub fn raw_spin_rq_lock(k: &mut Kernel, cpu: CpuId, rq_cpu: CpuId) -> Option<Tim
 pub fn raw_spin_rq_unlock(k: &mut Kernel, cpu: CpuId, rq_cpu: CpuId) -> Time {
     let rq = &mut k.cpus[rq_cpu as usize].rq;
     debug_assert_eq!(rq.lock_owner, Some(cpu), "unlock of a rq lock this CPU does not hold");
+    crate::linux::check::on_rq_unlock(k, cpu, rq_cpu);
     k.cpus[cpu as usize].preempt_count -= 1;
     let rq = &mut k.cpus[rq_cpu as usize].rq;
     if rq.lock_waiters.is_empty() {
@@ -296,6 +299,7 @@ impl Schedule {
 /// Enqueue `p` on `rq_cpu` (`activate_task` -> `enqueue_task_fair` -> `add_nr_running`).
 /// Returns true if the fair class asked for a resched of the current task.
 pub fn activate_task(k: &mut Kernel, rq_cpu: CpuId, p: TaskId, flags: EnqueueFlags) -> bool {
+    crate::linux::check::on_enqueue(k, rq_cpu, p);
     if super::rt::rt_task(k, p) {
         // enqueue_task_rt().
         k.tasks[p as usize].cpu = rq_cpu;
@@ -306,6 +310,7 @@ pub fn activate_task(k: &mut Kernel, rq_cpu: CpuId, p: TaskId, flags: EnqueueFla
             super::set_rd_overloaded(k, true);
         }
         k.tasks[p as usize].on_rq = true;
+        crate::linux::check::on_rq_changed(k, rq_cpu);
         return false;
     }
     let now = k.now;
@@ -320,24 +325,28 @@ pub fn activate_task(k: &mut Kernel, rq_cpu: CpuId, p: TaskId, flags: EnqueueFla
     let t = &mut k.tasks[p as usize];
     t.on_rq = true;
     t.cpu = rq_cpu;
+    crate::linux::check::on_rq_changed(k, rq_cpu);
     r
 }
 
 /// Dequeue `p` (`deactivate_task` -> `dequeue_task_fair` -> `sub_nr_running`): a running task
 /// going to sleep (DEQUEUE_SLEEP), or a queued task leaving for another CPU (migrating).
 pub fn deactivate_task(k: &mut Kernel, rq_cpu: CpuId, p: TaskId, flags: DequeueFlags) {
+    crate::linux::check::on_dequeue(k, rq_cpu, p);
     if k.tasks[p as usize].kind == super::TaskKind::Stopper {
         // dequeue_task_stop(): the stop class holds one task.
         let rq = &mut k.cpus[rq_cpu as usize].rq;
         rq.nr_running -= 1;
         rq.stop_runnable = false;
         k.tasks[p as usize].on_rq = false;
+        crate::linux::check::on_rq_changed(k, rq_cpu);
         return;
     }
     if super::rt::rt_task(k, p) {
         super::rt::dequeue_task_rt(k, rq_cpu, p);
         k.cpus[rq_cpu as usize].rq.nr_running -= 1;
         k.tasks[p as usize].on_rq = false;
+        crate::linux::check::on_rq_changed(k, rq_cpu);
         return;
     }
     let now = k.now;
@@ -346,6 +355,7 @@ pub fn deactivate_task(k: &mut Kernel, rq_cpu: CpuId, p: TaskId, flags: DequeueF
     rq.nr_running -= 1;
     rq.cfs_h_nr_running -= 1;
     k.tasks[p as usize].on_rq = false;
+    crate::linux::check::on_rq_changed(k, rq_cpu);
 }
 
 /// Models `move_queued_task_locked()` — kernel/sched/sched.h @ v6.10 (with both rq locks held):
@@ -534,6 +544,7 @@ pub fn __schedule(k: &mut Kernel, cpu: CpuId, s: &mut Schedule) -> Next {
             debug_assert!(!restored.is_empty(), "task {next} has no saved stack");
             k.cpus[cpu as usize].x.stack = restored;
             c += k.costs.context_switch;
+            crate::linux::check::on_switch(k, cpu, prev, next);
             Next::Switched(c)
         }
         ScheduleAt::Finish => {
@@ -829,6 +840,7 @@ pub fn try_to_wake_up(k: &mut Kernel, cpu: CpuId, s: &mut TryToWakeUp) -> Next {
                 return Next::Cont(0);
             }
             k.tasks[p as usize].state = TASK_WAKING;
+            crate::linux::check::on_waking(k, p);
             let prev_cpu = k.tasks[p as usize].cpu;
             if k.tasks[p as usize].on_cpu && k.cfg.has(crate::linux::patches::Patch::C6e7bd7afaeb) {
                 // Still switching out on its old CPU: queue there; it is activated when that

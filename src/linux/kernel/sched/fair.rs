@@ -633,9 +633,11 @@ fn kick_ilb(k: &mut Kernel, cpu: CpuId, flags: u32) -> Time {
     k.stats.nohz_kicks += 1;
     let csd = k.cpus[ilb as usize].nohz_csd;
     if k.csds[csd as usize].flags & crate::linux::csd_flags::CSD_FLAG_LOCK != 0 {
+        crate::linux::check::on_csd_busy(k, cpu, ilb, csd);
         return c; // -EBUSY
     }
     k.csds[csd as usize].flags = crate::linux::csd_flags::CSD_FLAG_LOCK | crate::linux::csd_flags::CSD_TYPE_ASYNC;
+    crate::linux::check::on_csd_lock(k, csd);
     c += crate::linux::kernel::smp::__smp_call_single_queue(k, cpu, ilb, csd, crate::trace::Sym::KickIlb);
     c
 }

@@ -548,6 +548,7 @@ fn irq_work_queue_on(k: &mut Kernel, cpu: CpuId, target: CpuId) -> Time {
         return 0;
     }
     k.csds[w as usize].flags |= CSD_FLAG_LOCK;
+    crate::linux::check::on_csd_lock(k, w);
     k.stats.rt_push_ipis += 1;
     crate::linux::kernel::smp::__smp_call_single_queue(k, cpu, target, w, Sym::IrqWorkQueueOn)
 }
