@@ -42,7 +42,7 @@ impl Kind {
     }
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 enum State {
     Random,
     Pct {
@@ -66,7 +66,7 @@ enum State {
 }
 
 /// One run's strategy state plus the choices it made that differ from FIFO.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Explorer {
     rng: Prng,
     state: State,
@@ -174,6 +174,9 @@ impl ChoiceStrategy for Explorer {
     }
     fn as_any(&self) -> &dyn std::any::Any {
         self
+    }
+    fn box_clone(&self) -> Box<dyn ChoiceStrategy> {
+        Box::new(self.clone())
     }
 }
 

@@ -98,7 +98,7 @@ impl<A> QuadHeap<A> {
 /// This is the interface a later interleaving explorer plugs into: a run is fully described by
 /// its seed plus the list of choices made here. [`Chooser::Fifo`] is the default and makes no
 /// choice at all (it is never consulted), so the common path costs nothing.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub enum Chooser {
     /// Same-time actions run in the order they were scheduled.
     #[default]
@@ -122,18 +122,13 @@ pub trait ChoiceStrategy: std::fmt::Debug + Send {
     fn choose(&mut self, point: u64, owners: &[u32]) -> usize;
     /// The strategy as `Any`, so that its owner can take back what it recorded.
     fn as_any(&self) -> &dyn std::any::Any;
+    /// A copy in the same state (so that a [`Chooser`] stays `Clone`).
+    fn box_clone(&self) -> Box<dyn ChoiceStrategy>;
 }
 
-/// Always the first candidate (the FIFO order, but consulted: see [`ActionQueue::is_fifo`]).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct FifoStrategy;
-
-impl ChoiceStrategy for FifoStrategy {
-    fn choose(&mut self, _point: u64, _owners: &[u32]) -> usize {
-        0
-    }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
+impl Clone for Box<dyn ChoiceStrategy> {
+    fn clone(&self) -> Self {
+        self.box_clone()
     }
 }
 
@@ -291,6 +286,9 @@ mod tests {
         }
         fn as_any(&self) -> &dyn std::any::Any {
             self
+        }
+        fn box_clone(&self) -> Box<dyn ChoiceStrategy> {
+            Box::new(Highest(self.0.clone()))
         }
     }
 
