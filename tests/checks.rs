@@ -216,3 +216,22 @@ fn rq_lock_across_switch_fires_when_a_cpu_switches_holding_another_rq_lock() {
     k.run(100_000_000);
     assert!(k.violations().iter().any(|v| v.rule == Rule::RqLockAcrossSwitch), "{:?}", rules(&k));
 }
+
+#[test]
+fn run_check_prints_the_violations_and_exits_0() {
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_schedsim"))
+        .args(["run", "pingpong", "ping_cpu=0", "pong_cpu=2", "iters=2000", "--machine", "smp-4"])
+        .args(["--background", "none", "--kernel", "v6.10-82c65d60d644", "--check", "--quiet"])
+        .output()
+        .expect("runs");
+    assert_eq!(o.status.code(), Some(0), "violations are findings, not errors");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("--check"), "the header pastes back as the same run:\n{out}");
+    assert!(out.contains("Invariant checks: 3 rules violated"), "{out}");
+    for name in ["ipi-elided-not-polling", "csd-lock-held", "lost-wakeup"] {
+        assert!(out.contains(&format!("  {name}: 1 times")), "{name}:\n{out}");
+    }
+    // Rules are listed by their first instant.
+    let pos = |n: &str| out.find(&format!("  {n}: ")).expect("listed");
+    assert!(pos("ipi-elided-not-polling") < pos("csd-lock-held") && pos("csd-lock-held") < pos("lost-wakeup"));
+}

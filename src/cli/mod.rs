@@ -690,7 +690,9 @@ fn checks_text(c: &crate::linux::check::Checks) -> String {
         c.counts.iter().map(|n| n.count).sum::<u64>(),
         c.violations.len()
     ));
-    for n in &c.counts {
+    let mut counts = c.counts.clone();
+    counts.sort_by_key(|n| n.first_ns);
+    for n in &counts {
         o.push_str(&format!(
             "  {}: {} times, first at {:.6} ms on CPU {}\n    rule: {}\n",
             n.rule.name(),

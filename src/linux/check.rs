@@ -221,7 +221,8 @@ struct CpuCheck {
 pub struct Checks {
     /// The first [`MAX_VIOLATIONS`] violations, in the order observed.
     pub violations: Vec<Violation>,
-    /// Every rule that fired, in first-fired order, with its count and first instant.
+    /// Every rule that fired, in the order first reported (a bound is reported when it is
+    /// checked, with the instant it ran out), with its count and first instant.
     pub counts: Vec<RuleCount>,
     cpus: Vec<CpuCheck>,
     /// Indexed by [`TaskId`]; grows as tasks are created.
