@@ -40,6 +40,8 @@ pub struct RunSpec {
     /// The preemption model (`none`, `voluntary`, `full`, `dynamic-...`). `None` takes the
     /// machine's default.
     pub preempt: Option<String>,
+    /// A perturbation found by `schedsim explore` to replay (`--replay TOKEN`).
+    pub replay: Option<crate::explore::Perturbation>,
     /// Run the invariant checkers (`--check`; `linux::check`). They only observe: the run is
     /// the same with or without them.
     pub check: bool,
@@ -62,6 +64,7 @@ impl RunSpec {
             preempt_rt: false,
             background: None,
             preempt: None,
+            replay: None,
             check: false,
         }
     }
@@ -108,6 +111,9 @@ impl RunSpec {
             flag("preempt", p);
         }
         flag("seed", &self.seed.to_string());
+        if let Some(p) = &self.replay {
+            flag("replay", &p.token());
+        }
         if self.preempt_rt {
             a.push("--preempt-rt".into());
         }
@@ -404,6 +410,9 @@ pub fn build(spec: &RunSpec) -> Result<Kernel, String> {
     crate::workload::params::check_memory(u64::from(nr), tasks, wl_bytes, flags)?;
     let mut k = Kernel::new(m, cfg, spec.seed, wl);
     k.trace.enabled = spec.trace;
+    if let Some(p) = &spec.replay {
+        crate::explore::apply(&mut k, p)?;
+    }
     if spec.check {
         k.enable_checks();
     }
@@ -593,23 +602,44 @@ pub fn write_trace_file(r: &RunResult, path: &std::path::Path) -> Result<(), Str
 
 /// A 64-bit FNV-1a hash of the trace records (for determinism checks).
 pub fn trace_hash(records: &[Record]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut eat = |x: u64| {
-        for b in x.to_le_bytes() {
-            h ^= b as u64;
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-    };
+    let mut h = TraceHasher::default();
     for r in records {
-        eat(r.ts_ns);
-        eat(((r.cpu as u64) << 32) | r.pid as u64);
-        eat(((r.flags as u64) << 8) | r.preempt_count as u64);
-        // The event's Debug form is stable and covers every field.
-        for b in format!("{:?}", r.event).bytes() {
-            eat(b as u64);
+        h.eat(r);
+    }
+    h.finish()
+}
+
+/// [`trace_hash`] one record at a time (for a trace that streams through a sink).
+#[derive(Debug, Clone)]
+pub struct TraceHasher(u64);
+
+impl Default for TraceHasher {
+    fn default() -> Self {
+        TraceHasher(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl TraceHasher {
+    fn word(&mut self, x: u64) {
+        for b in x.to_le_bytes() {
+            self.0 ^= b as u64;
+            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
         }
     }
-    h
+
+    pub fn eat(&mut self, r: &Record) {
+        self.word(r.ts_ns);
+        self.word(((r.cpu as u64) << 32) | r.pid as u64);
+        self.word(((r.flags as u64) << 8) | r.preempt_count as u64);
+        // The event's Debug form is stable and covers every field.
+        for b in format!("{:?}", r.event).bytes() {
+            self.word(b as u64);
+        }
+    }
+
+    pub fn finish(&self) -> u64 {
+        self.0
+    }
 }
 
 #[cfg(test)]

@@ -280,3 +280,24 @@ fn endless_or_huge_input_files_are_errors_not_unbounded_reads() {
     rejected(&["run", "--rtapp", "/dev/zero", "--machine", "smp-4"], &["rt-app file /dev/zero is larger than 64 MiB"]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn explore_flags_and_replay_tokens_are_checked() {
+    let base = ["explore", "spinners", "tasks=1", "start=0", "duration_ms=1", "--machine", "smp-4"];
+    let with = |extra: &[&'static str]| -> Vec<&'static str> { base.iter().chain(extra).copied().collect() };
+    rejected(&with(&["--budget", "0"]), &["--budget 0 is out of range (1..=1000000)"]);
+    rejected(&with(&["--depth", "0"]), &["--depth 0 is out of range (1..=1000)"]);
+    rejected(&with(&["--strategy", "dfs"]), &["--strategy 'dfs': expected one of random, pct, delay"]);
+    rejected(&with(&["--jobs", "0"]), &["--jobs 0 is out of range"]);
+    let run = ["run", "spinners", "tasks=1", "start=0", "duration_ms=1", "--machine", "smp-4", "--replay"];
+    let replay = |t: &'static str| -> Vec<&'static str> { run.iter().copied().chain([t]).collect() };
+    rejected(&replay("hello"), &["--replay 'hello': not a replay token"]);
+    rejected(&replay("x7.AAC7hg"), &["token version not supported"]);
+    rejected(&replay("x1.AAC7hh"), &["the token was altered"]);
+    rejected(&replay("x1.AAD7hg"), &["check bytes do not match"]);
+    rejected(&replay("x1.AA*7hg"), &["'*' is not base64url"]);
+    // A token from a bigger machine: CPU 7 on a 4-CPU one.
+    let t = schedsim::explore::Perturbation { picks: vec![], jitter: vec![(7, 1)] }.token();
+    let t: &'static str = Box::leak(t.into_boxed_str());
+    rejected(&replay(t), &["re-seeds CPU 7", "smp-4 has 4 CPUs"]);
+}

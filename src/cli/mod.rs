@@ -3,6 +3,7 @@
 //! (input files), `trace::sink` (trace files) and `sweep` (grid and result files) touch files.
 
 pub mod bench;
+pub mod explore;
 pub mod host;
 pub mod host_run;
 pub mod scenario;
@@ -55,6 +56,10 @@ enum Cmd {
     Sweep(sweep::SweepArgs),
     /// Merge sweep outputs (shards) into comparison and `%change` tables.
     Merge(sweep::MergeArgs),
+    /// Run a scenario many times perturbing the order of same-time actions and the jitter
+    /// draws, with the invariant checkers on; print each rule violated, minimized, with a trace
+    /// excerpt and a `--replay` line.
+    Explore(explore::ExploreArgs),
 }
 
 // The help texts that list names come from the tables that define them (scenarios, kernels,
@@ -206,6 +211,10 @@ struct RunArgs {
     /// the same. Violations are findings, not errors: the exit status stays 0.
     #[arg(long)]
     check: bool,
+    /// Replay a perturbation printed by `schedsim explore` (its choices of same-time actions and
+    /// re-seeded jitter streams) on this run.
+    #[arg(long, value_name = "TOKEN")]
+    replay: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -347,6 +356,7 @@ pub fn main() -> i32 {
         Cmd::Validate(a) => validate::cmd_validate(a),
         Cmd::Sweep(a) => sweep::cmd_sweep(a),
         Cmd::Merge(a) => sweep::cmd_merge(a),
+        Cmd::Explore(a) => explore::cmd_explore(a),
     };
     match res {
         Ok(()) => 0,
@@ -507,6 +517,9 @@ fn spec_from_run_args(a: &RunArgs) -> Result<RunSpec, String> {
     }
     if a.check {
         s.check = true;
+    }
+    if let Some(t) = &a.replay {
+        s.replay = Some(crate::explore::Perturbation::parse(t)?);
     }
     Ok(s)
 }

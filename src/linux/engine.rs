@@ -150,6 +150,17 @@ pub enum Action {
     Workload { what: u32 },
 }
 
+impl Action {
+    /// The CPU this action belongs to (`u32::MAX` for a workload-level action): the "thread" of
+    /// the interleaving explorer's per-CPU strategies (`ActionQueue::owner_of`).
+    pub fn owner(&self) -> u32 {
+        match *self {
+            Action::Resume { cpu, .. } | Action::Irq { cpu, .. } | Action::ApicTimer { cpu, .. } => cpu,
+            Action::Workload { .. } => u32::MAX,
+        }
+    }
+}
+
 /// Where a CPU's time goes, for the per-phase breakdown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Phase {

@@ -113,11 +113,37 @@ pub enum Chooser {
     Replay { choices: Vec<u32>, next: usize },
     /// Record the choices made (all FIFO) so that a run can be replayed or mutated.
     Record { choices: Vec<u32> },
+    /// A strategy object decides (the interleaving explorer's strategies and replay of its
+    /// tokens, `src/explore/`).
+    Strategy(Box<dyn ChoiceStrategy>),
+}
+
+/// A strategy for [`Chooser::Strategy`]: at the choice point numbered `point` (0, 1, ... in the
+/// run), pick one of the candidates due at the same instant, listed in `(time, seq)` order.
+/// `owners[i]` is the CPU that candidate `i` belongs to ([`ActionQueue::owner_of`]; `u32::MAX`
+/// when it belongs to none or no owner function is set). The result is taken modulo the number
+/// of candidates.
+pub trait ChoiceStrategy: std::fmt::Debug + Send {
+    fn choose(&mut self, point: u64, owners: &[u32]) -> usize;
+    /// The strategy as `Any`, so that its owner can take back what it recorded.
+    fn as_any(&self) -> &dyn std::any::Any;
+    /// A copy in the same state (so that a [`Chooser`] stays `Clone`).
+    fn box_clone(&self) -> Box<dyn ChoiceStrategy>;
+}
+
+impl Clone for Box<dyn ChoiceStrategy> {
+    fn clone(&self) -> Self {
+        self.box_clone()
+    }
 }
 
 impl Chooser {
-    fn choose(&mut self, candidates: usize) -> usize {
+    fn choose(&mut self, candidates: usize, point: u64, owner: impl Fn(usize) -> u32) -> usize {
         match self {
+            Chooser::Strategy(s) => {
+                let owners: Vec<u32> = (0..candidates).map(owner).collect();
+                s.choose(point, &owners) % candidates
+            }
             Chooser::Fifo => 0,
             Chooser::Replay { choices, next } => {
                 let c = choices.get(*next).copied().unwrap_or(0) as usize % candidates;
@@ -196,6 +222,8 @@ pub struct ActionQueue<A> {
     pub chooser: Chooser,
     /// Number of choice points met (instants with more than one action due).
     pub choice_points: u64,
+    /// Which CPU an action belongs to, for [`Chooser::Strategy`] (e.g. PCT's per-CPU priorities).
+    pub owner_of: Option<fn(&A) -> u32>,
 }
 
 impl<A> Default for ActionQueue<A> {
@@ -224,6 +252,7 @@ impl<A> ActionQueue<A> {
             seq: 0,
             chooser: Chooser::Fifo,
             choice_points: 0,
+            owner_of: None,
         }
     }
 
@@ -396,7 +425,13 @@ impl<A> ActionQueue<A> {
         cands.sort_unstable_by_key(|c| c.0);
         let idx = if cands.len() > 1 {
             self.choice_points += 1;
-            self.chooser.choose(cands.len())
+            let owner_of = self.owner_of;
+            let cands = &cands;
+            let owner = |i: usize| match &cands[i].1 {
+                Source::Heap(e) => owner_of.map_or(u32::MAX, |f| f(&e.action)),
+                Source::Slot(cpu, _) => *cpu as u32,
+            };
+            self.chooser.choose(cands.len(), self.choice_points - 1, owner)
         } else {
             0
         };
@@ -471,7 +506,7 @@ mod tests {
             self.live.sort_unstable_by_key(|e| (e.0, e.1));
             let t = self.live.first()?.0;
             let same = self.live.iter().take_while(|e| e.0 == t).count();
-            let idx = if !fifo && same > 1 { ch.choose(same) } else { 0 };
+            let idx = if !fifo && same > 1 { ch.choose(same, 0, |_| u32::MAX) } else { 0 };
             let e = self.live.remove(idx);
             Some((e.0, e.3))
         }
@@ -577,6 +612,40 @@ mod tests {
         ) {
             check(ops, Some(choices))?;
         }
+    }
+
+    /// Picks the candidate of the highest owner and remembers what it was shown.
+    #[derive(Debug, Default)]
+    struct Highest(Vec<(u64, Vec<u32>)>);
+
+    impl ChoiceStrategy for Highest {
+        fn choose(&mut self, point: u64, owners: &[u32]) -> usize {
+            self.0.push((point, owners.to_vec()));
+            (0..owners.len()).max_by_key(|&i| owners[i]).unwrap_or(0)
+        }
+        fn as_any(&self) -> &dyn std::any::Any {
+            self
+        }
+        fn box_clone(&self) -> Box<dyn ChoiceStrategy> {
+            Box::new(Highest(self.0.clone()))
+        }
+    }
+
+    #[test]
+    fn strategy_chooser_sees_owners_in_time_then_push_order() {
+        let mut q = ActionQueue::new();
+        q.owner_of = Some(|a: &(char, u32)| a.1);
+        q.chooser = Chooser::Strategy(Box::new(Highest::default()));
+        q.push(10, ('a', 2));
+        q.push(10, ('b', 5));
+        q.push(10, ('c', 1));
+        q.push(3, ('z', 9));
+        let order: Vec<char> = std::iter::from_fn(|| q.pop().map(|(_, a)| a.0)).collect();
+        assert_eq!(order, vec!['z', 'b', 'a', 'c']);
+        let Chooser::Strategy(s) = &q.chooser else { unreachable!() };
+        let seen = &s.as_any().downcast_ref::<Highest>().unwrap().0;
+        // Two choice points at t=10: {a, b, c} then {a, c}, each in push order.
+        assert_eq!(seen, &vec![(0, vec![2, 5, 1]), (1, vec![2, 1])]);
     }
 
     #[test]
