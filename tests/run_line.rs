@@ -66,13 +66,19 @@ fn spec_strategy() -> impl Strategy<Value = RunSpec> {
     let preempt = prop::option::of(prop::sample::select(schedsim::linux::config::Preempt::NAMES.to_vec()));
     // Keys as a shell user types them; values anything printable, with spaces, quotes and `=`
     // inside (a value is trimmed where it enters, so none starts or ends with a space).
+    // A replay token: sorted choice points with a pick off FIFO, re-seeded CPUs (below 4, so the
+    // smallest preset has them).
+    let replay = prop::option::of((
+        prop::collection::btree_map(0u64..100_000, 1u32..8, 0..4),
+        prop::collection::btree_map(0u32..4, any::<u32>(), 0..3),
+    ));
     let params = prop::collection::btree_map("[a-z][a-z_]{0,7}", "[ -~]{0,16}", 0..4)
         .prop_map(|m| m.into_iter().map(|(k, v)| (k, v.trim().to_string())).collect::<Vec<_>>());
     (
-        (workload, machine, kernel, patches, features, hz),
+        (workload, machine, kernel, patches, features, hz, replay),
         (idle, limit_ms, background, preempt, any::<u64>(), any::<(bool, bool)>(), params),
     )
-        .prop_map(|((w, m, k, p, f, hz), (idle, limit_ms, bg, pre, seed, (rt, check), params))| {
+        .prop_map(|((w, m, k, p, f, hz, replay), (idle, limit_ms, bg, pre, seed, (rt, check), params))| {
             let mut s = RunSpec::new(w);
             s.machine = m.into();
             s.kernel = k;
@@ -88,6 +94,10 @@ fn spec_strategy() -> impl Strategy<Value = RunSpec> {
             s.seed = seed;
             s.preempt_rt = rt;
             s.check = check;
+            s.replay = replay.map(|(picks, jitter)| schedsim::explore::Perturbation {
+                picks: picks.into_iter().collect(),
+                jitter: jitter.into_iter().collect(),
+            });
             s.params = Params::from_pairs(params, "generated");
             s
         })
