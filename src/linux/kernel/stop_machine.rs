@@ -48,16 +48,12 @@ pub fn stop_one_cpu_nowait(k: &mut Kernel, cpu: CpuId, target: CpuId, work: Stop
         let (pid, prio) = (k.tasks[stopper as usize].pid, k.tasks[stopper as usize].prio);
         k.tp(cpu, crate::trace::Event::SchedWaking { pid, prio, target_cpu: target });
         // The stopper is pinned and not a fair task: a direct enqueue (wake_up_q ->
-        // try_to_wake_up; the model skips the wakelist for it) and a preemption.
+        // try_to_wake_up; the model skips the wakelist for it: activate_task() into the stop
+        // class, `add_nr_running()` setting the overload flag whatever the class) and a
+        // preemption.
         k.tasks[stopper as usize].state = TASK_RUNNING;
-        k.tasks[stopper as usize].on_rq = true;
-        let rq = &mut k.cpus[target as usize].rq;
-        rq.nr_running += 1;
-        rq.stop_runnable = true;
-        if rq.nr_running >= 2 {
-            // add_nr_running() sets the root domain's overload flag whatever the class.
-            super::sched::set_rd_overloaded(k, true);
-        }
+        let flags = super::sched::fair_class::EnqueueFlags { wakeup: true, migrated: false, initial: false };
+        super::sched::core::activate_task(k, target, stopper, flags);
         k.tp(cpu, crate::trace::Event::SchedWakeup { pid, prio, target_cpu: target });
         let line = k.cpus[target as usize].rq.lock_line;
         c += k.line_write(cpu, line);
