@@ -7,6 +7,7 @@
 
 pub mod background;
 pub mod cli;
+pub mod crash;
 pub mod experiments;
 pub mod html;
 pub mod hw;

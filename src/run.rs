@@ -274,8 +274,44 @@ pub struct RunResult {
 /// Run a spec to completion.
 pub fn execute(spec: &RunSpec) -> Result<RunResult, String> {
     let mut k = build(spec)?;
-    k.run(spec.limit_ns);
+    let line = reproduce_line(spec, &k);
+    crate::crash::run_guarded(&mut k, spec.limit_ns, line);
     Ok(collect(k, spec))
+}
+
+/// The `# schedsim run ...` line of a built run, as `schedsim run` prints it at the top of its
+/// output, for the panic report (`crash::run_guarded`). (The run's own header and this line
+/// are the same text; when `RunSpec` gets its printer they should both come from it.)
+fn reproduce_line(s: &RunSpec, k: &Kernel) -> String {
+    let quote = |v: &str| if v.contains(' ') { format!("'{v}'") } else { v.to_string() };
+    let params: Vec<String> = s.params.pairs().iter().map(|(k, v)| format!("{k}={}", quote(v))).collect();
+    let mut switches = String::new();
+    if s.preempt_rt {
+        switches.push_str(" --preempt-rt");
+    }
+    if let Some(hz) = s.hz {
+        switches.push_str(&format!(" --hz {hz}"));
+    }
+    for f in &s.features {
+        switches.push_str(&format!(" --feature {f}"));
+    }
+    for (name, on) in &s.idle_states {
+        switches.push_str(&format!(" --cstate {}={}", quote(name), if *on { "on" } else { "off" }));
+    }
+    if s.limit_ns != RunSpec::new(&s.workload).limit_ns {
+        switches.push_str(&format!(" --limit-ms {}", s.limit_ns.div_ceil(crate::sim::NSEC_PER_MSEC)));
+    }
+    let background = s.background.clone().unwrap_or_else(|| k.cfg.background.name.clone());
+    format!(
+        "# schedsim run {} {} --machine {} --kernel '{}' --seed {} --background {} --preempt {}{switches}",
+        s.workload,
+        params.join(" "),
+        quote(&s.machine),
+        k.cfg.label(),
+        s.seed,
+        quote(&background),
+        k.cfg.preempt.name()
+    )
 }
 
 fn collect(mut k: Kernel, spec: &RunSpec) -> RunResult {
@@ -349,7 +385,8 @@ pub fn execute_with_sink(
     let mut sink = sink;
     sink.funcs(&k.cfg.background.trace_funcs());
     k.trace.sink = Some(sink);
-    k.run(spec.limit_ns);
+    let line = reproduce_line(spec, &k);
+    crate::crash::run_guarded(&mut k, spec.limit_ns, line);
     k.flush_trace();
     let sink = k.trace.sink.take().expect("attached above");
     let n = match k.trace.error.take() {

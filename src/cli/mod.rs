@@ -132,6 +132,9 @@ struct RunArgs {
     /// Print one JSON document instead of text.
     #[arg(long)]
     json: bool,
+    /// Testing the panic report: panic deliberately after this much simulated time (ms).
+    #[arg(long, value_name = "MS", hide = true)]
+    panic_at_ms: Option<u64>,
     /// Run an rt-app JSON file (rt-app's grammar; errors name the JSON path).
     #[arg(long, value_name = "FILE.json")]
     rtapp: Option<PathBuf>,
@@ -389,6 +392,9 @@ fn base_spec(name: &str, file: &Option<PathBuf>, params: &[String]) -> Result<Ru
 }
 
 fn cmd_run(a: RunArgs) -> Result<(), String> {
+    if let Some(ms) = a.panic_at_ms {
+        crate::crash::set_panic_at(ms.saturating_mul(crate::sim::NSEC_PER_MSEC).max(1));
+    }
     let mut params = a.params.clone();
     if a.scenario_file.is_some() && a.scenario != "ipistorm" {
         // With --scenario FILE, a first positional word is a parameter, not a scenario name.

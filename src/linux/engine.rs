@@ -619,6 +619,11 @@ fn step(k: &mut Kernel, cpu: CpuId, frame: &mut Frame) -> Next {
 
 /// Start watching `line` for writes by other CPUs (MONITOR, or a spin loop's reads).
 pub fn watch(k: &mut Kernel, cpu: CpuId, line: crate::hw::cacheline::LineId) {
+    let w = k.lines.watcher(line);
+    assert!(
+        w.is_none() || w == Some(cpu),
+        "line {line}: CPU {cpu} watches it while CPU {w:?} does (one watcher per line)"
+    );
     k.lines.set_watcher(line, Some(cpu));
     k.cpus[cpu as usize].x.watch_line = Some(line);
 }

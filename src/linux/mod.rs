@@ -566,7 +566,7 @@ impl Kernel {
                 self.begin_measurement();
             }
             let (t, a) = self.q.pop().expect("peeked");
-            debug_assert!(t >= self.now, "time went backwards");
+            assert!(t >= self.now, "time went backwards");
             self.now = t;
             self.actions += 1;
             if self.actions & 0xf_ffff == 0 {

@@ -42,7 +42,11 @@ pub fn raw_spin_rq_lock(k: &mut Kernel, cpu: CpuId, rq_cpu: CpuId) -> Option<Tim
 /// Models `raw_spin_rq_unlock()`: hands the lock to the first queued waiter. Returns the cost.
 pub fn raw_spin_rq_unlock(k: &mut Kernel, cpu: CpuId, rq_cpu: CpuId) -> Time {
     let rq = &mut k.cpus[rq_cpu as usize].rq;
-    debug_assert_eq!(rq.lock_owner, Some(cpu), "unlock of a rq lock this CPU does not hold");
+    assert_eq!(
+        rq.lock_owner,
+        Some(cpu),
+        "raw_spin_rq_unlock() by CPU {cpu} of CPU {rq_cpu}'s rq lock, which it does not hold"
+    );
     k.cpus[cpu as usize].preempt_count -= 1;
     let rq = &mut k.cpus[rq_cpu as usize].rq;
     if rq.lock_waiters.is_empty() {
@@ -343,6 +347,9 @@ pub fn move_queued_task_locked(k: &mut Kernel, cpu: CpuId, src: CpuId, dst: CpuI
 pub fn __schedule(k: &mut Kernel, cpu: CpuId, s: &mut Schedule) -> Next {
     match s.at {
         ScheduleAt::Enter => {
+            // schedule_debug(): exactly the caller's preempt_disable() (else "scheduling while
+            // atomic"; the re-run of this step after waiting for the lock holds nothing more).
+            assert_eq!(k.cpus[cpu as usize].preempt_count, 1, "__schedule() on CPU {cpu}: scheduling while atomic");
             local_irq_disable(k, cpu);
             let Some(lc) = raw_spin_rq_lock(k, cpu, cpu) else {
                 return Next::Wait(WaitOn::Lock);
@@ -429,6 +436,11 @@ pub fn __schedule(k: &mut Kernel, cpu: CpuId, s: &mut Schedule) -> Next {
         }
         ScheduleAt::Picked => {
             let (prev, next) = (s.prev, s.next);
+            assert_eq!(
+                k.cpus[cpu as usize].rq.lock_owner,
+                Some(cpu),
+                "__schedule(): the rq lock is held from the pick to the switch"
+            );
             // clear_tsk_need_resched(prev); clear_preempt_need_resched().
             let line = k.tasks[prev as usize].ti_line;
             k.tasks[prev as usize].ti_flags &= !TIF_NEED_RESCHED;
@@ -452,6 +464,9 @@ pub fn __schedule(k: &mut Kernel, cpu: CpuId, s: &mut Schedule) -> Next {
                 k.stats.switches_preempt += 1;
             }
             k.cpus[cpu as usize].rq.curr = next;
+            // prepare_task(): a task is on one CPU at a time; ttwu waits for on_cpu to clear
+            // before placing a task elsewhere.
+            assert!(!k.tasks[next as usize].on_cpu, "prepare_task() on CPU {cpu}: task {next} is still on_cpu");
             k.tasks[next as usize].on_cpu = true;
             let pt = &k.tasks[prev as usize];
             let prev_state = task_state_index(pt, s.mode);
@@ -480,7 +495,7 @@ pub fn __schedule(k: &mut Kernel, cpu: CpuId, s: &mut Schedule) -> Next {
             c_.switch_prev = prev;
             k.tasks[prev as usize].saved = saved;
             let restored = std::mem::take(&mut k.tasks[next as usize].saved);
-            debug_assert!(!restored.is_empty(), "task {next} has no saved stack");
+            assert!(!restored.is_empty(), "context_switch() to task {next}, which has no saved stack");
             k.cpus[cpu as usize].x.stack = restored;
             c += k.costs.context_switch;
             Next::Switched(c)
@@ -519,6 +534,12 @@ enum PickNext {
 fn __pick_next_task(k: &mut Kernel, cpu: CpuId, prev: TaskId) -> PickNext {
     let prev_class = SchedClass::of(k, prev);
     let rq = &k.cpus[cpu as usize].rq;
+    // The fair runqueue has a curr only while a fair task runs (set_next_task_fair() and
+    // put_prev_task_fair() pair up): what lets the other classes' put_prev_task() skip it.
+    assert!(
+        prev_class == SchedClass::Fair || rq.cfs.curr.is_none(),
+        "__pick_next_task(): cfs_rq->curr set under a non-fair prev"
+    );
     let mut c = 0;
     if prev_class.above(SchedClass::Fair) || rq.nr_running != rq.cfs_h_nr_running {
         // restart: put_prev_task_balance().
@@ -606,6 +627,8 @@ fn finish_task_switch(k: &mut Kernel, cpu: CpuId) -> Time {
     raw_spin_rq_unlock(k, cpu, cpu);
     local_irq_enable(k, cpu);
     let prev = k.cpus[cpu as usize].switch_prev;
+    // finish_task(): paired with prepare_task()'s set, once per switch.
+    assert!(k.tasks[prev as usize].on_cpu, "finish_task() on CPU {cpu}: task {prev} was not on_cpu");
     k.tasks[prev as usize].on_cpu = false;
     // finish_task(): a release store in task_struct; a waker spinning on it sees it.
     let line = k.csds[k.tasks[prev as usize].wake_entry as usize].line;
@@ -722,6 +745,7 @@ pub fn ttwu_queue_wakelist(k: &mut Kernel, cpu: CpuId, p: TaskId, target: CpuId,
 /// visible to other CPUs (nr_running) at the end of `enqueue_task_fair()`. Returns the cost of
 /// the preemption check (a possible remote resched).
 pub fn ttwu_do_activate(k: &mut Kernel, cpu: CpuId, rq_cpu: CpuId, p: TaskId, wake_flags: u32) -> Time {
+    assert_eq!(k.cpus[rq_cpu as usize].rq.lock_owner, Some(cpu), "ttwu_do_activate(): lockdep_assert_rq_held(rq)");
     let migrated = wake_flags & WF_MIGRATED != 0;
     let resched = activate_task(k, rq_cpu, p, EnqueueFlags { wakeup: true, migrated, initial: false });
     let mut c = 0;

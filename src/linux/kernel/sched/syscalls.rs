@@ -17,7 +17,7 @@ use crate::sim::Time;
 /// spreads successive calls). `mask` must not be empty. Returns the cost.
 pub fn sched_setaffinity(k: &mut Kernel, cpu: CpuId, p: TaskId, mask: &CpuMask) -> Time {
     let nr = k.m.topo.nr_cpus;
-    debug_assert!(!mask.is_empty(), "sched_setaffinity with an empty mask");
+    assert!(!mask.is_empty(), "sched_setaffinity() with an empty mask (the syscall returns -EINVAL before this)");
     let t = &mut k.tasks[p as usize];
     if mask.weight() == nr {
         t.cpus_mask = None;
