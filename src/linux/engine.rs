@@ -89,7 +89,7 @@ pub enum Frame {
     /// `do_exit()`.
     DoExit(super::kernel::exit::DoExit),
     /// A workload task's own code (kernel thread body or user program).
-    Workload(crate::workload::TaskFrame),
+    Workload(crate::workload::registry::TaskFrame),
     /// `worker_thread()` of a kworker.
     Worker(super::kernel::workqueue::WorkerThread),
     /// `run_timer_softirq()`.
@@ -296,7 +296,7 @@ pub fn dispatch(k: &mut Kernel, a: Action) {
                 irq_arrive(k, cpu, Vector::LocalTimer);
             }
         }
-        Action::Workload { what } => crate::workload::on_action(k, what),
+        Action::Workload { what } => crate::workload::registry::on_action(k, what),
     }
 }
 
@@ -610,7 +610,7 @@ fn step(k: &mut Kernel, cpu: CpuId, frame: &mut Frame) -> Next {
         Frame::WakeUp(s) => super::kernel::wait::wake_up(k, cpu, s),
         Frame::Wait4(s) => super::kernel::exit::do_wait(k, cpu, s),
         Frame::DoExit(s) => super::kernel::exit::do_exit(k, cpu, s),
-        Frame::Workload(s) => crate::workload::task_step(k, cpu, s),
+        Frame::Workload(s) => crate::workload::registry::task_step(k, cpu, s),
         Frame::Worker(s) => super::kernel::workqueue::worker_thread(k, cpu, s),
         Frame::RunTimerSoftirq(s) => super::kernel::time::timer::run_timer_softirq(k, cpu, s),
         Frame::Background(s) => crate::background::task::task_step(k, cpu, s),
