@@ -19,16 +19,26 @@ pub enum StopWork {
     MigrationCpuStop { p: crate::linux::TaskId, dest: CpuId },
 }
 
+/// `cpu_stopper_thread()` resume points, in code order.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum StopperAt {
+    /// About to look for queued work (and run it, or sleep).
+    #[default]
+    RunWork,
+    /// Back from `schedule()`: woken for new work.
+    Woken,
+}
+
 /// The stopper thread body in progress.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Stopper {
-    pub at: u8,
+    pub at: StopperAt,
 }
 
 /// The saved stack of a stopper asleep in `schedule()` (its state at boot).
 pub fn stopper_initial_stack() -> Vec<Frame> {
     vec![
-        Frame::Stopper(Stopper { at: 1 }),
+        Frame::Stopper(Stopper { at: StopperAt::Woken }),
         Frame::ScheduleCaller(ScheduleCaller::asleep_in_schedule()),
         Frame::Schedule(super::sched::core::Schedule::switched_out()),
     ]
@@ -66,8 +76,8 @@ pub fn stop_one_cpu_nowait(k: &mut Kernel, cpu: CpuId, target: CpuId, work: Stop
 /// stop_machine.c @ v6.10: run queued work, then sleep.
 pub fn cpu_stopper_thread(k: &mut Kernel, cpu: CpuId, s: &mut Stopper) -> Next {
     let me = k.curr(cpu) as usize;
-    if s.at == 1 {
-        s.at = 0;
+    if s.at == StopperAt::Woken {
+        s.at = StopperAt::RunWork;
         return Next::Cont(0);
     }
     if let Some(work) = k.cpus[cpu as usize].rq.stop_work.take() {
@@ -82,6 +92,6 @@ pub fn cpu_stopper_thread(k: &mut Kernel, cpu: CpuId, s: &mut Stopper) -> Next {
     }
     // Nothing queued: sleep (the stop class dequeues it in __schedule()).
     k.tasks[me].state = TASK_INTERRUPTIBLE;
-    s.at = 1;
+    s.at = StopperAt::Woken;
     Next::Call(0, Frame::ScheduleCaller(ScheduleCaller::schedule()))
 }

@@ -1,5 +1,6 @@
 //! Models `kernel/sched/core.c` @ v6.10: NEED_RESCHED and polling primitives, `__schedule()`
-//! and its callers, the wakeup path, and `sched_tick()`.
+//! and its callers, the wakeup path, and `sched_tick()`. Class-specific work goes through the
+//! class table (`class.rs`: stop, RT, fair, idle; no deadline class).
 
 use super::{
     idle_cpu, need_resched, Task, TASK_DEAD, TASK_RUNNING, TASK_WAKING, TIF_NEED_RESCHED, TIF_NOTIFY_IPI,
@@ -796,8 +797,8 @@ pub fn wakeup_preempt(k: &mut Kernel, rq_cpu: CpuId, p: TaskId, enqueue_resched:
 
 /// Models `try_to_wake_up()` — kernel/sched/core.c @ v6.10.
 ///
-/// Context: any; takes `p->pi_lock` with IRQs saved. Placement: the task's allowed CPU if
-/// pinned, else its previous CPU (`select_task_rq_fair()` belongs to the wakeup issue).
+/// Context: any; takes `p->pi_lock` with IRQs saved. Placement: [`select_task_rq`] (the one
+/// CPU a task may use, else its class's choice), after waiting for `p->on_cpu` to clear.
 pub fn try_to_wake_up(k: &mut Kernel, cpu: CpuId, s: &mut TryToWakeUp) -> Next {
     let p = s.p;
     match s.at {
