@@ -9,6 +9,7 @@
 
 pub mod background;
 pub mod cli;
+pub mod crash;
 pub mod experiments;
 pub mod explore;
 pub mod html;

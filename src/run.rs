@@ -457,8 +457,21 @@ pub struct RunResult {
 /// Run a spec to completion.
 pub fn execute(spec: &RunSpec) -> Result<RunResult, String> {
     let mut k = build(spec)?;
-    k.run(spec.limit_ns);
+    let line = reproduce_line(spec, &k);
+    crate::crash::run_guarded(&mut k, spec.limit_ns, line);
     Ok(collect(k, spec))
+}
+
+/// The `# schedsim run ...` line of a built run, as `schedsim run` prints it at the top of its
+/// output, for the panic report (`crash::run_guarded`). (The run's own header and this line
+/// are the same text; when `RunSpec` gets its printer they should both come from it.)
+/// The run's reproduce line for the panic report: the spec's own command line
+/// ([`RunSpec::command_line`]) with the background and preemption model in force written out,
+/// as `cli::run_header` prints it.
+fn reproduce_line(s: &RunSpec, k: &Kernel) -> String {
+    let background = s.background.clone().unwrap_or_else(|| k.cfg.background.name.clone());
+    let shown = RunSpec { background: Some(background), preempt: Some(k.cfg.preempt.name()), ..s.clone() };
+    format!("# {}", shown.command_line())
 }
 
 fn collect(mut k: Kernel, spec: &RunSpec) -> RunResult {
@@ -533,7 +546,8 @@ pub fn execute_with_sink(
     let mut sink = sink;
     sink.funcs(&k.cfg.background.trace_funcs());
     k.trace.sink = Some(sink);
-    k.run(spec.limit_ns);
+    let line = reproduce_line(spec, &k);
+    crate::crash::run_guarded(&mut k, spec.limit_ns, line);
     k.flush_trace();
     let sink = k.trace.sink.take().expect("attached above");
     let n = match k.trace.error.take() {

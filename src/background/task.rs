@@ -36,7 +36,13 @@ pub struct BgTask {
 pub fn initial_stack(kind: Kind, src: u16) -> Vec<Frame> {
     let mut v = vec![Frame::Background(BgTask { at: 1, src, ..Default::default() })];
     if kind == Kind::Daemon {
-        v.push(Frame::Nanosleep(Nanosleep { ns: 0, slack_ns: 0, from_user: true, abs: false, at: 1 }));
+        v.push(Frame::Nanosleep(Nanosleep {
+            ns: 0,
+            slack_ns: 0,
+            from_user: true,
+            abs: false,
+            at: crate::linux::kernel::futex::NanosleepAt::Woken,
+        }));
     }
     v.push(Frame::ScheduleCaller(ScheduleCaller::asleep_in_schedule()));
     v.push(Frame::Schedule(crate::linux::kernel::sched::core::Schedule::switched_out()));

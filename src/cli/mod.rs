@@ -200,6 +200,9 @@ struct RunArgs {
     /// Print one JSON document instead of text.
     #[arg(long)]
     json: bool,
+    /// Testing the panic report: panic deliberately after this much simulated time (ms).
+    #[arg(long, value_name = "MS", hide = true)]
+    panic_at_ms: Option<u64>,
     /// Run an rt-app JSON file (rt-app's grammar; errors name the JSON path).
     #[arg(long, value_name = "FILE.json", conflicts_with = "scenario_file")]
     rtapp: Option<PathBuf>,
@@ -525,6 +528,9 @@ fn spec_from_run_args(a: &RunArgs) -> Result<RunSpec, String> {
 }
 
 fn cmd_run(a: RunArgs) -> Result<(), String> {
+    if let Some(ms) = a.panic_at_ms {
+        crate::crash::set_panic_at(ms.saturating_mul(crate::sim::NSEC_PER_MSEC).max(1));
+    }
     let s = spec_from_run_args(&a)?;
     for n in run::spec_notes(&s) {
         eprintln!("schedsim: note: {n}");

@@ -174,7 +174,10 @@ impl KernelConfig {
             }
         }
         let patches_has_eevdf = patches.contains(&Patch::S147f3efaa241);
-        debug_assert!(nk.fair == FairClass::Eevdf || !nk.patches.contains(&Patch::S147f3efaa241));
+        assert!(
+            nk.fair == FairClass::Eevdf || !nk.patches.contains(&Patch::S147f3efaa241),
+            "EEVDF's patch without the EEVDF class"
+        );
         if !(100..=1000).contains(&hz) {
             return Err(format!("HZ={hz} is out of range (expected 100..=1000)"));
         }

@@ -89,7 +89,7 @@ pub enum Frame {
     /// `do_exit()`.
     DoExit(super::kernel::exit::DoExit),
     /// A workload task's own code (kernel thread body or user program).
-    Workload(crate::workload::TaskFrame),
+    Workload(crate::workload::registry::TaskFrame),
     /// `worker_thread()` of a kworker.
     Worker(super::kernel::workqueue::WorkerThread),
     /// `run_timer_softirq()`.
@@ -327,7 +327,7 @@ pub fn dispatch(k: &mut Kernel, a: Action) {
             k.cpus[cpu as usize].tick.armed = None;
             irq_arrive(k, cpu, Vector::LocalTimer);
         }
-        Action::Workload { what } => crate::workload::on_action(k, what),
+        Action::Workload { what } => crate::workload::registry::on_action(k, what),
     }
 }
 
@@ -691,7 +691,7 @@ fn step(k: &mut Kernel, cpu: CpuId, frame: &mut Frame) -> Next {
         Frame::WakeUp(s) => super::kernel::wait::wake_up(k, cpu, s),
         Frame::Wait4(s) => super::kernel::exit::do_wait(k, cpu, s),
         Frame::DoExit(s) => super::kernel::exit::do_exit(k, cpu, s),
-        Frame::Workload(s) => crate::workload::task_step(k, cpu, s),
+        Frame::Workload(s) => crate::workload::registry::task_step(k, cpu, s),
         Frame::Worker(s) => super::kernel::workqueue::worker_thread(k, cpu, s),
         Frame::RunTimerSoftirq(s) => super::kernel::time::timer::run_timer_softirq(k, cpu, s),
         Frame::Background(s) => crate::background::task::task_step(k, cpu, s),
@@ -700,6 +700,11 @@ fn step(k: &mut Kernel, cpu: CpuId, frame: &mut Frame) -> Next {
 
 /// Start watching `line` for writes by other CPUs (MONITOR, or a spin loop's reads).
 pub fn watch(k: &mut Kernel, cpu: CpuId, line: crate::hw::cacheline::LineId) {
+    let w = k.lines.watcher(line);
+    assert!(
+        w.is_none() || w == Some(cpu),
+        "line {line}: CPU {cpu} watches it while CPU {w:?} does (one watcher per line)"
+    );
     k.lines.set_watcher(line, Some(cpu));
     k.cpus[cpu as usize].x.watch_line = Some(line);
 }

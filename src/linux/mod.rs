@@ -26,7 +26,7 @@ use crate::hw::cacheline::{LineId, Lines};
 use crate::hw::Machine;
 use crate::sim::{ActionQueue, Prng, Time};
 use crate::trace::{self, Event, Record, TraceBuf};
-use crate::workload::Workload;
+use crate::workload::registry::Workload;
 pub use config::KernelConfig;
 pub use engine::{Action, Frame, Next, WaitOn};
 use kernel::sched::topology::{build_sched_domains, SchedDomains};
@@ -323,7 +323,7 @@ impl Kernel {
         k.measure_from = k.workload_start_offset();
         k.measuring = k.measure_from == 0;
         crate::background::start(&mut k);
-        crate::workload::start(&mut k);
+        crate::workload::registry::start(&mut k);
         k
     }
 
@@ -594,7 +594,7 @@ impl Kernel {
                 self.begin_measurement();
             }
             let (t, a) = self.q.pop().expect("peeked");
-            debug_assert!(t >= self.now, "time went backwards");
+            assert!(t >= self.now, "time went backwards");
             self.now = t;
             self.actions += 1;
             if self.actions & 0xf_ffff == 0 {

@@ -42,11 +42,10 @@
 
 use super::params::Params;
 use super::{TaskFrame, Workload};
-use crate::linux::engine::{Action, Frame, Next};
+use crate::linux::engine::{Action, Next};
 use crate::linux::fs::{fdpair, sys_poll_in, sys_read, sys_write, Fd};
 use crate::linux::kernel::exit::{link_child, signal_alloc, DoExit, SigId, Wait4};
 use crate::linux::kernel::futex::{futex_alloc, FutexId, FutexOp};
-use crate::linux::kernel::sched::TaskKind;
 use crate::linux::{CpuId, Kernel, TaskId};
 use crate::sim::{Time, NSEC_PER_USEC};
 
@@ -525,10 +524,7 @@ fn st(k: &mut Kernel) -> &mut Hackbench {
 }
 
 fn new_task(k: &mut Kernel, comm: &str, role: u32) -> TaskId {
-    let t = k.new_task(TaskKind::Workload, comm.to_string(), 0, 120, None);
-    k.tasks[t as usize].saved =
-        vec![Frame::Workload(TaskFrame { task: role, ..Default::default() }), Frame::RetFromFork];
-    t
+    crate::linux::kernel::fork::copy_process(k, comm.to_string(), 0, 120, None, role)
 }
 
 /// The shell starts the program (its main task) at a seed-dependent instant after 1 ms.

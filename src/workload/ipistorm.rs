@@ -17,8 +17,6 @@ use super::{TaskFrame, Workload};
 use crate::hw::cpumask::{parse_cpulist, CpuMask};
 use crate::linux::engine::{Action, Frame, Next};
 use crate::linux::kernel::futex::Nanosleep;
-use crate::linux::kernel::sched::core::ScheduleCaller;
-use crate::linux::kernel::sched::{TaskKind, TASK_DEAD};
 use crate::linux::kernel::smp::SmpCallFunction;
 use crate::linux::{CpuId, CsdFunc, Kernel, TaskId};
 use crate::sim::{Time, NSEC_PER_MSEC, NSEC_PER_SEC, NSEC_PER_USEC};
@@ -152,8 +150,8 @@ pub fn start(k: &mut Kernel) {
     let cpus: Vec<CpuId> = st(k).p.cpulist.iter().collect();
     let mut threads = Vec::new();
     for c in cpus {
-        let t = k.new_task(TaskKind::Workload, format!("ipistorm/{c}"), 0, 120, Some(c));
-        k.tasks[t as usize].saved = vec![Frame::Workload(TaskFrame::default()), Frame::RetFromFork];
+        // kthread_create_on_cpu(): bound to its CPU.
+        let t = crate::linux::kernel::fork::copy_process(k, format!("ipistorm/{c}"), 0, 120, Some(c), 0);
         threads.push(t);
     }
     let tick = k.tick_nsec();
@@ -202,11 +200,8 @@ pub fn kthread_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
                     super::all_exited(k);
                 }
                 // The kthread returns from its function: do_exit().
-                crate::linux::kernel::exit::trace_sched_process_exit(k, cpu, true);
-                let me = k.curr(cpu) as usize;
-                k.tasks[me].state = TASK_DEAD;
                 s.at = 4;
-                return Next::Call(0, Frame::ScheduleCaller(ScheduleCaller::schedule()));
+                return Next::Call(0, crate::linux::kernel::exit::do_exit_unwaited(k, cpu, true));
             }
             let target = p.target(cpu, nr);
             let wait = p.wait;

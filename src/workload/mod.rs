@@ -1,12 +1,15 @@
 //! Workloads: programs that run on the modelled machine as kernel threads or user tasks. They
-//! reach the kernel model only through its entry points (`smp_call_function_single`,
-//! `schedule`, `wake_up_process`, sleeps), never by writing kernel state directly.
+//! reach the kernel model only through its entry points (`copy_process`, `wake_up_new_task`,
+//! `smp_call_function_single`, `schedule`, `wake_up_process`, sleeps, `sched_setaffinity`,
+//! `do_exit`), never by writing kernel state directly; the kernel reaches them only through
+//! [`registry`].
 
 pub mod hackbench;
 pub mod ipistorm;
 pub mod nanosleep;
 pub mod params;
 pub mod pipepair;
+pub mod registry;
 pub mod rtapp;
 pub mod rtapp_json;
 pub mod rtpush;
@@ -15,6 +18,7 @@ pub mod schbench_stats;
 pub mod spinners;
 
 use crate::linux::engine::{Frame, Next};
+use crate::linux::kernel::fork::copy_process;
 use crate::linux::kernel::sched::core::ScheduleCaller;
 use crate::linux::{CpuId, Kernel};
 
@@ -71,17 +75,23 @@ pub fn spawn(k: &mut Kernel, creator: CpuId, t: crate::linux::TaskId) {
     }
 }
 
+/// Start a created task on `cpu` as `taskset -c CPU` would, then let it run anywhere: the
+/// mask is set before `wake_up_new_task()` places it and reset to every CPU after
+/// (`sched_setaffinity()` both times, from `cpu`; the creator's syscalls cost nothing, as
+/// creation does).
+pub fn spawn_on(k: &mut Kernel, cpu: CpuId, t: crate::linux::TaskId) {
+    use crate::hw::cpumask::CpuMask;
+    use crate::linux::kernel::sched::syscalls::sched_setaffinity;
+    let nr = k.m.topo.nr_cpus;
+    sched_setaffinity(k, cpu, t, &CpuMask::of(cpu, nr));
+    spawn(k, cpu, t);
+    sched_setaffinity(k, cpu, t, &CpuMask::full(nr));
+}
+
 /// Create `n` workload tasks named `comm` (roles 0..n), each starting in its workload code
 /// after `ret_from_fork`.
 pub fn new_tasks(k: &mut Kernel, n: u32, comm: &str) -> Vec<crate::linux::TaskId> {
-    (0..n)
-        .map(|i| {
-            let t = k.new_task(crate::linux::kernel::sched::TaskKind::Workload, comm.to_string(), 0, 120, None);
-            k.tasks[t as usize].saved =
-                vec![Frame::Workload(TaskFrame { task: i, ..Default::default() }), Frame::RetFromFork];
-            t
-        })
-        .collect()
+    (0..n).map(|i| copy_process(k, comm.to_string(), 0, 120, None, i)).collect()
 }
 
 /// The instant a workload starts: after the background warm-up
@@ -104,11 +114,8 @@ pub fn all_exited(k: &mut Kernel) {
 
 /// The current task exits (`do_exit` -> `schedule()`); it never runs again.
 pub fn exit_current(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
-    crate::linux::kernel::exit::trace_sched_process_exit(k, cpu, true);
-    let me = k.curr(cpu) as usize;
-    k.tasks[me].state = crate::linux::kernel::sched::TASK_DEAD;
     s.at = u8::MAX;
-    Next::Call(0, Frame::ScheduleCaller(ScheduleCaller::schedule()))
+    Next::Call(0, crate::linux::kernel::exit::do_exit_unwaited(k, cpu, true))
 }
 
 /// Create the workload's tasks in a freshly booted kernel.

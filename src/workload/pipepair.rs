@@ -22,11 +22,10 @@
 
 use super::params::{Params, MAX_LATENCY_NS};
 use super::{TaskFrame, Workload};
-use crate::linux::engine::{Action, Frame, Next};
+use crate::linux::engine::{Action, Next};
 use crate::linux::fs::{fdpair, sys_read, sys_write, Fd};
 use crate::linux::kernel::exit::{link_child, signal_alloc, DoExit, SigId, Wait4};
 use crate::linux::kernel::futex::{futex_alloc, FutexId, FutexOp, Nanosleep};
-use crate::linux::kernel::sched::TaskKind;
 use crate::linux::{CpuId, Kernel, TaskId};
 use crate::sim::{Time, NSEC_PER_USEC};
 
@@ -157,10 +156,7 @@ fn st(k: &mut Kernel) -> &mut PipePair {
 }
 
 fn new_task(k: &mut Kernel, comm: &str, role: u32, pinned: Option<CpuId>) -> TaskId {
-    let t = k.new_task(TaskKind::Workload, comm.to_string(), 0, 120, pinned);
-    k.tasks[t as usize].saved =
-        vec![Frame::Workload(TaskFrame { task: role, ..Default::default() }), Frame::RetFromFork];
-    t
+    crate::linux::kernel::fork::copy_process(k, comm.to_string(), 0, 120, pinned, role)
 }
 
 /// Roles of [`TaskFrame::task`].

@@ -33,7 +33,7 @@ use crate::hw::cpumask::CpuMask;
 use crate::linux::engine::{Action, Frame, Next};
 use crate::linux::kernel::futex::{futex_alloc, FutexId, FutexOp, Nanosleep};
 use crate::linux::kernel::sched::core::ScheduleCaller;
-use crate::linux::kernel::sched::{TaskKind, SCHED_FIFO, SCHED_NORMAL, SCHED_RR};
+use crate::linux::kernel::sched::{SCHED_FIFO, SCHED_NORMAL, SCHED_RR};
 use crate::linux::{CpuId, Kernel, TaskId};
 use crate::sim::{Time, NSEC_PER_SEC, NSEC_PER_USEC};
 
@@ -482,14 +482,12 @@ fn new_thread(k: &mut Kernel, def: usize, fork_id: Option<u32>) -> usize {
     let timers: Vec<TimerState> =
         w.unique_timers[def].iter().map(|&(_, abs)| TimerState { relative: !abs, ..Default::default() }).collect();
     let idx = w.threads.len();
-    let tid = k.new_task(TaskKind::Workload, comm, policy, prio, None);
+    let tid = crate::linux::kernel::fork::copy_process(k, comm, policy, prio, None, w.threads.len() as u32);
     if let Some(c) = &cpus {
         // The task-level affinity, in force from creation (the creator is not modelled as
         // running code, so the call costs nothing).
         crate::linux::kernel::sched::syscalls::sched_setaffinity(k, 0, tid, &mask_of(c, nr));
     }
-    k.tasks[tid as usize].saved =
-        vec![Frame::Workload(TaskFrame { task: idx as u32, ..Default::default() }), Frame::RetFromFork];
     let th = Thread {
         def,
         ind,

@@ -24,7 +24,6 @@ use super::{TaskFrame, Workload};
 use crate::linux::engine::{Action, Next};
 use crate::linux::kernel::futex::{futex_alloc, FutexId, FutexOp};
 use crate::linux::kernel::sched::rt::fifo_prio;
-use crate::linux::kernel::sched::TaskKind;
 use crate::linux::{CpuId, Kernel, TaskId};
 use crate::sim::{Time, NSEC_PER_USEC};
 
@@ -199,12 +198,7 @@ fn st(k: &mut Kernel) -> &mut RtPush {
 }
 
 fn new_rt_task(k: &mut Kernel, comm: String, rtprio: i32, role: u32, pinned: Option<CpuId>) -> TaskId {
-    let t = k.new_task(TaskKind::Workload, comm, 1, fifo_prio(rtprio), pinned);
-    k.tasks[t as usize].saved = vec![
-        crate::linux::engine::Frame::Workload(TaskFrame { task: role, ..Default::default() }),
-        crate::linux::engine::Frame::RetFromFork,
-    ];
-    t
+    crate::linux::kernel::fork::copy_process(k, comm, 1, fifo_prio(rtprio), pinned, role)
 }
 
 pub fn start(k: &mut Kernel) {
@@ -238,9 +232,7 @@ pub fn on_action(k: &mut Kernel, what: u32) {
     let w = st(k).clone();
     if what == 0 {
         // Started under taskset on the pinned CPU, then given every CPU.
-        k.tasks[w.woken as usize].pinned = Some(w.pinned_cpu);
-        super::spawn(k, w.pinned_cpu, w.woken);
-        k.tasks[w.woken as usize].pinned = None;
+        super::spawn_on(k, w.pinned_cpu, w.woken);
         super::spawn(k, w.waker_cpu, w.waker);
         for &h in &w.hogs {
             let c = k.tasks[h as usize].pinned.expect("hogs are bound");

@@ -17,10 +17,9 @@
 use super::params::{MAX_SIM_NS, MAX_TASKS};
 use super::schbench_stats::{rand_r, render_report, Histogram, MainLoop, SchbenchOpts, WARMUP_MESSAGE};
 use super::{TaskFrame, Workload};
-use crate::linux::engine::{Action, Frame, Next};
+use crate::linux::engine::{Action, Next};
 use crate::linux::kernel::futex::{futex_alloc, FutexId, FutexOp, Nanosleep};
-use crate::linux::kernel::sched::core::ScheduleCaller;
-use crate::linux::kernel::sched::{TaskKind, WakePlacement, TASK_DEAD};
+use crate::linux::kernel::sched::WakePlacement;
 use crate::linux::{CpuId, Kernel, TaskId};
 use crate::sim::{Time, NSEC_PER_MSEC, NSEC_PER_SEC, NSEC_PER_USEC};
 
@@ -202,10 +201,7 @@ pub fn start(k: &mut Kernel) {
         (s.o.message_threads as usize, s.o.worker_threads as usize)
     };
     let mk = |k: &mut Kernel, comm: &str, role: u32| {
-        let id = k.new_task(TaskKind::Workload, comm.to_string(), 0, 120, None);
-        k.tasks[id as usize].saved =
-            vec![Frame::Workload(TaskFrame { task: role, ..Default::default() }), Frame::RetFromFork];
-        id
+        crate::linux::kernel::fork::copy_process(k, comm.to_string(), 0, 120, None, role)
     };
     let main_task = mk(k, "schbench", 0);
     let mut msgs = Vec::new();
@@ -261,9 +257,7 @@ pub fn on_action(k: &mut Kernel, _what: u32) {
 fn exit_thread(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
     // A thread of schbench's process: the group lives on until its last thread.
     let last = st(k).live == 1;
-    crate::linux::kernel::exit::trace_sched_process_exit(k, cpu, last);
-    let me = k.curr(cpu) as usize;
-    k.tasks[me].state = TASK_DEAD;
+    let dead = crate::linux::kernel::exit::do_exit_unwaited(k, cpu, last);
     let w = st(k);
     w.live -= 1;
     if w.live == 0 {
@@ -274,7 +268,7 @@ fn exit_thread(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
         super::all_exited(k);
     }
     s.at = 255;
-    Next::Call(0, Frame::ScheduleCaller(ScheduleCaller::schedule()))
+    Next::Call(0, dead)
 }
 
 /// Cost of a user-space atomic (cmpxchg/xchg) on `line`.

@@ -73,10 +73,8 @@ pub fn on_action(k: &mut Kernel, _what: u32) {
     let threads = st(k).threads.clone();
     for (i, t) in threads.into_iter().enumerate() {
         let c = cpus[i % cpus.len()];
-        k.tasks[t as usize].pinned = Some(c);
-        super::spawn(k, c, t);
-        // The task was started under taskset; it may now run anywhere.
-        k.tasks[t as usize].pinned = None;
+        // Started under taskset on its CPU; it may then run anywhere.
+        super::spawn_on(k, c, t);
     }
 }
 

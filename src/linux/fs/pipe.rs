@@ -137,14 +137,24 @@ fn pipe_lock(k: &mut Kernel, cpu: CpuId, p: PipeId, hold: Time) -> Time {
     c
 }
 
-/// Resume points of a pipe call.
-const ENTER: u8 = 0;
-const LOOP: u8 = 1;
-const SLEEP: u8 = 2;
-const WOKEN: u8 = 3;
-const OUT: u8 = 4;
-const OUT2: u8 = 5;
-const RET: u8 = 6;
+/// Resume points of a pipe call (`pipe_write()`/`pipe_read()`), in code order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PipeAt {
+    /// Syscall entry: take the pipe mutex (a write first merges into the last slot).
+    Enter,
+    /// The copy loop (`for (;;)`), after a wait.
+    Loop,
+    /// The mutex dropped: test the wait condition; queue and `schedule()` if not ready.
+    Sleep,
+    /// Back from `schedule()`: test the condition again (`finish_wait()` once ready).
+    Woken,
+    /// Done copying: wake the other side (it was empty/full, or it polls).
+    Out,
+    /// Wake the next waiter of our own kind (`wake_next_writer`/`wake_next_reader`).
+    Out2,
+    /// Return to user space with the bytes copied.
+    Ret,
+}
 
 /// A `write()`/`read()` on a pipe in progress.
 #[derive(Debug, Clone, Copy)]
@@ -154,7 +164,7 @@ pub struct PipeOp {
     pub len: u32,
     /// Bytes copied so far.
     pub done: u32,
-    pub at: u8,
+    pub at: PipeAt,
     /// `was_empty` (write) or `was_full` (read).
     pub was: bool,
     /// `wake_next_writer` (write) or `wake_next_reader` (read).
@@ -163,10 +173,10 @@ pub struct PipeOp {
 
 impl PipeOp {
     pub fn write(pipe: PipeId, len: u32) -> Frame {
-        Frame::Pipe(PipeOp { pipe, write: true, len, done: 0, at: ENTER, was: false, wake_next: false })
+        Frame::Pipe(PipeOp { pipe, write: true, len, done: 0, at: PipeAt::Enter, was: false, wake_next: false })
     }
     pub fn read(pipe: PipeId, len: u32) -> Frame {
-        Frame::Pipe(PipeOp { pipe, write: false, len, done: 0, at: ENTER, was: false, wake_next: false })
+        Frame::Pipe(PipeOp { pipe, write: false, len, done: 0, at: PipeAt::Enter, was: false, wake_next: false })
     }
 }
 
@@ -193,7 +203,7 @@ fn readable(k: &Kernel, p: PipeId) -> bool {
 pub fn pipe_write(k: &mut Kernel, cpu: CpuId, s: &mut PipeOp) -> Next {
     let p = s.pipe;
     match s.at {
-        ENTER => {
+        PipeAt::Enter => {
             let mut c = syscall_enter(k) + PIPE_WRITE_NS + pipe_lock(k, cpu, p, PIPE_WRITE_NS);
             let pipe = &mut k.ipc.pipes[p as usize];
             s.was = pipe.is_empty();
@@ -207,41 +217,41 @@ pub fn pipe_write(k: &mut Kernel, cpu: CpuId, s: &mut PipeOp) -> Next {
                     s.done += chars;
                     c += copy_cost(chars);
                     if s.done == s.len {
-                        s.at = OUT;
+                        s.at = PipeAt::Out;
                         return Next::Cont(c);
                     }
                 }
             }
-            s.at = LOOP;
+            s.at = PipeAt::Loop;
             write_loop(k, s, c)
         }
-        LOOP => write_loop(k, s, 0),
+        PipeAt::Loop => write_loop(k, s, 0),
         // wait_event_interruptible_exclusive(pipe->wr_wait, pipe_writable(pipe)); woken while
         // still full (a reader's v6.10 `was_full` wakeup), it sleeps again.
-        SLEEP | WOKEN => {
+        PipeAt::Sleep | PipeAt::Woken => {
             let (wq, ready) = (k.ipc.pipes[p as usize].wr_wait, writable(k, p));
             wait_event_step(k, cpu, s, wq, ready)
         }
-        OUT => {
+        PipeAt::Out => {
             let pipe = &k.ipc.pipes[p as usize];
             if pipe.is_full() {
                 s.wake_next = false;
             }
-            s.at = OUT2;
+            s.at = PipeAt::Out2;
             if s.was || pipe.poll_usage {
                 return Next::Call(0, wake_up_interruptible_sync_poll(pipe.rd_wait, EPOLLIN | EPOLLRDNORM));
             }
             Next::Cont(0)
         }
-        OUT2 => {
-            s.at = RET;
+        PipeAt::Out2 => {
+            s.at = PipeAt::Ret;
             if s.wake_next {
                 let wq = k.ipc.pipes[p as usize].wr_wait;
                 return Next::Call(0, wake_up_interruptible_sync_poll(wq, EPOLLOUT | EPOLLWRNORM));
             }
             Next::Cont(0)
         }
-        _ => {
+        PipeAt::Ret => {
             let r = s.done as i64;
             Next::Ret(syscall_exit_to_user_mode(k, cpu, r))
         }
@@ -256,13 +266,13 @@ pub fn pipe_write(k: &mut Kernel, cpu: CpuId, s: &mut PipeOp) -> Next {
 fn wait_event_step(k: &mut Kernel, cpu: CpuId, s: &mut PipeOp, wq: WqId, ready: bool) -> Next {
     let me = k.curr(cpu);
     if ready {
-        if s.at == WOKEN {
+        if s.at == PipeAt::Woken {
             finish_wait(k, wq, me);
         }
         return relocked(k, cpu, s);
     }
     prepare_to_wait(k, wq, me, true);
-    s.at = WOKEN;
+    s.at = PipeAt::Woken;
     Next::Call(0, Frame::ScheduleCaller(ScheduleCaller::schedule()))
 }
 
@@ -271,7 +281,7 @@ fn relocked(k: &mut Kernel, cpu: CpuId, s: &mut PipeOp) -> Next {
     let pipe = &k.ipc.pipes[s.pipe as usize];
     s.was = if s.write { pipe.is_empty() } else { pipe.is_full() };
     s.wake_next = true;
-    s.at = LOOP;
+    s.at = PipeAt::Loop;
     if s.write {
         write_loop(k, s, c)
     } else {
@@ -290,12 +300,12 @@ fn write_loop(k: &mut Kernel, s: &mut PipeOp, mut c: Time) -> Next {
         s.done += n;
         c += copy_cost(n);
         if s.done == s.len {
-            s.at = OUT;
+            s.at = PipeAt::Out;
             return Next::Cont(c);
         }
     }
     // Full: unlock, wake the readers if we found it empty, then wait for room.
-    s.at = SLEEP;
+    s.at = PipeAt::Sleep;
     if s.was {
         let wq = pipe.rd_wait;
         return Next::Call(c, wake_up_interruptible_sync_poll(wq, EPOLLIN | EPOLLRDNORM));
@@ -307,38 +317,38 @@ fn write_loop(k: &mut Kernel, s: &mut PipeOp, mut c: Time) -> Next {
 pub fn pipe_read(k: &mut Kernel, cpu: CpuId, s: &mut PipeOp) -> Next {
     let p = s.pipe;
     match s.at {
-        ENTER => {
+        PipeAt::Enter => {
             let c = syscall_enter(k) + PIPE_READ_NS + pipe_lock(k, cpu, p, PIPE_READ_NS);
             s.was = k.ipc.pipes[p as usize].is_full();
-            s.at = LOOP;
+            s.at = PipeAt::Loop;
             read_loop(k, s, c)
         }
-        LOOP => read_loop(k, s, 0),
+        PipeAt::Loop => read_loop(k, s, 0),
         // wait_event_interruptible_exclusive(pipe->rd_wait, pipe_readable(pipe)).
-        SLEEP | WOKEN => {
+        PipeAt::Sleep | PipeAt::Woken => {
             let (wq, ready) = (k.ipc.pipes[p as usize].rd_wait, readable(k, p));
             wait_event_step(k, cpu, s, wq, ready)
         }
-        OUT => {
+        PipeAt::Out => {
             let pipe = &k.ipc.pipes[p as usize];
             if pipe.is_empty() {
                 s.wake_next = false;
             }
-            s.at = OUT2;
+            s.at = PipeAt::Out2;
             if s.was {
                 return Next::Call(0, wake_up_interruptible_sync_poll(pipe.wr_wait, EPOLLOUT | EPOLLWRNORM));
             }
             Next::Cont(0)
         }
-        OUT2 => {
-            s.at = RET;
+        PipeAt::Out2 => {
+            s.at = PipeAt::Ret;
             if s.wake_next {
                 let wq = k.ipc.pipes[p as usize].rd_wait;
                 return Next::Call(0, wake_up_interruptible_sync_poll(wq, EPOLLIN | EPOLLRDNORM));
             }
             Next::Cont(0)
         }
-        _ => {
+        PipeAt::Ret => {
             let r = s.done as i64;
             Next::Ret(syscall_exit_to_user_mode(k, cpu, r))
         }
@@ -364,10 +374,10 @@ fn read_loop(k: &mut Kernel, s: &mut PipeOp, mut c: Time) -> Next {
         }
     }
     if s.done > 0 {
-        s.at = OUT;
+        s.at = PipeAt::Out;
         return Next::Cont(c);
     }
-    s.at = SLEEP;
+    s.at = PipeAt::Sleep;
     if s.was {
         let wq = pipe.wr_wait;
         return Next::Call(c, wake_up_interruptible_sync_poll(wq, EPOLLOUT | EPOLLWRNORM));

@@ -32,16 +32,25 @@ pub const REPOLL_NS: Time = 30;
 /// not intersect it.
 const POLLIN_EVENTS: u32 = EPOLLIN | EPOLLERR | EPOLLHUP;
 
+/// `do_sys_poll()` resume points, in code order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PollAt {
+    /// Syscall entry: queue the poll entry, then test.
+    Enter,
+    /// Back from `schedule()`: test again.
+    Repoll,
+}
+
 /// A `poll()` in progress.
 #[derive(Debug, Clone, Copy)]
 pub struct PollOp {
     pub fd: Fd,
-    pub at: u8,
+    pub at: PollAt,
 }
 
 impl PollOp {
     pub fn pollin(fd: Fd) -> Frame {
-        Frame::Poll(PollOp { fd, at: 0 })
+        Frame::Poll(PollOp { fd, at: PollAt::Enter })
     }
 }
 
@@ -51,7 +60,7 @@ pub fn do_sys_poll(k: &mut Kernel, cpu: CpuId, s: &mut PollOp) -> Next {
     let (wq, ready) = super::poll_in(k, s.fd);
     let line = k.ipc.wqs[wq as usize].line;
     let mut c = k.line_read(cpu, line);
-    if s.at == 0 {
+    if s.at == PollAt::Enter {
         c += syscall_enter(k) + POLL_NS;
         // vfs_poll() with the table: queue the entry first, then test.
         if let Some(p) = super::pipe::pipe_of(s.fd) {
@@ -59,7 +68,7 @@ pub fn do_sys_poll(k: &mut Kernel, cpu: CpuId, s: &mut PollOp) -> Next {
         }
         add_wait_queue(k, wq, me, WakeFn::Poll { events: POLLIN_EVENTS });
         c += k.line_write(cpu, line);
-        s.at = 1;
+        s.at = PollAt::Repoll;
     } else {
         c += REPOLL_NS;
     }

@@ -17,6 +17,11 @@ pub fn syscall_enter(k: &Kernel) -> Time {
 /// frame is right below it): with NEED_RESCHED set, the user task
 /// schedules before running on.
 pub fn syscall_exit_to_user_mode(k: &mut Kernel, cpu: CpuId, ret: i64) -> Time {
+    // The kernel's "BUG: lock held when returning to user space" / preempt count leak check.
+    assert_eq!(
+        k.cpus[cpu as usize].preempt_count, 0,
+        "syscall_exit_to_user_mode() on CPU {cpu} with preemption disabled"
+    );
     k.cpus[cpu as usize].x.ret = ret;
     let nr = crate::linux::kernel::sched::need_resched(k, cpu);
     if let Some(Frame::Workload(tf)) = k.cpus[cpu as usize].x.caller_frame_mut() {

@@ -68,6 +68,19 @@ pub fn link_child(k: &mut Kernel, parent: SigId, task: TaskId) {
     k.ipc.signals[parent as usize].children.push(Child { task, zombie: false });
 }
 
+/// `do_exit()` resume points, in code order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DoExitAt {
+    /// `mm_release()`: clear and wake `clear_child_tid`.
+    MmRelease,
+    /// `exit_notify()`: wake the waiting parent.
+    ExitNotify,
+    /// `do_task_dead()`: the final `schedule()`.
+    TaskDead,
+    /// Never reached: a dead task does not run again.
+    Dead,
+}
+
 /// A `do_exit()` in progress.
 #[derive(Debug, Clone, Copy)]
 pub struct DoExit {
@@ -75,17 +88,17 @@ pub struct DoExit {
     pub parent: SigId,
     /// `clear_child_tid` ([`NONE`] if not set).
     pub clear_child_tid: u32,
-    pub at: u8,
+    pub at: DoExitAt,
 }
 
 impl DoExit {
     /// A forked child process exiting.
     pub fn process(parent: SigId) -> Frame {
-        Frame::DoExit(DoExit { parent, clear_child_tid: NONE, at: 0 })
+        Frame::DoExit(DoExit { parent, clear_child_tid: NONE, at: DoExitAt::MmRelease })
     }
     /// A thread created with CLONE_CHILD_CLEARTID (pthread_create) exiting.
     pub fn thread(tid_futex: FutexId) -> Frame {
-        Frame::DoExit(DoExit { parent: NONE, clear_child_tid: tid_futex, at: 0 })
+        Frame::DoExit(DoExit { parent: NONE, clear_child_tid: tid_futex, at: DoExitAt::MmRelease })
     }
 }
 
@@ -93,8 +106,8 @@ impl DoExit {
 pub fn do_exit(k: &mut Kernel, cpu: CpuId, s: &mut DoExit) -> Next {
     let me = k.curr(cpu);
     match s.at {
-        0 => {
-            s.at = 1;
+        DoExitAt::MmRelease => {
+            s.at = DoExitAt::ExitNotify;
             // A process (not a thread of one) is its group's last thread.
             trace_sched_process_exit(k, cpu, s.parent != NONE);
             if s.clear_child_tid != NONE {
@@ -110,8 +123,8 @@ pub fn do_exit(k: &mut Kernel, cpu: CpuId, s: &mut DoExit) -> Next {
             }
             Next::Cont(0)
         }
-        1 => {
-            s.at = 2;
+        DoExitAt::ExitNotify => {
+            s.at = DoExitAt::TaskDead;
             if s.parent != NONE {
                 // exit_notify() -> do_notify_parent() -> __wake_up_parent().
                 let sig = &mut k.ipc.signals[s.parent as usize];
@@ -124,14 +137,30 @@ pub fn do_exit(k: &mut Kernel, cpu: CpuId, s: &mut DoExit) -> Next {
             }
             Next::Cont(0)
         }
-        2 => {
-            // do_task_dead(): the final schedule().
-            k.tasks[me as usize].state = TASK_DEAD;
-            s.at = 3;
-            Next::Call(0, Frame::ScheduleCaller(ScheduleCaller::schedule()))
+        DoExitAt::TaskDead => {
+            s.at = DoExitAt::Dead;
+            Next::Call(0, do_task_dead(k, cpu))
         }
-        _ => unreachable!("a dead task ran again"),
+        DoExitAt::Dead => unreachable!("a dead task ran again"),
     }
+}
+
+/// Models `do_task_dead()` — kernel/sched/core.c @ v6.10: the current task becomes TASK_DEAD;
+/// returns its final `schedule()` (`__schedule(SM_NONE)`, after which it never runs again).
+pub fn do_task_dead(k: &mut Kernel, cpu: CpuId) -> Frame {
+    let me = k.curr(cpu);
+    k.tasks[me as usize].state = TASK_DEAD;
+    Frame::ScheduleCaller(ScheduleCaller::schedule())
+}
+
+/// Models `do_exit()` — kernel/exit.c @ v6.10 — for a task whose exit nobody waits for (a
+/// kernel thread returning from its function, a thread without `clear_child_tid` whose parent
+/// does not `wait()`), done in the caller's step: its `sched_process_exit` record and
+/// `do_task_dead()`. `group_dead`: it is the last thread of its group. Returns the final
+/// `schedule()` for the caller to call.
+pub fn do_exit_unwaited(k: &mut Kernel, cpu: CpuId, group_dead: bool) -> Frame {
+    trace_sched_process_exit(k, cpu, group_dead);
+    do_task_dead(k, cpu)
 }
 
 /// Models `trace_sched_process_exit()` in `do_exit()` — kernel/exit.c @ v6.10: the exiting
@@ -142,16 +171,25 @@ pub fn trace_sched_process_exit(k: &mut Kernel, cpu: CpuId, group_dead: bool) {
     k.tp(cpu, crate::trace::Event::SchedProcessExit { pid, prio, group_dead });
 }
 
+/// `do_wait()` resume points, in code order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait4At {
+    /// Syscall entry: queue on `wait_chldexit`.
+    Enter,
+    /// The loop: look for a zombie child, else sleep (and come back here).
+    Scan,
+}
+
 /// A `wait4(-1, ...)` in progress.
 #[derive(Debug, Clone, Copy)]
 pub struct Wait4 {
     pub sig: SigId,
-    pub at: u8,
+    pub at: Wait4At,
 }
 
 impl Wait4 {
     pub fn any_child(sig: SigId) -> Frame {
-        Frame::Wait4(Wait4 { sig, at: 0 })
+        Frame::Wait4(Wait4 { sig, at: Wait4At::Enter })
     }
 }
 
@@ -161,10 +199,10 @@ pub fn do_wait(k: &mut Kernel, cpu: CpuId, s: &mut Wait4) -> Next {
     let me = k.curr(cpu);
     let wq = k.ipc.signals[s.sig as usize].wait_chldexit;
     let mut c = 0;
-    if s.at == 0 {
+    if s.at == Wait4At::Enter {
         c = syscall_enter(k) + WAIT4_NS;
         add_wait_queue(k, wq, me, WakeFn::ChildWait);
-        s.at = 1;
+        s.at = Wait4At::Scan;
     }
     k.tasks[me as usize].state = TASK_INTERRUPTIBLE;
     let sig = &mut k.ipc.signals[s.sig as usize];

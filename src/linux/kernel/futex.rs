@@ -35,12 +35,21 @@ pub fn futex_alloc(k: &mut Kernel, cpu: CpuId, val: i64) -> FutexId {
     (k.futexes.len() - 1) as FutexId
 }
 
+/// Futex syscall resume points, in code order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FutexAt {
+    /// Syscall entry: lock the hash bucket and read the word (FUTEX_WAIT queues and sleeps).
+    Enter,
+    /// FUTEX_WAIT: back from `schedule()`; FUTEX_WAKE: wake the next queued waiter.
+    BucketDone,
+}
+
 /// A futex syscall in progress.
 #[derive(Debug, Clone, Copy)]
 pub struct FutexOp {
     pub futex: FutexId,
     pub op: FutexCmd,
-    pub at: u8,
+    pub at: FutexAt,
     pub woken: u32,
 }
 
@@ -54,10 +63,10 @@ pub enum FutexCmd {
 
 impl FutexOp {
     pub fn wait(futex: FutexId, val: i64) -> Frame {
-        Frame::Futex(FutexOp { futex, op: FutexCmd::Wait { val }, at: 0, woken: 0 })
+        Frame::Futex(FutexOp { futex, op: FutexCmd::Wait { val }, at: FutexAt::Enter, woken: 0 })
     }
     pub fn wake(futex: FutexId, nr: u32) -> Frame {
-        Frame::Futex(FutexOp { futex, op: FutexCmd::Wake { nr }, at: 0, woken: 0 })
+        Frame::Futex(FutexOp { futex, op: FutexCmd::Wake { nr }, at: FutexAt::Enter, woken: 0 })
     }
 }
 
@@ -69,7 +78,7 @@ impl FutexOp {
 pub fn futex(k: &mut Kernel, cpu: CpuId, s: &mut FutexOp) -> Next {
     let me = k.curr(cpu);
     match (s.op, s.at) {
-        (FutexCmd::Wait { val }, 0) => {
+        (FutexCmd::Wait { val }, FutexAt::Enter) => {
             // futex_wait_setup(): lock the bucket, re-read the word.
             let line = k.futexes[s.futex as usize].line;
             let c = k.costs.syscall + k.costs.futex + k.line_write(cpu, line);
@@ -80,24 +89,24 @@ pub fn futex(k: &mut Kernel, cpu: CpuId, s: &mut FutexOp) -> Next {
             // futex_wait_queue(): queue, TASK_INTERRUPTIBLE, unlock, schedule().
             k.futexes[s.futex as usize].waiters.push_back(me);
             k.tasks[me as usize].state = TASK_INTERRUPTIBLE;
-            s.at = 1;
+            s.at = FutexAt::BucketDone;
             Next::Call(c, Frame::ScheduleCaller(ScheduleCaller::schedule()))
         }
-        (FutexCmd::Wait { .. }, _) => {
+        (FutexCmd::Wait { .. }, FutexAt::BucketDone) => {
             // Woken (the waker unqueued us), or the wakeup raced the sleep and we never slept.
             k.futexes[s.futex as usize].waiters.retain(|&t| t != me);
             k.tasks[me as usize].state = TASK_RUNNING;
             k.cpus[cpu as usize].x.ret = 0;
             Next::Ret(k.costs.syscall)
         }
-        (FutexCmd::Wake { nr }, 0) => {
+        (FutexCmd::Wake { nr }, FutexAt::Enter) => {
             let line = k.futexes[s.futex as usize].line;
             let c = k.costs.syscall + k.costs.futex + k.line_write(cpu, line);
-            s.at = 1;
+            s.at = FutexAt::BucketDone;
             let _ = nr;
             Next::Cont(c)
         }
-        (FutexCmd::Wake { nr }, _) => {
+        (FutexCmd::Wake { nr }, FutexAt::BucketDone) => {
             if s.woken < nr {
                 if let Some(w) = k.futexes[s.futex as usize].waiters.pop_front() {
                     s.woken += 1;
@@ -120,14 +129,29 @@ pub struct Nanosleep {
     pub from_user: bool,
     /// `ns` is an absolute CLOCK_MONOTONIC expiry (`clock_nanosleep(TIMER_ABSTIME)`).
     pub abs: bool,
-    pub at: u8,
+    pub at: NanosleepAt,
+}
+
+/// `do_nanosleep()` resume points, in code order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NanosleepAt {
+    /// Arm the sleeper hrtimer and `schedule()`.
+    Arm,
+    /// Back from `schedule()`: the timer fired.
+    Woken,
 }
 
 impl Nanosleep {
     /// `nanosleep()`/`clock_nanosleep()` from a SCHED_NORMAL task: the task's timer slack
     /// (default 50 us) widens the expiry range.
     pub fn with_timer_slack(ns: Time) -> Frame {
-        Frame::Nanosleep(Nanosleep { ns, slack_ns: DEFAULT_TIMER_SLACK_NS, from_user: true, abs: false, at: 0 })
+        Frame::Nanosleep(Nanosleep {
+            ns,
+            slack_ns: DEFAULT_TIMER_SLACK_NS,
+            from_user: true,
+            abs: false,
+            at: NanosleepAt::Arm,
+        })
     }
     /// `usleep_range(min, max)` from a kernel thread: an explicit range.
     pub fn range(min_ns: Time, max_ns: Time) -> Frame {
@@ -136,7 +160,7 @@ impl Nanosleep {
             slack_ns: max_ns.saturating_sub(min_ns),
             from_user: false,
             abs: false,
-            at: 0,
+            at: NanosleepAt::Arm,
         })
     }
     /// `clock_nanosleep(CLOCK_MONOTONIC, flags, t)` from a user task: relative, or absolute
@@ -144,7 +168,7 @@ impl Nanosleep {
     /// RT task (`rt_task(current)`), the default timer slack otherwise.
     pub fn clock_nanosleep(t: Time, abs: bool, rt: bool) -> Frame {
         let slack_ns = if rt { 0 } else { DEFAULT_TIMER_SLACK_NS };
-        Frame::Nanosleep(Nanosleep { ns: t, slack_ns, from_user: true, abs, at: 0 })
+        Frame::Nanosleep(Nanosleep { ns: t, slack_ns, from_user: true, abs, at: NanosleepAt::Arm })
     }
 }
 
@@ -158,13 +182,13 @@ pub const DEFAULT_TIMER_SLACK_NS: Time = 50_000;
 pub fn nanosleep(k: &mut Kernel, cpu: CpuId, s: &mut Nanosleep) -> Next {
     let me = k.curr(cpu);
     let sc = if s.from_user { k.costs.syscall } else { 0 };
-    if s.at == 0 {
+    if s.at == NanosleepAt::Arm {
         // HRTIMER_MODE_ABS: an expiry already past fires at once (the timer interrupt is
         // programmed for now).
         let soft = if s.abs { s.ns } else { k.now + s.ns };
         k.tasks[me as usize].state = TASK_INTERRUPTIBLE;
         hrtimer_start_sleeper(k, cpu, soft, soft + s.slack_ns, me);
-        s.at = 1;
+        s.at = NanosleepAt::Woken;
         return Next::Call(sc + k.costs.hrtimer_start, Frame::ScheduleCaller(ScheduleCaller::schedule()));
     }
     k.tasks[me as usize].state = TASK_RUNNING;

@@ -1,6 +1,7 @@
 //! `kernel/`: the core kernel files the model mirrors.
 pub mod entry;
 pub mod exit;
+pub mod fork;
 pub mod futex;
 pub mod sched;
 pub mod smp;

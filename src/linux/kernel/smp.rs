@@ -258,6 +258,9 @@ pub fn smp_call_function(k: &mut Kernel, cpu: CpuId, s: &mut SmpCallFunction) ->
             }
             let ty = if s.wait { CSD_TYPE_SYNC } else { CSD_TYPE_ASYNC };
             let d = &mut k.csds[csd as usize];
+            // csd_lock(): the stack csd of a waiting call was released when the last one
+            // returned; csd_data only after csd_lock_wait() above.
+            assert!(d.flags & CSD_FLAG_LOCK == 0, "csd_lock(): csd {csd} is already locked");
             d.flags = CSD_FLAG_LOCK | ty;
             d.func = s.func;
             let line = d.line;
@@ -381,7 +384,10 @@ pub struct FlushQueue {
 /// Context: IRQs off (hardirq or the idle task's flush).
 pub fn __flush_smp_call_function_queue(k: &mut Kernel, cpu: CpuId, s: &mut FlushQueue) -> Next {
     if s.pass == 0 {
-        debug_assert!(k.cpus[cpu as usize].flush_list.is_empty());
+        assert!(
+            k.cpus[cpu as usize].flush_list.is_empty(),
+            "__flush_smp_call_function_queue(): a flush while another is in progress"
+        );
         let line = k.cpus[cpu as usize].csq_line;
         let c = k.line_write(cpu, line);
         let c_ = &mut k.cpus[cpu as usize];
@@ -474,6 +480,8 @@ pub fn __flush_smp_call_function_queue(k: &mut Kernel, cpu: CpuId, s: &mut Flush
 /// Models `csd_unlock()` — kernel/smp.c @ v6.10: a release store clearing CSD_FLAG_LOCK; the
 /// sender spinning in `csd_lock_wait()` sees it after the line transfer.
 fn csd_unlock(k: &mut Kernel, cpu: CpuId, e: CsdId) -> Time {
+    // The kernel's WARN_ON(!(csd_flags & CSD_FLAG_LOCK)): unlock pairs with one csd_lock().
+    assert!(k.csds[e as usize].flags & CSD_FLAG_LOCK != 0, "csd_unlock(): csd {e} is not locked");
     k.csds[e as usize].flags &= !CSD_FLAG_LOCK;
     crate::linux::check::on_csd_unlock(k, cpu, e);
     let line = k.csds[e as usize].line;

@@ -106,10 +106,28 @@ pub fn do_softirq_post_smp_call_flush(k: &mut Kernel, cpu: CpuId, was_pending: u
     Some(Frame::HandleSoftirqs(HandleSoftirqs::default()))
 }
 
+/// `handle_softirqs()` resume points, in code order.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum HandleSoftirqsAt {
+    /// `__local_bh_disable_ip(SOFTIRQ_OFFSET)` and the time budget.
+    #[default]
+    Enter,
+    /// The `restart:` label: take the pending mask, IRQs on.
+    Restart,
+    /// Run the next pending vector's handler.
+    NextVector,
+    /// A handler returned: its `softirq_exit` record.
+    HandlerDone,
+    /// All taken vectors ran: IRQs off, restart or wake ksoftirqd if more are pending.
+    CheckPending,
+    /// `__local_bh_enable(SOFTIRQ_OFFSET)` and return.
+    Exit,
+}
+
 /// `handle_softirqs()` in progress.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct HandleSoftirqs {
-    pub at: u8,
+    pub at: HandleSoftirqsAt,
     /// The pending mask being processed.
     pub pending: u32,
     /// The vector being run.
@@ -125,33 +143,33 @@ pub struct HandleSoftirqs {
 /// Context: softirq (SOFTIRQ_OFFSET held), IRQs on inside the handlers.
 pub fn handle_softirqs(k: &mut Kernel, cpu: CpuId, s: &mut HandleSoftirqs) -> Next {
     match s.at {
-        0 => {
+        HandleSoftirqsAt::Enter => {
             // __local_bh_disable_ip(SOFTIRQ_OFFSET); MAX_SOFTIRQ_TIME is msecs_to_jiffies(2).
             k.cpus[cpu as usize].preempt_count += SOFTIRQ_OFFSET;
             s.end_jiffies = k.jiffies() + (2 * k.cfg.hz as u64).div_ceil(1000);
             s.restarts = MAX_SOFTIRQ_RESTART;
-            s.at = 1;
+            s.at = HandleSoftirqsAt::Restart;
             Next::Cont(0)
         }
-        1 => {
+        HandleSoftirqsAt::Restart => {
             // Restart point: take the pending mask, IRQs on.
             let c = &mut k.cpus[cpu as usize];
             s.pending = c.softirq_pending;
             c.softirq_pending = 0;
             local_irq_enable(k, cpu);
-            s.at = 2;
+            s.at = HandleSoftirqsAt::NextVector;
             Next::Cont(k.costs.softirq)
         }
-        2 => {
+        HandleSoftirqsAt::NextVector => {
             if s.pending == 0 {
-                s.at = 4;
+                s.at = HandleSoftirqsAt::CheckPending;
                 return Next::Cont(0);
             }
             let vec = s.pending.trailing_zeros();
             s.pending &= !(1 << vec);
             s.vec = vec;
             k.tp(cpu, Event::SoftirqEntry { vec });
-            s.at = 3;
+            s.at = HandleSoftirqsAt::HandlerDone;
             if vec == SCHED_SOFTIRQ {
                 return Next::Call(0, Frame::SchedBalanceSoftirq(Default::default()));
             }
@@ -165,41 +183,53 @@ pub fn handle_softirqs(k: &mut Kernel, cpu: CpuId, s: &mut HandleSoftirqs) -> Ne
             let work = std::mem::take(&mut k.cpus[cpu as usize].softirq_work[vec as usize]);
             Next::Cont(work)
         }
-        3 => {
+        HandleSoftirqsAt::HandlerDone => {
             k.tp(cpu, Event::SoftirqExit { vec: s.vec });
-            s.at = 2;
+            s.at = HandleSoftirqsAt::NextVector;
             Next::Cont(0)
         }
-        4 => {
+        HandleSoftirqsAt::CheckPending => {
             local_irq_disable(k, cpu);
-            s.at = 5;
+            s.at = HandleSoftirqsAt::Exit;
             if k.cpus[cpu as usize].softirq_pending != 0 {
                 s.restarts -= 1;
                 if k.jiffies() < s.end_jiffies && !need_resched(k, cpu) && s.restarts > 0 {
-                    s.at = 1;
+                    s.at = HandleSoftirqsAt::Restart;
                     return Next::Cont(0);
                 }
                 return Next::Call(0, wakeup_softirqd(k, cpu));
             }
             Next::Cont(0)
         }
-        _ => {
+        HandleSoftirqsAt::Exit => {
             k.cpus[cpu as usize].preempt_count -= SOFTIRQ_OFFSET;
             Next::Ret(0)
         }
     }
 }
 
+/// `smpboot_thread_fn()` resume points for ksoftirqd, in code order.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum KsoftirqdAt {
+    /// `ksoftirqd_should_run()`: run the pending softirqs, or sleep.
+    #[default]
+    ShouldRun,
+    /// Back from `schedule()`: woken.
+    Woken,
+    /// Back from `handle_softirqs()`: IRQs on, `cond_resched()`.
+    Ran,
+}
+
 /// The ksoftirqd thread body in progress.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Ksoftirqd {
-    pub at: u8,
+    pub at: KsoftirqdAt,
 }
 
 /// The saved stack of a ksoftirqd thread asleep in `schedule()` (its state at boot).
 pub fn ksoftirqd_initial_stack() -> Vec<Frame> {
     vec![
-        Frame::Ksoftirqd(Ksoftirqd { at: 1 }),
+        Frame::Ksoftirqd(Ksoftirqd { at: KsoftirqdAt::Woken }),
         Frame::ScheduleCaller(ScheduleCaller::asleep_in_schedule()),
         Frame::Schedule(super::sched::core::Schedule::switched_out()),
     ]
@@ -212,25 +242,25 @@ pub fn ksoftirqd_initial_stack() -> Vec<Frame> {
 pub fn run_ksoftirqd(k: &mut Kernel, cpu: CpuId, s: &mut Ksoftirqd) -> Next {
     let me = k.curr(cpu) as usize;
     match s.at {
-        0 => {
+        KsoftirqdAt::ShouldRun => {
             k.tasks[me].state = TASK_INTERRUPTIBLE;
             if k.cpus[cpu as usize].softirq_pending == 0 {
-                s.at = 1;
+                s.at = KsoftirqdAt::Woken;
                 return Next::Call(0, Frame::ScheduleCaller(ScheduleCaller::schedule()));
             }
             k.tasks[me].state = TASK_RUNNING;
             // run_ksoftirqd(): IRQs off, handle_softirqs(true).
             local_irq_disable(k, cpu);
-            s.at = 2;
+            s.at = KsoftirqdAt::Ran;
             Next::Call(0, Frame::HandleSoftirqs(HandleSoftirqs::default()))
         }
-        1 => {
-            s.at = 0;
+        KsoftirqdAt::Woken => {
+            s.at = KsoftirqdAt::ShouldRun;
             Next::Cont(0)
         }
-        _ => {
+        KsoftirqdAt::Ran => {
             local_irq_enable(k, cpu);
-            s.at = 0;
+            s.at = KsoftirqdAt::ShouldRun;
             match super::sched::core::cond_resched(k, cpu) {
                 Some(f) => Next::Call(k.costs.cond_resched, f),
                 None => Next::Cont(k.costs.cond_resched),

@@ -19,16 +19,26 @@ pub enum StopWork {
     MigrationCpuStop { p: crate::linux::TaskId, dest: CpuId },
 }
 
+/// `cpu_stopper_thread()` resume points, in code order.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum StopperAt {
+    /// About to look for queued work (and run it, or sleep).
+    #[default]
+    RunWork,
+    /// Back from `schedule()`: woken for new work.
+    Woken,
+}
+
 /// The stopper thread body in progress.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Stopper {
-    pub at: u8,
+    pub at: StopperAt,
 }
 
 /// The saved stack of a stopper asleep in `schedule()` (its state at boot).
 pub fn stopper_initial_stack() -> Vec<Frame> {
     vec![
-        Frame::Stopper(Stopper { at: 1 }),
+        Frame::Stopper(Stopper { at: StopperAt::Woken }),
         Frame::ScheduleCaller(ScheduleCaller::asleep_in_schedule()),
         Frame::Schedule(super::sched::core::Schedule::switched_out()),
     ]
@@ -48,18 +58,12 @@ pub fn stop_one_cpu_nowait(k: &mut Kernel, cpu: CpuId, target: CpuId, work: Stop
         let (pid, prio) = (k.tasks[stopper as usize].pid, k.tasks[stopper as usize].prio);
         k.tp(cpu, crate::trace::Event::SchedWaking { pid, prio, target_cpu: target });
         // The stopper is pinned and not a fair task: a direct enqueue (wake_up_q ->
-        // try_to_wake_up; the model skips the wakelist for it) and a preemption.
+        // try_to_wake_up; the model skips the wakelist for it: activate_task() into the stop
+        // class, `add_nr_running()` setting the overload flag whatever the class) and a
+        // preemption.
         k.tasks[stopper as usize].state = TASK_RUNNING;
-        crate::linux::check::on_enqueue(k, target, stopper);
-        k.tasks[stopper as usize].on_rq = true;
-        let rq = &mut k.cpus[target as usize].rq;
-        rq.nr_running += 1;
-        rq.stop_runnable = true;
-        if rq.nr_running >= 2 {
-            // add_nr_running() sets the root domain's overload flag whatever the class.
-            super::sched::set_rd_overloaded(k, true);
-        }
-        crate::linux::check::on_rq_changed(k, target);
+        let flags = super::sched::fair_class::EnqueueFlags { wakeup: true, migrated: false, initial: false };
+        super::sched::core::activate_task(k, target, stopper, flags);
         k.tp(cpu, crate::trace::Event::SchedWakeup { pid, prio, target_cpu: target });
         let line = k.cpus[target as usize].rq.lock_line;
         c += k.line_write(cpu, line);
@@ -72,8 +76,8 @@ pub fn stop_one_cpu_nowait(k: &mut Kernel, cpu: CpuId, target: CpuId, work: Stop
 /// stop_machine.c @ v6.10: run queued work, then sleep.
 pub fn cpu_stopper_thread(k: &mut Kernel, cpu: CpuId, s: &mut Stopper) -> Next {
     let me = k.curr(cpu) as usize;
-    if s.at == 1 {
-        s.at = 0;
+    if s.at == StopperAt::Woken {
+        s.at = StopperAt::RunWork;
         return Next::Cont(0);
     }
     if let Some(work) = k.cpus[cpu as usize].rq.stop_work.take() {
@@ -88,6 +92,6 @@ pub fn cpu_stopper_thread(k: &mut Kernel, cpu: CpuId, s: &mut Stopper) -> Next {
     }
     // Nothing queued: sleep (the stop class dequeues it in __schedule()).
     k.tasks[me].state = TASK_INTERRUPTIBLE;
-    s.at = 1;
+    s.at = StopperAt::Woken;
     Next::Call(0, Frame::ScheduleCaller(ScheduleCaller::schedule()))
 }

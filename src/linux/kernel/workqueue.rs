@@ -72,7 +72,7 @@ pub fn create_pool(k: &mut Kernel, cpu: Option<CpuId>) -> u32 {
     let w = k.new_task(crate::linux::kernel::sched::TaskKind::Kworker, comm, 0, 120, cpu);
     k.tasks[w as usize].state = TASK_IDLE;
     k.tasks[w as usize].saved = vec![
-        Frame::Worker(WorkerThread { at: 1, work: 0 }),
+        Frame::Worker(WorkerThread { at: WorkerAt::Woken, work: 0 }),
         Frame::ScheduleCaller(ScheduleCaller::asleep_in_schedule()),
         Frame::Schedule(crate::linux::kernel::sched::core::Schedule::switched_out()),
     ];
@@ -116,10 +116,22 @@ pub fn __queue_work(k: &mut Kernel, cpu: CpuId, w: WorkId) -> (Time, Option<Fram
 /// WORK_CPU_UNBOUND as `req_cpu` prints it (NR_CPUS on a 256-CPU config).
 pub const WORK_CPU_UNBOUND: u32 = 256;
 
+/// `worker_thread()` resume points, in code order.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum WorkerAt {
+    /// Take the next work item and run it (`process_one_work()`), or sleep in TASK_IDLE.
+    #[default]
+    NextWork,
+    /// Back from `schedule()`: woken for new work.
+    Woken,
+    /// The work function returned: `workqueue_execute_end`, re-arm, `cond_resched()`.
+    WorkDone,
+}
+
 /// `worker_thread()` in progress.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct WorkerThread {
-    pub at: u8,
+    pub at: WorkerAt,
     pub work: WorkId,
 }
 
@@ -129,14 +141,14 @@ pub struct WorkerThread {
 pub fn worker_thread(k: &mut Kernel, cpu: CpuId, s: &mut WorkerThread) -> Next {
     let me = k.curr(cpu);
     match s.at {
-        0 => {
+        WorkerAt::NextWork => {
             let Some(pool) = k.wq.pools.iter().position(|p| p.worker == me) else {
                 unreachable!("kworker {me} has no pool");
             };
             let Some(w) = k.wq.pools[pool].worklist.pop_front() else {
                 // Nothing to do: worker_enter_idle(), sleep in TASK_IDLE.
                 k.tasks[me as usize].state = TASK_IDLE;
-                s.at = 1;
+                s.at = WorkerAt::Woken;
                 return Next::Call(0, Frame::ScheduleCaller(ScheduleCaller::schedule()));
             };
             let work = &mut k.wq.works[w as usize];
@@ -144,17 +156,17 @@ pub fn worker_thread(k: &mut Kernel, cpu: CpuId, s: &mut WorkerThread) -> Next {
             let (addr, src) = (work.addr, work.src);
             k.tp(cpu, Event::WorkqueueExecuteStart { work: addr, func: src as u32 });
             s.work = w;
-            s.at = 2;
+            s.at = WorkerAt::WorkDone;
             let d = k.cfg.background.sources[src as usize].runtime;
             let run = d.draw(&mut k.cpus[cpu as usize].bg_rng);
             Next::Cont(k.costs.queue_work + run)
         }
-        1 => {
+        WorkerAt::Woken => {
             k.tasks[me as usize].state = TASK_RUNNING;
-            s.at = 0;
+            s.at = WorkerAt::NextWork;
             Next::Cont(0)
         }
-        _ => {
+        WorkerAt::WorkDone => {
             let work = &k.wq.works[s.work as usize];
             let (addr, src) = (work.addr, work.src);
             k.tp(cpu, Event::WorkqueueExecuteEnd { work: addr, func: src as u32 });
@@ -163,7 +175,7 @@ pub fn worker_thread(k: &mut Kernel, cpu: CpuId, s: &mut WorkerThread) -> Next {
             let deferrable = srcd.deferrable;
             let next = srcd.next_interval(&mut k.cpus[cpu as usize].bg_rng);
             add_timer_on(k, cpu, next, deferrable, TimerFn::DelayedWork(s.work), src);
-            s.at = 0;
+            s.at = WorkerAt::NextWork;
             // cond_resched() between work items.
             match crate::linux::kernel::sched::core::cond_resched(k, cpu) {
                 Some(f) => Next::Call(k.costs.cond_resched, f),

@@ -147,12 +147,21 @@ fn sock_lock(k: &mut Kernel, cpu: CpuId, sk: SockId) -> Time {
     c
 }
 
-const ENTER: u8 = 0;
-const LOOP: u8 = 1;
-const WAIT: u8 = 2;
-const RET: u8 = 3;
-/// recvmsg: back in the loop after a write-space wakeup, still holding the locks.
-const LOOP_LOCKED: u8 = 4;
+/// Resume points of an AF_UNIX stream call (`unix_stream_sendmsg()`/`_recvmsg()`), in code
+/// order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnixAt {
+    /// Syscall entry.
+    Enter,
+    /// The send or receive loop.
+    Loop,
+    /// Waiting for write space or data: re-check, else `schedule()` (and come back here).
+    Wait,
+    /// Return to user space.
+    Ret,
+    /// recvmsg: back in the loop after a write-space wakeup, still holding the locks.
+    LoopLocked,
+}
 
 /// A `sendmsg()`/`write()` or `recvmsg()`/`read()` on an AF_UNIX stream socket in progress.
 #[derive(Debug, Clone, Copy)]
@@ -161,15 +170,15 @@ pub struct UnixStreamOp {
     pub send: bool,
     pub len: u32,
     pub done: u32,
-    pub at: u8,
+    pub at: UnixAt,
 }
 
 impl UnixStreamOp {
     pub fn sendmsg(sock: SockId, len: u32) -> Frame {
-        Frame::UnixStream(UnixStreamOp { sock, send: true, len, done: 0, at: ENTER })
+        Frame::UnixStream(UnixStreamOp { sock, send: true, len, done: 0, at: UnixAt::Enter })
     }
     pub fn recvmsg(sock: SockId, len: u32) -> Frame {
-        Frame::UnixStream(UnixStreamOp { sock, send: false, len, done: 0, at: ENTER })
+        Frame::UnixStream(UnixStreamOp { sock, send: false, len, done: 0, at: UnixAt::Enter })
     }
 }
 
@@ -189,11 +198,11 @@ pub fn unix_stream_sendmsg(k: &mut Kernel, cpu: CpuId, s: &mut UnixStreamOp) -> 
     let me = k.curr(cpu);
     let mut c = 0;
     match s.at {
-        ENTER => {
+        UnixAt::Enter => {
             c = syscall_enter(k) + UNIX_SENDMSG_NS;
-            s.at = LOOP;
+            s.at = UnixAt::Loop;
         }
-        WAIT => {
+        UnixAt::Wait => {
             // sock_wait_for_wmem(): prepare_to_wait(); re-check; schedule().
             let wq = k.ipc.socks[sk as usize].wq;
             prepare_to_wait(k, wq, me, false);
@@ -202,9 +211,9 @@ pub fn unix_stream_sendmsg(k: &mut Kernel, cpu: CpuId, s: &mut UnixStreamOp) -> 
                 return Next::Call(0, Frame::ScheduleCaller(ScheduleCaller::schedule()));
             }
             finish_wait(k, wq, me);
-            s.at = LOOP;
+            s.at = UnixAt::Loop;
         }
-        RET => {
+        UnixAt::Ret => {
             let r = s.done as i64;
             return Next::Ret(syscall_exit_to_user_mode(k, cpu, r));
         }
@@ -212,14 +221,14 @@ pub fn unix_stream_sendmsg(k: &mut Kernel, cpu: CpuId, s: &mut UnixStreamOp) -> 
     }
     // while (sent < len)
     if s.done == s.len {
-        s.at = RET;
+        s.at = UnixAt::Ret;
         return Next::Cont(c);
     }
     let so = &k.ipc.socks[sk as usize];
     let size = (s.len - s.done).min((so.sndbuf >> 1) as u32 - 64).min(SKB_MAX_HEAD0 + UNIX_SKB_FRAGS_SZ);
     if so.wmem_alloc >= so.sndbuf {
         // sock_alloc_send_pskb(): no write space; wait for it.
-        s.at = WAIT;
+        s.at = UnixAt::Wait;
         return Next::Cont(c);
     }
     let truesize = unix_skb_truesize(size);
@@ -250,10 +259,10 @@ pub fn unix_stream_recvmsg(k: &mut Kernel, cpu: CpuId, s: &mut UnixStreamOp) -> 
     let me = k.curr(cpu);
     let mut c = 0;
     match s.at {
-        ENTER => {
+        UnixAt::Enter => {
             c = syscall_enter(k) + UNIX_RECVMSG_NS + sock_lock(k, cpu, sk);
         }
-        WAIT => {
+        UnixAt::Wait => {
             // unix_stream_data_wait(): prepare_to_wait(); re-check; schedule().
             let wq = k.ipc.socks[sk as usize].wq;
             prepare_to_wait(k, wq, me, false);
@@ -263,10 +272,10 @@ pub fn unix_stream_recvmsg(k: &mut Kernel, cpu: CpuId, s: &mut UnixStreamOp) -> 
             finish_wait(k, wq, me);
             c = sock_lock(k, cpu, sk);
         }
-        LOOP => {
+        UnixAt::Loop => {
             c = sock_lock(k, cpu, sk);
         }
-        LOOP_LOCKED => {}
+        UnixAt::LoopLocked => {}
         _ => {
             let r = s.done as i64;
             return Next::Ret(syscall_exit_to_user_mode(k, cpu, r));
@@ -275,9 +284,9 @@ pub fn unix_stream_recvmsg(k: &mut Kernel, cpu: CpuId, s: &mut UnixStreamOp) -> 
     loop {
         let Some(skb) = k.ipc.socks[sk as usize].receive_queue.front_mut() else {
             if s.done > 0 {
-                s.at = RET;
+                s.at = UnixAt::Ret;
             } else {
-                s.at = WAIT;
+                s.at = UnixAt::Wait;
             }
             return Next::Cont(c);
         };
@@ -298,12 +307,12 @@ pub fn unix_stream_recvmsg(k: &mut Kernel, cpu: CpuId, s: &mut UnixStreamOp) -> 
             let writable = o.wmem_alloc * 4 <= o.sndbuf;
             let owq = o.wq;
             if writable && waitqueue_active(k, owq) {
-                s.at = if s.done == s.len { RET } else { LOOP_LOCKED };
+                s.at = if s.done == s.len { UnixAt::Ret } else { UnixAt::LoopLocked };
                 return Next::Call(c, wake_up_interruptible_sync_poll(owq, EPOLLOUT | EPOLLWRNORM | EPOLLWRBAND));
             }
         }
         if s.done == s.len {
-            s.at = RET;
+            s.at = UnixAt::Ret;
             return Next::Cont(c);
         }
     }

@@ -1,11 +1,13 @@
 //! Models `kernel/sched/core.c` @ v6.10: NEED_RESCHED and polling primitives, `__schedule()`
-//! and its callers, the wakeup path, and `sched_tick()`.
+//! and its callers, the wakeup path, and `sched_tick()`. Class-specific work goes through the
+//! class table (`class.rs`: stop, RT, fair, idle; no deadline class).
 
 use super::{
     idle_cpu, need_resched, Task, TASK_DEAD, TASK_RUNNING, TASK_WAKING, TIF_NEED_RESCHED, TIF_NOTIFY_IPI,
-    TIF_POLLING_NRFLAG, WF_MIGRATED, WF_ON_CPU, WF_SYNC, WF_TTWU,
+    TIF_POLLING_NRFLAG, WF_FORK, WF_MIGRATED, WF_ON_CPU, WF_TTWU,
 };
 use crate::linux::engine::{local_irq_disable, local_irq_enable, notify, send_ipi, Frame, Next, WaitOn};
+use crate::linux::kernel::sched::class::{SchedClass, SCHED_CLASSES};
 use crate::linux::kernel::sched::fair::{IdleBalance, NewidleBalance};
 use crate::linux::kernel::sched::fair_class::{DequeueFlags, EnqueueFlags};
 use crate::linux::kernel::sched::features::SchedFeat;
@@ -43,7 +45,11 @@ pub fn raw_spin_rq_lock(k: &mut Kernel, cpu: CpuId, rq_cpu: CpuId) -> Option<Tim
 /// Models `raw_spin_rq_unlock()`: hands the lock to the first queued waiter. Returns the cost.
 pub fn raw_spin_rq_unlock(k: &mut Kernel, cpu: CpuId, rq_cpu: CpuId) -> Time {
     let rq = &mut k.cpus[rq_cpu as usize].rq;
-    debug_assert_eq!(rq.lock_owner, Some(cpu), "unlock of a rq lock this CPU does not hold");
+    assert_eq!(
+        rq.lock_owner,
+        Some(cpu),
+        "raw_spin_rq_unlock() by CPU {cpu} of CPU {rq_cpu}'s rq lock, which it does not hold"
+    );
     crate::linux::check::on_rq_unlock(k, cpu, rq_cpu);
     k.cpus[cpu as usize].preempt_count -= 1;
     let rq = &mut k.cpus[rq_cpu as usize].rq;
@@ -296,64 +302,33 @@ impl Schedule {
     }
 }
 
-/// Enqueue `p` on `rq_cpu` (`activate_task` -> `enqueue_task_fair` -> `add_nr_running`).
-/// Returns true if the fair class asked for a resched of the current task.
+/// Models `activate_task()` -> `enqueue_task()` — kernel/sched/core.c @ v6.10: the task's
+/// class queues `p` on `rq_cpu`, then `add_nr_running()` (which each class's enqueue ends with
+/// in the kernel) sets `rd->overloaded` when the rq reaches two runnable tasks, and `p->on_rq`.
+/// The model also sets `task_cpu(p)` here. Returns true if the fair class asked for a resched
+/// of the current task.
 pub fn activate_task(k: &mut Kernel, rq_cpu: CpuId, p: TaskId, flags: EnqueueFlags) -> bool {
     crate::linux::check::on_enqueue(k, rq_cpu, p);
-    if super::rt::rt_task(k, p) {
-        // enqueue_task_rt().
-        k.tasks[p as usize].cpu = rq_cpu;
-        super::rt::enqueue_task_rt(k, rq_cpu, p, false);
-        let rq = &mut k.cpus[rq_cpu as usize].rq;
-        rq.nr_running += 1;
-        if rq.nr_running >= 2 {
-            super::set_rd_overloaded(k, true);
-        }
-        k.tasks[p as usize].on_rq = true;
-        crate::linux::check::on_rq_changed(k, rq_cpu);
-        return false;
-    }
-    let now = k.now;
-    let r = k.with_cfs(rq_cpu, |cfs, ents| cfs.enqueue_entity(ents, p, now, flags));
+    let class = SchedClass::of(k, p);
+    k.tasks[p as usize].cpu = rq_cpu;
+    let r = class.enqueue_task(k, rq_cpu, p, flags);
     let rq = &mut k.cpus[rq_cpu as usize].rq;
     rq.nr_running += 1;
-    rq.cfs_h_nr_running += 1;
     if rq.nr_running >= 2 {
-        // add_nr_running(): set rd->overloaded when a rq reaches two runnable tasks.
         super::set_rd_overloaded(k, true);
     }
-    let t = &mut k.tasks[p as usize];
-    t.on_rq = true;
-    t.cpu = rq_cpu;
+    k.tasks[p as usize].on_rq = true;
     crate::linux::check::on_rq_changed(k, rq_cpu);
     r
 }
 
-/// Dequeue `p` (`deactivate_task` -> `dequeue_task_fair` -> `sub_nr_running`): a running task
-/// going to sleep (DEQUEUE_SLEEP), or a queued task leaving for another CPU (migrating).
+/// Models `deactivate_task()` -> `dequeue_task()` — kernel/sched/core.c @ v6.10: the task's
+/// class dequeues `p` (a running task going to sleep, DEQUEUE_SLEEP, or a queued task leaving
+/// for another CPU), then `sub_nr_running()` and `p->on_rq = 0`.
 pub fn deactivate_task(k: &mut Kernel, rq_cpu: CpuId, p: TaskId, flags: DequeueFlags) {
     crate::linux::check::on_dequeue(k, rq_cpu, p);
-    if k.tasks[p as usize].kind == super::TaskKind::Stopper {
-        // dequeue_task_stop(): the stop class holds one task.
-        let rq = &mut k.cpus[rq_cpu as usize].rq;
-        rq.nr_running -= 1;
-        rq.stop_runnable = false;
-        k.tasks[p as usize].on_rq = false;
-        crate::linux::check::on_rq_changed(k, rq_cpu);
-        return;
-    }
-    if super::rt::rt_task(k, p) {
-        super::rt::dequeue_task_rt(k, rq_cpu, p);
-        k.cpus[rq_cpu as usize].rq.nr_running -= 1;
-        k.tasks[p as usize].on_rq = false;
-        crate::linux::check::on_rq_changed(k, rq_cpu);
-        return;
-    }
-    let now = k.now;
-    k.with_cfs(rq_cpu, |cfs, ents| cfs.dequeue_entity(ents, p, now, flags));
-    let rq = &mut k.cpus[rq_cpu as usize].rq;
-    rq.nr_running -= 1;
-    rq.cfs_h_nr_running -= 1;
+    SchedClass::of(k, p).dequeue_task(k, rq_cpu, p, flags);
+    k.cpus[rq_cpu as usize].rq.nr_running -= 1;
     k.tasks[p as usize].on_rq = false;
     crate::linux::check::on_rq_changed(k, rq_cpu);
 }
@@ -375,11 +350,15 @@ pub fn move_queued_task_locked(k: &mut Kernel, cpu: CpuId, src: CpuId, dst: CpuI
 ///
 /// Context: preemption disabled; IRQs are off from entry until the final unlock, including the
 /// whole of `pick_next_task()` and a newidle balance. `prev == next` takes the unlock branch
-/// with no switch. Simplifications: the fair pick is FIFO over the runnable fair tasks (the
-/// fair class of the wakeup issue replaces it); only the fair and idle classes exist here.
+/// with no switch. The pick is [`__pick_next_task`] over the class table (stop, RT, fair,
+/// idle; `class.rs`); an empty fair pick runs the newidle balance (the fair class's `idle:`
+/// path, or before 38033c37faab `idle_balance()` ahead of the pick), then picks the idle task.
 pub fn __schedule(k: &mut Kernel, cpu: CpuId, s: &mut Schedule) -> Next {
     match s.at {
         ScheduleAt::Enter => {
+            // schedule_debug(): exactly the caller's preempt_disable() (else "scheduling while
+            // atomic"; the re-run of this step after waiting for the lock holds nothing more).
+            assert_eq!(k.cpus[cpu as usize].preempt_count, 1, "__schedule() on CPU {cpu}: scheduling while atomic");
             local_irq_disable(k, cpu);
             let Some(lc) = raw_spin_rq_lock(k, cpu, cpu) else {
                 return Next::Wait(WaitOn::Lock);
@@ -410,41 +389,14 @@ pub fn __schedule(k: &mut Kernel, cpu: CpuId, s: &mut Schedule) -> Next {
             Next::Cont(k.costs.schedule_enter + lc)
         }
         ScheduleAt::Pick => {
-            let now = k.now;
-            let prev = s.prev;
-            let mut c = 0;
-            if super::rt::rt_task(k, prev) {
-                // put_prev_task_balance() -> balance_rt(): an RT prev that left the RT queue
-                // lowers this CPU's priority, so pull (or have overloaded CPUs push) first.
-                if !k.cpus[cpu as usize].rq.rt.on_rt_rq(prev) && super::rt::need_pull_rt_task(k, cpu, prev) {
-                    c += super::rt::pull_rt_task(k, cpu);
+            let c = match __pick_next_task(k, cpu, s.prev) {
+                PickNext::Task(next, c) => {
+                    s.next = next;
+                    s.at = ScheduleAt::Picked;
+                    return Next::Cont(k.costs.pick_fair_task + c);
                 }
-                super::rt::put_prev_task_rt(k, cpu, prev);
-            }
-            if k.cpus[cpu as usize].rq.stop_runnable {
-                // Slow path: the stop class comes first (pick_task_stop()); a fair prev is put
-                // back on its runqueue.
-                k.with_cfs(cpu, |cfs, ents| cfs.put_prev_entity(ents, now));
-                s.next = k.cpus[cpu as usize].rq.stopper;
-                s.at = ScheduleAt::Picked;
-                return Next::Cont(k.costs.pick_fair_task + c);
-            }
-            if let Some(next) = super::rt::pick_task_rt(k, cpu) {
-                // pick_next_task_rt(): the RT class before the fair class; a fair prev is put
-                // back on its runqueue.
-                k.with_cfs(cpu, |cfs, ents| cfs.put_prev_entity(ents, now));
-                super::rt::set_next_task_rt(k, cpu, next);
-                s.next = next;
-                s.at = ScheduleAt::Picked;
-                return Next::Cont(k.costs.pick_fair_task + c);
-            }
-            // __pick_next_task() fast path: only fair tasks, so pick_next_task_fair().
-            if let Some(next) = k.with_cfs(cpu, |cfs, ents| cfs.pick_next_entity(ents, now)) {
-                k.with_cfs(cpu, |cfs, ents| cfs.switch_to(ents, next, now));
-                s.next = next;
-                s.at = ScheduleAt::Picked;
-                return Next::Cont(k.costs.pick_fair_task + c);
-            }
+                PickNext::FairEmpty(c) => c,
+            };
             if k.cfg.has(crate::linux::patches::Patch::Rostedt2013PostSchedule) {
                 // Rostedt 2013: no balance here; pick idle, balance after the switch.
                 k.cpus[cpu as usize].rq.post_schedule = true;
@@ -479,17 +431,25 @@ pub fn __schedule(k: &mut Kernel, cpu: CpuId, s: &mut Schedule) -> Next {
                 s.at = ScheduleAt::Pick;
                 return Next::Cont(0);
             }
-            // put_prev_task() + pick_next_task_idle() -> set_next_task_idle(), which runs
-            // __update_idle_core(): mark the LLC as having an idle core if all siblings idle.
-            let now = k.now;
-            k.with_cfs(cpu, |cfs, ents| cfs.put_prev_entity(ents, now));
-            let c = crate::linux::kernel::sched::fair::__update_idle_core(k, cpu);
-            s.next = k.cpus[cpu as usize].rq.idle;
+            // The fast path's put_prev_task() (the slow path put prev before its class walk),
+            // then pick_next_task_idle() -> set_next_task_idle().
+            let prev_class = SchedClass::of(k, s.prev);
+            if !prev_class.above(SchedClass::Fair) {
+                prev_class.put_prev_task(k, cpu, s.prev);
+            }
+            let next = SchedClass::Idle.pick_task(k, cpu).expect("the idle class always has a task");
+            let c = SchedClass::Idle.set_next_task(k, cpu, next);
+            s.next = next;
             s.at = ScheduleAt::Picked;
             Next::Cont(k.costs.pick_idle + c)
         }
         ScheduleAt::Picked => {
             let (prev, next) = (s.prev, s.next);
+            assert_eq!(
+                k.cpus[cpu as usize].rq.lock_owner,
+                Some(cpu),
+                "__schedule(): the rq lock is held from the pick to the switch"
+            );
             // clear_tsk_need_resched(prev); clear_preempt_need_resched().
             let line = k.tasks[prev as usize].ti_line;
             k.tasks[prev as usize].ti_flags &= !TIF_NEED_RESCHED;
@@ -513,6 +473,9 @@ pub fn __schedule(k: &mut Kernel, cpu: CpuId, s: &mut Schedule) -> Next {
                 k.stats.switches_preempt += 1;
             }
             k.cpus[cpu as usize].rq.curr = next;
+            // prepare_task(): a task is on one CPU at a time; ttwu waits for on_cpu to clear
+            // before placing a task elsewhere.
+            assert!(!k.tasks[next as usize].on_cpu, "prepare_task() on CPU {cpu}: task {next} is still on_cpu");
             k.tasks[next as usize].on_cpu = true;
             let pt = &k.tasks[prev as usize];
             let prev_state = task_state_index(pt, s.mode);
@@ -540,7 +503,7 @@ pub fn __schedule(k: &mut Kernel, cpu: CpuId, s: &mut Schedule) -> Next {
             c_.switch_prev = prev;
             k.tasks[prev as usize].saved = saved;
             let restored = std::mem::take(&mut k.tasks[next as usize].saved);
-            debug_assert!(!restored.is_empty(), "task {next} has no saved stack");
+            assert!(!restored.is_empty(), "context_switch() to task {next}, which has no saved stack");
             k.cpus[cpu as usize].x.stack = restored;
             c += k.costs.context_switch;
             crate::linux::check::on_switch(k, cpu, prev, next);
@@ -557,6 +520,57 @@ pub fn __schedule(k: &mut Kernel, cpu: CpuId, s: &mut Schedule) -> Next {
             post_schedule(k, cpu, s, k.costs.schedule_exit + c)
         }
         ScheduleAt::AfterPostSchedule => Next::Ret(0),
+    }
+}
+
+/// What [`__pick_next_task`] found.
+enum PickNext {
+    /// The next task (already its class's running task), and the cost of the pick's balance.
+    Task(TaskId, Time),
+    /// No stop, RT or fair task: the fair class's `idle:` path (newidle balance, then the idle
+    /// class) follows. The cost of the pick's balance.
+    FairEmpty(Time),
+}
+
+/// Models `__pick_next_task()` — kernel/sched/core.c @ v6.10, up to the idle class. Fast path:
+/// `prev` is fair or idle and every runnable task is fair (`rq->nr_running ==
+/// rq->cfs.h_nr_running`), so `pick_next_task_fair()`. Otherwise `put_prev_task_balance()`
+/// (`prev`'s class balances, then `put_prev_task()`) and the class walk in priority order
+/// (`for_each_class()`), stopping at the fair class, whose empty pick the caller turns into
+/// the newidle balance and the idle task, as the fast path does.
+///
+/// Context: `__schedule()` with the rq lock held and IRQs off.
+fn __pick_next_task(k: &mut Kernel, cpu: CpuId, prev: TaskId) -> PickNext {
+    let prev_class = SchedClass::of(k, prev);
+    let rq = &k.cpus[cpu as usize].rq;
+    // The fair runqueue has a curr only while a fair task runs (set_next_task_fair() and
+    // put_prev_task_fair() pair up): what lets the other classes' put_prev_task() skip it.
+    assert!(
+        prev_class == SchedClass::Fair || rq.cfs.curr.is_none(),
+        "__pick_next_task(): cfs_rq->curr set under a non-fair prev"
+    );
+    let mut c = 0;
+    if prev_class.above(SchedClass::Fair) || rq.nr_running != rq.cfs_h_nr_running {
+        // restart: put_prev_task_balance().
+        c += prev_class.balance(k, cpu, prev);
+        prev_class.put_prev_task(k, cpu, prev);
+        for class in SCHED_CLASSES {
+            if class == SchedClass::Fair {
+                break;
+            }
+            if let Some(next) = class.pick_task(k, cpu) {
+                c += class.set_next_task(k, cpu, next);
+                return PickNext::Task(next, c);
+            }
+        }
+    }
+    // pick_next_task_fair().
+    match SchedClass::Fair.pick_task(k, cpu) {
+        Some(next) => {
+            SchedClass::Fair.set_next_task(k, cpu, next);
+            PickNext::Task(next, c)
+        }
+        None => PickNext::FairEmpty(c),
     }
 }
 
@@ -622,6 +636,8 @@ fn finish_task_switch(k: &mut Kernel, cpu: CpuId) -> Time {
     raw_spin_rq_unlock(k, cpu, cpu);
     local_irq_enable(k, cpu);
     let prev = k.cpus[cpu as usize].switch_prev;
+    // finish_task(): paired with prepare_task()'s set, once per switch.
+    assert!(k.tasks[prev as usize].on_cpu, "finish_task() on CPU {cpu}: task {prev} was not on_cpu");
     k.tasks[prev as usize].on_cpu = false;
     // finish_task(): a release store in task_struct; a waker spinning on it sees it.
     let line = k.csds[k.tasks[prev as usize].wake_entry as usize].line;
@@ -739,6 +755,7 @@ pub fn ttwu_queue_wakelist(k: &mut Kernel, cpu: CpuId, p: TaskId, target: CpuId,
 /// visible to other CPUs (nr_running) at the end of `enqueue_task_fair()`. Returns the cost of
 /// the preemption check (a possible remote resched).
 pub fn ttwu_do_activate(k: &mut Kernel, cpu: CpuId, rq_cpu: CpuId, p: TaskId, wake_flags: u32) -> Time {
+    assert_eq!(k.cpus[rq_cpu as usize].rq.lock_owner, Some(cpu), "ttwu_do_activate(): lockdep_assert_rq_held(rq)");
     let migrated = wake_flags & WF_MIGRATED != 0;
     let resched = activate_task(k, rq_cpu, p, EnqueueFlags { wakeup: true, migrated, initial: false });
     let mut c = 0;
@@ -748,10 +765,8 @@ pub fn ttwu_do_activate(k: &mut Kernel, cpu: CpuId, rq_cpu: CpuId, p: TaskId, wa
     k.tasks[p as usize].state = TASK_RUNNING;
     let (pid, prio) = (k.tasks[p as usize].pid, k.tasks[p as usize].prio);
     k.tp(cpu, Event::SchedWakeup { pid, prio, target_cpu: rq_cpu });
-    if super::rt::rt_task(k, p) {
-        // p->sched_class->task_woken(): push it away if curr stays.
-        c += super::rt::task_woken_rt(k, cpu, rq_cpu, p);
-    }
+    // p->sched_class->task_woken() (RT: push it away if curr stays).
+    c += SchedClass::of(k, p).task_woken(k, cpu, rq_cpu, p);
     let old_avg_idle = !k.cfg.has(crate::linux::patches::Patch::Abfafa54db9a);
     let rq = &mut k.cpus[rq_cpu as usize].rq;
     if rq.idle_stamp != 0 && old_avg_idle {
@@ -776,37 +791,23 @@ pub fn ttwu_do_activate(k: &mut Kernel, cpu: CpuId, rq_cpu: CpuId, p: TaskId, wa
 }
 
 /// Models `wakeup_preempt()` — kernel/sched/core.c @ v6.10, after `p` was enqueued on
-/// `rq_cpu`: the same class decides for itself (`wakeup_preempt_rt`, the fair class's
-/// `check_preempt_wakeup`); a higher class always preempts a lower one (idle < fair < RT <
-/// stop). `enqueue_resched` is the fair enqueue's own `update_curr()` verdict. True to resched.
+/// `rq_cpu`: a wakee of `curr`'s class lets the class decide (`wakeup_preempt_rt()`,
+/// `check_preempt_wakeup_fair()`, the idle class always); a higher class always preempts a
+/// lower one (stop > RT > fair > idle) and a lower one never does. `enqueue_resched` is the
+/// fair enqueue's own `update_curr()` verdict. True to resched.
 pub fn wakeup_preempt(k: &mut Kernel, rq_cpu: CpuId, p: TaskId, enqueue_resched: bool) -> bool {
-    use super::rt::rt_task;
     let curr = k.cpus[rq_cpu as usize].rq.curr;
-    if curr == k.cpus[rq_cpu as usize].rq.idle {
-        return true;
+    let (pc, cc) = (SchedClass::of(k, p), SchedClass::of(k, curr));
+    if pc == cc {
+        return cc.wakeup_preempt(k, rq_cpu, p, enqueue_resched);
     }
-    if k.tasks[curr as usize].kind == super::TaskKind::Stopper {
-        return false;
-    }
-    match (rt_task(k, p), rt_task(k, curr)) {
-        (true, true) => super::rt::wakeup_preempt_rt(k, rq_cpu, p),
-        (true, false) => true,
-        (false, true) => false,
-        (false, false) => {
-            let mut resched = enqueue_resched;
-            if k.cfg.feat(SchedFeat::WAKEUP_PREEMPTION) {
-                let now = k.now;
-                resched |= k.with_cfs(rq_cpu, |cfs, ents| cfs.check_preempt_wakeup(ents, p, now));
-            }
-            resched
-        }
-    }
+    pc.above(cc)
 }
 
 /// Models `try_to_wake_up()` — kernel/sched/core.c @ v6.10.
 ///
-/// Context: any; takes `p->pi_lock` with IRQs saved. Placement: the task's allowed CPU if
-/// pinned, else its previous CPU (`select_task_rq_fair()` belongs to the wakeup issue).
+/// Context: any; takes `p->pi_lock` with IRQs saved. Placement: [`select_task_rq`] (the one
+/// CPU a task may use, else its class's choice), after waiting for `p->on_cpu` to clear.
 pub fn try_to_wake_up(k: &mut Kernel, cpu: CpuId, s: &mut TryToWakeUp) -> Next {
     let p = s.p;
     match s.at {
@@ -862,26 +863,13 @@ pub fn try_to_wake_up(k: &mut Kernel, cpu: CpuId, s: &mut TryToWakeUp) -> Next {
                 return Next::Wait(WaitOn::Spin);
             }
             let prev_cpu = k.tasks[p as usize].cpu;
-            // select_task_rq(): the class hook for a task allowed on several CPUs.
-            let target = match k.tasks[p as usize].single_cpu() {
-                Some(c) => c,
-                None if super::rt::rt_task(k, p) => super::rt::select_task_rq_rt(k, cpu, p, prev_cpu),
-                None => {
-                    let sync = s.wake_flags & WF_SYNC != 0;
-                    let (t, c) = crate::linux::kernel::sched::fair::select_task_rq_fair(k, cpu, p, prev_cpu, sync);
-                    s.cost += c;
-                    t
-                }
-            };
-            let target = select_fallback_rq(k, p, target);
             let mut wf = s.wake_flags | WF_TTWU;
+            let (target, c) = select_task_rq(k, cpu, p, prev_cpu, wf);
+            s.cost += c;
             if target != prev_cpu {
                 wf |= WF_MIGRATED;
-                // set_task_cpu() -> migrate_task_rq_fair(): take the entity's load and
-                // vruntime basis off the old CPU.
-                if !super::rt::rt_task(k, p) {
-                    k.with_cfs(prev_cpu, |cfs, ents| cfs.migrate_task_rq(ents, p));
-                }
+                // set_task_cpu() -> class->migrate_task_rq().
+                SchedClass::of(k, p).migrate_task_rq(k, p, prev_cpu);
                 let (pid, prio) = (k.tasks[p as usize].pid, k.tasks[p as usize].prio);
                 k.tp(cpu, Event::SchedMigrateTask { pid, prio, orig_cpu: prev_cpu, dest_cpu: target });
                 k.tasks[p as usize].cpu = target;
@@ -1020,6 +1008,17 @@ pub fn sched_ttwu_pending(k: &mut Kernel, cpu: CpuId, s: &mut TtwuPending) -> Ne
     }
 }
 
+/// Models `select_task_rq()` — kernel/sched/core.c @ v6.10, run by `cpu`: a task allowed on
+/// one CPU goes there; otherwise its class chooses (`class->select_task_rq()`); a CPU the task
+/// may not use falls back ([`select_fallback_rq`]). Returns (CPU, the class's cost).
+pub fn select_task_rq(k: &mut Kernel, cpu: CpuId, p: TaskId, prev_cpu: CpuId, wake_flags: u32) -> (CpuId, Time) {
+    let (target, c) = match k.tasks[p as usize].single_cpu() {
+        Some(c) => (c, 0),
+        None => SchedClass::of(k, p).select_task_rq(k, cpu, p, prev_cpu, wake_flags),
+    };
+    (select_fallback_rq(k, p, target), c)
+}
+
 /// The end of `select_task_rq()` — kernel/sched/core.c @ v6.10: if the class chose a CPU the
 /// task may not use (`!is_cpu_allowed()`), `select_fallback_rq()` takes the first allowed CPU.
 /// Simplification: the kernel tries the task's NUMA node first and every CPU is online here.
@@ -1045,16 +1044,8 @@ pub fn sched_fork_and_wake(k: &mut Kernel, cpu: CpuId, p: TaskId) {
 /// Performed by `cpu` (the CPU running the creator).
 pub fn wake_up_new_task(k: &mut Kernel, cpu: CpuId, p: TaskId) {
     // select_task_rq(p, WF_FORK): fork balancing for an unpinned task.
-    let target = if let Some(c) = k.tasks[p as usize].single_cpu() {
-        c
-    } else if super::rt::rt_task(k, p) {
-        // select_task_rq_rt(WF_FORK).
-        let c = k.tasks[p as usize].cpu;
-        super::rt::select_task_rq_rt(k, cpu, p, c)
-    } else {
-        crate::linux::kernel::sched::fair::sched_balance_find_dst_cpu(k, cpu, p)
-    };
-    let target = select_fallback_rq(k, p, target);
+    let prev_cpu = k.tasks[p as usize].cpu;
+    let (target, _) = select_task_rq(k, cpu, p, prev_cpu, WF_FORK);
     k.tasks[p as usize].cpu = target;
     k.tasks[p as usize].state = TASK_RUNNING;
     let r = activate_task(k, target, p, EnqueueFlags { wakeup: false, migrated: false, initial: true });
@@ -1075,25 +1066,17 @@ pub fn wake_up_new_task(k: &mut Kernel, cpu: CpuId, p: TaskId) {
 /// and `sched_balance_trigger()`. Returns the cost.
 pub fn sched_tick(k: &mut Kernel, cpu: CpuId) -> Time {
     k.cpus[cpu as usize].rq.clock = k.now;
-    // task_tick_fair() -> entity_tick(): slice/deadline accounting; resched if curr must go.
-    let rq = &k.cpus[cpu as usize].rq;
-    let now = k.now;
-    let fair_curr = (k.tasks[rq.curr as usize].kind.is_fair_task()
-        || k.tasks[rq.curr as usize].kind == super::TaskKind::Ksoftirqd)
-        && !super::rt::rt_task(k, rq.curr);
-    if fair_curr {
-        let resched = k.with_cfs(cpu, |cfs, ents| cfs.check_preempt_tick(ents, now));
-        if resched {
-            resched_curr(k, cpu, cpu, Sym::ReschedCurr);
-        }
-    } else if super::rt::rt_task(k, rq.curr) {
-        // task_tick_rt(): a SCHED_RR task's slice.
-        let curr = rq.curr;
-        if super::rt::task_tick_rt(k, cpu, curr) {
-            resched_curr(k, cpu, cpu, Sym::ReschedCurr);
-        }
-        k.with_cfs(cpu, |cfs, _| cfs.update_cfs_avg(now));
-    } else {
+    // curr->sched_class->task_tick(): the fair class's slice/deadline accounting, a SCHED_RR
+    // task's slice; resched if curr must go.
+    let curr = k.cpus[cpu as usize].rq.curr;
+    let class = SchedClass::of(k, curr);
+    if class.task_tick(k, cpu, curr) {
+        resched_curr(k, cpu, cpu, Sym::ReschedCurr);
+    }
+    if class != SchedClass::Fair {
+        // Simplification: the fair runqueue's PELT average advances at every tick; with a
+        // fair curr, task_tick_fair() has just done it.
+        let now = k.now;
         k.with_cfs(cpu, |cfs, _| cfs.update_cfs_avg(now));
     }
     let ib = idle_cpu(k, cpu);

@@ -680,6 +680,95 @@ pub fn nohz_balancer_kick(k: &mut Kernel, cpu: CpuId) -> Time {
 }
 
 // ---------------------------------------------------------------------------------------
+// The fair class's operations (`fair_sched_class`, dispatched by `class.rs`)
+// ---------------------------------------------------------------------------------------
+
+/// Models `enqueue_task_fair()` — kernel/sched/fair.c @ v6.10 (flat: one entity, no group
+/// hierarchy): `enqueue_entity()` and `h_nr_running++` (`activate_task()` does the
+/// `add_nr_running()`). Returns true if its `update_curr()` asks to resched the current task.
+pub fn enqueue_task_fair(
+    k: &mut Kernel,
+    rq_cpu: CpuId,
+    p: crate::linux::TaskId,
+    flags: super::fair_class::EnqueueFlags,
+) -> bool {
+    let now = k.now;
+    let r = k.with_cfs(rq_cpu, |cfs, ents| cfs.enqueue_entity(ents, p, now, flags));
+    k.cpus[rq_cpu as usize].rq.cfs_h_nr_running += 1;
+    r
+}
+
+/// Models `dequeue_task_fair()` — kernel/sched/fair.c @ v6.10 (flat): `dequeue_entity()` and
+/// `h_nr_running--`.
+pub fn dequeue_task_fair(
+    k: &mut Kernel,
+    rq_cpu: CpuId,
+    p: crate::linux::TaskId,
+    flags: super::fair_class::DequeueFlags,
+) {
+    let now = k.now;
+    k.with_cfs(rq_cpu, |cfs, ents| cfs.dequeue_entity(ents, p, now, flags));
+    k.cpus[rq_cpu as usize].rq.cfs_h_nr_running -= 1;
+}
+
+/// Models `pick_task_fair()` — kernel/sched/fair.c @ v6.10: `pick_next_entity()` (EEVDF's
+/// eligible entity with the earliest deadline, or CFS's leftmost).
+pub fn pick_task_fair(k: &mut Kernel, cpu: CpuId) -> Option<crate::linux::TaskId> {
+    let now = k.now;
+    k.with_cfs(cpu, |cfs, ents| cfs.pick_next_entity(ents, now))
+}
+
+/// Models `set_next_task_fair()` as `pick_next_task_fair()` reaches it: with `prev` still the
+/// fair runqueue's curr (the fast path), `put_prev_entity()` then `set_next_entity()`.
+pub fn set_next_task_fair(k: &mut Kernel, cpu: CpuId, p: crate::linux::TaskId) {
+    let now = k.now;
+    k.with_cfs(cpu, |cfs, ents| cfs.switch_to(ents, p, now));
+}
+
+/// Models `put_prev_task_fair()` — kernel/sched/fair.c @ v6.10: `put_prev_entity()` (a still
+/// queued curr goes back into the tree).
+pub fn put_prev_task_fair(k: &mut Kernel, cpu: CpuId) {
+    let now = k.now;
+    k.with_cfs(cpu, |cfs, ents| cfs.put_prev_entity(ents, now));
+}
+
+/// Models `check_preempt_wakeup_fair()` — kernel/sched/fair.c @ v6.10, for a fair wakee `p`
+/// against a fair `curr`: under WAKEUP_PREEMPTION, EEVDF's (or CFS's) wakeup test, or'ed with
+/// the enqueue's own `update_curr()` verdict. True to resched.
+pub fn check_preempt_wakeup_fair(
+    k: &mut Kernel,
+    rq_cpu: CpuId,
+    p: crate::linux::TaskId,
+    enqueue_resched: bool,
+) -> bool {
+    let mut resched = enqueue_resched;
+    if k.cfg.feat(super::features::SchedFeat::WAKEUP_PREEMPTION) {
+        let now = k.now;
+        resched |= k.with_cfs(rq_cpu, |cfs, ents| cfs.check_preempt_wakeup(ents, p, now));
+    }
+    resched
+}
+
+/// Models `migrate_task_rq_fair()` — kernel/sched/fair.c @ v6.10: take the entity's load and
+/// vruntime basis off `prev_cpu`'s runqueue.
+pub fn migrate_task_rq_fair(k: &mut Kernel, p: crate::linux::TaskId, prev_cpu: CpuId) {
+    k.with_cfs(prev_cpu, |cfs, ents| cfs.migrate_task_rq(ents, p));
+}
+
+/// Models `task_tick_fair()` -> `entity_tick()` — kernel/sched/fair.c @ v6.10: slice and
+/// deadline accounting of the running entity. True to resched.
+pub fn task_tick_fair(k: &mut Kernel, cpu: CpuId) -> bool {
+    let now = k.now;
+    k.with_cfs(cpu, |cfs, ents| cfs.check_preempt_tick(ents, now))
+}
+
+/// Models `yield_task_fair()` — kernel/sched/fair.c @ v6.10.
+pub fn yield_task_fair(k: &mut Kernel, cpu: CpuId) {
+    let now = k.now;
+    k.with_cfs(cpu, |cfs, ents| cfs.yield_task(ents, now));
+}
+
+// ---------------------------------------------------------------------------------------
 // Wakeup placement: select_task_rq_fair() and the idle-sibling search
 // ---------------------------------------------------------------------------------------
 

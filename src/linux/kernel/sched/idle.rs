@@ -33,6 +33,17 @@ pub struct DoIdle {
     pub at: DoIdleAt,
 }
 
+/// Models `pick_task_idle()` — kernel/sched/idle.c @ v6.10: the idle task, always.
+pub fn pick_task_idle(k: &Kernel, cpu: CpuId) -> crate::linux::TaskId {
+    k.cpus[cpu as usize].rq.idle
+}
+
+/// Models `set_next_task_idle()` — kernel/sched/idle.c @ v6.10: `__update_idle_core()` marks
+/// the LLC as having an idle core if all its siblings are idle. Returns the cost.
+pub fn set_next_task_idle(k: &mut Kernel, cpu: CpuId) -> crate::sim::Time {
+    super::fair::__update_idle_core(k, cpu)
+}
+
 /// Set or clear a bit in the current (idle) task's flag word; returns the line cost.
 pub fn current_flags_update(k: &mut Kernel, cpu: CpuId, set: u32, clear: u32) -> u64 {
     let t = k.curr(cpu) as usize;

@@ -2,12 +2,14 @@
 //! the flag vocabulary shared by the scheduler files; plus the parts of `task_struct` and
 //! `thread_info` the model needs.
 
+pub mod class;
 pub mod core;
 pub mod fair;
 pub mod fair_class;
 pub mod features;
 pub mod idle;
 pub mod rt;
+pub mod stop_task;
 pub mod syscalls;
 pub mod topology;
 
@@ -45,6 +47,8 @@ pub const NOHZ_NEXT_KICK: u32 = 1 << 3;
 pub const NOHZ_KICK_MASK: u32 = NOHZ_BALANCE_KICK | NOHZ_STATS_KICK | NOHZ_NEXT_KICK;
 
 // Wake flags (kernel/sched/sched.h; WF_ON_CPU as in v5.19, removed by f3dd3f674555's series).
+/// A new task's placement (`wake_up_new_task()`).
+pub const WF_FORK: u32 = 0x04;
 pub const WF_TTWU: u32 = 0x08;
 /// A synchronous wakeup: the waker is about to sleep.
 pub const WF_SYNC: u32 = 0x10;

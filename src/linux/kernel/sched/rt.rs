@@ -410,6 +410,16 @@ pub fn need_pull_rt_task(k: &Kernel, cpu: CpuId, prev: TaskId) -> bool {
     k.cpus[cpu as usize].rq.rt.highest_prio_curr() > k.tasks[prev as usize].prio
 }
 
+/// Models `balance_rt()` — kernel/sched/rt.c @ v6.10, for an RT `prev` from
+/// `put_prev_task_balance()`: if `prev` left the RT queue and this CPU's best RT priority is
+/// now below its own, pull (`pull_rt_task()`). Returns the cost.
+pub fn balance_rt(k: &mut Kernel, cpu: CpuId, prev: TaskId) -> Time {
+    if !k.cpus[cpu as usize].rq.rt.on_rt_rq(prev) && need_pull_rt_task(k, cpu, prev) {
+        return pull_rt_task(k, cpu);
+    }
+    0
+}
+
 /// Models `balance_rt()` -> `pull_rt_task()` — kernel/sched/rt.c @ v6.10, from `__schedule()`
 /// before the pick when an RT `prev` leaves the RT queue and this CPU's priority drops. With
 /// RT_PUSH_IPI (the default) it does not pull itself: it starts the irq_work chain that has

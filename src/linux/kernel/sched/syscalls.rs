@@ -17,7 +17,7 @@ use crate::sim::Time;
 /// spreads successive calls). `mask` must not be empty. Returns the cost.
 pub fn sched_setaffinity(k: &mut Kernel, cpu: CpuId, p: TaskId, mask: &CpuMask) -> Time {
     let nr = k.m.topo.nr_cpus;
-    debug_assert!(!mask.is_empty(), "sched_setaffinity with an empty mask");
+    assert!(!mask.is_empty(), "sched_setaffinity() with an empty mask (the syscall returns -EINVAL before this)");
     let t = &mut k.tasks[p as usize];
     if mask.weight() == nr {
         t.cpus_mask = None;
@@ -69,10 +69,5 @@ pub fn migration_cpu_stop(k: &mut Kernel, cpu: CpuId, p: TaskId, dest: CpuId) ->
 pub fn do_sched_yield(k: &mut Kernel, cpu: CpuId) {
     let curr = k.curr(cpu);
     k.cpus[cpu as usize].rq.clock = k.now;
-    if super::rt::rt_task(k, curr) {
-        super::rt::yield_task_rt(k, cpu);
-    } else {
-        let now = k.now;
-        k.with_cfs(cpu, |cfs, ents| cfs.yield_task(ents, now));
-    }
+    super::class::SchedClass::of(k, curr).yield_task(k, cpu);
 }

@@ -107,10 +107,22 @@ pub fn run_local_timers(k: &mut Kernel, cpu: CpuId) {
     }
 }
 
+/// `run_timer_softirq()` resume points, in code order.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum RunTimerAt {
+    /// `expire_timers()`: take the earliest expired timer (`timer_expire_entry`), or return.
+    #[default]
+    NextTimer,
+    /// The timer's function ran its own time: its kernel work (queue the work, wake the task).
+    CallFn,
+    /// `timer_expire_exit`; a periodic callback re-arms itself.
+    FnDone,
+}
+
 /// `run_timer_softirq()` in progress.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RunTimerSoftirq {
-    pub at: u8,
+    pub at: RunTimerAt,
     pub cur: Option<TimerList>,
 }
 
@@ -121,7 +133,7 @@ pub struct RunTimerSoftirq {
 /// Context: TIMER_SOFTIRQ, IRQs on.
 pub fn run_timer_softirq(k: &mut Kernel, cpu: CpuId, s: &mut RunTimerSoftirq) -> Next {
     match s.at {
-        0 => {
+        RunTimerAt::NextTimer => {
             let j = k.jiffies();
             let timers = &mut k.cpus[cpu as usize].timers.timers;
             let Some(i) = (0..timers.len()).filter(|&i| timers[i].expires <= j).min_by_key(|&i| (timers[i].expires, i))
@@ -139,7 +151,7 @@ pub fn run_timer_softirq(k: &mut Kernel, cpu: CpuId, s: &mut RunTimerSoftirq) ->
                 TimerFn::ProcessTimeout(_) => n + 1,
             };
             k.tp(cpu, Event::TimerExpireEntry { timer: t.addr, func, now: j, baseclk: t.expires });
-            s.at = 1;
+            s.at = RunTimerAt::CallFn;
             let c = match t.func {
                 TimerFn::Callback { src } => {
                     let d = k.cfg.background.sources[src as usize].runtime;
@@ -149,9 +161,9 @@ pub fn run_timer_softirq(k: &mut Kernel, cpu: CpuId, s: &mut RunTimerSoftirq) ->
             };
             Next::Cont(c)
         }
-        1 => {
+        RunTimerAt::CallFn => {
             let t = s.cur.expect("a timer is running");
-            s.at = 2;
+            s.at = RunTimerAt::FnDone;
             match t.func {
                 TimerFn::DelayedWork(w) => {
                     let (c, wake) = workqueue::__queue_work(k, cpu, w);
@@ -164,7 +176,7 @@ pub fn run_timer_softirq(k: &mut Kernel, cpu: CpuId, s: &mut RunTimerSoftirq) ->
                 TimerFn::Callback { .. } => Next::Cont(0),
             }
         }
-        _ => {
+        RunTimerAt::FnDone => {
             let t = s.cur.take().expect("a timer is running");
             k.tp(cpu, Event::TimerExpireExit { timer: t.addr });
             if let TimerFn::Callback { src } = t.func {
@@ -174,7 +186,7 @@ pub fn run_timer_softirq(k: &mut Kernel, cpu: CpuId, s: &mut RunTimerSoftirq) ->
                 let next = srcd.next_interval(&mut k.cpus[cpu as usize].bg_rng);
                 add_timer_on(k, cpu, next, deferrable, t.func, src);
             }
-            s.at = 0;
+            s.at = RunTimerAt::NextTimer;
             Next::Cont(0)
         }
     }
