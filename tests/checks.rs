@@ -213,6 +213,9 @@ fn rq_lock_across_switch_fires_when_a_cpu_switches_holding_another_rq_lock() {
     let holder = (busy + 1) % 4;
     let other = (busy + 2) % 4;
     assert!(raw_spin_rq_lock(&mut k, holder, other).is_some());
+    // Drop the preemption level the lock took, so that `__schedule()`'s own release assertion
+    // (scheduling while atomic) does not stop the run before the checker sees the switch.
+    k.cpus[holder as usize].preempt_count -= 1;
     k.run(100_000_000);
     assert!(k.violations().iter().any(|v| v.rule == Rule::RqLockAcrossSwitch), "{:?}", rules(&k));
 }

@@ -30,10 +30,10 @@ pub const MAX_MEMORY_BYTES: u64 = 8 << 30;
 /// Fixed part of the estimate: the machine's tables, the trace buffer, the binary (bytes).
 pub const MEM_BASE_BYTES: u64 = 16 << 20;
 /// Per CPU: its `Cpu`, runqueues, idle task, per-CPU kernel threads and timers (bytes).
-pub const MEM_PER_CPU_BYTES: u64 = 32 << 10;
-/// Per pair of CPUs: masks and distances that hold one entry per CPU for every CPU (sched
-/// domain spans, cache-line holder masks, the distance table) (bytes).
-pub const MEM_PER_CPU_PAIR_BYTES: u64 = 16;
+pub const MEM_PER_CPU_BYTES: u64 = 16 << 10;
+/// Per pair of CPUs: tables with one entry per CPU for every CPU (the distance table, cache-line
+/// holder masks; sched domain spans are shared per distinct mask since issue 16) (bytes).
+pub const MEM_PER_CPU_PAIR_BYTES: u64 = 2;
 /// Per task: `task_struct` model, saved frames, runqueue entity, the workload's own frame
 /// (bytes; the workloads' larger per-task state is added by `Workload::planned_size`).
 pub const MEM_PER_TASK_BYTES: u64 = 2 << 10;
