@@ -24,8 +24,10 @@ fn a_panic_names_the_reproduce_line_then_the_trace_tail_then_the_message() {
     std::fs::create_dir_all(&dir).unwrap();
     let trace = dir.join("t.txt");
     let err = panicking_run(&["--trace", trace.to_str().unwrap()]);
-    let line = err.find("# schedsim run pingpong iters=100000").unwrap_or_else(|| panic!("no reproduce line: {err}"));
-    assert!(err[line..].lines().next().unwrap().contains("--machine smp-4 --kernel 'v6.10' --seed 1"), "{err}");
+    let line = err
+        .find("# schedsim run --workload pingpong iters=100000")
+        .unwrap_or_else(|| panic!("no reproduce line: {err}"));
+    assert!(err[line..].lines().next().unwrap().contains("--machine smp-4 --kernel v6.10"), "{err}");
     let tail = err.find("the last 20 trace records").unwrap_or_else(|| panic!("no trace tail: {err}"));
     let msg = err.find("deliberate panic").unwrap_or_else(|| panic!("no panic message: {err}"));
     assert!(line < tail && tail < msg, "line, records, message in this order: {err}");
@@ -38,7 +40,7 @@ fn a_panic_names_the_reproduce_line_then_the_trace_tail_then_the_message() {
 #[test]
 fn without_tracing_the_report_says_so() {
     let err = panicking_run(&[]);
-    assert!(err.contains("# schedsim run pingpong"), "{err}");
+    assert!(err.contains("# schedsim run --workload pingpong"), "{err}");
     assert!(err.contains("tracing was off"), "{err}");
     assert!(err.contains("deliberate panic"), "{err}");
 }

@@ -88,7 +88,12 @@ fn model_and_engine_keep_the_determinism_contract() {
                     !before.is_some_and(|c| c.is_alphanumeric() || c == '_')
                         && !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
                 });
-                if hit {
+                // The explorer's in-memory trace sink implements `TraceSink`, whose methods return
+                // `std::io::Result`: a type in a signature, not I/O.
+                let sink_signature = *b == "std::io"
+                    && f.components().any(|c| c.as_os_str() == "explore")
+                    && code.contains("std::io::Result");
+                if hit && !sink_signature {
                     bad.push(format!("{}:{}: {b}: {}", f.display(), i + 1, line.trim()));
                 }
             }
