@@ -155,39 +155,18 @@ fn clock_and_files_stay_in_their_modules() {
 /// `sched_setaffinity()`, `do_exit_unwaited()`, ...).
 #[test]
 fn kernel_and_workloads_meet_only_at_the_registry_and_entry_points() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut bad = Vec::new();
-    let mut files = Vec::new();
-    rust_files(&root.join("linux"), &mut files);
-    for f in &files {
-        let text = std::fs::read_to_string(f).expect("readable");
-        for (i, line) in text.lines().enumerate() {
-            let code = line.split("//").next().unwrap_or("");
-            if code.contains("workload::") && !code.contains("workload::registry::") {
-                bad.push(format!("{}:{}: {}", f.display(), i + 1, line.trim()));
-            }
-        }
-    }
-    let mut files = Vec::new();
-    rust_files(&root.join("workload"), &mut files);
-    for f in &files {
-        let text = std::fs::read_to_string(f).expect("readable");
-        for (i, line) in text.lines().enumerate() {
-            let code = line.split("//").next().unwrap_or("");
-            for obj in ["k.tasks[", "k.cpus["] {
-                let Some(at) = code.find(obj) else { continue };
-                // Skip the index, then the field path: an assignment follows it directly.
-                let rest = &code[at + obj.len()..];
-                let Some(close) = rest.find(']') else { continue };
-                let tail = rest[close + 1..].trim_start_matches(|c: char| c.is_alphanumeric() || c == '_' || c == '.');
-                let tail = tail.trim_start();
-                let assigns =
-                    ["=", "+=", "-=", "|=", "&="].iter().any(|op| tail.starts_with(op)) && !tail.starts_with("==");
-                if assigns {
-                    bad.push(format!("{}:{}: {}", f.display(), i + 1, line.trim()));
-                }
-            }
-        }
-    }
+    let mut bad =
+        scan(&files_under(&["linux"]), |_, code| code.contains("workload::") && !code.contains("workload::registry::"));
+    bad.extend(scan(&files_under(&["workload"]), |_, code| {
+        ["k.tasks[", "k.cpus["].iter().any(|obj| {
+            let Some(at) = code.find(obj) else { return false };
+            // Skip the index, then the field path: an assignment follows it directly.
+            let rest = &code[at + obj.len()..];
+            let Some(close) = rest.find(']') else { return false };
+            let tail = rest[close + 1..].trim_start_matches(|c: char| c.is_alphanumeric() || c == '_' || c == '.');
+            let tail = tail.trim_start();
+            ["=", "+=", "-=", "|=", "&="].iter().any(|op| tail.starts_with(op)) && !tail.starts_with("==")
+        })
+    }));
     assert!(bad.is_empty(), "crossing the workload boundary:\n{}", bad.join("\n"));
 }
