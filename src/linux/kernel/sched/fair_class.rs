@@ -243,6 +243,26 @@ pub struct TreeNode {
     min_vruntime: u64,
 }
 
+impl TreeNode {
+    #[inline]
+    fn child(&self, left: bool) -> u32 {
+        if left {
+            self.left
+        } else {
+            self.right
+        }
+    }
+
+    #[inline]
+    fn set_child(&mut self, left: bool, c: u32) {
+        if left {
+            self.left = c;
+        } else {
+            self.right = c;
+        }
+    }
+}
+
 impl Default for TreeNode {
     fn default() -> Self {
         TreeNode { left: NIL, right: NIL, seq: 0, min_vruntime: 0 }
@@ -558,30 +578,19 @@ impl CfsRq {
         }
         let xp = self.tree_pos(&ents[x as usize]);
         let tp = self.tree_pos(&ents[t as usize]);
-        let root = if self.pos_before(xp, tp) {
-            let l = self.tree_insert(ents, ents[t as usize].node.left, x);
-            ents[t as usize].node.left = l;
-            if tree_prio(ents[l as usize].node.seq) > tree_prio(ents[t as usize].node.seq) {
-                // Rotate right: l becomes the root of this subtree.
-                ents[t as usize].node.left = ents[l as usize].node.right;
-                ents[l as usize].node.right = t;
-                Self::tree_update(ents, t);
-                l
-            } else {
-                t
-            }
+        // Descend on the side `x` sorts to; if the child coming back outranks `t`, rotate it up
+        // (a right rotation for a left child, a left rotation for a right child).
+        let left = self.pos_before(xp, tp);
+        let c = self.tree_insert(ents, ents[t as usize].node.child(left), x);
+        ents[t as usize].node.set_child(left, c);
+        let root = if tree_prio(ents[c as usize].node.seq) > tree_prio(ents[t as usize].node.seq) {
+            let inner = ents[c as usize].node.child(!left);
+            ents[t as usize].node.set_child(left, inner);
+            ents[c as usize].node.set_child(!left, t);
+            Self::tree_update(ents, t);
+            c
         } else {
-            let r = self.tree_insert(ents, ents[t as usize].node.right, x);
-            ents[t as usize].node.right = r;
-            if tree_prio(ents[r as usize].node.seq) > tree_prio(ents[t as usize].node.seq) {
-                // Rotate left.
-                ents[t as usize].node.right = ents[r as usize].node.left;
-                ents[r as usize].node.left = t;
-                Self::tree_update(ents, t);
-                r
-            } else {
-                t
-            }
+            t
         };
         Self::tree_update(ents, root);
         root
