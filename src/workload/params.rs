@@ -67,7 +67,7 @@ pub fn check_memory(nr_cpus: u64, tasks: u64, workload_bytes: u64, flags: &str) 
 /// The limits above, as `schedsim run --help` and `compare --help` state them.
 pub fn limits_help() -> String {
     format!(
-        "Limits: at most {MAX_TASKS} tasks (the kernel's default pid_max), {} CPUs, {} ms of simulated time \
+        "Limits: at most {MAX_TASKS} tasks (the kernel's PID_MAX_LIMIT), {} CPUs, {} ms of simulated time \
          (--limit-ms; one hour), {} ms for a single cost or sleep, and {} of estimated memory (tasks x {} plus a \
          workload's own per-task state such as a schbench worker's latency histogram, CPUs x {}, CPUs^2 x {}). \
          A run above a limit stops before it starts, with an error naming the flag or parameter.",
