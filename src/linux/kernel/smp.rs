@@ -58,6 +58,30 @@ pub fn __smp_call_single_queue(k: &mut Kernel, cpu: CpuId, target: CpuId, csd: C
     c
 }
 
+/// `smp_call_function_single()` / `smp_call_function_many_cond()` resume points, in code
+/// order (single target, then several; both end at `put_cpu()`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SmpCallAt {
+    /// Single target: `get_cpu()`, then a local call or the choice of csd.
+    GetCpu,
+    /// Single target: `csd_lock()` (spinning while `csd_data` is in use) and queue it.
+    CsdLock,
+    /// Single target: `csd_lock_wait()` when waiting.
+    CsdLockWait,
+    /// Several targets: `get_cpu()` and the empty IPI mask.
+    ManyGetCpu,
+    /// Several targets: queue a csd on the next target.
+    ManyQueue,
+    /// Several targets: send the IPI(s).
+    ManyNotify,
+    /// Several targets: `csd_lock_wait()` on each target's csd in turn.
+    ManyWait,
+    /// `put_cpu()`: `preempt_enable()`, which may call `schedule()`.
+    PutCpu,
+    /// Back from the `schedule()` of the final `preempt_enable()`.
+    Preempted,
+}
+
 /// `smp_call_function_single()` / `smp_call_function_many_cond()` in progress.
 #[derive(Debug, Clone, Copy)]
 pub struct SmpCallFunction {
@@ -66,7 +90,7 @@ pub struct SmpCallFunction {
     pub wait: bool,
     pub func: CsdFunc,
     pub csd: CsdId,
-    pub at: u8,
+    pub at: SmpCallAt,
     /// Multi-target: the CPU being queued or waited for, how many notifications were needed,
     /// and the last one.
     pub i: CpuId,
@@ -79,10 +103,19 @@ pub const ALL_BUT_SELF: CpuId = CpuId::MAX;
 
 impl SmpCallFunction {
     pub fn single(target: CpuId, func: CsdFunc, wait: bool) -> Self {
-        SmpCallFunction { target, wait, func, csd: 0, at: 0, i: 0, nr_ipi: 0, last: 0 }
+        SmpCallFunction { target, wait, func, csd: 0, at: SmpCallAt::GetCpu, i: 0, nr_ipi: 0, last: 0 }
     }
     pub fn all_but_self(func: CsdFunc, wait: bool) -> Self {
-        SmpCallFunction { target: ALL_BUT_SELF, wait, func, csd: 0, at: 10, i: 0, nr_ipi: 0, last: 0 }
+        SmpCallFunction {
+            target: ALL_BUT_SELF,
+            wait,
+            func,
+            csd: 0,
+            at: SmpCallAt::ManyGetCpu,
+            i: 0,
+            nr_ipi: 0,
+            last: 0,
+        }
     }
 }
 
@@ -111,21 +144,21 @@ fn cfd_csd(k: &mut Kernel, cpu: CpuId, target: CpuId) -> CsdId {
 fn smp_call_function_many_cond(k: &mut Kernel, cpu: CpuId, s: &mut SmpCallFunction) -> Next {
     let nr = k.m.topo.nr_cpus;
     match s.at {
-        10 => {
+        SmpCallAt::ManyGetCpu => {
             k.cpus[cpu as usize].preempt_count += 1;
             s.i = 0;
             s.nr_ipi = 0;
             k.cpus[cpu as usize].cfd_ipi_mask = crate::hw::cpumask::CpuMask::new(nr);
-            s.at = 11;
+            s.at = SmpCallAt::ManyQueue;
             Next::Cont(k.costs.smp_call_setup)
         }
-        11 => {
+        SmpCallAt::ManyQueue => {
             // Queue on the next target.
             while s.i < nr && s.i == cpu {
                 s.i += 1;
             }
             if s.i >= nr {
-                s.at = 12;
+                s.at = SmpCallAt::ManyNotify;
                 return Next::Cont(0);
             }
             let t = s.i;
@@ -157,7 +190,7 @@ fn smp_call_function_many_cond(k: &mut Kernel, cpu: CpuId, s: &mut SmpCallFuncti
             s.i += 1;
             Next::Cont(c + k.costs.csd_call)
         }
-        12 => {
+        SmpCallAt::ManyNotify => {
             let mut c = 0;
             if s.nr_ipi == 1 {
                 c += send_call_function_single_ipi(k, cpu, s.last, Sym::SmpCallFunctionManyCond);
@@ -187,19 +220,19 @@ fn smp_call_function_many_cond(k: &mut Kernel, cpu: CpuId, s: &mut SmpCallFuncti
                 c += clusters.len() as Time * k.m.costs.ipi_send_ns;
             }
             s.i = 0;
-            s.at = 13;
+            s.at = SmpCallAt::ManyWait;
             Next::Cont(c)
         }
-        13 => {
+        SmpCallAt::ManyWait => {
             if !s.wait {
-                s.at = 14;
+                s.at = SmpCallAt::PutCpu;
                 return Next::Cont(0);
             }
             while s.i < nr && s.i == cpu {
                 s.i += 1;
             }
             if s.i >= nr {
-                s.at = 14;
+                s.at = SmpCallAt::PutCpu;
                 return Next::Cont(0);
             }
             // csd_lock_wait() on each target's csd in turn.
@@ -213,19 +246,16 @@ fn smp_call_function_many_cond(k: &mut Kernel, cpu: CpuId, s: &mut SmpCallFuncti
             s.i += 1;
             Next::Cont(c)
         }
-        PREEMPTED => Next::Ret(0),
-        _ => {
+        SmpCallAt::Preempted => Next::Ret(0),
+        SmpCallAt::PutCpu | SmpCallAt::GetCpu | SmpCallAt::CsdLock | SmpCallAt::CsdLockWait => {
             if let Some(f) = crate::linux::kernel::sched::core::preempt_enable(k, cpu) {
-                s.at = PREEMPTED;
+                s.at = SmpCallAt::Preempted;
                 return Next::Call(0, f);
             }
             Next::Ret(0)
         }
     }
 }
-
-/// Resume point of an SMP call frame that was preempted at its final `preempt_enable()`.
-const PREEMPTED: u8 = u8::MAX;
 
 /// Models `smp_call_function_single()` + `generic_exec_single()` — kernel/smp.c @ v6.10.
 ///
@@ -237,18 +267,18 @@ pub fn smp_call_function(k: &mut Kernel, cpu: CpuId, s: &mut SmpCallFunction) ->
         return smp_call_function_many_cond(k, cpu, s);
     }
     match s.at {
-        0 => {
+        SmpCallAt::GetCpu => {
             k.cpus[cpu as usize].preempt_count += 1; // get_cpu()
             if s.target == cpu {
                 // generic_exec_single() on the local CPU: run the function with IRQs off.
-                s.at = 3;
+                s.at = SmpCallAt::PutCpu;
                 return Next::Cont(k.costs.smp_call_setup + k.costs.csd_call);
             }
             s.csd = if s.wait { k.cpus[cpu as usize].stack_csd } else { k.cpus[cpu as usize].csd_data };
-            s.at = 1;
+            s.at = SmpCallAt::CsdLock;
             Next::Cont(0)
         }
-        1 => {
+        SmpCallAt::CsdLock => {
             let csd = s.csd;
             if !s.wait && k.csds[csd as usize].flags & CSD_FLAG_LOCK != 0 {
                 // csd_lock(): wait for the previous use of csd_data to be released.
@@ -267,12 +297,12 @@ pub fn smp_call_function(k: &mut Kernel, cpu: CpuId, s: &mut SmpCallFunction) ->
             crate::linux::check::on_csd_lock(k, csd);
             let mut c = k.line_write(cpu, line) + k.costs.smp_call_setup;
             c += __smp_call_single_queue(k, cpu, s.target, csd, Sym::GenericExecSingle);
-            s.at = 2;
+            s.at = SmpCallAt::CsdLockWait;
             Next::Cont(c)
         }
-        2 => {
+        SmpCallAt::CsdLockWait => {
             if !s.wait {
-                s.at = 3;
+                s.at = SmpCallAt::PutCpu;
                 return Next::Cont(0);
             }
             // csd_lock_wait(): acquire-spin on the lock word.
@@ -282,14 +312,18 @@ pub fn smp_call_function(k: &mut Kernel, cpu: CpuId, s: &mut SmpCallFunction) ->
                 watch(k, cpu, line);
                 return Next::Wait(WaitOn::Spin);
             }
-            s.at = 3;
+            s.at = SmpCallAt::PutCpu;
             Next::Cont(c)
         }
-        PREEMPTED => Next::Ret(0),
-        _ => {
+        SmpCallAt::Preempted => Next::Ret(0),
+        SmpCallAt::PutCpu
+        | SmpCallAt::ManyGetCpu
+        | SmpCallAt::ManyQueue
+        | SmpCallAt::ManyNotify
+        | SmpCallAt::ManyWait => {
             // put_cpu(): under full preemption a pending NEED_RESCHED is honoured here.
             if let Some(f) = crate::linux::kernel::sched::core::preempt_enable(k, cpu) {
-                s.at = PREEMPTED;
+                s.at = SmpCallAt::Preempted;
                 return Next::Call(0, f);
             }
             Next::Ret(0)
@@ -297,10 +331,22 @@ pub fn smp_call_function(k: &mut Kernel, cpu: CpuId, s: &mut SmpCallFunction) ->
     }
 }
 
+/// `flush_smp_call_function_queue()` resume points, in code order.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum FlushSmpCallAt {
+    /// About to save IRQs off, mark the flush and call `__flush_smp_call_function_queue()`.
+    #[default]
+    Flush,
+    /// Back from the flush: clear the marks, then `do_softirq_post_smp_call_flush()`.
+    PostFlush,
+    /// Restore IRQs and return.
+    Restore,
+}
+
 /// `flush_smp_call_function_queue()` in progress.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct FlushSmpCallFunctionQueue {
-    pub at: u8,
+    pub at: FlushSmpCallAt,
     pub was_pending: u32,
     pub irqs_were_on: bool,
 }
@@ -313,7 +359,7 @@ pub struct FlushSmpCallFunctionQueue {
 /// Context: task (the idle task); `in_interrupt()` is false here.
 pub fn flush_smp_call_function_queue(k: &mut Kernel, cpu: CpuId, s: &mut FlushSmpCallFunctionQueue) -> Next {
     match s.at {
-        0 => {
+        FlushSmpCallAt::Flush => {
             let line = k.cpus[cpu as usize].csq_line;
             let mut c = k.line_read(cpu, line);
             if k.cpus[cpu as usize].csq.is_empty() {
@@ -333,10 +379,10 @@ pub fn flush_smp_call_function_queue(k: &mut Kernel, cpu: CpuId, s: &mut FlushSm
                 let l = k.cpus[cpu as usize].softirq_ctrl_line;
                 c += k.line_write(cpu, l);
             }
-            s.at = 1;
+            s.at = FlushSmpCallAt::PostFlush;
             Next::Call(c + k.costs.flush, Frame::FlushQueue(FlushQueue::default()))
         }
-        1 => {
+        FlushSmpCallAt::PostFlush => {
             let mut c = 0;
             if k.cfg.softirq_flag() {
                 k.cpus[cpu as usize].will_do_softirq_post_flush = false;
@@ -348,7 +394,7 @@ pub fn flush_smp_call_function_queue(k: &mut Kernel, cpu: CpuId, s: &mut FlushSm
                 let l = k.cpus[cpu as usize].softirq_ctrl_line;
                 c += k.line_write(cpu, l);
             }
-            s.at = 2;
+            s.at = FlushSmpCallAt::Restore;
             if k.cpus[cpu as usize].softirq_pending != 0 {
                 if let Some(f) = softirq::do_softirq_post_smp_call_flush(k, cpu, s.was_pending) {
                     return Next::Call(c, f);
@@ -356,7 +402,7 @@ pub fn flush_smp_call_function_queue(k: &mut Kernel, cpu: CpuId, s: &mut FlushSm
             }
             Next::Cont(c)
         }
-        _ => {
+        FlushSmpCallAt::Restore => {
             if s.irqs_were_on {
                 local_irq_enable(k, cpu);
             }

@@ -393,6 +393,16 @@ pub fn finish_wait(k: &mut Kernel, wq: WqId, task: TaskId) {
     remove_wait_queue(k, wq, task);
 }
 
+/// `__wake_up_common_lock()` resume points, in code order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WakeUpAt {
+    /// About to take the queue lock (IRQs saved) and start the walk.
+    Lock,
+    /// Walking the queue (`__wake_up_common()`): the next entry, or back from its
+    /// `try_to_wake_up()`; unlock at the end.
+    Walk,
+}
+
 /// A `__wake_up_common_lock()` in progress.
 #[derive(Debug, Clone, Copy)]
 pub struct WakeUp {
@@ -401,7 +411,7 @@ pub struct WakeUp {
     pub key: u32,
     pub nr_exclusive: u32,
     pub wake_flags: u32,
-    pub at: u8,
+    pub at: WakeUpAt,
     pub irqs_were_on: bool,
     pub walk: u32,
     pub start_seq: u64,
@@ -421,7 +431,7 @@ impl WakeUp {
             key,
             nr_exclusive,
             wake_flags,
-            at: 0,
+            at: WakeUpAt::Lock,
             irqs_were_on: false,
             walk: 0,
             start_seq: 0,
@@ -456,7 +466,7 @@ pub const WAKE_LOG_LIMIT: usize = 4096;
 /// `ttwu_state_match()`: whether the task was still sleeping interruptibly.
 pub fn wake_up(k: &mut Kernel, cpu: CpuId, s: &mut WakeUp) -> Next {
     match s.at {
-        0 => {
+        WakeUpAt::Lock => {
             s.irqs_were_on = !k.cpus[cpu as usize].x.irqs_off;
             local_irq_disable(k, cpu);
             let line = k.ipc.wqs[s.wq as usize].line;
@@ -465,10 +475,10 @@ pub fn wake_up(k: &mut Kernel, cpu: CpuId, s: &mut WakeUp) -> Next {
             s.walk = k.ipc.wq_walks;
             s.start_seq = k.ipc.wq_seq + 1;
             k.ipc.wqs.walk_begin(s.wq, s.walk);
-            s.at = 1;
+            s.at = WakeUpAt::Walk;
             Next::Cont(c)
         }
-        _ => {
+        WakeUpAt::Walk => {
             let mut c = std::mem::take(&mut s.carry) as Time;
             while s.nr_exclusive > 0 {
                 let Some(i) = k.ipc.wqs.walk_next(s.wq, s.walk, s.start_seq) else { break };

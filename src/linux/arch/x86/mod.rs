@@ -13,18 +13,33 @@ use crate::linux::{CpuId, Kernel};
 use crate::sim::Time;
 use crate::trace::{Event, Vector};
 
+/// [`irq_handler()`] resume points, in code order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HardIrqAt {
+    /// Interrupt entry: the vector's handler.
+    Entry,
+    /// Local timer: wake the tasks whose sleep timers expired, one at a time.
+    TimerWakeups,
+    /// `irq_exit_rcu()`: the vector's exit record, then pending softirqs.
+    IrqExit,
+    /// The return to the interrupted context (`irqentry_exit()`).
+    Iret,
+    /// Back from `preempt_schedule_irq()`.
+    Preempted,
+}
+
 /// An interrupt handler in progress.
 #[derive(Debug, Clone, Copy)]
 pub struct HardIrq {
     pub vector: Vector,
     /// The remaining time of the step this interrupt preempted.
     pub saved: Time,
-    pub at: u8,
+    pub at: HardIrqAt,
 }
 
 impl HardIrq {
     pub fn new(vector: Vector, saved: Time) -> Self {
-        HardIrq { vector, saved, at: 0 }
+        HardIrq { vector, saved, at: HardIrqAt::Entry }
     }
 }
 
@@ -36,7 +51,7 @@ impl HardIrq {
 /// Context: hardirq, IRQs off. Returns to the interrupted context with IRQs on.
 pub fn irq_handler(k: &mut Kernel, cpu: CpuId, s: &mut HardIrq) -> Next {
     match s.at {
-        0 => {
+        HardIrqAt::Entry => {
             k.cpus[cpu as usize].preempt_count += HARDIRQ_OFFSET;
             k.tp(cpu, Event::VectorEntry { vector: s.vector });
             let entry = k.m.costs.irq_entry_ns;
@@ -44,7 +59,7 @@ pub fn irq_handler(k: &mut Kernel, cpu: CpuId, s: &mut HardIrq) -> Next {
                 Vector::CallFunctionSingle | Vector::CallFunction => {
                     // generic_smp_call_function_single_interrupt() /
                     // generic_smp_call_function_interrupt(): the same flush.
-                    s.at = 1;
+                    s.at = HardIrqAt::IrqExit;
                     Next::Call(entry, Frame::FlushQueue(FlushQueue::default()))
                 }
                 Vector::Reschedule => {
@@ -52,29 +67,29 @@ pub fn irq_handler(k: &mut Kernel, cpu: CpuId, s: &mut HardIrq) -> Next {
                     if crate::linux::kernel::sched::need_resched(k, cpu) {
                         k.cpus[cpu as usize].pnr = true;
                     }
-                    s.at = 1;
+                    s.at = HardIrqAt::IrqExit;
                     Next::Cont(entry + k.costs.scheduler_ipi)
                 }
                 Vector::LocalTimer => {
                     k.stats.ticks += 0;
-                    s.at = 5;
+                    s.at = HardIrqAt::TimerWakeups;
                     let c = tick_sched::hrtimer_interrupt(k, cpu);
                     Next::Cont(entry + c)
                 }
             }
         }
-        5 => {
+        HardIrqAt::TimerWakeups => {
             // Expired sleep timers: hrtimer_wakeup() -> wake_up_process().
             if let Some(p) = k.cpus[cpu as usize].tick.expired.pop() {
                 return Next::Call(0, Frame::TryToWakeUp(crate::linux::kernel::sched::core::TryToWakeUp::new(p, 0)));
             }
-            s.at = 1;
+            s.at = HardIrqAt::IrqExit;
             Next::Cont(0)
         }
-        1 => {
+        HardIrqAt::IrqExit => {
             k.tp(cpu, Event::VectorExit { vector: s.vector });
             k.cpus[cpu as usize].preempt_count -= HARDIRQ_OFFSET;
-            s.at = 3;
+            s.at = HardIrqAt::Iret;
             if s.vector != Vector::Reschedule {
                 // irq_exit_rcu(): run pending softirqs unless already in interrupt context.
                 if let Some(f) = softirq::irq_exit_softirqs(k, cpu) {
@@ -83,11 +98,11 @@ pub fn irq_handler(k: &mut Kernel, cpu: CpuId, s: &mut HardIrq) -> Next {
             }
             Next::Cont(0)
         }
-        6 => {
+        HardIrqAt::Preempted => {
             // Back from preempt_schedule_irq(): finish the interrupted step.
             Next::Ret(s.saved)
         }
-        _ => {
+        HardIrqAt::Iret => {
             // iret: the interrupted context had IRQs on. Returning to user mode with
             // NEED_RESCHED set goes through exit_to_user_mode_loop() -> schedule(): the user
             // code's remaining time resumes after that.
@@ -127,7 +142,7 @@ pub fn irq_handler(k: &mut Kernel, cpu: CpuId, s: &mut HardIrq) -> Next {
                 && crate::linux::kernel::sched::core::full_preemption(k)
                 && k.cpus[cpu as usize].preempt_count == 0
             {
-                s.at = 6;
+                s.at = HardIrqAt::Preempted;
                 return Next::Call(
                     k.m.costs.irq_exit_ns,
                     Frame::ScheduleCaller(crate::linux::kernel::sched::core::ScheduleCaller::preempt_schedule_common()),

@@ -1,6 +1,6 @@
 //! Models `arch/x86/include/asm/mwait.h` @ v6.10.
 
-use crate::linux::drivers::cpuidle::EnterState;
+use crate::linux::drivers::cpuidle::{EnterState, EnterStateAt};
 use crate::linux::engine::{watch, Next, WaitOn};
 use crate::linux::kernel::sched::idle::{current_clr_polling, current_set_polling_and_test};
 use crate::linux::kernel::sched::need_resched_or_ipi;
@@ -13,9 +13,9 @@ use crate::linux::{CpuId, Kernel};
 /// A remote write of NEED_RESCHED into the monitored line wakes the CPU without an interrupt:
 /// that is why such a CPU counts as polling.
 pub fn mwait_idle_with_hints(k: &mut Kernel, cpu: CpuId, s: &mut EnterState) -> Next {
-    if s.at == 0 {
+    if s.at == EnterStateAt::Enter {
         let (nr, c) = current_set_polling_and_test(k, cpu);
-        s.at = 1;
+        s.at = EnterStateAt::Exit;
         if !nr {
             let line = k.tasks[k.curr(cpu) as usize].ti_line;
             watch(k, cpu, line);

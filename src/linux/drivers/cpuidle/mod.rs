@@ -62,20 +62,35 @@ impl Default for CpuidleDevice {
     }
 }
 
+/// An idle state's enter routine's resume points, in code order. The routines read them
+/// differently: `poll_idle()` (poll_state.rs) goes `Enter` -> `Polling` -> `Exit`; the waiting
+/// routines (`mwait_idle_with_hints()` in arch/x86/mwait.rs, `acpi_safe_halt()` and
+/// `acpi_idle_do_entry_io()` in acpi/processor_idle.rs) go `Enter` -> `Exit`, where `Exit` is
+/// also where they resume after the wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EnterStateAt {
+    /// About to enter the state (set polling, or wait).
+    Enter,
+    /// `poll_idle()` only: in its polling loop.
+    Polling,
+    /// Leaving the state: after the wait (MWAIT, HLT, I/O port) or the polling loop.
+    Exit,
+}
+
 /// An idle state's enter routine in progress.
 #[derive(Debug, Clone, Copy)]
 pub struct EnterState {
     /// Index of the state in the machine's table.
     pub idx: u8,
     /// Resume point within the routine.
-    pub at: u8,
+    pub at: EnterStateAt,
     /// When the routine started (poll limit accounting).
     pub start_ns: u64,
 }
 
 impl EnterState {
     pub fn new(idx: u8) -> Self {
-        EnterState { idx, at: 0, start_ns: 0 }
+        EnterState { idx, at: EnterStateAt::Enter, start_ns: 0 }
     }
 }
 

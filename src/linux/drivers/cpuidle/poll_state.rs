@@ -1,6 +1,6 @@
 //! Models `drivers/cpuidle/poll_state.c` @ v6.10.
 
-use super::EnterState;
+use super::{EnterState, EnterStateAt};
 use crate::linux::engine::{local_irq_disable, local_irq_enable, wake_at, watch, Next, WaitOn};
 use crate::linux::kernel::sched::idle::{current_clr_polling, current_set_polling_and_test};
 use crate::linux::kernel::sched::need_resched_or_ipi;
@@ -30,24 +30,24 @@ pub fn cpuidle_poll_time(k: &Kernel, cpu: CpuId) -> u64 {
 /// Context: idle task; IRQs off on entry and on return, on while polling.
 pub fn poll_idle(k: &mut Kernel, cpu: CpuId, s: &mut EnterState) -> Next {
     match s.at {
-        0 => {
+        EnterStateAt::Enter => {
             s.start_ns = k.now;
             k.cpus[cpu as usize].idle_dev.poll_time_limit = false;
             local_irq_enable(k, cpu);
             let (nr, c) = current_set_polling_and_test(k, cpu);
-            s.at = if nr { 2 } else { 1 };
+            s.at = if nr { EnterStateAt::Exit } else { EnterStateAt::Polling };
             Next::Cont(c)
         }
-        1 => {
+        EnterStateAt::Polling => {
             if need_resched_or_ipi(k, cpu) {
-                s.at = 2;
+                s.at = EnterStateAt::Exit;
                 return Next::Cont(0);
             }
             let limit = cpuidle_poll_time(k, cpu);
             let spent = k.now - s.start_ns;
             if spent >= limit {
                 k.cpus[cpu as usize].idle_dev.poll_time_limit = true;
-                s.at = 2;
+                s.at = EnterStateAt::Exit;
                 return Next::Cont(0);
             }
             let line = k.tasks[k.curr(cpu) as usize].ti_line;
@@ -55,7 +55,7 @@ pub fn poll_idle(k: &mut Kernel, cpu: CpuId, s: &mut EnterState) -> Next {
             wake_at(k, cpu, limit - spent);
             Next::Wait(WaitOn::PollIdle)
         }
-        _ => {
+        EnterStateAt::Exit => {
             local_irq_disable(k, cpu);
             let c = current_clr_polling(k, cpu);
             Next::Ret(c)
