@@ -9,6 +9,7 @@
 mod support;
 
 use schedsim::linux::engine::Frame;
+use schedsim::linux::kernel::sched::fair::IdleBalanceAt;
 use schedsim::run::{build, RunSpec};
 use schedsim::workload::params::Params;
 use support::*;
@@ -40,7 +41,7 @@ fn observe(kernel: &str, patches: &str) -> (u64, u64, u64, u64) {
             if !matches!(st[i - 1], Frame::Schedule(_)) {
                 not_from_schedule += 1;
             }
-            if matches!(st[i], Frame::IdleBalance(b) if b.at == 1) && !k.cpus[c].x.irqs_off {
+            if matches!(st[i], Frame::IdleBalance(b) if b.at == IdleBalanceAt::Domain) && !k.cpus[c].x.irqs_off {
                 irqs_on_walks += 1;
             }
         }

@@ -208,25 +208,34 @@ pub enum Caller {
     PreemptScheduleCommon,
 }
 
+/// `schedule()` (and the other callers) resume points.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScheduleCallerAt {
+    /// `preempt_disable()` and call `__schedule()`.
+    Schedule,
+    /// Back from `__schedule()`: `preempt_enable()`, loop while NEED_RESCHED.
+    AfterSchedule,
+}
+
 #[derive(Debug, Clone, Copy)]
 pub struct ScheduleCaller {
     pub caller: Caller,
-    pub at: u8,
+    pub at: ScheduleCallerAt,
 }
 
 impl ScheduleCaller {
     pub fn schedule() -> Self {
-        ScheduleCaller { caller: Caller::Schedule, at: 0 }
+        ScheduleCaller { caller: Caller::Schedule, at: ScheduleCallerAt::Schedule }
     }
     pub fn schedule_idle() -> Self {
-        ScheduleCaller { caller: Caller::ScheduleIdle, at: 0 }
+        ScheduleCaller { caller: Caller::ScheduleIdle, at: ScheduleCallerAt::Schedule }
     }
     pub fn preempt_schedule_common() -> Self {
-        ScheduleCaller { caller: Caller::PreemptScheduleCommon, at: 0 }
+        ScheduleCaller { caller: Caller::PreemptScheduleCommon, at: ScheduleCallerAt::Schedule }
     }
     /// The frame of a task that is asleep inside `schedule()` (it resumes after the call).
     pub fn asleep_in_schedule() -> Self {
-        ScheduleCaller { caller: Caller::Schedule, at: 1 }
+        ScheduleCaller { caller: Caller::Schedule, at: ScheduleCallerAt::AfterSchedule }
     }
 }
 
@@ -235,7 +244,7 @@ impl ScheduleCaller {
 pub fn schedule_caller(k: &mut Kernel, cpu: CpuId, s: &mut ScheduleCaller) -> Next {
     let c = &mut k.cpus[cpu as usize];
     match s.at {
-        0 => {
+        ScheduleCallerAt::Schedule => {
             let mode = match s.caller {
                 Caller::Schedule => SchedMode::None,
                 Caller::ScheduleIdle => {
@@ -251,15 +260,15 @@ pub fn schedule_caller(k: &mut Kernel, cpu: CpuId, s: &mut ScheduleCaller) -> Ne
                 // preempt_disable() (the idle task runs with preemption disabled already).
                 c.preempt_count += 1;
             }
-            s.at = 1;
+            s.at = ScheduleCallerAt::AfterSchedule;
             Next::Call(0, Frame::Schedule(Schedule::new(mode)))
         }
-        _ => {
+        ScheduleCallerAt::AfterSchedule => {
             if s.caller != Caller::ScheduleIdle {
                 c.preempt_count -= 1;
             }
             if need_resched(k, cpu) {
-                s.at = 0;
+                s.at = ScheduleCallerAt::Schedule;
                 return Next::Cont(0);
             }
             Next::Ret(0)
@@ -584,10 +593,20 @@ fn post_schedule(k: &mut Kernel, cpu: CpuId, s: &mut Schedule, cost: Time) -> Ne
     Next::Call(cost, Frame::PostScheduleIdle(PostScheduleIdle::default()))
 }
 
+/// `post_schedule_idle()` resume points.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum PostScheduleIdleAt {
+    /// IRQs off, lock the rq, call the balance.
+    #[default]
+    Lock,
+    /// Back from the balance: unlock with IRQs on.
+    Unlock,
+}
+
 /// `post_schedule_idle()` in progress.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct PostScheduleIdle {
-    pub at: u8,
+    pub at: PostScheduleIdleAt,
 }
 
 /// Models the 2013 `post_schedule_idle()` -> `idle_balance()` of Steven Rostedt's patch 2/3
@@ -600,13 +619,13 @@ pub struct PostScheduleIdle {
 pub fn post_schedule_idle(k: &mut Kernel, cpu: CpuId, s: &mut PostScheduleIdle) -> Next {
     use crate::linux::patches::Patch;
     match s.at {
-        0 => {
+        PostScheduleIdleAt::Lock => {
             local_irq_disable(k, cpu);
             let Some(lc) = raw_spin_rq_lock(k, cpu, cpu) else {
                 return Next::Wait(WaitOn::Lock);
             };
             k.cpus[cpu as usize].rq.clock = k.now;
-            s.at = 1;
+            s.at = PostScheduleIdleAt::Unlock;
             if k.cfg.has(Patch::Rostedt2013NrRunningCheck) && k.cpus[cpu as usize].rq.nr_running > 0 {
                 return Next::Cont(lc);
             }
@@ -618,7 +637,7 @@ pub fn post_schedule_idle(k: &mut Kernel, cpu: CpuId, s: &mut PostScheduleIdle) 
             let nb = NewidleBalance { irqs_on, ..Default::default() };
             Next::Call(lc, Frame::NewidleBalance(nb))
         }
-        _ => {
+        PostScheduleIdleAt::Unlock => {
             // A task pulled here (attach_tasks -> wakeup_preempt) already set NEED_RESCHED.
             let c = raw_spin_rq_unlock(k, cpu, cpu);
             local_irq_enable(k, cpu);
@@ -914,10 +933,24 @@ pub fn try_to_wake_up(k: &mut Kernel, cpu: CpuId, s: &mut TryToWakeUp) -> Next {
     }
 }
 
+/// `sched_ttwu_pending()` resume points.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum TtwuPendingAt {
+    /// Before d6962c4fe8f9: clear `ttwu_pending` before the lock.
+    #[default]
+    Start,
+    /// Lock the rq.
+    Lock,
+    /// Walk the flush list to the next TTWU entry (or unlock and return).
+    Walk,
+    /// Finish the enqueue of `cur`.
+    Activate,
+}
+
 /// `sched_ttwu_pending()` in progress.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TtwuPending {
-    pub at: u8,
+    pub at: TtwuPendingAt,
     /// Next index into the CPU's flush list.
     pub i: u16,
     /// The wakee whose enqueue is in progress.
@@ -957,34 +990,34 @@ fn note_placement(k: &mut Kernel, p: TaskId, target: CpuId) {
 pub fn sched_ttwu_pending(k: &mut Kernel, cpu: CpuId, s: &mut TtwuPending) -> Next {
     use crate::linux::csd_flags::{CSD_FLAG_TYPE_MASK, CSD_TYPE_TTWU};
     match s.at {
-        0 => {
+        TtwuPendingAt::Start => {
             if !k.cfg.has(crate::linux::patches::Patch::D6962c4fe8f9) {
                 // Before d6962c4fe8f9: cleared before the lock and the enqueue, opening a
                 // window where idle_cpu() says "idle" for a CPU about to receive tasks.
                 k.cpus[cpu as usize].rq.ttwu_pending = false;
             }
-            s.at = 1;
+            s.at = TtwuPendingAt::Lock;
             Next::Cont(0)
         }
-        1 => {
+        TtwuPendingAt::Lock => {
             let Some(lc) = raw_spin_rq_lock(k, cpu, cpu) else {
                 return Next::Wait(WaitOn::Lock);
             };
             k.cpus[cpu as usize].rq.clock = k.now;
-            s.at = 2;
+            s.at = TtwuPendingAt::Walk;
             Next::Cont(lc)
         }
-        3 => {
+        TtwuPendingAt::Activate => {
             // The enqueue's work is done: the task becomes visible (nr_running++ at the end of
             // enqueue_task_fair()), then wakeup_preempt.
             let p = s.cur;
             let wf = if k.tasks[p as usize].sched_remote_wakeup { WF_MIGRATED } else { 0 };
             let c = ttwu_do_activate(k, cpu, cpu, p, wf);
             crate::linux::check::on_wakelist_activate(k, cpu, p);
-            s.at = 2;
+            s.at = TtwuPendingAt::Walk;
             Next::Cont(c)
         }
-        2 => {
+        TtwuPendingAt::Walk => {
             let list = &k.cpus[cpu as usize].flush_list;
             while (s.i as usize) < list.len() {
                 let e = list[s.i as usize];
@@ -995,7 +1028,7 @@ pub fn sched_ttwu_pending(k: &mut Kernel, cpu: CpuId, s: &mut TtwuPending) -> Ne
                 let crate::linux::CsdFunc::TtwuEntry(p) = k.csds[e as usize].func else { continue };
                 let entry_line = k.csds[e as usize].line;
                 s.cur = p;
-                s.at = 3;
+                s.at = TtwuPendingAt::Activate;
                 return Next::Cont(k.line_read(cpu, entry_line) + k.costs.ttwu_activate);
             }
             if k.cfg.has(crate::linux::patches::Patch::D6962c4fe8f9) {
@@ -1004,7 +1037,6 @@ pub fn sched_ttwu_pending(k: &mut Kernel, cpu: CpuId, s: &mut TtwuPending) -> Ne
             let c = raw_spin_rq_unlock(k, cpu, cpu);
             Next::Ret(c)
         }
-        _ => unreachable!(),
     }
 }
 

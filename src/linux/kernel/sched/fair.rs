@@ -452,10 +452,20 @@ pub fn sched_balance_trigger(k: &mut Kernel, cpu: CpuId) -> Time {
     nohz_balancer_kick(k, cpu)
 }
 
+/// `sched_balance_softirq()` resume points.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SchedBalanceSoftirqAt {
+    /// Take the kick flags: start the nohz idle balance, or balance this CPU.
+    #[default]
+    Start,
+    /// `_nohz_idle_balance()`: the next idle CPU.
+    NohzIdleBalance,
+}
+
 /// `sched_balance_softirq()` in progress (with the nohz idle balance it may run).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SchedBalanceSoftirq {
-    pub at: u8,
+    pub at: SchedBalanceSoftirqAt,
     /// nohz: the kick flags taken, the next CPU of the idle mask to visit (as an offset from
     /// this CPU), and the earliest next balance seen.
     pub flags: u32,
@@ -519,7 +529,7 @@ pub fn sched_balance_domains(k: &mut Kernel, cpu: CpuId, target: CpuId, idle: Cp
 /// Context: SCHED_SOFTIRQ (in `handle_softirqs()`, IRQs on).
 pub fn sched_balance_softirq(k: &mut Kernel, cpu: CpuId, s: &mut SchedBalanceSoftirq) -> Next {
     match s.at {
-        0 => {
+        SchedBalanceSoftirqAt::Start => {
             let idle = if k.cpus[cpu as usize].rq.idle_balance { CpuIdleType::Idle } else { CpuIdleType::NotIdle };
             // nohz_idle_balance(): take this CPU's kick flags; act only when idle.
             let flags = std::mem::take(&mut k.cpus[cpu as usize].rq.nohz_idle_balance);
@@ -535,13 +545,13 @@ pub fn sched_balance_softirq(k: &mut Kernel, cpu: CpuId, s: &mut SchedBalanceSof
                 s.flags = flags;
                 s.i = 1;
                 s.next_balance = k.jiffies() + 60 * k.cfg.hz as u64;
-                s.at = 1;
+                s.at = SchedBalanceSoftirqAt::NohzIdleBalance;
                 return Next::Cont(0);
             }
             let c = sched_balance_update_blocked_averages(k, cpu) + sched_balance_domains(k, cpu, cpu, idle);
             Next::Ret(c)
         }
-        _ => _nohz_idle_balance_step(k, cpu, s),
+        SchedBalanceSoftirqAt::NohzIdleBalance => _nohz_idle_balance_step(k, cpu, s),
     }
 }
 
@@ -1383,10 +1393,22 @@ mod newidle_gate_tests {
 // `wake_affine()` and `select_idle_sibling()`
 // ---------------------------------------------------------------------------------------
 
+/// `idle_balance()` (v3.8) resume points.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum IdleBalanceAt {
+    /// The gates; past them, drop the rq lock.
+    #[default]
+    Start,
+    /// Walking the domains with the rq lock dropped.
+    Domain,
+    Relock,
+    Out,
+}
+
 /// `idle_balance()` (v3.8) in progress.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct IdleBalance {
-    pub at: u8,
+    pub at: IdleBalanceAt,
     /// Rostedt 2013 patch 3/3: drop the rq lock with IRQs enabled (post-schedule hook only).
     pub irqs_on: bool,
     /// Domain index (bottom-up).
@@ -1413,7 +1435,7 @@ pub struct IdleBalance {
 pub fn idle_balance(k: &mut Kernel, cpu: CpuId, s: &mut IdleBalance) -> Next {
     use crate::linux::patches::Patch;
     match s.at {
-        0 => {
+        IdleBalanceAt::Start => {
             k.stats.newidle_calls += 1;
             s.started = k.now;
             let rq = &mut k.cpus[cpu as usize].rq;
@@ -1427,7 +1449,7 @@ pub fn idle_balance(k: &mut Kernel, cpu: CpuId, s: &mut IdleBalance) -> Next {
                 gated |= k.sd.domains(cpu).first().is_some_and(|d| avg_idle < d.max_newidle_lb_cost);
             }
             if gated {
-                s.at = 3;
+                s.at = IdleBalanceAt::Out;
                 return Next::Cont(k.costs.newidle_gated);
             }
             let c = raw_spin_rq_unlock(k, cpu, cpu);
@@ -1437,13 +1459,13 @@ pub fn idle_balance(k: &mut Kernel, cpu: CpuId, s: &mut IdleBalance) -> Next {
             k.stats.newidle_balances += 1;
             s.next_balance = k.jiffies() + k.cfg.hz as u64;
             s.t0 = k.now;
-            s.at = 1;
+            s.at = IdleBalanceAt::Domain;
             Next::Cont(c + k.costs.newidle_gated + k.costs.update_blocked_averages)
         }
-        1 => {
+        IdleBalanceAt::Domain => {
             let i = s.sd as usize;
             if i >= k.sd.domains(cpu).len() || s.pulled != 0 {
-                s.at = 2;
+                s.at = IdleBalanceAt::Relock;
                 return Next::Cont(0);
             }
             let (flags, max_cost) = {
@@ -1451,7 +1473,7 @@ pub fn idle_balance(k: &mut Kernel, cpu: CpuId, s: &mut IdleBalance) -> Next {
                 (d.flags, d.max_newidle_lb_cost)
             };
             if k.cfg.has(Patch::S9bd721c55c8a) && k.cpus[cpu as usize].rq.avg_idle < s.curr_cost + max_cost {
-                s.at = 2;
+                s.at = IdleBalanceAt::Relock;
                 return Next::Cont(0);
             }
             let mut c = 0;
@@ -1479,7 +1501,7 @@ pub fn idle_balance(k: &mut Kernel, cpu: CpuId, s: &mut IdleBalance) -> Next {
             s.sd += 1;
             Next::Cont(c)
         }
-        2 => {
+        IdleBalanceAt::Relock => {
             if s.irqs_on {
                 crate::linux::engine::local_irq_disable(k, cpu);
             }
@@ -1494,10 +1516,10 @@ pub fn idle_balance(k: &mut Kernel, cpu: CpuId, s: &mut IdleBalance) -> Next {
             if s.pulled != 0 || j > rq.next_balance {
                 rq.next_balance = s.next_balance;
             }
-            s.at = 3;
+            s.at = IdleBalanceAt::Out;
             Next::Cont(lc)
         }
-        _ => {
+        IdleBalanceAt::Out => {
             k.stats.newidle_ns += k.now - s.started;
             k.cpus[cpu as usize].x.ret = s.pulled as i64;
             Next::Ret(0)
