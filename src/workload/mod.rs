@@ -245,3 +245,29 @@ impl Workload {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    resume_points! {
+        enum TestAt {
+            First,
+            Second,
+            Exited = super::EXITED,
+        }
+    }
+
+    #[test]
+    fn resume_points_read_back_what_was_stored() {
+        assert_eq!(TestAt::from_u8(0), TestAt::First);
+        assert_eq!(TestAt::from_u8(TestAt::Second as u8), TestAt::Second);
+        assert_eq!(TestAt::from_u8(super::EXITED), TestAt::Exited);
+        // A fresh frame resumes at the first variant.
+        assert_eq!(TestAt::from_u8(super::TaskFrame::default().at), TestAt::First);
+    }
+
+    #[test]
+    #[should_panic(expected = "bad resume point 2 for")]
+    fn a_value_no_variant_has_is_refused() {
+        TestAt::from_u8(2);
+    }
+}
