@@ -18,10 +18,22 @@ use crate::linux::kernel::time::timer::{add_timer_on, TimerFn};
 use crate::linux::{CpuId, Kernel};
 use crate::sim::Time;
 
+/// Where a background task resumes, in code order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BgTaskAt {
+    /// Draw the next interval and sleep for it.
+    #[default]
+    Sleep,
+    /// Woken: run for a draw of the run-time distribution.
+    Run,
+    /// The run is over: a kernel thread passes `cond_resched()`, then sleeps again.
+    CondResched,
+}
+
 /// A background task's own code in progress.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct BgTask {
-    pub at: u8,
+    pub at: BgTaskAt,
     /// The background source this task runs.
     pub src: u16,
     /// In user mode for the current step (daemons): a return from interrupt may preempt.
@@ -34,7 +46,7 @@ pub struct BgTask {
 
 /// The saved stack of a background task asleep at boot (its first wakeup is already armed).
 pub fn initial_stack(kind: Kind, src: u16) -> Vec<Frame> {
-    let mut v = vec![Frame::Background(BgTask { at: 1, src, ..Default::default() })];
+    let mut v = vec![Frame::Background(BgTask { at: BgTaskAt::Run, src, ..Default::default() })];
     if kind == Kind::Daemon {
         v.push(Frame::Nanosleep(Nanosleep {
             ns: 0,
@@ -65,9 +77,9 @@ pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut BgTask) -> Next {
     let src = &k.cfg.background.sources[s.src as usize];
     let kind = src.kind;
     match s.at {
-        0 => {
+        BgTaskAt::Sleep => {
             let next = src.next_interval(&mut k.cpus[cpu as usize].bg_rng);
-            s.at = 1;
+            s.at = BgTaskAt::Run;
             if kind == Kind::Daemon {
                 return Next::Call(0, Nanosleep::with_timer_slack(next));
             }
@@ -76,15 +88,15 @@ pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut BgTask) -> Next {
             add_timer_on(k, cpu, next, false, TimerFn::ProcessTimeout(me), s.src);
             Next::Call(k.costs.hrtimer_start, Frame::ScheduleCaller(ScheduleCaller::schedule()))
         }
-        1 => {
+        BgTaskAt::Run => {
             k.tasks[me as usize].state = TASK_RUNNING;
             let run = src.runtime.draw(&mut k.cpus[cpu as usize].bg_rng);
-            s.at = 2;
+            s.at = BgTaskAt::CondResched;
             s.user = kind == Kind::Daemon;
             Next::Cont(run)
         }
-        _ => {
-            s.at = 0;
+        BgTaskAt::CondResched => {
+            s.at = BgTaskAt::Sleep;
             if kind == Kind::Kthread {
                 if let Some(f) = crate::linux::kernel::sched::core::cond_resched(k, cpu) {
                     return Next::Call(k.costs.cond_resched, f);

@@ -562,36 +562,68 @@ fn gettimeofday_us(k: &Kernel) -> u64 {
     k.now / NSEC_PER_USEC
 }
 
+resume_points! {
+    /// Where the main task resumes.
+    enum MainAt {
+        /// Create the pipes or socketpairs and the children.
+        Setup,
+        /// Read the children's ready bytes until all are in, then write "GO".
+        WaitReady,
+        /// A read of ready bytes returned: count them.
+        ReadReady,
+        /// Reap the next child (or print and exit once all are reaped).
+        Reap,
+        /// A child was reaped.
+        Reaped,
+        Exited = super::EXITED,
+    }
+}
+
+resume_points! {
+    /// Where a sender or a receiver resumes.
+    enum ChildAt {
+        /// ready(): write our ready byte.
+        Ready,
+        /// Wait for "GO".
+        WaitGo,
+        /// Send or receive the next message (or exit when all are done).
+        Transfer,
+        /// A write or read returned: count its bytes.
+        Transferred,
+        Exited = super::EXITED,
+    }
+}
+
 /// The main task: `main()` of the tools.
 fn main_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
-    match s.at {
-        0 => {
+    match MainAt::from_u8(s.at) {
+        MainAt::Setup => {
             setup(k, cpu);
             s.i = 0;
-            s.at = 1;
+            s.at = MainAt::WaitReady as u8;
             user(k, s)
         }
-        1 => {
+        MainAt::WaitReady => {
             // Wait for everyone to be ready: one byte per child.
             let now_us = gettimeofday_us(k);
             let w = st(k);
             if s.i < w.o.tasks() {
                 let fd = w.ready.expect("set up").0;
-                s.at = 2;
+                s.at = MainAt::ReadReady as u8;
                 return Next::Call(k.costs.user_op, sys_read(fd, 1));
             }
             w.start_us = Some(now_us);
             let fd = w.wake.expect("set up").1;
             s.i = 0;
-            s.at = 3;
+            s.at = MainAt::Reap as u8;
             Next::Call(k.costs.user_op, sys_write(fd, 1))
         }
-        2 => {
+        MainAt::ReadReady => {
             s.i += s.ret.max(0) as u64;
-            s.at = 1;
+            s.at = MainAt::WaitReady as u8;
             user(k, s)
         }
-        3 => {
+        MainAt::Reap => {
             // Reap them all, in creation order.
             let (now, now_us) = (k.now, gettimeofday_us(k));
             let w = st(k);
@@ -606,7 +638,7 @@ fn main_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
             }
             match (w.parent_sig, w.children[i].tid_futex) {
                 (Some(sig), _) => {
-                    s.at = 4;
+                    s.at = MainAt::Reaped as u8;
                     Next::Call(k.costs.user_op, Wait4::any_child(sig))
                 }
                 (None, Some(f)) => {
@@ -621,12 +653,12 @@ fn main_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
                 (None, None) => unreachable!("a child with neither a parent nor a tid"),
             }
         }
-        4 => {
+        MainAt::Reaped => {
             s.i += 1;
-            s.at = 3;
+            s.at = MainAt::Reap as u8;
             user(k, s)
         }
-        _ => unreachable!("hackbench main ran after exit"),
+        MainAt::Exited => unreachable!("hackbench main ran after exit"),
     }
 }
 
@@ -681,23 +713,23 @@ fn setup(k: &mut Kernel, cpu: CpuId) {
 
 /// A sender or a receiver.
 fn child_step(k: &mut Kernel, s: &mut TaskFrame, ci: usize) -> Next {
-    match s.at {
-        0 => {
+    match ChildAt::from_u8(s.at) {
+        ChildAt::Ready => {
             // ready(): tell them we're ready...
             let fd = st(k).ready.expect("set up").1;
-            s.at = 1;
+            s.at = ChildAt::WaitGo as u8;
             Next::Call(k.costs.user_op, sys_write(fd, 1))
         }
-        1 => {
+        ChildAt::WaitGo => {
             // ...and wait for "GO".
             let fd = st(k).wake.expect("set up").0;
-            s.at = 2;
+            s.at = ChildAt::Transfer as u8;
             s.i = 0;
             s.mark[0] = 0;
             st(k).ready_children += 1;
             Next::Call(k.costs.user_op, sys_poll_in(fd))
         }
-        2 => {
+        ChildAt::Transfer => {
             let w = st(k);
             let o = &w.o;
             let c = &w.children[ci];
@@ -708,7 +740,7 @@ fn child_step(k: &mut Kernel, s: &mut TaskFrame, ci: usize) -> Next {
                     (None, Some(f)) => DoExit::thread(f),
                     (None, None) => unreachable!(),
                 };
-                s.at = u8::MAX;
+                s.at = ChildAt::Exited as u8;
                 return Next::Call(k.costs.user_op, f);
             }
             let left = o.datasize - s.mark[0] as u32;
@@ -719,10 +751,10 @@ fn child_step(k: &mut Kernel, s: &mut TaskFrame, ci: usize) -> Next {
             } else {
                 sys_read(w.pairs[(c.group * o.fds + c.index) as usize].0, left)
             };
-            s.at = 3;
+            s.at = ChildAt::Transferred as u8;
             Next::Call(k.costs.user_op, frame)
         }
-        3 => {
+        ChildAt::Transferred => {
             let n = s.ret.max(0) as u64;
             s.mark[0] += n;
             let w = st(k);
@@ -739,9 +771,9 @@ fn child_step(k: &mut Kernel, s: &mut TaskFrame, ci: usize) -> Next {
                     w.messages_received += 1;
                 }
             }
-            s.at = 2;
+            s.at = ChildAt::Transfer as u8;
             user(k, s)
         }
-        _ => unreachable!("hackbench child ran after exit"),
+        ChildAt::Exited => unreachable!("hackbench child ran after exit"),
     }
 }

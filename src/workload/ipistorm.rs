@@ -178,18 +178,31 @@ pub fn on_action(k: &mut Kernel, _what: u32) {
     }
 }
 
+resume_points! {
+    /// Where an ipistorm kthread resumes.
+    enum KthreadAt {
+        /// Note the loop start.
+        Start,
+        /// Stop when done, else send the next cross-call.
+        Call,
+        /// The cross-call returned: account it, then pause.
+        Returned,
+        Exited = super::EXITED,
+    }
+}
+
 /// One step of an ipistorm kthread.
 pub fn kthread_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
     let nr = k.m.topo.nr_cpus;
-    match s.at {
-        0 => {
+    match KthreadAt::from_u8(s.at) {
+        KthreadAt::Start => {
             // The module counted its threads when it created them (`running`); the start
             // barrier (spin until all are running) is not modelled beyond the wakeup itself.
-            s.at = 1;
+            s.at = KthreadAt::Call as u8;
             s.mark[0] = k.now; // loop start, for the timeout
             Next::Cont(0)
         }
-        1 => {
+        KthreadAt::Call => {
             let now = k.now;
             let p = &st(k).p;
             let done = if p.numipi > 0 { s.i >= p.numipi } else { now >= s.mark[0] + p.timeout_s * NSEC_PER_SEC };
@@ -200,7 +213,7 @@ pub fn kthread_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
                     super::all_exited(k);
                 }
                 // The kthread returns from its function: do_exit().
-                s.at = 4;
+                s.at = KthreadAt::Exited as u8;
                 return Next::Call(0, crate::linux::kernel::exit::do_exit_unwaited(k, cpu, true));
             }
             let target = p.target(cpu, nr);
@@ -211,7 +224,7 @@ pub fn kthread_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
             s.mark[2] = k.stats.ipis_avoided;
             let w = st(k);
             w.first_call_ns.get_or_insert(now);
-            s.at = 2;
+            s.at = KthreadAt::Returned as u8;
             let call = if single {
                 SmpCallFunction::single(target, CsdFunc::DoNothingIpi, wait)
             } else {
@@ -219,7 +232,7 @@ pub fn kthread_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
             };
             Next::Call(0, Frame::SmpCallFunction(call))
         }
-        2 => {
+        KthreadAt::Returned => {
             let now = k.now;
             let dt = now - s.t0;
             let (before_ipis, before_avoided) = (s.mark[1], s.mark[2]);
@@ -240,15 +253,15 @@ pub fn kthread_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
             let delay = w.p.delay_us;
             if delay > 0 {
                 // usleep_range(delay, delay + 1): an hrtimer sleep over that range.
-                s.at = 1;
+                s.at = KthreadAt::Call as u8;
                 return Next::Call(0, Nanosleep::range(delay * NSEC_PER_USEC, (delay + 1) * NSEC_PER_USEC));
             }
-            s.at = 1;
+            s.at = KthreadAt::Call as u8;
             match crate::linux::kernel::sched::core::cond_resched(k, cpu) {
                 Some(f) => Next::Call(k.costs.cond_resched, f),
                 None => Next::Cont(k.costs.cond_resched),
             }
         }
-        _ => unreachable!("ipistorm thread ran after exit"),
+        KthreadAt::Exited => unreachable!("ipistorm thread ran after exit"),
     }
 }

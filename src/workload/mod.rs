@@ -4,6 +4,30 @@
 //! `do_exit`), never by writing kernel state directly; the kernel reaches them only through
 //! [`registry`].
 
+/// Declares a workload task's resume points: a one-byte enum whose variants say what the
+/// code does next, in code order. It is stored in [`TaskFrame::at`] as `X as u8` (so the frame
+/// stays one small `Copy` struct shared by every workload; a fresh frame's 0 is the first
+/// variant) and read back with `X::from_u8`, which panics on a value no variant has.
+macro_rules! resume_points {
+    ($(#[$m:meta])* enum $name:ident { $($(#[$vm:meta])* $v:ident $(= $d:expr)?),+ $(,)? }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        #[repr(u8)]
+        enum $name {
+            $($(#[$vm])* $v $(= $d)?),+
+        }
+        impl $name {
+            /// The resume point stored in `TaskFrame::at` as `v`.
+            fn from_u8(v: u8) -> Self {
+                $(if v == $name::$v as u8 {
+                    return $name::$v;
+                })+
+                panic!("bad resume point {} for {}::{}", v, module_path!(), stringify!($name))
+            }
+        }
+    };
+}
+
 pub mod hackbench;
 pub mod ipistorm;
 pub mod nanosleep;
@@ -41,6 +65,8 @@ pub enum Workload {
 /// The frame of a workload task's own code: a resume point and a loop counter.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TaskFrame {
+    /// The resume point: a variant of the running workload's own `resume_points!` enum, as
+    /// `u8` ([`EXITED`] once the task has exited).
     pub at: u8,
     pub i: u64,
     /// Start of the current operation (for per-operation timing).
@@ -112,9 +138,12 @@ pub fn all_exited(k: &mut Kernel) {
     k.q.push(k.now + 10_000, crate::linux::engine::Action::Workload { what: FINISH });
 }
 
+/// The resume point of a task that has exited (every workload's `Exited`): it never runs again.
+pub const EXITED: u8 = u8::MAX;
+
 /// The current task exits (`do_exit` -> `schedule()`); it never runs again.
 pub fn exit_current(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
-    s.at = u8::MAX;
+    s.at = EXITED;
     Next::Call(0, crate::linux::kernel::exit::do_exit_unwaited(k, cpu, true))
 }
 
@@ -214,5 +243,31 @@ impl Workload {
                 (tasks, 0, "the rt-app file's instances and forks")
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    resume_points! {
+        enum TestAt {
+            First,
+            Second,
+            Exited = super::EXITED,
+        }
+    }
+
+    #[test]
+    fn resume_points_read_back_what_was_stored() {
+        assert_eq!(TestAt::from_u8(0), TestAt::First);
+        assert_eq!(TestAt::from_u8(TestAt::Second as u8), TestAt::Second);
+        assert_eq!(TestAt::from_u8(super::EXITED), TestAt::Exited);
+        // A fresh frame resumes at the first variant.
+        assert_eq!(TestAt::from_u8(super::TaskFrame::default().at), TestAt::First);
+    }
+
+    #[test]
+    #[should_panic(expected = "bad resume point 2 for")]
+    fn a_value_no_variant_has_is_refused() {
+        TestAt::from_u8(2);
     }
 }

@@ -62,9 +62,18 @@ pub fn on_action(k: &mut Kernel, _what: u32) {
     }
 }
 
+resume_points! {
+    /// Where a nanosleep process resumes.
+    enum LoopAt {
+        /// Sleep again (or exit once the run's time is up).
+        Sleep,
+        Exited = super::EXITED,
+    }
+}
+
 pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
     let end = st(k).start_ns + st(k).duration_ns;
-    if s.at == u8::MAX {
+    if LoopAt::from_u8(s.at) == LoopAt::Exited {
         unreachable!("nanosleep process ran after exit");
     }
     if k.now >= end {

@@ -215,11 +215,39 @@ pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
     }
 }
 
+resume_points! {
+    /// Where perf's main resumes.
+    enum MainAt {
+        /// Create the pipes and the workers.
+        Setup,
+        /// pthread_join() both workers, then print and exit.
+        Join,
+        Exited = super::EXITED,
+    }
+}
+
+resume_points! {
+    /// Where a reader or a writer resumes.
+    enum WorkerAt {
+        /// Start a round with its first syscall (or finish after the last round).
+        Start,
+        /// The first syscall of the round returned: make the second.
+        Second,
+        /// The second returned: count the round (ping may sleep).
+        RoundDone,
+        /// Back from ping's sleep.
+        Slept,
+        /// Done looping: exit, or join and print.
+        Done,
+        Exited = super::EXITED,
+    }
+}
+
 /// perf's `bench_sched_pipe()` main: set up, start the workers, reap them, print.
 fn perf_main(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
     let Form::PerfPipe { threaded } = st(k).form else { unreachable!() };
-    match s.at {
-        0 => {
+    match MainAt::from_u8(s.at) {
+        MainAt::Setup => {
             let p1 = fdpair(k, cpu, true);
             let p2 = fdpair(k, cpu, true);
             let now_us = k.now / NSEC_PER_USEC;
@@ -252,18 +280,18 @@ fn perf_main(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
                 super::spawn(k, cpu, t);
             }
             if threaded {
-                s.at = 1;
+                s.at = MainAt::Join as u8;
                 s.i = 0;
                 user(k, s)
             } else {
                 // The parent runs worker_thread(threads + 1) itself.
                 s.task = ROLE_WRITER;
-                s.at = 0;
+                s.at = WorkerAt::Start as u8;
                 s.i = 0;
                 user(k, s)
             }
         }
-        1 => {
+        MainAt::Join => {
             // pthread_join() both workers.
             let w = st(k);
             if (s.i as usize) < w.tid_futex.len() {
@@ -277,7 +305,7 @@ fn perf_main(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
             }
             finish(k, cpu, s)
         }
-        _ => unreachable!("perf-pipe main ran after exit"),
+        MainAt::Exited => unreachable!("perf-pipe main ran after exit"),
     }
 }
 
@@ -301,17 +329,16 @@ fn finish(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
 }
 
 /// `worker_thread()` (perf) and the ping and pong loops: the reader reads the token from
-/// pipe 1 and writes it to pipe 2; the writer writes pipe 1 then reads pipe 2. Resume points:
-/// 0 start, 1 after the first syscall of a round, 2 after the second, 3 after a sleep, 4 the
-/// end (join or exit).
+/// pipe 1 and writes it to pipe 2; the writer writes pipe 1 then reads pipe 2 (resume points:
+/// [`WorkerAt`]).
 fn worker(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
     let w = st(k);
     let (form, loops) = (w.form, w.loops);
     let (p1, p2) = (w.pipe1.expect("set up"), w.pipe2.expect("set up"));
     let reader = s.task == ROLE_READER;
     let len = if matches!(form, Form::PingPong { .. }) { 1 } else { 4 };
-    match s.at {
-        0 => {
+    match WorkerAt::from_u8(s.at) {
+        WorkerAt::Start => {
             if let (Form::PingPong { .. }, false, 0) = (form, reader, s.i) {
                 if s.mark[0] == 0 {
                     // ping: usleep(1000) so that pong waits in read().
@@ -321,30 +348,30 @@ fn worker(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
                 st(k).start_ns = k.now;
             }
             if s.i == loops {
-                s.at = 4;
+                s.at = WorkerAt::Done as u8;
                 return Next::Cont(0);
             }
-            s.at = 1;
+            s.at = WorkerAt::Second as u8;
             let f = if reader { sys_read(p1.0, len) } else { sys_write(p1.1, len) };
             Next::Call(k.costs.user_op, f)
         }
-        1 => {
-            s.at = 2;
+        WorkerAt::Second => {
+            s.at = WorkerAt::RoundDone as u8;
             let f = if reader { sys_write(p2.1, len) } else { sys_read(p2.0, len) };
             Next::Call(k.costs.user_op, f)
         }
-        2 => {
+        WorkerAt::RoundDone => {
             s.i += 1;
             if !reader {
                 st(k).done = s.i;
             }
-            s.at = 0;
+            s.at = WorkerAt::Start as u8;
             match form {
                 Form::PingPong { sleep_us, .. } if !reader && sleep_us > 0 => {
                     if s.i == loops {
                         st(k).stop_ns = k.now;
                     }
-                    s.at = 3;
+                    s.at = WorkerAt::Slept as u8;
                     Next::Call(k.costs.user_op, Nanosleep::with_timer_slack(sleep_us * NSEC_PER_USEC))
                 }
                 _ => {
@@ -355,17 +382,17 @@ fn worker(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
                 }
             }
         }
-        3 => {
-            s.at = 0;
+        WorkerAt::Slept => {
+            s.at = WorkerAt::Start as u8;
             user(k, s)
         }
-        4 => {
+        WorkerAt::Done => {
             // Done looping.
             let w = st(k);
             match (form, reader) {
                 (Form::PingPong { .. }, true) => {
                     let f = w.tid_futex[0];
-                    s.at = u8::MAX;
+                    s.at = WorkerAt::Exited as u8;
                     Next::Call(k.costs.user_op, DoExit::thread(f))
                 }
                 (Form::PingPong { .. }, false) => {
@@ -379,12 +406,12 @@ fn worker(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
                 }
                 (Form::PerfPipe { threaded: true }, _) => {
                     let f = w.tid_futex[if reader { 0 } else { 1 }];
-                    s.at = u8::MAX;
+                    s.at = WorkerAt::Exited as u8;
                     Next::Call(k.costs.user_op, DoExit::thread(f))
                 }
                 (Form::PerfPipe { threaded: false }, true) => {
                     let sig = w.parent_sig.expect("process mode");
-                    s.at = u8::MAX;
+                    s.at = WorkerAt::Exited as u8;
                     Next::Call(k.costs.user_op, DoExit::process(sig))
                 }
                 (Form::PerfPipe { threaded: false }, false) => {
@@ -398,6 +425,6 @@ fn worker(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
                 }
             }
         }
-        _ => unreachable!("pipe worker ran after exit"),
+        WorkerAt::Exited => unreachable!("pipe worker ran after exit"),
     }
 }

@@ -933,11 +933,20 @@ fn op_step(k: &mut Kernel, cpu: CpuId, ti: usize, op: Op, sub: u8) -> OpStep {
     }
 }
 
-/// Thread resume points (`TaskFrame::at`).
-const AT_START: u8 = 0;
-const AT_PHASE: u8 = 1;
-const AT_EVENT: u8 = 2;
-const AT_IN_EVENT: u8 = 3;
+resume_points! {
+    /// Where an rt-app thread resumes.
+    enum ThreadAt {
+        /// Sleep until the thread's start delay has passed.
+        Start,
+        /// Begin the current phase.
+        Phase,
+        /// Run the next event (or end the phase).
+        Event,
+        /// Continue the event in progress.
+        InEvent,
+        Exited = super::EXITED,
+    }
+}
 
 pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
     // exit_to_user_mode_loop(): a syscall or interrupt return with NEED_RESCHED schedules.
@@ -945,27 +954,27 @@ pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
         return Next::Call(0, Frame::ScheduleCaller(ScheduleCaller::schedule()));
     }
     let ti = s.task as usize;
-    match s.at {
-        AT_START => {
+    match ThreadAt::from_u8(s.at) {
+        ThreadAt::Start => {
             let (delay, t0) = {
                 let w = str_(k);
                 (w.cfg.tasks[w.threads[ti].def].delay_us, w.t_zero)
             };
             let t_first = t0 + delay * NSEC_PER_USEC;
             st(k).threads[ti].t_first = t_first;
-            s.at = AT_PHASE;
+            s.at = ThreadAt::Phase as u8;
             if delay > 0 {
                 let rt = k.tasks[k.curr(cpu) as usize].prio < crate::linux::kernel::sched::rt::MAX_RT_PRIO;
                 return Next::Call(k.costs.user_op, Nanosleep::clock_nanosleep(t_first, true, rt));
             }
             Next::Cont(0)
         }
-        AT_PHASE => {
+        ThreadAt::Phase => {
             let c = phase_begin(k, cpu, ti);
-            s.at = AT_EVENT;
+            s.at = ThreadAt::Event as u8;
             Next::Cont(c)
         }
-        AT_EVENT => {
+        ThreadAt::Event => {
             let mut cost = 0;
             loop {
                 let w = str_(k);
@@ -974,12 +983,12 @@ pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
                     if !phase_end(k, ti) {
                         return thread_exit(k, cpu, s, ti);
                     }
-                    s.at = AT_PHASE;
+                    s.at = ThreadAt::Phase as u8;
                     return Next::Cont(cost);
                 }
                 match event_begin(k, cpu, s, ti, &mut cost) {
                     Some(n) => {
-                        s.at = AT_IN_EVENT;
+                        s.at = ThreadAt::InEvent as u8;
                         return n;
                     }
                     None => {
@@ -989,18 +998,18 @@ pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
                 }
             }
         }
-        AT_IN_EVENT => {
+        ThreadAt::InEvent => {
             s.user = false;
             match event_continue(k, cpu, s, ti) {
                 Ok(c) => {
                     st(k).threads[ti].ev += 1;
-                    s.at = AT_EVENT;
+                    s.at = ThreadAt::Event as u8;
                     Next::Cont(c)
                 }
                 Err(n) => n,
             }
         }
-        _ => unreachable!("rt-app thread ran after exit"),
+        ThreadAt::Exited => unreachable!("rt-app thread ran after exit"),
     }
 }
 

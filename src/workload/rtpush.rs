@@ -254,6 +254,49 @@ fn wall_spin(k: &Kernel, s: &mut TaskFrame, d: Time) -> Next {
     Next::Cont(d)
 }
 
+resume_points! {
+    /// Where the pinned task resumes.
+    enum PinnedAt {
+        /// Spin in user mode until the hold starts.
+        Start,
+        /// Past the hold's start: the non-preemptible kernel section.
+        Hold,
+        /// Return to user mode.
+        ExitToUser,
+        /// Spin until the run ends.
+        SpinToEnd,
+    }
+}
+
+resume_points! {
+    /// Where the woken task resumes.
+    enum WokenAt {
+        /// Spin for `woken_first_us`.
+        Start,
+        /// Wait on its futex.
+        Wait,
+        /// Woken: note where it ran, then run.
+        Run,
+        /// Exit.
+        Exit,
+        Exited = super::EXITED,
+    }
+}
+
+resume_points! {
+    /// Where the waker resumes.
+    enum WakerAt {
+        /// Spin until its wakeup time.
+        Start,
+        /// At its wakeup time: FUTEX_WAKE the woken task.
+        Wake,
+        /// Back from FUTEX_WAKE: run on.
+        RunOn,
+        /// Block on its own futex.
+        Block,
+    }
+}
+
 pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
     let w = st(k);
     let hold_start = w.start_ns + w.hold_at_ns;
@@ -264,81 +307,90 @@ pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
         s.user = true;
         Next::Cont(if until > k.now { until - k.now } else { crate::sim::NSEC_PER_MSEC })
     };
-    match (s.task, s.at) {
-        (PINNED, 0) => {
-            s.at = 1;
-            spin_to(k, s, hold_start)
-        }
-        (PINNED, 1) if k.now < hold_start => spin_to(k, s, hold_start),
-        (PINNED, 1) => {
-            // The non-preemptible kernel section.
-            s.at = 2;
-            s.user = false;
-            Next::Cont(st(k).hold_ns)
-        }
-        (PINNED, 2) => {
-            // Back to user mode: exit_to_user_mode_loop() honours NEED_RESCHED.
-            s.at = 3;
-            let c = crate::linux::kernel::entry::syscall_exit_to_user_mode(k, cpu, 0);
-            if crate::linux::kernel::sched::need_resched(k, cpu) {
-                s.preempt = true;
+    match s.task {
+        PINNED => match PinnedAt::from_u8(s.at) {
+            PinnedAt::Start => {
+                s.at = PinnedAt::Hold as u8;
+                spin_to(k, s, hold_start)
             }
-            Next::Cont(c)
-        }
-        (PINNED, _) | (HOG, _) => spin_to(k, s, end),
-        (WOKEN, 0) => {
-            s.at = 5;
-            let d = st(k).woken_first_ns;
-            wall_spin(k, s, d)
-        }
-        (WOKEN, 5) => {
-            s.spin_until = 0;
-            s.at = 1;
-            let f = st(k).futex_woken;
-            Next::Call(k.costs.user_op, FutexOp::wait(f, 0))
-        }
-        (WOKEN, 1) => {
-            let now = k.now;
-            let w = st(k);
-            if w.woken_ran_on.is_none() {
-                w.woken_ran_on = Some(cpu);
-                w.woken_ran_at_ns = Some(now);
+            PinnedAt::Hold if k.now < hold_start => spin_to(k, s, hold_start),
+            PinnedAt::Hold => {
+                // The non-preemptible kernel section.
+                s.at = PinnedAt::ExitToUser as u8;
+                s.user = false;
+                Next::Cont(st(k).hold_ns)
             }
-            s.at = 2;
-            let run = w.run_ns;
-            wall_spin(k, s, run)
-        }
-        (WOKEN, _) => {
-            let (pinned, pcpu) = (st(k).pinned, st(k).pinned_cpu);
-            st(k).pinned_preempted = k.tasks[pinned as usize].on_rq && k.curr(pcpu) != pinned;
-            super::all_exited(k);
-            super::exit_current(k, cpu, s)
-        }
-        (WAKER, 0) => {
-            s.at = 1;
-            let t = hold_start + st(k).wake_delay_ns;
-            spin_to(k, s, t)
-        }
-        (WAKER, 1) if k.now < hold_start + w_delay => spin_to(k, s, hold_start + w_delay),
-        (WAKER, 1) => {
-            s.at = 2;
-            let now = k.now;
-            st(k).woken_at_ns = Some(now);
-            let f = st(k).futex_woken;
-            k.futexes[f as usize].val = 1;
-            Next::Call(k.costs.user_op, FutexOp::wake(f, 1))
-        }
-        (WAKER, 2) => {
-            // Back from FUTEX_WAKE: run on for block_delay_us, then block.
-            s.at = 3;
-            let d = st(k).block_delay_ns;
-            wall_spin(k, s, d)
-        }
-        (WAKER, _) => {
-            s.spin_until = 0;
-            let f = st(k).futex_waker;
-            Next::Call(k.costs.user_op, FutexOp::wait(f, 0))
-        }
+            PinnedAt::ExitToUser => {
+                // Back to user mode: exit_to_user_mode_loop() honours NEED_RESCHED.
+                s.at = PinnedAt::SpinToEnd as u8;
+                let c = crate::linux::kernel::entry::syscall_exit_to_user_mode(k, cpu, 0);
+                if crate::linux::kernel::sched::need_resched(k, cpu) {
+                    s.preempt = true;
+                }
+                Next::Cont(c)
+            }
+            PinnedAt::SpinToEnd => spin_to(k, s, end),
+        },
+        // A hog only spins: its resume point stays the initial one.
+        HOG => spin_to(k, s, end),
+        WOKEN => match WokenAt::from_u8(s.at) {
+            WokenAt::Start => {
+                s.at = WokenAt::Wait as u8;
+                let d = st(k).woken_first_ns;
+                wall_spin(k, s, d)
+            }
+            WokenAt::Wait => {
+                s.spin_until = 0;
+                s.at = WokenAt::Run as u8;
+                let f = st(k).futex_woken;
+                Next::Call(k.costs.user_op, FutexOp::wait(f, 0))
+            }
+            WokenAt::Run => {
+                let now = k.now;
+                let w = st(k);
+                if w.woken_ran_on.is_none() {
+                    w.woken_ran_on = Some(cpu);
+                    w.woken_ran_at_ns = Some(now);
+                }
+                s.at = WokenAt::Exit as u8;
+                let run = w.run_ns;
+                wall_spin(k, s, run)
+            }
+            WokenAt::Exit => {
+                let (pinned, pcpu) = (st(k).pinned, st(k).pinned_cpu);
+                st(k).pinned_preempted = k.tasks[pinned as usize].on_rq && k.curr(pcpu) != pinned;
+                super::all_exited(k);
+                super::exit_current(k, cpu, s)
+            }
+            WokenAt::Exited => unreachable!("rt-push woken task ran after exit"),
+        },
+        WAKER => match WakerAt::from_u8(s.at) {
+            WakerAt::Start => {
+                s.at = WakerAt::Wake as u8;
+                let t = hold_start + st(k).wake_delay_ns;
+                spin_to(k, s, t)
+            }
+            WakerAt::Wake if k.now < hold_start + w_delay => spin_to(k, s, hold_start + w_delay),
+            WakerAt::Wake => {
+                s.at = WakerAt::RunOn as u8;
+                let now = k.now;
+                st(k).woken_at_ns = Some(now);
+                let f = st(k).futex_woken;
+                k.futexes[f as usize].val = 1;
+                Next::Call(k.costs.user_op, FutexOp::wake(f, 1))
+            }
+            WakerAt::RunOn => {
+                // Back from FUTEX_WAKE: run on for block_delay_us, then block.
+                s.at = WakerAt::Block as u8;
+                let d = st(k).block_delay_ns;
+                wall_spin(k, s, d)
+            }
+            WakerAt::Block => {
+                s.spin_until = 0;
+                let f = st(k).futex_waker;
+                Next::Call(k.costs.user_op, FutexOp::wait(f, 0))
+            }
+        },
         _ => unreachable!("rt-push has four roles"),
     }
 }

@@ -267,7 +267,7 @@ fn exit_thread(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
         w.final_hist = Some(h);
         super::all_exited(k);
     }
-    s.at = 255;
+    s.at = super::EXITED;
     Next::Call(0, dead)
 }
 
@@ -299,9 +299,60 @@ pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
     }
 }
 
+resume_points! {
+    /// Where schbench's main thread resumes.
+    enum MainAt {
+        /// Once a second: report, reset after warm-up, stop at the end of the run.
+        Loop,
+        /// Back from `sleep(1)`.
+        Slept,
+        /// Stopping: post every message thread, then exit.
+        Stop,
+        Exited = super::EXITED,
+    }
+}
+
+resume_points! {
+    /// Where a schbench message thread resumes.
+    enum MsgAt {
+        /// M1: mark our futex BLOCKED.
+        Block,
+        /// M2: take the list of waiting workers.
+        TakeList,
+        /// M3: stamp and post each worker of the batch.
+        PostBatch,
+        /// M4: fwait (or start stopping).
+        Wait,
+        /// M5: spin.
+        Spin,
+        /// M6: usleep.
+        Sleep,
+        /// Stopping: post every worker of this message thread, then exit.
+        PostStop,
+        Exited = super::EXITED,
+    }
+}
+
+resume_points! {
+    /// Where a schbench worker resumes.
+    enum WorkerAt {
+        /// Mark BLOCKED and queue on the message thread's list (or exit when stopping).
+        Queue,
+        /// fpost the message thread.
+        PostMsg,
+        /// fwait for our turn.
+        Wait,
+        /// Spin.
+        Spin,
+        /// Record the wakeup latency.
+        Record,
+        Exited = super::EXITED,
+    }
+}
+
 fn main_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
-    match s.at {
-        0 => {
+    match MainAt::from_u8(s.at) {
+        MainAt::Loop => {
             let elapsed_us = (k.now - st(k).start_ns) / NSEC_PER_USEC;
             let w = st(k);
             let a = w.main_loop.tick(elapsed_us);
@@ -321,18 +372,18 @@ fn main_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
             if a.stop {
                 w.stopping = true;
                 s.i = 0;
-                s.at = 2;
+                s.at = MainAt::Stop as u8;
                 return Next::Cont(k.costs.user_op);
             }
-            s.at = 1;
+            s.at = MainAt::Slept as u8;
             // sleep(1): nanosleep with the task's timer slack.
             Next::Call(k.costs.user_op, Nanosleep::with_timer_slack(NSEC_PER_SEC))
         }
-        1 => {
-            s.at = 0;
+        MainAt::Slept => {
+            s.at = MainAt::Loop as u8;
             Next::Cont(0)
         }
-        2 => {
+        MainAt::Stop => {
             // Post every message thread, then join (the main thread's exit ends nothing).
             let i = s.i as usize;
             if i >= st(k).msgs.len() {
@@ -342,7 +393,7 @@ fn main_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
             let f = st(k).msgs[i].futex;
             fpost(k, cpu, f)
         }
-        _ => unreachable!("schbench main ran after exit"),
+        MainAt::Exited => unreachable!("schbench main ran after exit"),
     }
 }
 
@@ -370,17 +421,17 @@ fn fwait(k: &mut Kernel, cpu: CpuId, f: FutexId) -> Result<Time, Next> {
 }
 
 fn msg_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, mi: usize) -> Next {
-    match s.at {
-        0 => {
+    match MsgAt::from_u8(s.at) {
+        MsgAt::Block => {
             // M1: mark our futex BLOCKED (a plain store).
             let f = st(k).msgs[mi].futex;
             k.futexes[f as usize].val = BLOCKED;
             let line = k.futexes[f as usize].line;
             let c = k.line_write(cpu, line);
-            s.at = 1;
+            s.at = MsgAt::TakeList as u8;
             Next::Cont(c + k.costs.user_op)
         }
-        1 => {
+        MsgAt::TakeList => {
             // M2: take the whole list (xchg with NULL), then read the clock once.
             let line = st(k).msgs[mi].line;
             let c = user_atomic(k, cpu, line);
@@ -391,15 +442,15 @@ fn msg_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, mi: usize) -> Next {
             msg.batch = batch;
             msg.batch_t_us = t;
             s.i = 0;
-            s.at = 2;
+            s.at = MsgAt::PostBatch as u8;
             Next::Cont(c + k.costs.user_op)
         }
-        2 => {
+        MsgAt::PostBatch => {
             // M3: stamp and post each worker of the batch.
             let msg = &st(k).msgs[mi];
             let i = s.i as usize;
             if i >= msg.batch.len() {
-                s.at = 3;
+                s.at = MsgAt::Wait as u8;
                 return Next::Cont(0);
             }
             s.i += 1;
@@ -409,47 +460,47 @@ fn msg_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, mi: usize) -> Next {
             let f = st(k).workers[w].futex;
             fpost(k, cpu, f)
         }
-        3 => {
+        MsgAt::Wait => {
             if st(k).stopping {
                 // Wake the list again, post every worker, then exit.
                 let msg = &mut st(k).msgs[mi];
                 if msg.stop_wakes < 1 {
                     msg.stop_wakes += 1;
-                    s.at = 1;
+                    s.at = MsgAt::TakeList as u8;
                     return Next::Cont(0);
                 }
                 s.i = 0;
-                s.at = 6;
+                s.at = MsgAt::PostStop as u8;
                 return Next::Cont(0);
             }
             // M4: fwait.
             let f = st(k).msgs[mi].futex;
             match fwait(k, cpu, f) {
                 Ok(c) => {
-                    s.at = 4;
+                    s.at = MsgAt::Spin as u8;
                     Next::Cont(c)
                 }
                 Err(call) => call, // FUTEX_WAIT, then try again
             }
         }
-        4 => {
+        MsgAt::Spin => {
             // M5: spin.
-            s.at = 5;
+            s.at = MsgAt::Sleep as u8;
             let cpu_us = st(k).o.message_cputime_usec;
             spin(k, s, cpu_us)
         }
-        5 => {
+        MsgAt::Sleep => {
             // M6: usleep(sleeptime + rand_r(seed) % (sleeptime / 4)).
             let w = st(k);
             let sleep = w.o.sleeptime_usec;
             let jitter = if sleep >= 4 { rand_r(&mut w.msgs[mi].seed) as u64 % (sleep / 4) } else { 0 };
-            s.at = 0;
+            s.at = MsgAt::Block as u8;
             if sleep == 0 {
                 return Next::Cont(0);
             }
             Next::Call(k.costs.user_op, Nanosleep::with_timer_slack((sleep + jitter) * NSEC_PER_USEC))
         }
-        6 => {
+        MsgAt::PostStop => {
             // Stop: post every worker of this message thread, then exit.
             let first = st(k).workers.iter().position(|w| w.msg == mi).unwrap_or(0);
             let n = st(k).o.worker_threads as usize;
@@ -461,13 +512,13 @@ fn msg_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, mi: usize) -> Next {
             let f = st(k).workers[first + i].futex;
             fpost(k, cpu, f)
         }
-        _ => unreachable!("schbench message thread ran after exit"),
+        MsgAt::Exited => unreachable!("schbench message thread ran after exit"),
     }
 }
 
 fn worker_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, wi: usize) -> Next {
-    match s.at {
-        0 => {
+    match WorkerAt::from_u8(s.at) {
+        WorkerAt::Queue => {
             if st(k).stopping {
                 return exit_thread(k, cpu, s);
             }
@@ -484,36 +535,36 @@ fn worker_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, wi: usize) -> Next
             let ll = st(k).msgs[mi].line;
             c += user_atomic(k, cpu, ll);
             st(k).msgs[mi].list.push(wi);
-            s.at = 1;
+            s.at = WorkerAt::PostMsg as u8;
             Next::Cont(c + 2 * k.costs.user_op)
         }
-        1 => {
+        WorkerAt::PostMsg => {
             // fpost the message thread.
             let mi = st(k).workers[wi].msg;
             let f = st(k).msgs[mi].futex;
-            s.at = 2;
+            s.at = WorkerAt::Wait as u8;
             fpost(k, cpu, f)
         }
-        2 => {
+        WorkerAt::Wait => {
             if st(k).stopping {
-                s.at = 3;
+                s.at = WorkerAt::Spin as u8;
                 return Next::Cont(0);
             }
             let f = st(k).workers[wi].futex;
             match fwait(k, cpu, f) {
                 Ok(c) => {
-                    s.at = 3;
+                    s.at = WorkerAt::Spin as u8;
                     Next::Cont(c)
                 }
                 Err(call) => call,
             }
         }
-        3 => {
-            s.at = 4;
+        WorkerAt::Spin => {
+            s.at = WorkerAt::Record as u8;
             let c = st(k).o.cputime_usec;
             spin(k, s, c)
         }
-        4 => {
+        WorkerAt::Record => {
             // Record now - wake_time (less the spin) in our histogram.
             let t = now_us(k);
             let tid = st(k).workers[wi].task as usize;
@@ -524,10 +575,10 @@ fn worker_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, wi: usize) -> Next
                 w.workers[wi].hist.add(lat);
                 w.tail.note(lat, wake_to_run, placement);
             }
-            s.at = 0;
+            s.at = WorkerAt::Queue as u8;
             Next::Cont(k.costs.user_op)
         }
-        _ => unreachable!("schbench worker ran after exit"),
+        WorkerAt::Exited => unreachable!("schbench worker ran after exit"),
     }
 }
 

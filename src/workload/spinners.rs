@@ -78,9 +78,18 @@ pub fn on_action(k: &mut Kernel, _what: u32) {
     }
 }
 
+resume_points! {
+    /// Where a spinner resumes.
+    enum SpinnerAt {
+        /// Spin (or exit once the run's time is up).
+        Spin,
+        Exited = super::EXITED,
+    }
+}
+
 pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
     let end = { st(k).start_ns + st(k).duration_ns };
-    if s.at == u8::MAX {
+    if SpinnerAt::from_u8(s.at) == SpinnerAt::Exited {
         unreachable!("spinner ran after exit");
     }
     if k.now >= end {
