@@ -186,14 +186,7 @@ fn comparison_chart(c: &Comparison) -> Plot {
         ch.configure_mesh()
             .disable_y_mesh()
             .y_labels(n * 2 + 1)
-            .y_label_formatter(&|y| {
-                let i = (y - 0.5).round();
-                if (y - 0.5 - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < labels.len() {
-                    labels[n - 1 - i as usize].clone()
-                } else {
-                    String::new()
-                }
-            })
+            .y_label_formatter(&|y| row_label(&labels, *y))
             .x_desc(format!(
                 "{} {} ({})",
                 if normalized { "normalized" } else { "" },
@@ -261,14 +254,7 @@ fn seed_distribution(c: &Comparison) -> Option<Plot> {
         ch.configure_mesh()
             .disable_y_mesh()
             .y_labels(n * 2 + 1)
-            .y_label_formatter(&|y| {
-                let i = (y - 0.5).round();
-                if (y - 0.5 - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < labels.len() {
-                    labels[n - 1 - i as usize].clone()
-                } else {
-                    String::new()
-                }
-            })
+            .y_label_formatter(&|y| row_label(&labels, *y))
             .x_desc(c.unit.clone())
             .draw()
             .map_err(perr)?;
@@ -737,4 +723,16 @@ pub fn write(path: &std::path::Path, html: &str) -> Result<(), String> {
     let mut o = crate::trace::sink::Output::create(path).map_err(err)?;
     o.w().write_all(html.as_bytes()).map_err(err)?;
     o.commit().map_err(err)
+}
+
+/// The label of the horizontal row whose centre is at `y` (rows are drawn top to bottom, the
+/// first label on top); empty between rows.
+fn row_label(labels: &[String], y: f64) -> String {
+    let n = labels.len();
+    let i = (y - 0.5).round();
+    if (y - 0.5 - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < n {
+        labels[n - 1 - i as usize].clone()
+    } else {
+        String::new()
+    }
 }
