@@ -437,8 +437,9 @@ pub fn __flush_smp_call_function_queue(k: &mut Kernel, cpu: CpuId, s: &mut Flush
         let line = k.cpus[cpu as usize].csq_line;
         let c = k.line_write(cpu, line);
         let c_ = &mut k.cpus[cpu as usize];
-        // Our queue vector is already in arrival (FIFO) order.
-        c_.flush_list = std::mem::take(&mut c_.csq);
+        // Our queue vector is already in arrival (FIFO) order. Swapped, not taken: the empty
+        // flush list's storage becomes the queue's, so neither list allocates per flush.
+        std::mem::swap(&mut c_.flush_list, &mut c_.csq);
         s.pass = 1;
         s.i = 0;
         return Next::Cont(c + k.costs.flush);
