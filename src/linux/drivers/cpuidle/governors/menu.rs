@@ -10,26 +10,43 @@ use crate::linux::{CpuId, Kernel};
 
 /// Models `get_typical_interval()`: the average of the recent intervals if their spread is
 /// small, dropping the largest outlier up to a few times; `None` if there is no stable value.
+///
+/// Runs on every idle entry, so it keeps no list of the kept values (each pass re-filters
+/// `ints` by the limit) and divides in 64 bits whenever the 128-bit sum fits, which gives the
+/// same quotient without the 128-bit division routine.
 pub fn get_typical_interval(ints: &[u64]) -> Option<u64> {
+    #[inline]
+    fn div(a: u128, n: u128) -> u128 {
+        if a <= u64::MAX as u128 {
+            (a as u64 / n as u64) as u128
+        } else {
+            a / n
+        }
+    }
     let mut limit = u64::MAX;
     loop {
-        let kept: Vec<u64> = ints.iter().copied().filter(|&v| v <= limit).collect();
-        let n = kept.len() as u128;
+        let kept = || ints.iter().copied().filter(move |&v| v <= limit);
+        let (mut count, mut sum, mut max) = (0usize, 0u128, 0u64);
+        for v in kept() {
+            count += 1;
+            sum += v as u128;
+            max = max.max(v);
+        }
+        let n = count as u128;
         if n == 0 {
             return None;
         }
-        let sum: u128 = kept.iter().map(|&v| v as u128).sum();
-        let avg = sum / n;
-        let var: u128 = kept.iter().map(|&v| (v as i128 - avg as i128).unsigned_abs().pow(2)).sum::<u128>() / n;
+        let avg = div(sum, n);
+        let var: u128 = div(kept().map(|v| (v as i128 - avg as i128).unsigned_abs().pow(2)).sum::<u128>(), n);
         // Accept when the standard deviation is at most 20 us, or the average is at least six
         // standard deviations (menu's test, in squares to avoid roots).
         if var <= 400_000_000 || avg * avg > 36 * var {
             return Some(avg as u64);
         }
-        if (kept.len() * 4) <= INTERVALS * 3 {
+        if (count * 4) <= INTERVALS * 3 {
             return None;
         }
-        limit = *kept.iter().max().expect("non-empty") - 1;
+        limit = max - 1;
     }
 }
 
@@ -129,6 +146,41 @@ fn menu_update(k: &mut Kernel, cpu: CpuId) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The first version (a list of kept values, 128-bit division throughout).
+    fn typical_interval_reference(ints: &[u64]) -> Option<u64> {
+        let mut limit = u64::MAX;
+        loop {
+            let kept: Vec<u64> = ints.iter().copied().filter(|&v| v <= limit).collect();
+            let n = kept.len() as u128;
+            if n == 0 {
+                return None;
+            }
+            let sum: u128 = kept.iter().map(|&v| v as u128).sum();
+            let avg = sum / n;
+            let var: u128 =
+                kept.iter().map(|&v| (v as i128 - avg as i128).unsigned_abs().pow(2)).sum::<u128>() / n;
+            if var <= 400_000_000 || avg * avg > 36 * var {
+                return Some(avg as u64);
+            }
+            if (kept.len() * 4) <= INTERVALS * 3 {
+                return None;
+            }
+            limit = *kept.iter().max().expect("non-empty") - 1;
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn typical_interval_matches_reference(
+            ints in proptest::collection::vec(
+                proptest::prop_oneof![0u64..50_000, 0u64..100_000_000, 0u64..(1u64 << 62)],
+                INTERVALS,
+            )
+        ) {
+            proptest::prop_assert_eq!(get_typical_interval(&ints), typical_interval_reference(&ints));
+        }
+    }
 
     #[test]
     fn typical_interval_rejects_outliers() {
