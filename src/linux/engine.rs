@@ -471,35 +471,38 @@ pub fn account_all(k: &mut Kernel) {
     }
 }
 
+/// The phase a frame's time is charged to while it runs and while it waits. Every arm is a
+/// constant pair, so the match compiles to a table lookup rather than an indirect jump (it is
+/// evaluated after most steps).
+#[inline]
 fn phase_of(f: &Frame, waiting: bool) -> Phase {
-    match f {
-        Frame::DoIdle(_) | Frame::CpuidleIdleCall(_) => Phase::IdleLoop,
-        Frame::EnterState(_) => {
-            if waiting {
-                Phase::IdleState
-            } else {
-                Phase::IdleLoop
-            }
+    let (running, blocked) = match f {
+        Frame::DoIdle(_) | Frame::CpuidleIdleCall(_) => (Phase::IdleLoop, Phase::IdleLoop),
+        Frame::EnterState(_) => (Phase::IdleLoop, Phase::IdleState),
+        Frame::ScheduleCaller(_) | Frame::Schedule(_) | Frame::RetFromFork => (Phase::Schedule, Phase::Schedule),
+        Frame::NewidleBalance(_) => (Phase::Newidle, Phase::Newidle),
+        Frame::IdleBalance(_) => (Phase::Newidle, Phase::Newidle),
+        Frame::PostScheduleIdle(_) => (Phase::Schedule, Phase::Schedule),
+        Frame::FlushSmpCallFunctionQueue(_) | Frame::FlushQueue(_) | Frame::TtwuPending(_) => {
+            (Phase::Flush, Phase::Flush)
         }
-        Frame::ScheduleCaller(_) | Frame::Schedule(_) | Frame::RetFromFork => Phase::Schedule,
-        Frame::NewidleBalance(_) => Phase::Newidle,
-        Frame::IdleBalance(_) => Phase::Newidle,
-        Frame::PostScheduleIdle(_) => Phase::Schedule,
-        Frame::FlushSmpCallFunctionQueue(_) | Frame::FlushQueue(_) | Frame::TtwuPending(_) => Phase::Flush,
-        Frame::HardIrq(_) => Phase::HardIrq,
-        Frame::HandleSoftirqs(_) | Frame::SchedBalanceSoftirq(_) | Frame::RunTimerSoftirq(_) => Phase::Softirq,
-        Frame::Worker(_) | Frame::Background(_) => Phase::Task,
-        Frame::SmpCallFunction(_) | Frame::TryToWakeUp(_) | Frame::WakeUp(_) => {
-            if waiting {
-                Phase::Spin
-            } else {
-                Phase::Task
-            }
+        Frame::HardIrq(_) => (Phase::HardIrq, Phase::HardIrq),
+        Frame::HandleSoftirqs(_) | Frame::SchedBalanceSoftirq(_) | Frame::RunTimerSoftirq(_) => {
+            (Phase::Softirq, Phase::Softirq)
         }
+        Frame::Worker(_) | Frame::Background(_) => (Phase::Task, Phase::Task),
+        Frame::SmpCallFunction(_) | Frame::TryToWakeUp(_) | Frame::WakeUp(_) => (Phase::Task, Phase::Spin),
         Frame::Ksoftirqd(_) | Frame::Workload(_) | Frame::Futex(_) | Frame::Nanosleep(_) | Frame::Stopper(_) => {
-            Phase::Task
+            (Phase::Task, Phase::Task)
         }
-        Frame::Pipe(_) | Frame::UnixStream(_) | Frame::Poll(_) | Frame::Wait4(_) | Frame::DoExit(_) => Phase::Task,
+        Frame::Pipe(_) | Frame::UnixStream(_) | Frame::Poll(_) | Frame::Wait4(_) | Frame::DoExit(_) => {
+            (Phase::Task, Phase::Task)
+        }
+    };
+    if waiting {
+        blocked
+    } else {
+        running
     }
 }
 
@@ -544,6 +547,12 @@ fn top_phase(k: &Kernel, cpu: CpuId) -> Phase {
 pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
     // Bound the number of zero-time steps to catch a modelling loop early.
     let mut guard = 0u32;
+    // `acct_phase` was computed by this call for the stack as it is now, with the CPU running.
+    // A step that continues (`Next::Cont`) leaves the stack, `irq_phase` and `waiting` as they
+    // were (it holds only its own frame's locals, so it cannot change its frame's kind), so the
+    // phase stays right and is not recomputed. On entry it may be stale: computed while the CPU
+    // waited, or before `take_irq` pushed a handler.
+    let mut phase_fresh = false;
     loop {
         // An interrupt latched while IRQs were off is taken the instant they are on again.
         {
@@ -566,13 +575,24 @@ pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
         let frame: &mut Frame = unsafe { &mut *st.as_mut_ptr().add(n - 1) };
         let next = step(k, cpu, frame);
         let delay = match next {
-            Next::Cont(t) => t,
+            Next::Cont(t) if phase_fresh => {
+                debug_assert_eq!(k.cpus[cpu as usize].x.acct_phase, top_phase(k, cpu));
+                t
+            }
+            Next::Cont(t) => {
+                k.cpus[cpu as usize].x.acct_phase = top_phase(k, cpu);
+                phase_fresh = true;
+                t
+            }
             Next::Call(t, callee) => {
                 let x = &mut k.cpus[cpu as usize].x;
                 if let Some(p) = irq_phase_of(&callee) {
                     x.irq_phase = Some(p);
                 }
+                // The callee is the new top frame and the CPU is running.
+                x.acct_phase = x.irq_phase.unwrap_or_else(|| phase_of(&callee, false));
                 x.stack.push(callee);
+                phase_fresh = true;
                 t
             }
             Next::Ret(t) => {
@@ -583,10 +603,14 @@ pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
                 if was_irq {
                     refresh_irq_phase(x);
                 }
+                k.cpus[cpu as usize].x.acct_phase = top_phase(k, cpu);
+                phase_fresh = true;
                 t
             }
             Next::Switched(t) => {
                 refresh_irq_phase(&mut k.cpus[cpu as usize].x);
+                k.cpus[cpu as usize].x.acct_phase = top_phase(k, cpu);
+                phase_fresh = true;
                 t
             }
             Next::Wait(on) => {
@@ -606,7 +630,6 @@ pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
                 return;
             }
         };
-        k.cpus[cpu as usize].x.acct_phase = top_phase(k, cpu);
         if delay > 0 {
             let x = &k.cpus[cpu as usize].x;
             if !x.irqs_off && x.pending != 0 {
