@@ -665,7 +665,7 @@ pub fn on_csd_busy(k: &mut Kernel, cpu: CpuId, target: CpuId, csd: super::CsdId)
 pub fn on_irqs_off(k: &mut Kernel, cpu: CpuId) {
     if k.checks.is_some() {
         with(k, |k, c| {
-            let idle = k.stats.phase_ns[cpu as usize][super::engine::Phase::IdleState as usize];
+            let idle = super::engine::phase_ns_now(k, cpu, super::engine::Phase::IdleState);
             c.cpus[cpu as usize].irqs_off_idle_ns = Some((k.now, idle));
         });
     }
@@ -688,7 +688,7 @@ fn irqs_on_slow(k: &mut Kernel, cpu: CpuId, off_ns: Time) {
             // The counters restarted when the measured window opened: the split is unknown.
             return;
         }
-        let idle = k.stats.phase_ns[cpu as usize][super::engine::Phase::IdleState as usize];
+        let idle = super::engine::phase_ns_now(k, cpu, super::engine::Phase::IdleState);
         let Some(asleep) = idle.checked_sub(at_off) else { return };
         let awake = off_ns.saturating_sub(asleep);
         if awake > IRQS_OFF_BOUND_NS {
@@ -775,7 +775,7 @@ fn run_end_slow(k: &mut Kernel) {
             if !k.cpus[cpu].x.irqs_off || (t_off < k.measure_from && k.now >= k.measure_from) {
                 continue;
             }
-            let idle = k.stats.phase_ns[cpu][super::engine::Phase::IdleState as usize];
+            let idle = super::engine::phase_ns_now(k, cpu as CpuId, super::engine::Phase::IdleState);
             let asleep = idle.saturating_sub(at_off);
             let awake = (k.now - t_off).saturating_sub(asleep);
             if awake > IRQS_OFF_BOUND_NS {

@@ -446,6 +446,10 @@ fn release_watch(k: &mut Kernel, cpu: CpuId) {
 }
 
 /// Charge the time since the last accounting point to the phase that was running.
+///
+/// The executor calls this only when a CPU's phase changes (and at interrupt entry and the end
+/// of a run): a run of steps in one phase is charged once, as one interval. Reads of
+/// `stats.phase_ns` during a run go through [`phase_ns_now`], which adds the open interval.
 #[inline]
 pub fn account(k: &mut Kernel, cpu: CpuId) {
     let now = k.now;
@@ -453,6 +457,24 @@ pub fn account(k: &mut Kernel, cpu: CpuId) {
     let d = now - x.acct_since;
     x.acct_since = now;
     k.stats.phase_ns[cpu as usize][x.acct_phase as usize] += d;
+}
+
+/// The time `cpu` has spent in `phase` up to now: the charged time plus the open interval
+/// since the last accounting point if `phase` is the one running.
+pub fn phase_ns_now(k: &Kernel, cpu: CpuId, phase: Phase) -> u64 {
+    let x = &k.cpus[cpu as usize].x;
+    let open = if x.acct_phase == phase { k.now - x.acct_since } else { 0 };
+    k.stats.phase_ns[cpu as usize][phase as usize] + open
+}
+
+/// Make `p` the phase `cpu`'s time is charged to from now, closing the interval of the
+/// previous phase if it differs.
+#[inline]
+fn set_phase(k: &mut Kernel, cpu: CpuId, p: Phase) {
+    if k.cpus[cpu as usize].x.acct_phase != p {
+        account(k, cpu);
+        k.cpus[cpu as usize].x.acct_phase = p;
+    }
 }
 
 /// Close the accounting of every CPU at the end of a run.
@@ -562,7 +584,6 @@ pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
                 return;
             }
         }
-        account(k, cpu);
         let st = &mut k.cpus[cpu as usize].x.stack;
         let n = st.len();
         assert!(n > 0, "cpu {cpu}: empty stack at {}", k.now);
@@ -580,7 +601,7 @@ pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
                 t
             }
             Next::Cont(t) => {
-                k.cpus[cpu as usize].x.acct_phase = top_phase(k, cpu);
+                set_phase(k, cpu, top_phase(k, cpu));
                 phase_fresh = true;
                 t
             }
@@ -590,8 +611,9 @@ pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
                     x.irq_phase = Some(p);
                 }
                 // The callee is the new top frame and the CPU is running.
-                x.acct_phase = x.irq_phase.unwrap_or_else(|| phase_of(&callee, false));
+                let p = x.irq_phase.unwrap_or_else(|| phase_of(&callee, false));
                 x.stack.push(callee);
+                set_phase(k, cpu, p);
                 phase_fresh = true;
                 t
             }
@@ -603,13 +625,13 @@ pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
                 if was_irq {
                     refresh_irq_phase(x);
                 }
-                k.cpus[cpu as usize].x.acct_phase = top_phase(k, cpu);
+                set_phase(k, cpu, top_phase(k, cpu));
                 phase_fresh = true;
                 t
             }
             Next::Switched(t) => {
                 refresh_irq_phase(&mut k.cpus[cpu as usize].x);
-                k.cpus[cpu as usize].x.acct_phase = top_phase(k, cpu);
+                set_phase(k, cpu, top_phase(k, cpu));
                 phase_fresh = true;
                 t
             }
@@ -617,7 +639,7 @@ pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
                 let x = &mut k.cpus[cpu as usize].x;
                 x.waiting = Some(on);
                 let (irqs_off, pending) = (x.irqs_off, x.pending);
-                k.cpus[cpu as usize].x.acct_phase = top_phase(k, cpu);
+                set_phase(k, cpu, top_phase(k, cpu));
                 if pending != 0 {
                     match on {
                         // MWAIT with a pending (even masked) interrupt, or HLT/port entry with
