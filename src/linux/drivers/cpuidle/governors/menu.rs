@@ -37,7 +37,13 @@ pub fn get_typical_interval(ints: &[u64]) -> Option<u64> {
             return None;
         }
         let avg = div(sum, n);
-        let var: u128 = div(kept().map(|v| (v as i128 - avg as i128).unsigned_abs().pow(2)).sum::<u128>(), n);
+        let var: u128 = if max < 1 << 30 && count <= 16 {
+            // Every square is below 2^60 and at most 16 of them are summed: 64 bits hold it.
+            let a = avg as u64;
+            (kept().map(|v| v.abs_diff(a).pow(2)).sum::<u64>() / count as u64) as u128
+        } else {
+            div(kept().map(|v| (v as i128 - avg as i128).unsigned_abs().pow(2)).sum::<u128>(), n)
+        };
         // Accept when the standard deviation is at most 20 us, or the average is at least six
         // standard deviations (menu's test, in squares to avoid roots).
         if var <= 400_000_000 || avg * avg > 36 * var {
