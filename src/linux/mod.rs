@@ -435,11 +435,18 @@ impl Kernel {
     }
 
     /// Record a trace event on `cpu` with the flags computed from the modelled CPU state.
-    #[inline]
+    /// Inlined down to the `enabled` test, so an untraced run neither calls nor builds the
+    /// record (the event's fields are only computed on the traced path).
+    #[inline(always)]
     pub fn tp(&mut self, cpu: CpuId, event: Event) {
-        if !self.trace.enabled {
-            return;
+        if self.trace.enabled {
+            self.tp_record(cpu, event);
         }
+    }
+
+    /// The traced path of [`Kernel::tp`].
+    #[inline(never)]
+    fn tp_record(&mut self, cpu: CpuId, event: Event) {
         let c = &self.cpus[cpu as usize];
         let curr = &self.tasks[c.rq.curr as usize];
         let mut flags = 0u8;
