@@ -468,12 +468,13 @@ pub fn phase_ns_now(k: &Kernel, cpu: CpuId, phase: Phase) -> u64 {
 }
 
 /// Make `p` the phase `cpu`'s time is charged to from now, closing the interval of the
-/// previous phase. (Unconditionally: testing whether the phase changed mispredicts more often
-/// than the accounting it would skip costs.)
+/// previous phase if it differs.
 #[inline]
 fn set_phase(k: &mut Kernel, cpu: CpuId, p: Phase) {
-    account(k, cpu);
-    k.cpus[cpu as usize].x.acct_phase = p;
+    if k.cpus[cpu as usize].x.acct_phase != p {
+        account(k, cpu);
+        k.cpus[cpu as usize].x.acct_phase = p;
+    }
 }
 
 /// Close the accounting of every CPU at the end of a run.
