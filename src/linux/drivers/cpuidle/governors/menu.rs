@@ -164,8 +164,7 @@ mod tests {
             }
             let sum: u128 = kept.iter().map(|&v| v as u128).sum();
             let avg = sum / n;
-            let var: u128 =
-                kept.iter().map(|&v| (v as i128 - avg as i128).unsigned_abs().pow(2)).sum::<u128>() / n;
+            let var: u128 = kept.iter().map(|&v| (v as i128 - avg as i128).unsigned_abs().pow(2)).sum::<u128>() / n;
             if var <= 400_000_000 || avg * avg > 36 * var {
                 return Some(avg as u64);
             }
