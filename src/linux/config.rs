@@ -341,6 +341,32 @@ mod tests {
     }
 
     #[test]
+    fn patch_set_behaves_as_the_ordered_set_it_replaced() {
+        use std::collections::BTreeSet;
+        // Insert and remove patches in a scrambled order; the bit set must agree with a
+        // BTreeSet on every answer and iterate in the same (Patch) order.
+        let all: Vec<Patch> = PATCHES.iter().map(|r| r.patch).collect();
+        let mut bits = PatchSet::default();
+        let mut tree: BTreeSet<Patch> = BTreeSet::new();
+        for round in 0..4 * all.len() {
+            let p = all[(round * 7 + 3) % all.len()];
+            if round % 3 == 2 {
+                assert_eq!(bits.remove(&p), tree.remove(&p));
+            } else {
+                assert_eq!(bits.insert(p), tree.insert(p));
+            }
+            assert_eq!(bits.len(), tree.len());
+            assert_eq!(bits.is_empty(), tree.is_empty());
+            assert!(all.iter().all(|q| bits.contains(q) == tree.contains(q)));
+            assert_eq!(bits.iter().copied().collect::<Vec<_>>(), tree.iter().copied().collect::<Vec<_>>());
+        }
+        assert_eq!(format!("{bits:?}"), format!("{tree:?}"));
+        let c = KernelConfig::resolve("v6.10", "", 250).unwrap();
+        let named = KERNELS.iter().find(|k| k.name == "v6.10").unwrap().patches;
+        assert_eq!(c.patches.iter().copied().collect::<BTreeSet<_>>(), named.iter().copied().collect());
+    }
+
+    #[test]
     fn resolve_named_kernels_and_deltas() {
         let c = KernelConfig::resolve("v6.10", "", 250).unwrap();
         assert!(c.polling_ipi_elision() && !c.sm_idle());
