@@ -306,7 +306,7 @@ impl<A> ActionQueue<A> {
     }
 
     /// Put `cpu`'s new earliest key into the CPU heap.
-    #[inline]
+    #[inline(always)]
     fn update(&mut self, cpu: usize) {
         let k = self.cpu_min(cpu);
         let p = self.pos[cpu];
@@ -320,6 +320,7 @@ impl<A> ActionQueue<A> {
     }
 
     /// [`ActionQueue::update`] of a CPU not at the root.
+    #[inline(never)]
     fn update_slow(&mut self, cpu: usize, p: u32, k: u128) {
         if p == NOT_QUEUED {
             if k != NONE_KEY {
@@ -397,19 +398,30 @@ impl<A> ActionQueue<A> {
         let (k, c) = (self.cpu_key[i], self.cpu_of[i]);
         loop {
             let first = 4 * i + 1;
-            if first >= n {
-                break;
-            }
-            let last = (first + 4).min(n);
-            let mut m = first;
-            let mut mk = self.cpu_key[first];
-            for j in first + 1..last {
-                let jk = self.cpu_key[j];
-                if jk < mk {
-                    m = j;
-                    mk = jk;
+            let (m, mk) = if first + 4 <= n {
+                // All four children (the common case): a two-round tournament.
+                let ch: &[u128; 4] = self.cpu_key[first..first + 4].try_into().expect("four children");
+                let (a, ak) = if ch[1] < ch[0] { (1, ch[1]) } else { (0, ch[0]) };
+                let (b, bk) = if ch[3] < ch[2] { (3, ch[3]) } else { (2, ch[2]) };
+                if bk < ak {
+                    (first + b, bk)
+                } else {
+                    (first + a, ak)
                 }
-            }
+            } else if first < n {
+                let mut m = first;
+                let mut mk = self.cpu_key[first];
+                for j in first + 1..n {
+                    let jk = self.cpu_key[j];
+                    if jk < mk {
+                        m = j;
+                        mk = jk;
+                    }
+                }
+                (m, mk)
+            } else {
+                break;
+            };
             if k < mk {
                 break;
             }
@@ -443,10 +455,10 @@ impl<A> ActionQueue<A> {
         match self.cpu_key.first() {
             None => NONE_KEY,
             Some(&k) if !self.root_stale => k,
-            Some(&k) => {
-                let n = self.cpu_key.len().min(5);
-                self.cpu_key[1..n].iter().fold(k, |m, &x| m.min(x))
-            }
+            Some(&k) => match self.cpu_key.get(1..5) {
+                Some(ch) => k.min(ch[0]).min(ch[1]).min(ch[2].min(ch[3])),
+                None => self.cpu_key[1..].iter().fold(k, |m, &x| m.min(x)),
+            },
         }
     }
 
@@ -474,6 +486,20 @@ impl<A> ActionQueue<A> {
     #[inline]
     pub fn peek_time(&self) -> Option<Time> {
         let k = self.cpu_heap_min();
+        let k = match self.heap.peek() {
+            Some(h) if h.key < k => h.key,
+            _ => k,
+        };
+        (k != NONE_KEY).then_some((k >> 64) as Time)
+    }
+
+    /// Time of the earliest pending action, like [`ActionQueue::peek_time`]; it also settles
+    /// the CPU heap's root, which the next [`ActionQueue::pop`] would do anyway (for a caller
+    /// that peeks right before each pop).
+    #[inline]
+    pub fn next_time(&mut self) -> Option<Time> {
+        self.settle_root();
+        let k = self.cpu_key.first().copied().unwrap_or(NONE_KEY);
         let k = match self.heap.peek() {
             Some(h) if h.key < k => h.key,
             _ => k,
