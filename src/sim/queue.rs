@@ -179,6 +179,13 @@ struct SlotEntry<A> {
     action: Option<A>,
 }
 
+/// A CPU's slots, in one cache line (when an action is at most 16 bytes): popping a CPU's
+/// action reads its slots just after the heap picked the CPU, usually a cache miss on a large
+/// machine, so it should be one.
+#[derive(Debug, Clone, Copy)]
+#[repr(align(64))]
+struct CpuSlots<A>([SlotEntry<A>; NR_SLOTS]);
+
 /// Key of an empty slot, and of a CPU with no live slot.
 const NONE_KEY: u128 = u128::MAX;
 
@@ -202,8 +209,8 @@ enum Source<A> {
 /// stop below the root), so the earliest key is the least of the root and its four children.
 #[derive(Debug)]
 pub struct ActionQueue<A> {
-    /// `NR_SLOTS` slots per CPU, CPU-major.
-    slots: Vec<SlotEntry<A>>,
+    /// Each CPU's slots.
+    slots: Vec<CpuSlots<A>>,
     /// The CPU heap: `cpu_key[i]` is the earliest slot key of CPU `cpu_of[i]`; children of `i`
     /// are `4i + 1 ..= 4i + 4`.
     cpu_key: Vec<u128>,
@@ -237,8 +244,8 @@ impl<A> ActionQueue<A> {
 
     /// A queue with slots for CPUs `0..nr_cpus`.
     pub fn with_cpus(nr_cpus: usize) -> Self {
-        let mut slots = Vec::with_capacity(nr_cpus * NR_SLOTS);
-        slots.resize_with(nr_cpus * NR_SLOTS, || SlotEntry { key: NONE_KEY, action: None });
+        let mut slots = Vec::with_capacity(nr_cpus);
+        slots.resize_with(nr_cpus, || CpuSlots([(); NR_SLOTS].map(|_| SlotEntry { key: NONE_KEY, action: None })));
         ActionQueue {
             slots,
             cpu_key: Vec::with_capacity(nr_cpus),
@@ -273,7 +280,7 @@ impl<A> ActionQueue<A> {
     #[inline]
     pub fn set(&mut self, cpu: usize, slot: Slot, time: Time, action: A) {
         let seq = self.next_seq();
-        let e = &mut self.slots[cpu * NR_SLOTS + slot as usize];
+        let e = &mut self.slots[cpu].0[slot as usize];
         if e.action.is_none() {
             self.live_slots += 1;
         }
@@ -284,7 +291,7 @@ impl<A> ActionQueue<A> {
     /// Empty `cpu`'s `slot` (its action will not run).
     #[inline]
     pub fn cancel(&mut self, cpu: usize, slot: Slot) {
-        let e = &mut self.slots[cpu * NR_SLOTS + slot as usize];
+        let e = &mut self.slots[cpu].0[slot as usize];
         if e.action.take().is_some() {
             e.key = NONE_KEY;
             self.live_slots -= 1;
@@ -294,14 +301,14 @@ impl<A> ActionQueue<A> {
 
     /// Time of the action in `cpu`'s `slot`, if any.
     pub fn slot_time(&self, cpu: usize, slot: Slot) -> Option<Time> {
-        let e = &self.slots[cpu * NR_SLOTS + slot as usize];
+        let e = &self.slots[cpu].0[slot as usize];
         e.action.as_ref().map(|_| (e.key >> 64) as Time)
     }
 
     /// The earliest key of `cpu`'s slots (`NONE_KEY` if none is live).
     #[inline]
     fn cpu_min(&self, cpu: usize) -> u128 {
-        let s = &self.slots[cpu * NR_SLOTS..cpu * NR_SLOTS + NR_SLOTS];
+        let s = &self.slots[cpu].0;
         s[0].key.min(s[1].key)
     }
 
@@ -510,7 +517,7 @@ impl<A> ActionQueue<A> {
     /// Take the action of `cpu`'s slot `idx`.
     #[inline]
     fn take_slot(&mut self, cpu: usize, idx: usize) -> (Time, A) {
-        let e = &mut self.slots[cpu * NR_SLOTS + idx];
+        let e = &mut self.slots[cpu].0[idx];
         let t = (e.key >> 64) as Time;
         let a = e.action.take().expect("a live slot");
         e.key = NONE_KEY;
@@ -536,7 +543,7 @@ impl<A> ActionQueue<A> {
             }
             _ if k != NONE_KEY => {
                 let cpu = self.cpu_of[0] as usize;
-                let idx = if self.slots[cpu * NR_SLOTS].key == k { 0 } else { 1 };
+                let idx = if self.slots[cpu].0[0].key == k { 0 } else { 1 };
                 Some(self.take_slot(cpu, idx))
             }
             _ => None,
@@ -561,7 +568,7 @@ impl<A> ActionQueue<A> {
             }
             let cpu = self.cpu_of[i] as usize;
             for s in 0..NR_SLOTS {
-                let e = &self.slots[cpu * NR_SLOTS + s];
+                let e = &self.slots[cpu].0[s];
                 if e.action.is_some() && (e.key >> 64) as Time == t {
                     cands.push((e.key as u64, Source::Slot(cpu, s)));
                 }
@@ -690,6 +697,8 @@ mod tests {
         Set(usize, bool, u64),
         Cancel(usize, bool),
         Pop,
+        /// `next_time()`, which settles the CPU heap's root.
+        Peek,
     }
 
     fn op() -> impl proptest::strategy::Strategy<Value = Op> {
@@ -700,6 +709,7 @@ mod tests {
             (0usize..64, any::<bool>()).prop_map(|(c, s)| Op::Cancel(c, s)),
             Just(Op::Pop),
             Just(Op::Pop),
+            Just(Op::Peek),
         ]
     }
 
@@ -737,6 +747,9 @@ mod tests {
                     let c = c % nr_cpus;
                     q.cancel(c, slot(s));
                     m.cancel((c, s as usize));
+                }
+                Op::Peek => {
+                    proptest::prop_assert_eq!(q.next_time(), m.live.iter().map(|e| e.0).min());
                 }
                 Op::Pop => {
                     let got = q.pop();
