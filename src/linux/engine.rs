@@ -137,8 +137,10 @@ pub enum WaitOn {
 /// [`Slot::Timer`] of the action queue: whenever what the CPU is doing changes (an interrupt
 /// preempts it, a wait ends, the timer is re-programmed) the slot is overwritten or emptied, so
 /// no stale action is ever queued. `gen` is the generation the action was scheduled under; it
-/// always matches when the action runs (checked).
+/// always matches when the action runs (checked). `repr(u32)` puts every variant's fields after
+/// a 4-byte tag, so moving an action out of the queue copies whole words.
 #[derive(Debug, Clone, Copy)]
+#[repr(u32)]
 pub enum Action {
     /// Run the next step of `cpu` (its current step's time has elapsed, or its wait ended).
     Resume { cpu: CpuId, gen: u32 },

@@ -593,7 +593,7 @@ impl Kernel {
     pub fn run(&mut self, limit: Time) {
         let limit = limit.saturating_add(self.measure_from);
         self.limit = limit;
-        while let Some(t) = self.q.peek_time() {
+        while let Some(t) = self.q.next_time() {
             if t > limit || self.finished {
                 break;
             }

@@ -1,4 +1,4 @@
-//! The action queue: per-CPU slots under a tournament tree, plus a small heap for everything
+//! The action queue: per-CPU slots in an indexed heap of CPUs, plus a small heap for everything
 //! else, in one order `(time, seq)`.
 //!
 //! `seq` is a monotonic scheduling counter: every [`ActionQueue::push`] and every
@@ -10,8 +10,10 @@
 //! new one overwrites the old (re-arming a timer, a wait cut short), so nothing stale is ever
 //! queued and the queue holds at most two actions per CPU plus those in flight between CPUs
 //! (interrupts on their way, workload actions), which go to a 4-ary heap. The earliest CPU is
-//! found by a winner tree over the CPUs' earliest slots: changing a slot replays only its path
-//! (log2 N comparisons, stopping where the winner does not change).
+//! the root of an indexed 4-ary heap of the CPUs with a live slot, keyed by their earliest
+//! slot: changing a slot moves only that CPU up or down (usually by a level or none, as a CPU's
+//! next step is near), and the CPU just popped is settled lazily, once for its pop and its
+//! re-arm together (see [`ActionQueue`]).
 
 use super::Time;
 
@@ -170,35 +172,25 @@ pub enum Slot {
 
 const NR_SLOTS: usize = 2;
 
-/// One slot: its key and action (`None`: empty, key `(Time::MAX, u64::MAX)`).
+/// One slot: its key `(time << 64) | seq` and action (`None`: empty, key `u128::MAX`).
 #[derive(Debug, Clone, Copy)]
 struct SlotEntry<A> {
-    time: Time,
-    seq: u64,
+    key: u128,
     action: Option<A>,
 }
 
-/// A node of the winner tree: the earliest `(time, seq)` below it and the CPU holding it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Node {
-    time: Time,
-    seq: u64,
-    cpu: u32,
-}
+/// A CPU's slots, in one cache line (when an action is at most 16 bytes): popping a CPU's
+/// action reads its slots just after the heap picked the CPU, usually a cache miss on a large
+/// machine, so it should be one.
+#[derive(Debug, Clone, Copy)]
+#[repr(align(64))]
+struct CpuSlots<A>([SlotEntry<A>; NR_SLOTS]);
 
-impl Node {
-    const EMPTY: Node = Node { time: Time::MAX, seq: u64::MAX, cpu: u32::MAX };
+/// Key of an empty slot, and of a CPU with no live slot.
+const NONE_KEY: u128 = u128::MAX;
 
-    #[inline]
-    fn before(&self, o: &Node) -> bool {
-        (self.time, self.seq) < (o.time, o.seq)
-    }
-
-    #[inline]
-    fn key(&self) -> u128 {
-        ((self.time as u128) << 64) | self.seq as u128
-    }
-}
+/// `pos` of a CPU that is not in the CPU heap.
+const NOT_QUEUED: u32 = u32::MAX;
 
 /// Where a candidate of a choice point lives.
 enum Source<A> {
@@ -207,14 +199,26 @@ enum Source<A> {
 }
 
 /// The queue of pending actions.
+///
+/// The CPUs with a live slot are kept in an indexed 4-ary min-heap keyed by their earliest
+/// slot (`cpu_key`, `cpu_of`, `pos`). Popping a CPU's slot leaves the CPU at the root with its
+/// new earliest key and marks the root stale (`root_stale`) instead of sifting it down at once:
+/// the CPU that ran usually sets its next step before the queue is asked for its next action,
+/// and then one sift (usually zero or one level: the CPU's next step is near) serves both the
+/// pop and the re-arm. While the root is stale every other position keeps heap order (sift-ups
+/// stop below the root), so the earliest key is the least of the root and its four children.
 #[derive(Debug)]
 pub struct ActionQueue<A> {
-    /// `NR_SLOTS` slots per CPU, CPU-major.
-    slots: Vec<SlotEntry<A>>,
-    /// Winner tree: `tree[1]` is the root, `tree[p + cpu]` the CPU's earliest slot, `tree[i]`
-    /// the earlier of `tree[2i]` and `tree[2i + 1]`.
-    tree: Vec<Node>,
-    p: usize,
+    /// Each CPU's slots.
+    slots: Vec<CpuSlots<A>>,
+    /// The CPU heap: `cpu_key[i]` is the earliest slot key of CPU `cpu_of[i]`; children of `i`
+    /// are `4i + 1 ..= 4i + 4`.
+    cpu_key: Vec<u128>,
+    cpu_of: Vec<u32>,
+    /// Heap position of each CPU (`NOT_QUEUED`: no live slot).
+    pos: Vec<u32>,
+    /// The root's key may be later than its children's (see above).
+    root_stale: bool,
     live_slots: usize,
     heap: QuadHeap<A>,
     seq: u64,
@@ -240,13 +244,14 @@ impl<A> ActionQueue<A> {
 
     /// A queue with slots for CPUs `0..nr_cpus`.
     pub fn with_cpus(nr_cpus: usize) -> Self {
-        let p = nr_cpus.max(1).next_power_of_two();
-        let mut slots = Vec::with_capacity(nr_cpus * NR_SLOTS);
-        slots.resize_with(nr_cpus * NR_SLOTS, || SlotEntry { time: Time::MAX, seq: u64::MAX, action: None });
+        let mut slots = Vec::with_capacity(nr_cpus);
+        slots.resize_with(nr_cpus, || CpuSlots([(); NR_SLOTS].map(|_| SlotEntry { key: NONE_KEY, action: None })));
         ActionQueue {
             slots,
-            tree: vec![Node::EMPTY; 2 * p],
-            p,
+            cpu_key: Vec::with_capacity(nr_cpus),
+            cpu_of: Vec::with_capacity(nr_cpus),
+            pos: vec![NOT_QUEUED; nr_cpus],
+            root_stale: false,
             live_slots: 0,
             heap: QuadHeap::with_capacity(64),
             seq: 0,
@@ -275,21 +280,20 @@ impl<A> ActionQueue<A> {
     #[inline]
     pub fn set(&mut self, cpu: usize, slot: Slot, time: Time, action: A) {
         let seq = self.next_seq();
-        let e = &mut self.slots[cpu * NR_SLOTS + slot as usize];
+        let e = &mut self.slots[cpu].0[slot as usize];
         if e.action.is_none() {
             self.live_slots += 1;
         }
-        *e = SlotEntry { time, seq, action: Some(action) };
+        *e = SlotEntry { key: ((time as u128) << 64) | seq as u128, action: Some(action) };
         self.update(cpu);
     }
 
     /// Empty `cpu`'s `slot` (its action will not run).
     #[inline]
     pub fn cancel(&mut self, cpu: usize, slot: Slot) {
-        let e = &mut self.slots[cpu * NR_SLOTS + slot as usize];
+        let e = &mut self.slots[cpu].0[slot as usize];
         if e.action.take().is_some() {
-            e.time = Time::MAX;
-            e.seq = u64::MAX;
+            e.key = NONE_KEY;
             self.live_slots -= 1;
             self.update(cpu);
         }
@@ -297,31 +301,171 @@ impl<A> ActionQueue<A> {
 
     /// Time of the action in `cpu`'s `slot`, if any.
     pub fn slot_time(&self, cpu: usize, slot: Slot) -> Option<Time> {
-        let e = &self.slots[cpu * NR_SLOTS + slot as usize];
-        e.action.as_ref().map(|_| e.time)
+        let e = &self.slots[cpu].0[slot as usize];
+        e.action.as_ref().map(|_| (e.key >> 64) as Time)
     }
 
-    /// Recompute `cpu`'s leaf and replay its path to the root.
+    /// The earliest key of `cpu`'s slots (`NONE_KEY` if none is live).
     #[inline]
+    fn cpu_min(&self, cpu: usize) -> u128 {
+        let s = &self.slots[cpu].0;
+        s[0].key.min(s[1].key)
+    }
+
+    /// Put `cpu`'s new earliest key into the CPU heap.
+    #[inline(always)]
     fn update(&mut self, cpu: usize) {
-        let s = &self.slots[cpu * NR_SLOTS..cpu * NR_SLOTS + NR_SLOTS];
-        let mut best = Node::EMPTY;
-        for e in s {
-            if (e.time, e.seq) < (best.time, best.seq) {
-                best = Node { time: e.time, seq: e.seq, cpu: cpu as u32 };
-            }
+        let k = self.cpu_min(cpu);
+        let p = self.pos[cpu];
+        if p == 0 {
+            // The root: leave it stale until the next pop (see the type's doc).
+            self.cpu_key[0] = k;
+            self.root_stale = true;
+            return;
         }
-        let mut i = self.p + cpu;
-        self.tree[i] = best;
-        while i > 1 {
-            let (l, r) = (self.tree[i & !1], self.tree[i | 1]);
-            let w = if r.before(&l) { r } else { l };
-            i >>= 1;
-            if self.tree[i] == w {
-                // Everything above depends only on this node: unchanged.
+        self.update_slow(cpu, p, k);
+    }
+
+    /// [`ActionQueue::update`] of a CPU not at the root.
+    #[inline(never)]
+    fn update_slow(&mut self, cpu: usize, p: u32, k: u128) {
+        if p == NOT_QUEUED {
+            if k != NONE_KEY {
+                let i = self.cpu_key.len();
+                self.cpu_key.push(k);
+                self.cpu_of.push(cpu as u32);
+                self.pos[cpu] = i as u32;
+                self.sift_up(i);
+            }
+            return;
+        }
+        let i = p as usize;
+        if k == NONE_KEY {
+            self.remove_at(i);
+            return;
+        }
+        let old = self.cpu_key[i];
+        self.cpu_key[i] = k;
+        if k < old {
+            self.sift_up(i);
+        } else {
+            self.sift_down(i);
+        }
+    }
+
+    /// Take the CPU at heap position `i` out of the CPU heap.
+    fn remove_at(&mut self, i: usize) {
+        let cpu = self.cpu_of[i] as usize;
+        self.pos[cpu] = NOT_QUEUED;
+        let last = self.cpu_key.len() - 1;
+        let (k, c) = (self.cpu_key[last], self.cpu_of[last]);
+        self.cpu_key.truncate(last);
+        self.cpu_of.truncate(last);
+        if i == last {
+            return;
+        }
+        let old = self.cpu_key[i];
+        self.cpu_key[i] = k;
+        self.cpu_of[i] = c;
+        self.pos[c as usize] = i as u32;
+        if i != 0 && k < old {
+            self.sift_up(i);
+        } else {
+            self.sift_down(i);
+        }
+    }
+
+    /// Move the entry at `i` up to its place. Never into the root while it is stale: the
+    /// subheaps below it keep their order and the root's sift-down settles both.
+    #[inline]
+    fn sift_up(&mut self, mut i: usize) {
+        let floor = if self.root_stale { 4 } else { 0 };
+        let (k, c) = (self.cpu_key[i], self.cpu_of[i]);
+        while i > floor {
+            let parent = (i - 1) / 4;
+            let pk = self.cpu_key[parent];
+            if pk < k {
                 break;
             }
-            self.tree[i] = w;
+            let pc = self.cpu_of[parent];
+            self.cpu_key[i] = pk;
+            self.cpu_of[i] = pc;
+            self.pos[pc as usize] = i as u32;
+            i = parent;
+        }
+        self.cpu_key[i] = k;
+        self.cpu_of[i] = c;
+        self.pos[c as usize] = i as u32;
+    }
+
+    /// Move the entry at `i` down to its place.
+    #[inline]
+    fn sift_down(&mut self, mut i: usize) {
+        let n = self.cpu_key.len();
+        let (k, c) = (self.cpu_key[i], self.cpu_of[i]);
+        loop {
+            let first = 4 * i + 1;
+            let (m, mk) = if first + 4 <= n {
+                // All four children (the common case): a two-round tournament.
+                let ch: &[u128; 4] = self.cpu_key[first..first + 4].try_into().expect("four children");
+                let (a, ak) = if ch[1] < ch[0] { (1, ch[1]) } else { (0, ch[0]) };
+                let (b, bk) = if ch[3] < ch[2] { (3, ch[3]) } else { (2, ch[2]) };
+                if bk < ak {
+                    (first + b, bk)
+                } else {
+                    (first + a, ak)
+                }
+            } else if first < n {
+                let mut m = first;
+                let mut mk = self.cpu_key[first];
+                for j in first + 1..n {
+                    let jk = self.cpu_key[j];
+                    if jk < mk {
+                        m = j;
+                        mk = jk;
+                    }
+                }
+                (m, mk)
+            } else {
+                break;
+            };
+            if k < mk {
+                break;
+            }
+            let mc = self.cpu_of[m];
+            self.cpu_key[i] = mk;
+            self.cpu_of[i] = mc;
+            self.pos[mc as usize] = i as u32;
+            i = m;
+        }
+        self.cpu_key[i] = k;
+        self.cpu_of[i] = c;
+        self.pos[c as usize] = i as u32;
+    }
+
+    /// Restore heap order at a stale root (taking its CPU out if it has no live slot left).
+    #[inline]
+    fn settle_root(&mut self) {
+        if self.root_stale {
+            self.root_stale = false;
+            if self.cpu_key[0] == NONE_KEY {
+                self.remove_at(0);
+            } else {
+                self.sift_down(0);
+            }
+        }
+    }
+
+    /// The earliest key of the CPU heap (`NONE_KEY` if empty), settled or not.
+    #[inline]
+    fn cpu_heap_min(&self) -> u128 {
+        match self.cpu_key.first() {
+            None => NONE_KEY,
+            Some(&k) if !self.root_stale => k,
+            Some(&k) => match self.cpu_key.get(1..5) {
+                Some(ch) => k.min(ch[0]).min(ch[1]).min(ch[2].min(ch[3])),
+                None => self.cpu_key[1..].iter().fold(k, |m, &x| m.min(x)),
+            },
         }
     }
 
@@ -345,31 +489,38 @@ impl<A> ActionQueue<A> {
         self.live_slots
     }
 
-    /// The earliest key of the slots and of the heap; true if it is a slot's.
-    #[inline]
-    fn min_key(&self) -> Option<(u128, bool)> {
-        let root = self.tree[1];
-        match self.heap.peek() {
-            Some(h) if root.cpu == u32::MAX || h.key < root.key() => Some((h.key, false)),
-            _ if root.cpu != u32::MAX => Some((root.key(), true)),
-            _ => None,
-        }
-    }
-
     /// Time of the earliest pending action.
     #[inline]
     pub fn peek_time(&self) -> Option<Time> {
-        self.min_key().map(|(k, _)| (k >> 64) as Time)
+        let k = self.cpu_heap_min();
+        let k = match self.heap.peek() {
+            Some(h) if h.key < k => h.key,
+            _ => k,
+        };
+        (k != NONE_KEY).then_some((k >> 64) as Time)
+    }
+
+    /// Time of the earliest pending action, like [`ActionQueue::peek_time`]; it also settles
+    /// the CPU heap's root, which the next [`ActionQueue::pop`] would do anyway (for a caller
+    /// that peeks right before each pop).
+    #[inline]
+    pub fn next_time(&mut self) -> Option<Time> {
+        self.settle_root();
+        let k = self.cpu_key.first().copied().unwrap_or(NONE_KEY);
+        let k = match self.heap.peek() {
+            Some(h) if h.key < k => h.key,
+            _ => k,
+        };
+        (k != NONE_KEY).then_some((k >> 64) as Time)
     }
 
     /// Take the action of `cpu`'s slot `idx`.
     #[inline]
     fn take_slot(&mut self, cpu: usize, idx: usize) -> (Time, A) {
-        let e = &mut self.slots[cpu * NR_SLOTS + idx];
-        let t = e.time;
+        let e = &mut self.slots[cpu].0[idx];
+        let t = (e.key >> 64) as Time;
         let a = e.action.take().expect("a live slot");
-        e.time = Time::MAX;
-        e.seq = u64::MAX;
+        e.key = NONE_KEY;
         self.live_slots -= 1;
         self.update(cpu);
         (t, a)
@@ -383,44 +534,46 @@ impl<A> ActionQueue<A> {
         if !matches!(self.chooser, Chooser::Fifo) {
             return self.pop_chosen();
         }
-        let (_, in_slot) = self.min_key()?;
-        if in_slot {
-            let root = self.tree[1];
-            let cpu = root.cpu as usize;
-            let idx = (0..NR_SLOTS).find(|&i| self.slots[cpu * NR_SLOTS + i].seq == root.seq).expect("winner");
-            Some(self.take_slot(cpu, idx))
-        } else {
-            let e = self.heap.pop().expect("peeked");
-            Some((e.time(), e.action))
+        self.settle_root();
+        let k = self.cpu_key.first().copied().unwrap_or(NONE_KEY);
+        match self.heap.peek() {
+            Some(h) if h.key < k => {
+                let e = self.heap.pop().expect("peeked");
+                Some((e.time(), e.action))
+            }
+            _ if k != NONE_KEY => {
+                let cpu = self.cpu_of[0] as usize;
+                let idx = if self.slots[cpu].0[0].key == k { 0 } else { 1 };
+                Some(self.take_slot(cpu, idx))
+            }
+            _ => None,
         }
     }
 
     /// [`ActionQueue::pop`] with a chooser: gather every action due at the earliest instant.
     fn pop_chosen(&mut self) -> Option<(Time, A)> {
+        self.settle_root();
         let t = self.peek_time()?;
         let mut cands: Vec<(u64, Source<A>)> = Vec::new();
         while self.heap.peek().is_some_and(|e| e.time() == t) {
             let e = self.heap.pop().expect("peeked");
             cands.push((e.key as u64, Source::Heap(e)));
         }
-        // The CPUs with a slot due at `t`: walk the subtrees whose earliest is at `t`.
-        let mut todo = vec![1usize];
+        // The CPUs with a slot due at `t`: walk the subheaps whose earliest is at `t`.
+        let n = self.cpu_key.len();
+        let mut todo = if n > 0 { vec![0usize] } else { Vec::new() };
         while let Some(i) = todo.pop() {
-            if self.tree[i].time != t {
+            if (self.cpu_key[i] >> 64) as Time != t {
                 continue;
             }
-            if i >= self.p {
-                let cpu = i - self.p;
-                for s in 0..NR_SLOTS {
-                    let e = &self.slots[cpu * NR_SLOTS + s];
-                    if e.action.is_some() && e.time == t {
-                        cands.push((e.seq, Source::Slot(cpu, s)));
-                    }
+            let cpu = self.cpu_of[i] as usize;
+            for s in 0..NR_SLOTS {
+                let e = &self.slots[cpu].0[s];
+                if e.action.is_some() && (e.key >> 64) as Time == t {
+                    cands.push((e.key as u64, Source::Slot(cpu, s)));
                 }
-            } else {
-                todo.push(2 * i);
-                todo.push(2 * i + 1);
             }
+            todo.extend((4 * i + 1..(4 * i + 5).min(n)).rev());
         }
         cands.sort_unstable_by_key(|c| c.0);
         let idx = if cands.len() > 1 {
@@ -445,6 +598,32 @@ impl<A> ActionQueue<A> {
             }
         }
         chosen
+    }
+
+    /// Check the CPU heap's invariants (tests).
+    #[cfg(test)]
+    fn check_invariants(&self) {
+        let n = self.cpu_key.len();
+        assert_eq!(self.cpu_of.len(), n);
+        for i in 0..n {
+            let c = self.cpu_of[i] as usize;
+            assert_eq!(self.pos[c], i as u32, "pos of cpu {c}");
+            assert_eq!(self.cpu_key[i], self.cpu_min(c), "key of cpu {c}");
+            if i == 0 && self.root_stale {
+                continue;
+            }
+            assert_ne!(self.cpu_key[i], NONE_KEY, "cpu {c} queued without a live slot");
+            for j in 4 * i + 1..(4 * i + 5).min(n) {
+                assert!(self.cpu_key[i] < self.cpu_key[j], "heap order at {i} -> {j}");
+            }
+        }
+        let queued = self.pos.iter().filter(|&&p| p != NOT_QUEUED).count();
+        assert_eq!(queued, n);
+        for c in 0..self.pos.len() {
+            if self.pos[c] == NOT_QUEUED {
+                assert_eq!(self.cpu_min(c), NONE_KEY, "cpu {c} has a live slot but is not queued");
+            }
+        }
     }
 }
 
@@ -518,21 +697,30 @@ mod tests {
         Set(usize, bool, u64),
         Cancel(usize, bool),
         Pop,
+        /// `next_time()`, which settles the CPU heap's root.
+        Peek,
     }
 
     fn op() -> impl proptest::strategy::Strategy<Value = Op> {
         use proptest::prelude::*;
         prop_oneof![
             (0u64..30).prop_map(Op::Push),
-            (0usize..5, any::<bool>(), 0u64..30).prop_map(|(c, s, t)| Op::Set(c, s, t)),
-            (0usize..5, any::<bool>()).prop_map(|(c, s)| Op::Cancel(c, s)),
+            (0usize..64, any::<bool>(), 0u64..30).prop_map(|(c, s, t)| Op::Set(c, s, t)),
+            (0usize..64, any::<bool>()).prop_map(|(c, s)| Op::Cancel(c, s)),
             Just(Op::Pop),
             Just(Op::Pop),
+            Just(Op::Peek),
         ]
     }
 
-    fn check(ops: Vec<Op>, choices: Option<Vec<u32>>) -> Result<(), proptest::test_runner::TestCaseError> {
-        let mut q: ActionQueue<u32> = ActionQueue::with_cpus(5);
+    /// Run `ops` on a queue with `nr_cpus` CPUs (an op's CPU taken modulo `nr_cpus`) and on the
+    /// model, comparing every pop, the length and the next time after each op.
+    fn check(
+        ops: Vec<Op>,
+        choices: Option<Vec<u32>>,
+        nr_cpus: usize,
+    ) -> Result<(), proptest::test_runner::TestCaseError> {
+        let mut q: ActionQueue<u32> = ActionQueue::with_cpus(nr_cpus);
         let fifo = choices.is_none();
         let mut mch = Chooser::Fifo;
         if let Some(c) = choices {
@@ -551,12 +739,17 @@ mod tests {
                     m.push(now + t, a, None);
                 }
                 Op::Set(c, s, t) => {
+                    let c = c % nr_cpus;
                     q.set(c, slot(s), now + t, a);
                     m.push(now + t, a, Some((c, s as usize)));
                 }
                 Op::Cancel(c, s) => {
+                    let c = c % nr_cpus;
                     q.cancel(c, slot(s));
                     m.cancel((c, s as usize));
+                }
+                Op::Peek => {
+                    proptest::prop_assert_eq!(q.next_time(), m.live.iter().map(|e| e.0).min());
                 }
                 Op::Pop => {
                     let got = q.pop();
@@ -566,6 +759,7 @@ mod tests {
                     }
                 }
             }
+            q.check_invariants();
             proptest::prop_assert_eq!(q.len(), m.live.len());
             proptest::prop_assert_eq!(q.peek_time(), m.live.iter().map(|e| e.0).min());
         }
@@ -599,8 +793,14 @@ mod tests {
         /// `(time, seq)` with a re-armed slot taking a fresh seq and a replaced or cancelled
         /// action never coming out.
         #[test]
-        fn slots_follow_the_reference_model(ops in proptest::collection::vec(op(), 1..400)) {
-            check(ops, None)?;
+        fn slots_follow_the_reference_model(ops in proptest::collection::vec(op(), 1..400), nr_cpus in 1usize..6) {
+            check(ops, None, nr_cpus)?;
+        }
+
+        /// The same on more CPUs, so that the CPU heap is several levels deep.
+        #[test]
+        fn slots_follow_the_reference_model_on_many_cpus(ops in proptest::collection::vec(op(), 1..600), nr_cpus in 6usize..64) {
+            check(ops, None, nr_cpus)?;
         }
 
         /// The same with a replaying chooser: at each instant with several actions due it
@@ -609,8 +809,9 @@ mod tests {
         fn chooser_picks_among_due_actions_in_order(
             ops in proptest::collection::vec(op(), 1..400),
             choices in proptest::collection::vec(0u32..8, 0..60),
+            nr_cpus in 1usize..40,
         ) {
-            check(ops, Some(choices))?;
+            check(ops, Some(choices), nr_cpus)?;
         }
     }
 
