@@ -118,8 +118,10 @@ pub struct Topology {
     pub cpus: Vec<CpuTopo>,
     /// The spec this was built from.
     pub spec: TopologySpec,
-    /// Indexed by global core id.
-    smt_masks: Vec<CpuMask>,
+    /// The CPUs of each core in ascending order, `threads_per_core` per core, indexed by
+    /// `core * threads_per_core`: an SMT core's siblings without an N-bit mask per core (on
+    /// x86 numbering siblings are `nr_cpus / 2` apart, so such masks grow as CPUs^2).
+    siblings: Vec<u32>,
     /// Indexed by global LLC id.
     llc_masks: Vec<CpuMask>,
     /// Indexed by node id (`cpumask_of_node()`).
@@ -187,7 +189,8 @@ impl Topology {
         let nr_llcs = nr_cores / spec.cores_per_llc;
 
         let mut cpus = Vec::with_capacity(nr_cpus as usize);
-        let mut smt_masks = vec![CpuMask::new(nr_cpus); nr_cores as usize];
+        let tpc = spec.threads_per_core as usize;
+        let mut siblings = vec![0; nr_cpus as usize];
         let mut llc_masks = vec![CpuMask::new(nr_cpus); nr_llcs as usize];
         let mut node_masks = vec![CpuMask::new(nr_cpus); nr_nodes as usize];
         let mut socket_masks = vec![CpuMask::new(nr_cpus); spec.sockets as usize];
@@ -201,7 +204,7 @@ impl Topology {
             let node = socket * spec.nodes_per_socket + (core % spec.cores_per_socket) / cores_per_node;
             let llc = core / spec.cores_per_llc;
             cpus.push(CpuTopo { socket, node, llc, core, thread });
-            smt_masks[core as usize].set(cpu);
+            siblings[core as usize * tpc + thread as usize] = cpu;
             llc_masks[llc as usize].set(cpu);
             node_masks[node as usize].set(cpu);
             socket_masks[socket as usize].set(cpu);
@@ -223,7 +226,7 @@ impl Topology {
             })
             .collect();
 
-        Ok(Topology { nr_cpus, cpus, spec: spec.clone(), smt_masks, llc_masks, node_masks, socket_masks, slit })
+        Ok(Topology { nr_cpus, cpus, spec: spec.clone(), siblings, llc_masks, node_masks, socket_masks, slit })
     }
 
     /// How far apart CPUs `a` and `b` are.
@@ -242,9 +245,22 @@ impl Topology {
         }
     }
 
-    /// The CPUs of `cpu`'s core, itself included (`cpu_smt_mask()`).
-    pub fn smt_mask(&self, cpu: u32) -> &CpuMask {
-        &self.smt_masks[self.cpus[cpu as usize].core as usize]
+    /// The CPUs of `cpu`'s core, itself included (`cpu_smt_mask()`), built on each call.
+    pub fn smt_mask(&self, cpu: u32) -> CpuMask {
+        let mut mask = CpuMask::new(self.nr_cpus);
+        for &s in self.smt_siblings(cpu) {
+            mask.set(s);
+        }
+        mask
+    }
+
+    /// The CPUs of `cpu`'s core in ascending order, itself included (`for_each_cpu(sibling,
+    /// cpu_smt_mask(cpu))` without the mask).
+    #[inline]
+    pub fn smt_siblings(&self, cpu: u32) -> &[u32] {
+        let tpc = self.spec.threads_per_core as usize;
+        let core = self.cpus[cpu as usize].core as usize;
+        &self.siblings[core * tpc..(core + 1) * tpc]
     }
 
     /// The CPUs sharing `cpu`'s last-level cache (`cpu_llc_shared_mask()`, which x86 also
@@ -307,7 +323,7 @@ impl Topology {
 
     /// Number of physical cores.
     pub fn nr_cores(&self) -> u32 {
-        self.smt_masks.len() as u32
+        self.siblings.len() as u32 / self.spec.threads_per_core
     }
 
     /// All CPUs (the kernel's `cpu_online_mask`; every CPU is online).
@@ -332,6 +348,7 @@ mod tests {
         assert_eq!(t.cpus[136], CpuTopo { socket: 0, node: 0, llc: 1, core: 8, thread: 1 });
         assert_eq!(t.cpus[72], CpuTopo { socket: 1, node: 1, llc: 9, core: 72, thread: 0 });
         assert_eq!(t.smt_mask(8).to_string(), "8,136");
+        assert_eq!(t.smt_siblings(136), &[8, 136]);
         assert_eq!(t.llc_mask(8).to_string(), "8-15,136-143");
         assert_eq!(t.node_mask(8).to_string(), "0-63,128-191");
         assert_eq!(t.socket_mask(200).to_string(), "64-127,192-255");
@@ -345,6 +362,7 @@ mod tests {
         let t = Topology::new(&spec).unwrap();
         assert_eq!(t.smt_mask(0).to_string(), "0-1");
         assert_eq!(t.smt_mask(31).to_string(), "30-31");
+        assert_eq!(t.smt_siblings(30), &[30, 31]);
         assert_eq!(t.cpus[5], CpuTopo { socket: 0, node: 0, llc: 0, core: 2, thread: 1 });
         assert_eq!(t.distance(4, 5), Distance::Smt);
         assert_eq!(t.distance(4, 20), Distance::Llc);

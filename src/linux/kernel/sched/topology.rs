@@ -325,7 +325,7 @@ fn build_sched_topology(topo: &Topology) -> (Vec<TopologyLevel>, Vec<u32>) {
 /// The level's mask for `cpu` (`tl->mask(cpu)`).
 fn level_mask(topo: &Topology, distances: &[u32], tl: &TopologyLevel, cpu: u32) -> CpuMask {
     match tl.mask {
-        LevelMask::Smt => topo.smt_mask(cpu).clone(),
+        LevelMask::Smt => topo.smt_mask(cpu),
         LevelMask::CoreGroup => topo.llc_mask(cpu).clone(),
         LevelMask::Cpu => topo.node_mask(cpu).clone(),
         LevelMask::Numa => {
@@ -406,6 +406,38 @@ fn child_of(built: &Built, cpu: u32, level: usize) -> Option<&SchedDomain> {
     }
 }
 
+/// The group builders' `for_each_cpu_wrap(i, span, cpu)` loop that skips the CPUs already
+/// `covered`: each step finds the next uncovered CPU of the span in wrap order by whole words,
+/// so a machine-wide span costs its groups, not its CPUs. `covered` only grows during a walk,
+/// so this visits exactly the CPUs the plain loop would not skip, in the same order.
+struct WrapWalk {
+    start: u32,
+    from: u32,
+    wrapped: bool,
+}
+
+impl WrapWalk {
+    fn new(start: u32) -> WrapWalk {
+        WrapWalk { start, from: start, wrapped: false }
+    }
+
+    fn next(&mut self, span: &CpuMask, covered: &CpuMask) -> Option<u32> {
+        loop {
+            match span.next_andnot_from(covered, self.from) {
+                Some(i) if !self.wrapped || i < self.start => {
+                    self.from = i + 1;
+                    return Some(i);
+                }
+                _ if !self.wrapped => {
+                    self.wrapped = true;
+                    self.from = 0;
+                }
+                _ => return None,
+            }
+        }
+    }
+}
+
 /// Models `build_sched_groups()` and `get_group()` — kernel/sched/topology.c @ v6.10.
 /// Context: boot, under sched_domains_mutex.
 /// Simplifications: groups are spans only (no `sched_group_capacity`).
@@ -414,10 +446,8 @@ fn build_sched_groups(built: &Built, level: usize, cpu: u32, masks: &mut MaskTab
     let mut covered = CpuMask::new(sd.span.nr_cpus());
     let mut groups = Vec::new();
     let mut balance = Vec::new();
-    for i in sd.span.iter_wrap(cpu) {
-        if covered.test(i) {
-            continue;
-        }
+    let mut walk = WrapWalk::new(cpu);
+    while let Some(i) = walk.next(&sd.span, &covered) {
         let group = match child_of(built, i, level) {
             Some(child) => child.span.clone(),
             None => masks.intern(CpuMask::of(i, sd.span.nr_cpus())),
@@ -458,10 +488,8 @@ fn build_overlap_sched_groups(built: &Built, level: usize, cpu: u32) -> (Vec<Sha
     let mut covered = CpuMask::new(nr_cpus);
     let mut groups = Vec::new();
     let mut balance = Vec::new();
-    for i in sd.span.iter_wrap(cpu) {
-        if covered.test(i) {
-            continue;
-        }
+    let mut walk = WrapWalk::new(cpu);
+    while let Some(i) = walk.next(&sd.span, &covered) {
         // A sibling whose hierarchy stopped lower has no domain at this level.
         let Some(sibling) = built[i as usize][level].as_ref() else {
             continue;
@@ -872,5 +900,47 @@ mod tests {
         let n = distinct.len();
         distinct.dedup();
         assert_eq!(distinct.len(), n, "an equal mask is stored twice");
+    }
+
+    proptest::proptest! {
+        /// The group builders' skipping walk visits what `for_each_cpu_wrap()` with a
+        /// `covered` test visits, in the same order, while `covered` grows along the walk.
+        #[test]
+        fn wrap_walk_visits_what_the_plain_loop_does(
+            nr in 1u32..300,
+            span_cpus in proptest::collection::vec(0u32..300, 0..40),
+            start in 0u32..300,
+            grow in proptest::collection::vec(proptest::collection::vec(0u32..300, 0..6), 0..40),
+        ) {
+            let mut span = CpuMask::new(nr);
+            for c in &span_cpus {
+                span.set(c % nr);
+            }
+            let start = start % nr;
+            // After the k-th visit, the CPUs of grow[k] (and the visited CPU) become covered.
+            let cover = |covered: &mut CpuMask, k: usize, i: u32| {
+                covered.set(i);
+                for c in grow.get(k).into_iter().flatten() {
+                    covered.set(c % nr);
+                }
+            };
+            let mut plain = Vec::new();
+            let mut covered = CpuMask::new(nr);
+            for i in span.iter_wrap(start) {
+                if covered.test(i) {
+                    continue;
+                }
+                cover(&mut covered, plain.len(), i);
+                plain.push(i);
+            }
+            let mut walked = Vec::new();
+            let mut covered = CpuMask::new(nr);
+            let mut walk = WrapWalk::new(start);
+            while let Some(i) = walk.next(&span, &covered) {
+                cover(&mut covered, walked.len(), i);
+                walked.push(i);
+            }
+            proptest::prop_assert_eq!(walked, plain);
+        }
     }
 }

@@ -13,23 +13,26 @@ use crate::linux::{CpuId, Kernel};
 pub fn get_typical_interval(ints: &[u64]) -> Option<u64> {
     let mut limit = u64::MAX;
     loop {
-        let kept: Vec<u64> = ints.iter().copied().filter(|&v| v <= limit).collect();
-        let n = kept.len() as u128;
+        // The intervals still kept, filtered on each pass rather than collected (this runs at
+        // every idle entry).
+        let kept = || ints.iter().copied().filter(move |&v| v <= limit);
+        let nr_kept = kept().count();
+        let n = nr_kept as u128;
         if n == 0 {
             return None;
         }
-        let sum: u128 = kept.iter().map(|&v| v as u128).sum();
+        let sum: u128 = kept().map(|v| v as u128).sum();
         let avg = sum / n;
-        let var: u128 = kept.iter().map(|&v| (v as i128 - avg as i128).unsigned_abs().pow(2)).sum::<u128>() / n;
+        let var: u128 = kept().map(|v| (v as i128 - avg as i128).unsigned_abs().pow(2)).sum::<u128>() / n;
         // Accept when the standard deviation is at most 20 us, or the average is at least six
         // standard deviations (menu's test, in squares to avoid roots).
         if var <= 400_000_000 || avg * avg > 36 * var {
             return Some(avg as u64);
         }
-        if (kept.len() * 4) <= INTERVALS * 3 {
+        if (nr_kept * 4) <= INTERVALS * 3 {
             return None;
         }
-        limit = *kept.iter().max().expect("non-empty") - 1;
+        limit = kept().max().expect("non-empty") - 1;
     }
 }
 
