@@ -130,6 +130,26 @@ impl MaskTable {
     }
 }
 
+/// The distinct group lists of one build: a domain's groups (by mask identity) and their
+/// balance CPUs, stored once for every CPU that has them.
+#[derive(Default)]
+struct GroupLists(
+    std::collections::BTreeMap<(Vec<usize>, Vec<u32>), (std::sync::Arc<[SharedMask]>, std::sync::Arc<[u32]>)>,
+);
+
+impl GroupLists {
+    /// The table's copy of the list `groups` with balance CPUs `balance`, added if new.
+    fn intern(
+        &mut self,
+        groups: Vec<SharedMask>,
+        balance: Vec<u32>,
+    ) -> (std::sync::Arc<[SharedMask]>, std::sync::Arc<[u32]>) {
+        let key = (groups.iter().map(|g| SharedMask::as_ptr(g) as usize).collect(), balance);
+        let entry = self.0.entry(key).or_insert_with_key(|(_, balance)| (groups.into(), balance.as_slice().into()));
+        (entry.0.clone(), entry.1.clone())
+    }
+}
+
 /// One level of one CPU's domain hierarchy (`struct sched_domain`).
 #[derive(Clone, Debug)]
 pub struct SchedDomain {
@@ -143,11 +163,14 @@ pub struct SchedDomain {
     pub flags: u32,
     /// The sched groups, first the one containing the owning CPU, then in
     /// `for_each_cpu_wrap()` order from it. Each is a child-domain span (one CPU each at the
-    /// lowest level), shared.
-    pub groups: Vec<SharedMask>,
+    /// lowest level), shared; the list itself is shared by every CPU whose domain has the
+    /// same groups in the same order (on a machine of many nodes each CPU's top NUMA domain
+    /// lists every node, so per-CPU lists would grow as CPUs x nodes).
+    pub groups: std::sync::Arc<[SharedMask]>,
     /// Per group, the CPU that balances on the group's behalf (`group_balance_cpu()`):
-    /// the first CPU of its balance mask, which equals the span except on NUMA levels.
-    pub group_balance_cpu: Vec<u32>,
+    /// the first CPU of its balance mask, which equals the span except on NUMA levels. Shared
+    /// like `groups`.
+    pub group_balance_cpu: std::sync::Arc<[u32]>,
     /// Periodic balance interval bounds and current value, ms. Initially `span_weight`,
     /// `2 * span_weight` and `span_weight`.
     pub min_interval: u32,
@@ -341,6 +364,17 @@ fn level_mask(topo: &Topology, distances: &[u32], tl: &TopologyLevel, cpu: u32) 
     }
 }
 
+/// Which CPUs share `cpu`'s [`level_mask`] at level `tl`: the mask is a function of this key
+/// (the core, the LLC or the node), so it is computed once per key, not once per CPU.
+fn level_key(topo: &Topology, tl: &TopologyLevel, cpu: u32) -> u32 {
+    let t = &topo.cpus[cpu as usize];
+    match tl.mask {
+        LevelMask::Smt => t.core,
+        LevelMask::CoreGroup => t.llc,
+        LevelMask::Cpu | LevelMask::Numa => t.node,
+    }
+}
+
 /// Models `sd_init()` — kernel/sched/topology.c @ v6.10.
 /// Context: boot, under sched_domains_mutex.
 /// Simplifications: no asymmetric CPU capacity; no `sched_domain_shared` (the LLC's
@@ -360,8 +394,8 @@ fn sd_init(
         span: SharedMask::new(cpu_map.and(tl_mask)),
         span_weight: 0,
         flags: SD_BALANCE_NEWIDLE | SD_BALANCE_EXEC | SD_BALANCE_FORK | SD_WAKE_AFFINE | SD_PREFER_SIBLING | sd_flags,
-        groups: Vec::new(),
-        group_balance_cpu: Vec::new(),
+        groups: std::sync::Arc::from([]),
+        group_balance_cpu: std::sync::Arc::from([]),
         min_interval: sd_weight,
         max_interval: 2 * sd_weight,
         balance_interval: sd_weight,
@@ -598,10 +632,14 @@ pub fn build_sched_domains_at(topo: &Topology, jiffies: u64) -> SchedDomains {
     // Set up domains for the CPUs, bottom-up, stopping once a level spans everything.
     let mut built: Built = vec![vec![None; levels.len()]; nr_cpus as usize];
     let mut masks = MaskTable::default();
+    // Per level, the level's mask by its key (see `level_key`).
+    let mut level_masks: Vec<std::collections::BTreeMap<u32, CpuMask>> = vec![Default::default(); levels.len()];
     for cpu in cpu_map.iter() {
         for (level, tl) in levels.iter().enumerate() {
-            let mask = level_mask(topo, &distances, tl, cpu);
-            let mut sd = sd_init(tl, &mask, &cpu_map, distances[tl.numa_level], topo.node_reclaim_distance(), jiffies);
+            let mask = level_masks[level]
+                .entry(level_key(topo, tl, cpu))
+                .or_insert_with(|| level_mask(topo, &distances, tl, cpu));
+            let mut sd = sd_init(tl, mask, &cpu_map, distances[tl.numa_level], topo.node_reclaim_distance(), jiffies);
             if let Some(child) = child_of(&built, cpu, level) {
                 // "BUG: arch topology borken": the kernel widens the span to keep nesting.
                 if !child.span.is_subset(&sd.span) {
@@ -621,6 +659,7 @@ pub fn build_sched_domains_at(topo: &Topology, jiffies: u64) -> SchedDomains {
     }
 
     // Build the groups for the domains.
+    let mut lists = GroupLists::default();
     for cpu in cpu_map.iter() {
         for level in 0..levels.len() {
             let Some(sd) = built[cpu as usize][level].as_ref() else {
@@ -633,8 +672,7 @@ pub fn build_sched_domains_at(topo: &Topology, jiffies: u64) -> SchedDomains {
             };
             let sd = built[cpu as usize][level].as_mut().expect("domain exists");
             sd.span_weight = sd.span.weight();
-            sd.groups = groups;
-            sd.group_balance_cpu = balance;
+            (sd.groups, sd.group_balance_cpu) = lists.intern(groups, balance);
         }
     }
 
@@ -732,7 +770,7 @@ mod tests {
         assert_eq!(d[0].flags, DEFAULT_FLAGS | SD_SHARE_CPUCAPACITY | SD_SHARE_LLC);
         assert_eq!((d[0].imbalance_pct, d[0].cache_nice_tries), (110, 0));
         assert_eq!(
-            d[0].groups,
+            *d[0].groups,
             [SharedMask::new(parse_cpulist("8", 256).unwrap()), SharedMask::new(parse_cpulist("136", 256).unwrap())]
         );
 
@@ -763,7 +801,7 @@ mod tests {
         assert_eq!((d[3].imbalance_pct, d[3].cache_nice_tries), (117, 2));
         let numa_groups: Vec<String> = d[3].groups.iter().map(|g| g.to_string()).collect();
         assert_eq!(numa_groups, ["0-63,128-191", "64-127,192-255"]);
-        assert_eq!(d[3].group_balance_cpu, [0, 64]);
+        assert_eq!(*d[3].group_balance_cpu, [0, 64]);
         assert_eq!((d[3].min_interval, d[3].max_interval), (256, 512));
 
         assert_eq!(sds.sd_llc_id[8], 8);
@@ -793,7 +831,7 @@ mod tests {
             for sd in d {
                 assert!(sd.groups[0].test(cpu), "first group holds the cpu");
                 let mut union = CpuMask::new(256);
-                for g in &sd.groups {
+                for g in sd.groups.iter() {
                     union.or_assign(g);
                 }
                 assert_eq!(union, *sd.span);
@@ -885,10 +923,14 @@ mod tests {
         for level in 1..=2 {
             let (a, b) = (&sds.domains(8)[level], &sds.domains(9)[level]);
             assert!(SharedMask::ptr_eq(&a.span, &b.span), "level {level} span copied");
-            for g in &a.groups {
+            for g in a.groups.iter() {
                 assert!(b.groups.iter().any(|h| SharedMask::ptr_eq(g, h)), "level {level} group {g} copied");
             }
         }
+        // The NUMA domain of every CPU of a node lists the same groups: one list for them all.
+        let (a, b) = (&sds.domains(8)[3], &sds.domains(9)[3]);
+        assert!(std::sync::Arc::ptr_eq(&a.groups, &b.groups), "NUMA group list copied");
+        assert!(std::sync::Arc::ptr_eq(&a.group_balance_cpu, &b.group_balance_cpu));
         // At most one allocation per distinct mask across the whole machine.
         let mut all: Vec<&SharedMask> = (0..256)
             .flat_map(|c| sds.domains(c).iter().flat_map(|d| std::iter::once(&d.span).chain(d.groups.iter())))
