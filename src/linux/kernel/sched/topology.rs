@@ -130,20 +130,17 @@ impl MaskTable {
     }
 }
 
+/// A domain's group list and its balance CPUs, as shared by every CPU that has them.
+type SharedGroups = (std::sync::Arc<[SharedMask]>, std::sync::Arc<[u32]>);
+
 /// The distinct group lists of one build: a domain's groups (by mask identity) and their
 /// balance CPUs, stored once for every CPU that has them.
 #[derive(Default)]
-struct GroupLists(
-    std::collections::BTreeMap<(Vec<usize>, Vec<u32>), (std::sync::Arc<[SharedMask]>, std::sync::Arc<[u32]>)>,
-);
+struct GroupLists(std::collections::BTreeMap<(Vec<usize>, Vec<u32>), SharedGroups>);
 
 impl GroupLists {
     /// The table's copy of the list `groups` with balance CPUs `balance`, added if new.
-    fn intern(
-        &mut self,
-        groups: Vec<SharedMask>,
-        balance: Vec<u32>,
-    ) -> (std::sync::Arc<[SharedMask]>, std::sync::Arc<[u32]>) {
+    fn intern(&mut self, groups: Vec<SharedMask>, balance: Vec<u32>) -> SharedGroups {
         let key = (groups.iter().map(|g| SharedMask::as_ptr(g) as usize).collect(), balance);
         let entry = self.0.entry(key).or_insert_with_key(|(_, balance)| (groups.into(), balance.as_slice().into()));
         (entry.0.clone(), entry.1.clone())
