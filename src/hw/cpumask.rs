@@ -25,15 +25,16 @@ pub struct CpuMask {
     nr_cpus: u32,
     /// The index of the first stored word.
     lo: u32,
-    /// Bit `cpu % 64` of word `cpu / 64 - lo` is set iff `cpu` is in the mask. Bits at or above
+    /// The stored words (not named `words`: they are not the dense words from CPU 0). Bit
+    /// `cpu % 64` of word `cpu / 64 - lo` is set iff `cpu` is in the mask. Bits at or above
     /// `nr_cpus` are always clear.
-    words: Vec<u64>,
+    win: Vec<u64>,
 }
 
 impl CpuMask {
     /// An empty mask able to hold CPUs `0..nr_cpus` (it allocates nothing until a CPU is set).
     pub fn new(nr_cpus: u32) -> CpuMask {
-        CpuMask { nr_cpus, lo: 0, words: Vec::new() }
+        CpuMask { nr_cpus, lo: 0, win: Vec::new() }
     }
 
     /// The number of words a dense mask of `nr_cpus` CPUs has.
@@ -45,8 +46,8 @@ impl CpuMask {
     #[inline]
     fn word(&self, index: u32) -> u64 {
         let j = index.wrapping_sub(self.lo) as usize;
-        if j < self.words.len() {
-            self.words[j]
+        if j < self.win.len() {
+            self.win[j]
         } else {
             0
         }
@@ -54,7 +55,7 @@ impl CpuMask {
 
     /// One past the last stored word.
     fn hi(&self) -> u32 {
-        self.lo + self.words.len() as u32
+        self.lo + self.win.len() as u32
     }
 
     /// A mask with `words` stored from word `lo`, trimmed of zero words at both ends.
@@ -65,20 +66,20 @@ impl CpuMask {
         let last = words.iter().rposition(|&w| w != 0).expect("a word is set");
         words.truncate(last + 1);
         words.drain(..first);
-        CpuMask { nr_cpus, lo: lo + first as u32, words }
+        CpuMask { nr_cpus, lo: lo + first as u32, win: words }
     }
 
     /// Widens the window to hold word `index`.
     fn cover(&mut self, index: u32) {
-        if self.words.is_empty() {
+        if self.win.is_empty() {
             self.lo = index;
-            self.words.push(0);
+            self.win.push(0);
         } else if index < self.lo {
             let more = (self.lo - index) as usize;
-            self.words.splice(0..0, std::iter::repeat_n(0, more));
+            self.win.splice(0..0, std::iter::repeat_n(0, more));
             self.lo = index;
         } else if index >= self.hi() {
-            self.words.resize((index - self.lo + 1) as usize, 0);
+            self.win.resize((index - self.lo + 1) as usize, 0);
         }
     }
 
@@ -91,7 +92,7 @@ impl CpuMask {
                 *last = (1u64 << tail) - 1;
             }
         }
-        CpuMask { nr_cpus, lo: 0, words }
+        CpuMask { nr_cpus, lo: 0, win: words }
     }
 
     /// A mask holding exactly one CPU (the kernel's `cpumask_of(cpu)`).
@@ -111,14 +112,14 @@ impl CpuMask {
         assert!(cpu < self.nr_cpus, "cpu {cpu} out of range (nr_cpus {})", self.nr_cpus);
         let index = cpu / BITS;
         self.cover(index);
-        self.words[(index - self.lo) as usize] |= 1u64 << (cpu % BITS);
+        self.win[(index - self.lo) as usize] |= 1u64 << (cpu % BITS);
     }
 
     /// Removes `cpu`. Panics if `cpu >= nr_cpus`.
     pub fn clear(&mut self, cpu: u32) {
         assert!(cpu < self.nr_cpus, "cpu {cpu} out of range (nr_cpus {})", self.nr_cpus);
         let j = (cpu / BITS).wrapping_sub(self.lo) as usize;
-        if let Some(w) = self.words.get_mut(j) {
+        if let Some(w) = self.win.get_mut(j) {
             *w &= !(1u64 << (cpu % BITS));
         }
     }
@@ -131,12 +132,12 @@ impl CpuMask {
 
     /// Number of CPUs in the mask (`cpumask_weight()`).
     pub fn weight(&self) -> u32 {
-        self.words.iter().map(|w| w.count_ones()).sum()
+        self.win.iter().map(|w| w.count_ones()).sum()
     }
 
     /// Whether no CPU is set.
     pub fn is_empty(&self) -> bool {
-        self.words.iter().all(|&w| w == 0)
+        self.win.iter().all(|&w| w == 0)
     }
 
     /// The lowest CPU in the mask (`cpumask_first()`), `None` if empty.
@@ -169,7 +170,7 @@ impl CpuMask {
     /// The lowest CPU `>= from` in `self` but not in `other` (`cpumask_next_andnot()`).
     pub fn next_andnot_from(&self, other: &CpuMask, from: u32) -> Option<u32> {
         self.check_same_size(other);
-        if from >= self.nr_cpus || self.words.is_empty() {
+        if from >= self.nr_cpus || self.win.is_empty() {
             return None;
         }
         let mut index = (from / BITS).max(self.lo);
@@ -189,10 +190,27 @@ impl CpuMask {
         }
     }
 
+    /// The lowest CPU in both masks (`cpumask_first_and()`), `None` if they do not intersect.
+    pub fn first_and(&self, other: &CpuMask) -> Option<u32> {
+        self.check_same_size(other);
+        (self.lo.max(other.lo)..self.hi().min(other.hi())).find_map(|i| {
+            let w = self.word(i) & other.word(i);
+            (w != 0).then(|| i * BITS + w.trailing_zeros())
+        })
+    }
+
+    /// The stored words: (the index of the first, the words); word `j` of the slice is the
+    /// mask's word `first + j` (bit `cpu % 64` of word `cpu / 64`), and every other word is
+    /// zero. For loops over a mask's words without visiting the empty ones.
+    #[inline]
+    pub fn stored_words(&self) -> (u32, &[u64]) {
+        (self.lo, &self.win)
+    }
+
     /// The CPUs in ascending order (`for_each_cpu()`).
     pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
         let lo = self.lo;
-        self.words.iter().enumerate().flat_map(move |(index, &word)| {
+        self.win.iter().enumerate().flat_map(move |(index, &word)| {
             let base = (lo + index as u32) * BITS;
             let mut rest = word;
             std::iter::from_fn(move || {
@@ -245,7 +263,7 @@ impl CpuMask {
 
     /// The smallest window holding both masks' stored words.
     fn union_window(&self, other: &CpuMask) -> (u32, u32) {
-        match (self.words.is_empty(), other.words.is_empty()) {
+        match (self.win.is_empty(), other.win.is_empty()) {
             (true, true) => (0, 0),
             (true, false) => (other.lo, other.hi()),
             (false, true) => (self.lo, self.hi()),
@@ -256,14 +274,14 @@ impl CpuMask {
     /// Adds every CPU of `other` to `self` in place.
     pub fn or_assign(&mut self, other: &CpuMask) {
         self.check_same_size(other);
-        let Some(first) = other.words.iter().position(|&w| w != 0) else {
+        let Some(first) = other.win.iter().position(|&w| w != 0) else {
             return;
         };
-        let last = other.words.iter().rposition(|&w| w != 0).expect("a word is set");
+        let last = other.win.iter().rposition(|&w| w != 0).expect("a word is set");
         self.cover(other.lo + first as u32);
         self.cover(other.lo + last as u32);
-        for (j, &b) in other.words.iter().enumerate().take(last + 1).skip(first) {
-            self.words[(other.lo + j as u32 - self.lo) as usize] |= b;
+        for (j, &b) in other.win.iter().enumerate().take(last + 1).skip(first) {
+            self.win[(other.lo + j as u32 - self.lo) as usize] |= b;
         }
     }
 
@@ -276,15 +294,15 @@ impl CpuMask {
     /// Whether every CPU of `self` is in `other` (`cpumask_subset(self, other)`).
     pub fn is_subset(&self, other: &CpuMask) -> bool {
         self.check_same_size(other);
-        self.words.iter().enumerate().all(|(j, &a)| a & !other.word(self.lo + j as u32) == 0)
+        self.win.iter().enumerate().all(|(j, &a)| a & !other.word(self.lo + j as u32) == 0)
     }
 
     /// The words from the first to the last set one: (index of the first, the words), or
     /// `None` for an empty mask. The mask's value without its window.
     fn trimmed(&self) -> Option<(u32, &[u64])> {
-        let first = self.words.iter().position(|&w| w != 0)?;
-        let last = self.words.iter().rposition(|&w| w != 0).expect("a word is set");
-        Some((self.lo + first as u32, &self.words[first..=last]))
+        let first = self.win.iter().position(|&w| w != 0)?;
+        let last = self.win.iter().rposition(|&w| w != 0).expect("a word is set");
+        Some((self.lo + first as u32, &self.win[first..=last]))
     }
 }
 
@@ -546,6 +564,14 @@ mod tests {
                 h.finish()
             };
             assert_eq!(hash(&rebuilt), hash(&a));
+            assert_eq!(a.first_and(&b), (0..nr).find(|&x| ra[x as usize] && rb[x as usize]));
+            let (lo, ws) = a.stored_words();
+            let from_words: Vec<u32> = ws
+                .iter()
+                .enumerate()
+                .flat_map(|(j, &w)| (0..64).filter(move |b| w >> b & 1 != 0).map(move |b| (lo + j as u32) * 64 + b))
+                .collect();
+            assert_eq!(from_words, a.iter().collect::<Vec<_>>());
             for from in [0, nr / 3, nr / 2, nr - 1, nr] {
                 let want = (from..nr).find(|&x| ra[x as usize] && !rb[x as usize]);
                 assert_eq!(a.next_andnot_from(&b, from), want);
@@ -560,8 +586,8 @@ mod tests {
     #[test]
     fn a_single_cpu_mask_stores_one_word() {
         let m = CpuMask::of(4000, 8192);
-        assert_eq!(m.words.len(), 1);
-        assert_eq!(CpuMask::new(8192).words.len(), 0);
-        assert_eq!(m.and(&CpuMask::full(8192)).words.len(), 1);
+        assert_eq!(m.win.len(), 1);
+        assert_eq!(CpuMask::new(8192).win.len(), 0);
+        assert_eq!(m.and(&CpuMask::full(8192)).win.len(), 1);
     }
 }
