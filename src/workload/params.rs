@@ -31,8 +31,9 @@ pub const MAX_MEMORY_BYTES: u64 = 8 << 30;
 pub const MEM_BASE_BYTES: u64 = 16 << 20;
 /// Per CPU: its `Cpu`, runqueues, idle task, per-CPU kernel threads and timers (bytes).
 pub const MEM_PER_CPU_BYTES: u64 = 16 << 10;
-/// Per pair of CPUs: tables with one entry per CPU for every CPU (the distance table, cache-line
-/// holder masks; sched domain spans are shared per distinct mask since issue 16) (bytes).
+/// Per pair of CPUs: what grows as CPUs^2 (machine-wide NUMA spans, SMT spans' word windows;
+/// since issue 16 spans and group lists are shared and masks store only their words, about
+/// 0.05 B a pair is measured, so this is mostly margin; docs/limits.md) (bytes).
 pub const MEM_PER_CPU_PAIR_BYTES: u64 = 2;
 /// Per task: `task_struct` model, saved frames, runqueue entity, the workload's own frame
 /// (bytes; the workloads' larger per-task state is added by `Workload::planned_size`).

@@ -930,7 +930,7 @@ fn set_idle_cores(k: &mut Kernel, cpu: CpuId, val: bool) {
 /// if every SMT sibling of this CPU is idle, mark the LLC as having an idle core. Returns the
 /// cost of reading the siblings' runqueues.
 pub fn __update_idle_core(k: &mut Kernel, cpu: CpuId) -> Time {
-    if k.m.topo.smt_mask(cpu).weight() < 2 || test_idle_cores(k, cpu) {
+    if k.m.topo.smt_siblings(cpu).len() < 2 || test_idle_cores(k, cpu) {
         return 0;
     }
     let mut cost = 0;
@@ -952,7 +952,7 @@ pub fn __update_idle_core(k: &mut Kernel, cpu: CpuId) -> Time {
 /// The first SMT sibling of `cpu` (itself included) numbered `from` or above: a walk over the
 /// siblings that leaves `k` free between steps without collecting them.
 fn smt_sibling_from(k: &Kernel, cpu: CpuId, from: CpuId) -> Option<CpuId> {
-    k.m.topo.smt_mask(cpu).next_from(from)
+    k.m.topo.smt_siblings(cpu).iter().copied().find(|&s| s >= from)
 }
 
 /// Models `select_idle_core()`: `Ok(core)` if the whole core is idle; otherwise records the
@@ -1147,20 +1147,20 @@ pub fn select_task_rq_fair(k: &mut Kernel, cpu: CpuId, p: TaskId, prev_cpu: CpuI
     }
     let mut new_cpu = prev_cpu;
     let mut cost = 0;
-    if want_affine {
+    // A wakeup on the wakee's previous CPU keeps new_cpu = prev_cpu whichever domain is found,
+    // so the domain walk is only needed when the CPUs differ.
+    if want_affine && cpu != prev_cpu {
         let found =
             k.sd.domains(cpu)
                 .iter()
                 .find(|d| d.flags & SD_WAKE_AFFINE != 0 && d.span.test(prev_cpu))
                 .map(|d| d.imbalance_pct);
         if let Some(pct) = found {
-            if cpu != prev_cpu {
-                new_cpu = if k.cfg.has(crate::linux::patches::Patch::B92486cbf2aa) {
-                    wake_affine(k, pct, p, cpu, prev_cpu, sync)
-                } else {
-                    wake_affine_v38(k, pct, p, cpu, prev_cpu, sync)
-                };
-            }
+            new_cpu = if k.cfg.has(crate::linux::patches::Patch::B92486cbf2aa) {
+                wake_affine(k, pct, p, cpu, prev_cpu, sync)
+            } else {
+                wake_affine_v38(k, pct, p, cpu, prev_cpu, sync)
+            };
         }
     }
     let t = select_idle_sibling(k, cpu, p, prev_cpu, new_cpu, &mut cost);

@@ -130,6 +130,23 @@ impl MaskTable {
     }
 }
 
+/// A domain's group list and its balance CPUs, as shared by every CPU that has them.
+type SharedGroups = (std::sync::Arc<[SharedMask]>, std::sync::Arc<[u32]>);
+
+/// The distinct group lists of one build: a domain's groups (by mask identity) and their
+/// balance CPUs, stored once for every CPU that has them.
+#[derive(Default)]
+struct GroupLists(std::collections::BTreeMap<(Vec<usize>, Vec<u32>), SharedGroups>);
+
+impl GroupLists {
+    /// The table's copy of the list `groups` with balance CPUs `balance`, added if new.
+    fn intern(&mut self, groups: Vec<SharedMask>, balance: Vec<u32>) -> SharedGroups {
+        let key = (groups.iter().map(|g| SharedMask::as_ptr(g) as usize).collect(), balance);
+        let entry = self.0.entry(key).or_insert_with_key(|(_, balance)| (groups.into(), balance.as_slice().into()));
+        (entry.0.clone(), entry.1.clone())
+    }
+}
+
 /// One level of one CPU's domain hierarchy (`struct sched_domain`).
 #[derive(Clone, Debug)]
 pub struct SchedDomain {
@@ -143,11 +160,14 @@ pub struct SchedDomain {
     pub flags: u32,
     /// The sched groups, first the one containing the owning CPU, then in
     /// `for_each_cpu_wrap()` order from it. Each is a child-domain span (one CPU each at the
-    /// lowest level), shared.
-    pub groups: Vec<SharedMask>,
+    /// lowest level), shared; the list itself is shared by every CPU whose domain has the
+    /// same groups in the same order (on a machine of many nodes each CPU's top NUMA domain
+    /// lists every node, so per-CPU lists would grow as CPUs x nodes).
+    pub groups: std::sync::Arc<[SharedMask]>,
     /// Per group, the CPU that balances on the group's behalf (`group_balance_cpu()`):
-    /// the first CPU of its balance mask, which equals the span except on NUMA levels.
-    pub group_balance_cpu: Vec<u32>,
+    /// the first CPU of its balance mask, which equals the span except on NUMA levels. Shared
+    /// like `groups`.
+    pub group_balance_cpu: std::sync::Arc<[u32]>,
     /// Periodic balance interval bounds and current value, ms. Initially `span_weight`,
     /// `2 * span_weight` and `span_weight`.
     pub min_interval: u32,
@@ -325,7 +345,7 @@ fn build_sched_topology(topo: &Topology) -> (Vec<TopologyLevel>, Vec<u32>) {
 /// The level's mask for `cpu` (`tl->mask(cpu)`).
 fn level_mask(topo: &Topology, distances: &[u32], tl: &TopologyLevel, cpu: u32) -> CpuMask {
     match tl.mask {
-        LevelMask::Smt => topo.smt_mask(cpu).clone(),
+        LevelMask::Smt => topo.smt_mask(cpu),
         LevelMask::CoreGroup => topo.llc_mask(cpu).clone(),
         LevelMask::Cpu => topo.node_mask(cpu).clone(),
         LevelMask::Numa => {
@@ -338,6 +358,17 @@ fn level_mask(topo: &Topology, distances: &[u32], tl: &TopologyLevel, cpu: u32) 
             }
             mask
         }
+    }
+}
+
+/// Which CPUs share `cpu`'s [`level_mask`] at level `tl`: the mask is a function of this key
+/// (the core, the LLC or the node), so it is computed once per key, not once per CPU.
+fn level_key(topo: &Topology, tl: &TopologyLevel, cpu: u32) -> u32 {
+    let t = &topo.cpus[cpu as usize];
+    match tl.mask {
+        LevelMask::Smt => t.core,
+        LevelMask::CoreGroup => t.llc,
+        LevelMask::Cpu | LevelMask::Numa => t.node,
     }
 }
 
@@ -360,8 +391,8 @@ fn sd_init(
         span: SharedMask::new(cpu_map.and(tl_mask)),
         span_weight: 0,
         flags: SD_BALANCE_NEWIDLE | SD_BALANCE_EXEC | SD_BALANCE_FORK | SD_WAKE_AFFINE | SD_PREFER_SIBLING | sd_flags,
-        groups: Vec::new(),
-        group_balance_cpu: Vec::new(),
+        groups: std::sync::Arc::from([]),
+        group_balance_cpu: std::sync::Arc::from([]),
         min_interval: sd_weight,
         max_interval: 2 * sd_weight,
         balance_interval: sd_weight,
@@ -406,6 +437,38 @@ fn child_of(built: &Built, cpu: u32, level: usize) -> Option<&SchedDomain> {
     }
 }
 
+/// The group builders' `for_each_cpu_wrap(i, span, cpu)` loop that skips the CPUs already
+/// `covered`: each step finds the next uncovered CPU of the span in wrap order by whole words,
+/// so a machine-wide span costs its groups, not its CPUs. `covered` only grows during a walk,
+/// so this visits exactly the CPUs the plain loop would not skip, in the same order.
+struct WrapWalk {
+    start: u32,
+    from: u32,
+    wrapped: bool,
+}
+
+impl WrapWalk {
+    fn new(start: u32) -> WrapWalk {
+        WrapWalk { start, from: start, wrapped: false }
+    }
+
+    fn next(&mut self, span: &CpuMask, covered: &CpuMask) -> Option<u32> {
+        loop {
+            match span.next_andnot_from(covered, self.from) {
+                Some(i) if !self.wrapped || i < self.start => {
+                    self.from = i + 1;
+                    return Some(i);
+                }
+                _ if !self.wrapped => {
+                    self.wrapped = true;
+                    self.from = 0;
+                }
+                _ => return None,
+            }
+        }
+    }
+}
+
 /// Models `build_sched_groups()` and `get_group()` — kernel/sched/topology.c @ v6.10.
 /// Context: boot, under sched_domains_mutex.
 /// Simplifications: groups are spans only (no `sched_group_capacity`).
@@ -414,10 +477,8 @@ fn build_sched_groups(built: &Built, level: usize, cpu: u32, masks: &mut MaskTab
     let mut covered = CpuMask::new(sd.span.nr_cpus());
     let mut groups = Vec::new();
     let mut balance = Vec::new();
-    for i in sd.span.iter_wrap(cpu) {
-        if covered.test(i) {
-            continue;
-        }
+    let mut walk = WrapWalk::new(cpu);
+    while let Some(i) = walk.next(&sd.span, &covered) {
         let group = match child_of(built, i, level) {
             Some(child) => child.span.clone(),
             None => masks.intern(CpuMask::of(i, sd.span.nr_cpus())),
@@ -458,10 +519,8 @@ fn build_overlap_sched_groups(built: &Built, level: usize, cpu: u32) -> (Vec<Sha
     let mut covered = CpuMask::new(nr_cpus);
     let mut groups = Vec::new();
     let mut balance = Vec::new();
-    for i in sd.span.iter_wrap(cpu) {
-        if covered.test(i) {
-            continue;
-        }
+    let mut walk = WrapWalk::new(cpu);
+    while let Some(i) = walk.next(&sd.span, &covered) {
         // A sibling whose hierarchy stopped lower has no domain at this level.
         let Some(sibling) = built[i as usize][level].as_ref() else {
             continue;
@@ -570,10 +629,14 @@ pub fn build_sched_domains_at(topo: &Topology, jiffies: u64) -> SchedDomains {
     // Set up domains for the CPUs, bottom-up, stopping once a level spans everything.
     let mut built: Built = vec![vec![None; levels.len()]; nr_cpus as usize];
     let mut masks = MaskTable::default();
+    // Per level, the level's mask by its key (see `level_key`).
+    let mut level_masks: Vec<std::collections::BTreeMap<u32, CpuMask>> = vec![Default::default(); levels.len()];
     for cpu in cpu_map.iter() {
         for (level, tl) in levels.iter().enumerate() {
-            let mask = level_mask(topo, &distances, tl, cpu);
-            let mut sd = sd_init(tl, &mask, &cpu_map, distances[tl.numa_level], topo.node_reclaim_distance(), jiffies);
+            let mask = level_masks[level]
+                .entry(level_key(topo, tl, cpu))
+                .or_insert_with(|| level_mask(topo, &distances, tl, cpu));
+            let mut sd = sd_init(tl, mask, &cpu_map, distances[tl.numa_level], topo.node_reclaim_distance(), jiffies);
             if let Some(child) = child_of(&built, cpu, level) {
                 // "BUG: arch topology borken": the kernel widens the span to keep nesting.
                 if !child.span.is_subset(&sd.span) {
@@ -593,6 +656,7 @@ pub fn build_sched_domains_at(topo: &Topology, jiffies: u64) -> SchedDomains {
     }
 
     // Build the groups for the domains.
+    let mut lists = GroupLists::default();
     for cpu in cpu_map.iter() {
         for level in 0..levels.len() {
             let Some(sd) = built[cpu as usize][level].as_ref() else {
@@ -605,8 +669,7 @@ pub fn build_sched_domains_at(topo: &Topology, jiffies: u64) -> SchedDomains {
             };
             let sd = built[cpu as usize][level].as_mut().expect("domain exists");
             sd.span_weight = sd.span.weight();
-            sd.groups = groups;
-            sd.group_balance_cpu = balance;
+            (sd.groups, sd.group_balance_cpu) = lists.intern(groups, balance);
         }
     }
 
@@ -704,7 +767,7 @@ mod tests {
         assert_eq!(d[0].flags, DEFAULT_FLAGS | SD_SHARE_CPUCAPACITY | SD_SHARE_LLC);
         assert_eq!((d[0].imbalance_pct, d[0].cache_nice_tries), (110, 0));
         assert_eq!(
-            d[0].groups,
+            *d[0].groups,
             [SharedMask::new(parse_cpulist("8", 256).unwrap()), SharedMask::new(parse_cpulist("136", 256).unwrap())]
         );
 
@@ -735,7 +798,7 @@ mod tests {
         assert_eq!((d[3].imbalance_pct, d[3].cache_nice_tries), (117, 2));
         let numa_groups: Vec<String> = d[3].groups.iter().map(|g| g.to_string()).collect();
         assert_eq!(numa_groups, ["0-63,128-191", "64-127,192-255"]);
-        assert_eq!(d[3].group_balance_cpu, [0, 64]);
+        assert_eq!(*d[3].group_balance_cpu, [0, 64]);
         assert_eq!((d[3].min_interval, d[3].max_interval), (256, 512));
 
         assert_eq!(sds.sd_llc_id[8], 8);
@@ -765,7 +828,7 @@ mod tests {
             for sd in d {
                 assert!(sd.groups[0].test(cpu), "first group holds the cpu");
                 let mut union = CpuMask::new(256);
-                for g in &sd.groups {
+                for g in sd.groups.iter() {
                     union.or_assign(g);
                 }
                 assert_eq!(union, *sd.span);
@@ -857,10 +920,14 @@ mod tests {
         for level in 1..=2 {
             let (a, b) = (&sds.domains(8)[level], &sds.domains(9)[level]);
             assert!(SharedMask::ptr_eq(&a.span, &b.span), "level {level} span copied");
-            for g in &a.groups {
+            for g in a.groups.iter() {
                 assert!(b.groups.iter().any(|h| SharedMask::ptr_eq(g, h)), "level {level} group {g} copied");
             }
         }
+        // The NUMA domain of every CPU of a node lists the same groups: one list for them all.
+        let (a, b) = (&sds.domains(8)[3], &sds.domains(9)[3]);
+        assert!(std::sync::Arc::ptr_eq(&a.groups, &b.groups), "NUMA group list copied");
+        assert!(std::sync::Arc::ptr_eq(&a.group_balance_cpu, &b.group_balance_cpu));
         // At most one allocation per distinct mask across the whole machine.
         let mut all: Vec<&SharedMask> = (0..256)
             .flat_map(|c| sds.domains(c).iter().flat_map(|d| std::iter::once(&d.span).chain(d.groups.iter())))
@@ -872,5 +939,47 @@ mod tests {
         let n = distinct.len();
         distinct.dedup();
         assert_eq!(distinct.len(), n, "an equal mask is stored twice");
+    }
+
+    proptest::proptest! {
+        /// The group builders' skipping walk visits what `for_each_cpu_wrap()` with a
+        /// `covered` test visits, in the same order, while `covered` grows along the walk.
+        #[test]
+        fn wrap_walk_visits_what_the_plain_loop_does(
+            nr in 1u32..300,
+            span_cpus in proptest::collection::vec(0u32..300, 0..40),
+            start in 0u32..300,
+            grow in proptest::collection::vec(proptest::collection::vec(0u32..300, 0..6), 0..40),
+        ) {
+            let mut span = CpuMask::new(nr);
+            for c in &span_cpus {
+                span.set(c % nr);
+            }
+            let start = start % nr;
+            // After the k-th visit, the CPUs of grow[k] (and the visited CPU) become covered.
+            let cover = |covered: &mut CpuMask, k: usize, i: u32| {
+                covered.set(i);
+                for c in grow.get(k).into_iter().flatten() {
+                    covered.set(c % nr);
+                }
+            };
+            let mut plain = Vec::new();
+            let mut covered = CpuMask::new(nr);
+            for i in span.iter_wrap(start) {
+                if covered.test(i) {
+                    continue;
+                }
+                cover(&mut covered, plain.len(), i);
+                plain.push(i);
+            }
+            let mut walked = Vec::new();
+            let mut covered = CpuMask::new(nr);
+            let mut walk = WrapWalk::new(start);
+            while let Some(i) = walk.next(&span, &covered) {
+                cover(&mut covered, walked.len(), i);
+                walked.push(i);
+            }
+            proptest::prop_assert_eq!(walked, plain);
+        }
     }
 }

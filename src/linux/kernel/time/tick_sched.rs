@@ -21,6 +21,9 @@ pub struct TickSched {
     pub sleepers: Vec<(Time, Time, TaskId)>,
     /// Timers that expired in the current interrupt and still have a task to wake.
     pub expired: Vec<TaskId>,
+    /// Scratch space of `hrtimer_interrupt()` for the sleepers it expires (kept between
+    /// interrupts so that an interrupt does not allocate).
+    fired: Vec<(Time, Time, TaskId)>,
     /// Expiry programmed into the local APIC timer, and its generation.
     pub armed: Option<Time>,
     pub timer_gen: u32,
@@ -40,6 +43,7 @@ impl TickSched {
             next_tick: 0,
             sleepers: Vec::new(),
             expired: Vec::new(),
+            fired: Vec::new(),
             armed: None,
             timer_gen: 0,
             was_stopped_once: false,
@@ -104,7 +108,7 @@ pub fn hrtimer_interrupt(k: &mut Kernel, cpu: CpuId) -> Time {
     ts.armed = None;
     // Expired sleepers, in expiry order.
     let mut i = 0;
-    let mut fired: Vec<(Time, Time, TaskId)> = Vec::new();
+    let mut fired = std::mem::take(&mut ts.fired);
     while i < ts.sleepers.len() {
         if ts.sleepers[i].1 <= now {
             fired.push(ts.sleepers.swap_remove(i));
@@ -117,6 +121,8 @@ pub fn hrtimer_interrupt(k: &mut Kernel, cpu: CpuId) -> Time {
     for &(_, _, p) in fired.iter().rev() {
         ts.expired.push(p);
     }
+    fired.clear();
+    ts.fired = fired;
     let watchdog = ts.watchdog.filter(|&(t, _)| t <= now);
     if !ts.stopped && ts.next_tick <= now {
         ts.next_tick = nb;
