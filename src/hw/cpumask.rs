@@ -86,6 +86,13 @@ impl CpuMask {
         self.next_from(0)
     }
 
+    /// The lowest CPU in both masks (`cpumask_first_and()`), `None` if they do not intersect.
+    pub fn first_and(&self, other: &CpuMask) -> Option<u32> {
+        self.check_same_size(other);
+        let (index, w) = self.words.iter().zip(&other.words).map(|(a, b)| a & b).enumerate().find(|&(_, w)| w != 0)?;
+        Some(index as u32 * BITS + w.trailing_zeros())
+    }
+
     /// The lowest CPU `>= from` in the mask.
     pub fn next_from(&self, from: u32) -> Option<u32> {
         if from >= self.nr_cpus {

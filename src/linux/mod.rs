@@ -287,6 +287,7 @@ impl Kernel {
             k.tasks[idle as usize].on_cpu = true;
             k.tasks[idle as usize].on_rq = true;
         }
+        kernel::sched::group_sums::init(&mut k);
         // The root domain's RT overload mask and its push irq_work.
         k.rd.rt.rto_mask = crate::hw::cpumask::CpuMask::new(nr);
         let rto_line = k.lines.alloc(0);
