@@ -76,23 +76,6 @@ impl Lines {
         Some(d)
     }
 
-    /// `cpu` reads each of `lines` in order, as [`Lines::read`] one after another would;
-    /// `on_miss` is called with the distance of every read that missed, in order.
-    #[inline]
-    pub fn read_each(
-        &mut self,
-        lines: impl Iterator<Item = LineId>,
-        cpu: u32,
-        topo: &Topology,
-        mut on_miss: impl FnMut(Distance),
-    ) {
-        for line in lines {
-            if let Some(d) = self.read(line, cpu, topo) {
-                on_miss(d);
-            }
-        }
-    }
-
     /// `cpu` writes the line (a store or an atomic read-modify-write). Returns the farthest
     /// distance among the copies that had to be fetched or invalidated, or `None` if this CPU
     /// already held the only copy.
@@ -144,20 +127,5 @@ mod tests {
         assert_eq!(lines.read(l, 1, &topo), Some(topo.distance(3, 1)));
         assert_eq!(lines.write(l, 1, &topo), Some(topo.distance(3, 1)));
         assert_eq!(lines.write(l, 1, &topo), None);
-    }
-
-    #[test]
-    fn read_each_matches_reads_one_by_one() {
-        let topo = Topology::new(&TopologySpec::new(2, 1, 4, 4, 2)).unwrap();
-        let (mut a, mut b) = (Lines::default(), Lines::default());
-        let ids: Vec<LineId> = (0..16).map(|c| (a.alloc(c), b.alloc(c)).0).collect();
-        for reader in [0, 5, 0, 9, 15] {
-            let one: Vec<Option<Distance>> = ids.iter().map(|&l| a.read(l, reader, &topo)).collect();
-            let mut each = Vec::new();
-            b.read_each(ids.iter().copied(), reader, &topo, |d| each.push(d));
-            assert_eq!(one.into_iter().flatten().collect::<Vec<_>>(), each);
-            a.write(ids[reader as usize], reader, &topo);
-            b.write(ids[reader as usize], reader, &topo);
-        }
     }
 }

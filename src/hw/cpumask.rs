@@ -112,6 +112,12 @@ impl CpuMask {
         }
     }
 
+    /// The mask's 64-bit words: bit `cpu % 64` of word `cpu / 64` is `cpu`.
+    #[inline]
+    pub fn words(&self) -> &[u64] {
+        &self.words
+    }
+
     /// The CPUs in ascending order (`for_each_cpu()`).
     pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
         self.words.iter().enumerate().flat_map(|(index, &word)| {

@@ -73,11 +73,20 @@ fn update_sd_lb_stats_cost(k: &mut Kernel, cpu: CpuId, dst: CpuId, sd: usize) ->
     let rq_line = &sds.sums.rq_line;
     let rng = &mut cpus[cpu as usize].rng;
     let line_ns = &m.costs.line;
-    let others = span.iter().filter(|&c| c != cpu).map(|c| rq_line[c as usize]);
-    lines.read_each(others, cpu, &m.topo, |dist| {
-        let r = line_ns[dist as usize];
-        stats += rng.range(r.lo_ns, r.hi_ns);
-    });
+    let topo = &m.topo;
+    for (i, &w) in span.words().iter().enumerate() {
+        let base = i as u32 * 64;
+        // The reader's own runqueue is not a remote read.
+        let mut rest = if cpu / 64 == i as u32 { w & !(1 << (cpu % 64)) } else { w };
+        while rest != 0 {
+            let c = base + rest.trailing_zeros();
+            rest &= rest - 1;
+            if let Some(dist) = lines.read(rq_line[c as usize], cpu, topo) {
+                let r = line_ns[dist as usize];
+                stats += rng.range(r.lo_ns, r.hi_ns);
+            }
+        }
+    }
     k.stats.lb_stats_ns += stats;
     stats
 }
@@ -110,7 +119,8 @@ fn should_we_balance(k: &Kernel, cpu: CpuId, sd: usize, idle: CpuIdleType) -> bo
         return rq.nr_running == 0 && !rq.ttwu_pending;
     }
     let d = &k.sd.domains(cpu)[sd];
-    let Some(local) = d.groups.iter().position(|g| g.test(cpu)) else { return true };
+    let Some(local) = k.sd.sums.local_group(cpu, sd) else { return true };
+    debug_assert_eq!(Some(local), d.groups.iter().position(|g| g.test(cpu)));
     let g = &d.groups[local];
     super::group_sums::debug_check_group(k, cpu, sd, local);
     if let Some(first_idle) = g.first_and(k.sd.sums.idle_mask()) {
@@ -144,7 +154,8 @@ pub fn sched_balance_rq(k: &mut Kernel, cpu: CpuId, dst: CpuId, sd: usize, idle:
     }
     cost += update_sd_lb_stats_cost(k, cpu, dst, sd);
     let d = &k.sd.domains(dst)[sd];
-    let local = d.groups.iter().position(|g| g.test(dst));
+    let local = k.sd.sums.local_group(dst, sd);
+    debug_assert_eq!(local, d.groups.iter().position(|g| g.test(dst)));
     // sched_balance_find_src_group(): the group with the most excess runnable tasks.
     let mut busiest: Option<(u32, usize)> = None;
     for gi in 0..d.groups.len() {
@@ -170,9 +181,11 @@ pub fn sched_balance_rq(k: &mut Kernel, cpu: CpuId, dst: CpuId, sd: usize, idle:
     };
     // sched_balance_find_src_rq(): the CPU of that group with the most runnable tasks.
     let group = k.sd.domains(dst)[sd].groups[gi].clone();
-    let Some(src) =
-        group.iter().filter(|&c| c != dst).max_by_key(|&c| (k.cpus[c as usize].rq.cfs_h_nr_running, u32::MAX - c))
-    else {
+    let h_nr = |c: CpuId| {
+        debug_assert_eq!(k.sd.sums.cfs_h_nr_running(c), k.cpus[c as usize].rq.cfs_h_nr_running);
+        k.sd.sums.cfs_h_nr_running(c)
+    };
+    let Some(src) = group.iter().filter(|&c| c != dst).max_by_key(|&c| (h_nr(c), u32::MAX - c)) else {
         return (0, cost);
     };
     // calculate_imbalance(): moving must leave the two runqueues closer; half the difference.

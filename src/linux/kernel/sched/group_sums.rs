@@ -21,8 +21,8 @@ use crate::linux::{CpuId, Kernel};
 /// What one CPU adds to the sums of each group it belongs to.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct Contrib {
-    /// `cfs_h_nr_running - 1`, at least 0.
-    excess: u32,
+    /// `cfs_h_nr_running`.
+    h_nr: u32,
     /// `nr_running + ttwu_pending`.
     load: u32,
     /// `idle_cpu()`.
@@ -45,6 +45,9 @@ pub struct GroupSums {
     level_base: Vec<u32>,
     dom_start: Vec<u32>,
     ids: Vec<u32>,
+    /// Per `level_base[cpu] + level`: the index of the first group containing `cpu` (the
+    /// local group), `u32::MAX` if none does.
+    local: Vec<u32>,
     /// The group ids containing each CPU: `member[member_start[cpu]..member_start[cpu + 1]]`.
     member_start: Vec<u32>,
     member: Vec<u32>,
@@ -68,6 +71,7 @@ impl GroupSums {
             s.level_base.push(s.dom_start.len() as u32);
             for d in sd.domains(cpu) {
                 s.dom_start.push(s.ids.len() as u32);
+                s.local.push(d.groups.iter().position(|g| g.test(cpu)).map_or(u32::MAX, |i| i as u32));
                 for g in &d.groups {
                     // Groups are shared masks: one id per distinct mask object, assigned in
                     // the order first met (CPU, level, group), never by map order.
@@ -106,6 +110,13 @@ impl GroupSums {
         self.ids[self.dom_start[base + level] as usize + gi] as usize
     }
 
+    /// The index of the first group of `cpu`'s domain `level` that contains `cpu`.
+    #[inline]
+    pub fn local_group(&self, cpu: CpuId, level: usize) -> Option<usize> {
+        let l = self.local[self.level_base[cpu as usize] as usize + level];
+        (l != u32::MAX).then_some(l as usize)
+    }
+
     /// Sum over the group of `cfs_h_nr_running - 1` (at least 0 per CPU).
     #[inline]
     pub fn excess(&self, id: usize) -> u32 {
@@ -122,6 +133,12 @@ impl GroupSums {
     #[inline]
     pub fn nr_idle(&self, id: usize) -> u32 {
         self.nr_idle[id]
+    }
+
+    /// `cpu`'s `cfs_h_nr_running`, from a compact per-CPU array.
+    #[inline]
+    pub fn cfs_h_nr_running(&self, cpu: CpuId) -> u32 {
+        self.last[cpu as usize].h_nr
     }
 
     /// Whether some CPU has two or more runnable tasks.
@@ -146,7 +163,7 @@ impl GroupSums {
         let (a, b) = (self.member_start[cpu as usize] as usize, self.member_start[cpu as usize + 1] as usize);
         for &id in &self.member[a..b] {
             let id = id as usize;
-            self.excess[id] = self.excess[id] - old.excess + new.excess;
+            self.excess[id] = self.excess[id] - old.h_nr.saturating_sub(1) + new.h_nr.saturating_sub(1);
             self.load[id] = self.load[id] - old.load + new.load;
             self.nr_idle[id] = self.nr_idle[id] - old.idle as u32 + new.idle as u32;
         }
@@ -177,7 +194,7 @@ pub fn init(k: &mut Kernel) {
 pub fn rq_changed(k: &mut Kernel, cpu: CpuId) {
     let rq = &k.cpus[cpu as usize].rq;
     let new = Contrib {
-        excess: rq.cfs_h_nr_running.saturating_sub(1),
+        h_nr: rq.cfs_h_nr_running,
         load: rq.nr_running + rq.ttwu_pending as u32,
         idle: rq.curr == rq.idle && rq.nr_running == 0 && !rq.ttwu_pending,
         overloaded: rq.nr_running >= 2,
