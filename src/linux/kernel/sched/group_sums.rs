@@ -31,15 +31,22 @@ struct Contrib {
     overloaded: bool,
 }
 
+/// One group's sums, kept together so an update touches one host cache line.
+#[derive(Debug, Clone, Copy, Default)]
+struct Sums {
+    /// The sum of the CPUs' excess runnable fair tasks (`cfs_h_nr_running - 1`, at least 0).
+    excess: u32,
+    /// The sum of `nr_running + ttwu_pending`.
+    load: u32,
+    /// The number of idle CPUs.
+    nr_idle: u32,
+}
+
 /// Per-group running sums and the machine-wide counts derived from the runqueues.
 #[derive(Debug, Clone, Default)]
 pub struct GroupSums {
-    /// Per group id: the sum of the CPUs' excess runnable fair tasks.
-    excess: Vec<u32>,
-    /// Per group id: the sum of `nr_running + ttwu_pending`.
-    load: Vec<u32>,
-    /// Per group id: the number of idle CPUs.
-    nr_idle: Vec<u32>,
+    /// Per group id.
+    sums: Vec<Sums>,
     /// Group ids of `cpu`'s domain `level`, in the domain's group order:
     /// `ids[dom_start[level_base[cpu] + level] ..]`.
     level_base: Vec<u32>,
@@ -85,9 +92,7 @@ impl GroupSums {
             }
         }
         let n = masks.len();
-        s.excess = vec![0; n];
-        s.load = vec![0; n];
-        s.nr_idle = vec![0; n];
+        s.sums = vec![Sums::default(); n];
         let mut per_cpu: Vec<Vec<u32>> = vec![Vec::new(); nr_cpus as usize];
         for (id, m) in masks.iter().enumerate() {
             for c in m.iter() {
@@ -120,19 +125,19 @@ impl GroupSums {
     /// Sum over the group of `cfs_h_nr_running - 1` (at least 0 per CPU).
     #[inline]
     pub fn excess(&self, id: usize) -> u32 {
-        self.excess[id]
+        self.sums[id].excess
     }
 
     /// Sum over the group of `nr_running + ttwu_pending`.
     #[inline]
     pub fn load(&self, id: usize) -> u32 {
-        self.load[id]
+        self.sums[id].load
     }
 
     /// Number of CPUs of the group for which `idle_cpu()` holds.
     #[inline]
     pub fn nr_idle(&self, id: usize) -> u32 {
-        self.nr_idle[id]
+        self.sums[id].nr_idle
     }
 
     /// `cpu`'s `cfs_h_nr_running`, from a compact per-CPU array.
@@ -162,10 +167,10 @@ impl GroupSums {
         }
         let (a, b) = (self.member_start[cpu as usize] as usize, self.member_start[cpu as usize + 1] as usize);
         for &id in &self.member[a..b] {
-            let id = id as usize;
-            self.excess[id] = self.excess[id] - old.h_nr.saturating_sub(1) + new.h_nr.saturating_sub(1);
-            self.load[id] = self.load[id] - old.load + new.load;
-            self.nr_idle[id] = self.nr_idle[id] - old.idle as u32 + new.idle as u32;
+            let g = &mut self.sums[id as usize];
+            g.excess = g.excess - old.h_nr.saturating_sub(1) + new.h_nr.saturating_sub(1);
+            g.load = g.load - old.load + new.load;
+            g.nr_idle = g.nr_idle - old.idle as u32 + new.idle as u32;
         }
         self.nr_overloaded = self.nr_overloaded - old.overloaded as u32 + new.overloaded as u32;
         if old.idle != new.idle {
