@@ -242,7 +242,6 @@ pub fn debug_check_overloaded(k: &Kernel) {
 mod tests {
     use super::*;
     use crate::run::{build, RunSpec};
-    use crate::workload::params::Params;
 
     /// Every group of every CPU's domains, the idle mask, the compact `cfs_h_nr_running`
     /// and the overload count against a rescan of the runqueues.
@@ -265,7 +264,8 @@ mod tests {
         let mut s = RunSpec::new("hackbench");
         s.machine = machine.into();
         s.background = Some("server".into());
-        s.params = Params::parse(["tool=perf", &format!("args={args}")], "test").unwrap();
+        s.params.set("tool".into(), "perf".into());
+        s.params.set("args".into(), args.into());
         build(&s).expect("valid spec")
     }
 
