@@ -48,7 +48,7 @@ pub struct GroupSums {
     /// Per group id.
     sums: Vec<Sums>,
     /// Group ids of `cpu`'s domain `level`, in the domain's group order:
-    /// `ids[dom_start[level_base[cpu] + level] ..]`.
+    /// `ids[dom_start[level_base[cpu] + level] ..]` (lists shared by CPUs whose lists match).
     level_base: Vec<u32>,
     dom_start: Vec<u32>,
     ids: Vec<u32>,
@@ -73,22 +73,34 @@ impl GroupSums {
     pub fn new(sd: &SchedDomains, nr_cpus: u32) -> GroupSums {
         let mut by_ptr: std::collections::BTreeMap<usize, u32> = Default::default();
         let mut masks: Vec<&CpuMask> = Vec::new();
+        let mut lists: std::collections::BTreeMap<Vec<u32>, u32> = Default::default();
         let mut s = GroupSums { idle: CpuMask::new(nr_cpus), ..Default::default() };
         for cpu in 0..nr_cpus {
             s.level_base.push(s.dom_start.len() as u32);
             for d in sd.domains(cpu) {
-                s.dom_start.push(s.ids.len() as u32);
                 s.local.push(d.groups.iter().position(|g| g.test(cpu)).map_or(u32::MAX, |i| i as u32));
-                for g in &d.groups {
-                    // Groups are shared masks: one id per distinct mask object, assigned in
-                    // the order first met (CPU, level, group), never by map order.
-                    let next = masks.len() as u32;
-                    let id = *by_ptr.entry(std::sync::Arc::as_ptr(g) as usize).or_insert(next);
-                    if id == next {
-                        masks.push(g);
-                    }
-                    s.ids.push(id);
-                }
+                let list: Vec<u32> = d
+                    .groups
+                    .iter()
+                    .map(|g| {
+                        // Groups are shared masks: one id per distinct mask object, assigned in
+                        // the order first met (CPU, level, group), never by map order.
+                        let next = masks.len() as u32;
+                        let id = *by_ptr.entry(std::sync::Arc::as_ptr(g) as usize).or_insert(next);
+                        if id == next {
+                            masks.push(g);
+                        }
+                        id
+                    })
+                    .collect();
+                // CPUs of one domain span mostly list the same groups (rotated to start at
+                // their own): each distinct list is stored once, not once per CPU.
+                let start = *lists.entry(list).or_insert_with_key(|list| {
+                    let start = s.ids.len() as u32;
+                    s.ids.extend_from_slice(list);
+                    start
+                });
+                s.dom_start.push(start);
             }
         }
         let n = masks.len();
