@@ -84,6 +84,7 @@ fn ttwu_pending_stale_fires_on_a_flag_set_with_nothing_queued() {
     k.enable_checks();
     // At boot, before CPU 2 first enters an idle state.
     k.cpus[2].rq.ttwu_pending = true;
+    schedsim::linux::kernel::sched::group_sums::rq_changed(&mut k, 2);
     run_until(&mut k, 100_000_000);
     let v: Vec<_> = k.violations().iter().filter(|v| v.rule == Rule::TtwuPendingStale).collect();
     assert!(!v.is_empty(), "{:?}", k.violations());
@@ -147,6 +148,7 @@ fn nr_running_conserved_fires_on_a_count_off_by_one() {
         .expect("queued")
         .cpu;
     k.cpus[cpu as usize].rq.nr_running += 1;
+    schedsim::linux::kernel::sched::group_sums::rq_changed(&mut k, cpu);
     k.run(100_000_000);
     assert!(k.violations().iter().any(|v| v.rule == Rule::NrRunningConserved && v.cpu == cpu), "{:?}", rules(&k));
 }

@@ -30,6 +30,7 @@ fn placed(kernel: &str, patches: &str) -> u32 {
     }
     // The waker is the task current on CPU 0 (observed between two actions, as if it ran).
     k.cpus[0].rq.curr = waker;
+    schedsim::linux::kernel::sched::group_sums::rq_changed(&mut k, 0);
     let p = sleeper(&mut k, "wakee", 2, None);
     k.tasks[waker as usize].wakee_flips = 1000;
     k.tasks[p as usize].wakee_flips = 10;

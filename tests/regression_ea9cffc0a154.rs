@@ -245,6 +245,7 @@ fn nohz_csd_func_with_a_genuine_wakeup_pending_is_lost_in_both() {
         let mut k = kicked(patches);
         set_nr(&mut k);
         k.cpus[ILB_CPU as usize].rq.ttwu_pending = true;
+        schedsim::linux::kernel::sched::group_sums::rq_changed(&mut k, ILB_CPU);
         let (_, wake) = nohz_csd_func(&mut k, ILB_CPU);
         assert!(wake.is_none(), "{patches}");
         assert_eq!((k.stats.nohz_kicks_lost, k.stats.nohz_kicks_raised_softirq), (1, 0), "{patches}");

@@ -88,6 +88,7 @@ fn one_pass(patches: &str, nr: bool, pending: bool) -> (u64, u64) {
         k.tasks[idle as usize].ti_flags |= TIF_NEED_RESCHED;
     }
     k.cpus[ilb].rq.ttwu_pending = pending;
+    schedsim::linux::kernel::sched::group_sums::rq_changed(&mut k, ilb as u32);
     let mut s = SchedBalanceSoftirq::default();
     for _ in 0..64 {
         match sched_balance_softirq(&mut k, ILB_CPU, &mut s) {

@@ -19,6 +19,7 @@ fn guest() -> (Kernel, TaskId) {
 /// The target CPU 4 does not look idle: a wakee is already queued on it.
 fn busy_target(k: &mut Kernel) -> u32 {
     k.cpus[4].rq.ttwu_pending = true;
+    schedsim::linux::kernel::sched::group_sums::rq_changed(k, 4);
     4
 }
 

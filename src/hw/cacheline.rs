@@ -17,15 +17,17 @@ pub type LineId = u32;
 const MAX_SHARERS: usize = 6;
 const NONE: u32 = u32::MAX;
 
-/// One cache line's coherence state.
+/// One cache line's coherence state, 32 bytes so that a host cache line holds two and a
+/// lookup touches one.
 #[derive(Debug, Clone)]
+#[repr(C, align(32))]
 pub struct Line {
-    /// The CPU that wrote the line last (it holds the freshest copy).
-    owner: u32,
-    /// CPUs holding a valid copy (owner included). When more CPUs share it than fit, the
-    /// farthest sharer is kept, which is what decides the cost of the next invalidation.
+    /// CPUs holding a valid copy, the owner first: `sharers[0]` is the CPU that wrote the
+    /// line last (it holds the freshest copy). Unused slots are `NONE`. When more CPUs share
+    /// it than fit, the farthest sharer is kept, which is what decides the cost of the next
+    /// invalidation.
     sharers: [u32; MAX_SHARERS],
-    nr: u8,
+    nr: u32,
     /// A CPU spinning or MONITOR-ing this line, woken when another CPU writes it.
     pub watcher: u32,
 }
@@ -42,7 +44,7 @@ impl Lines {
         let id = self.lines.len() as LineId;
         let mut sharers = [NONE; MAX_SHARERS];
         sharers[0] = home;
-        self.lines.push(Line { owner: home, sharers, nr: 1, watcher: NONE });
+        self.lines.push(Line { sharers, nr: 1, watcher: NONE });
         id
     }
 
@@ -59,10 +61,11 @@ impl Lines {
     #[inline]
     pub fn read(&mut self, line: LineId, cpu: u32, topo: &Topology) -> Option<Distance> {
         let l = &mut self.lines[line as usize];
-        if l.sharers[..l.nr as usize].contains(&cpu) {
+        // Unused slots hold NONE, which is no CPU: all six can be compared at once.
+        if l.sharers.iter().fold(false, |hit, &s| hit | (s == cpu)) {
             return None;
         }
-        let d = topo.distance(l.owner, cpu);
+        let d = topo.distance(l.sharers[0], cpu);
         if (l.nr as usize) < MAX_SHARERS {
             l.sharers[l.nr as usize] = cpu;
             l.nr += 1;
@@ -86,10 +89,43 @@ impl Lines {
                 far = Some(far.map_or(d, |f| f.max(d)));
             }
         }
-        l.owner = cpu;
         l.sharers = [NONE; MAX_SHARERS];
         l.sharers[0] = cpu;
         l.nr = 1;
         far
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hw::topology::TopologySpec;
+
+    #[test]
+    fn a_line_is_half_a_host_cache_line() {
+        assert_eq!(std::mem::size_of::<Line>(), 32);
+    }
+
+    #[test]
+    fn reads_hit_after_a_miss_until_a_write_and_the_set_stays_bounded() {
+        let topo = Topology::new(&TopologySpec::new(2, 1, 4, 4, 2)).unwrap();
+        let mut lines = Lines::default();
+        let l = lines.alloc(0);
+        assert_eq!(lines.read(l, 0, &topo), None);
+        assert_eq!(lines.read(l, 1, &topo), Some(topo.distance(0, 1)));
+        assert_eq!(lines.read(l, 1, &topo), None);
+        // Fill past MAX_SHARERS: the last slot is replaced, the owner stays.
+        for c in 2..10 {
+            assert_eq!(lines.read(l, c, &topo), Some(topo.distance(0, c)));
+        }
+        assert_eq!(lines.read(l, 9, &topo), None);
+        assert_eq!(lines.read(l, 8, &topo), Some(topo.distance(0, 8)));
+        assert_eq!(lines.read(l, 0, &topo), None);
+        // A write by CPU 3 invalidates the farthest copy and leaves it the only holder.
+        let far = (0..5).chain([8]).map(|c| topo.distance(c, 3)).max();
+        assert_eq!(lines.write(l, 3, &topo), far);
+        assert_eq!(lines.read(l, 1, &topo), Some(topo.distance(3, 1)));
+        assert_eq!(lines.write(l, 1, &topo), Some(topo.distance(3, 1)));
+        assert_eq!(lines.write(l, 1, &topo), None);
     }
 }

@@ -234,10 +234,13 @@ impl Kernel {
             patches::FairClass::Cfs => kernel::sched::fair_class::FairPolicy::Cfs,
         };
         let tun = kernel::sched::fair_class::FairTunables::for_cpus_hz(nr, k.cfg.hz);
+        // The runqueue lines first, in CPU order: the balancing models read a whole span of
+        // them in a row (update_sd_lb_stats()), so they sit next to each other on the host.
+        let rq_lock_lines: Vec<LineId> = (0..nr).map(|c| k.lines.alloc(c)).collect();
         for c in 0..nr {
             let idle = k.new_task(TaskKind::Idle, format!("swapper/{c}"), 0, 120, Some(c));
             k.tasks[idle as usize].pid = 0;
-            let rq_lock_line = k.lines.alloc(c);
+            let rq_lock_line = rq_lock_lines[c as usize];
             let csq_line = k.lines.alloc(c);
             // The RFC v1 flag: cacheline-aligned gets a line of its own; unaligned shares the
             // line of this CPU's call_single_queue head (see patches.rs).
@@ -287,6 +290,7 @@ impl Kernel {
             k.tasks[idle as usize].on_cpu = true;
             k.tasks[idle as usize].on_rq = true;
         }
+        kernel::sched::group_sums::init(&mut k);
         // The root domain's RT overload mask and its push irq_work.
         k.rd.rt.rto_mask = crate::hw::cpumask::CpuMask::new(nr);
         let rto_line = k.lines.alloc(0);

@@ -326,6 +326,7 @@ pub fn activate_task(k: &mut Kernel, rq_cpu: CpuId, p: TaskId, flags: EnqueueFla
     if rq.nr_running >= 2 {
         super::set_rd_overloaded(k, true);
     }
+    super::group_sums::rq_changed(k, rq_cpu);
     k.tasks[p as usize].on_rq = true;
     crate::linux::check::on_rq_changed(k, rq_cpu);
     r
@@ -338,6 +339,7 @@ pub fn deactivate_task(k: &mut Kernel, rq_cpu: CpuId, p: TaskId, flags: DequeueF
     crate::linux::check::on_dequeue(k, rq_cpu, p);
     SchedClass::of(k, p).dequeue_task(k, rq_cpu, p, flags);
     k.cpus[rq_cpu as usize].rq.nr_running -= 1;
+    super::group_sums::rq_changed(k, rq_cpu);
     k.tasks[p as usize].on_rq = false;
     crate::linux::check::on_rq_changed(k, rq_cpu);
 }
@@ -496,6 +498,7 @@ pub fn __schedule(k: &mut Kernel, cpu: CpuId, s: &mut Schedule) -> Next {
             k.cpus[cpu as usize].rq.curr = prev;
             k.tp(cpu, Event::SchedSwitch { prev_pid, prev_prio, prev_state, next_pid, next_prio });
             k.cpus[cpu as usize].rq.curr = next;
+            super::group_sums::rq_changed(k, cpu);
             // context_switch(): save prev's stack, switch to next's.
             let now = k.now;
             k.tasks[prev as usize].sum_exec_runtime += now - k.tasks[prev as usize].exec_start;
@@ -751,6 +754,7 @@ pub fn ttwu_queue_wakelist(k: &mut Kernel, cpu: CpuId, p: TaskId, target: CpuId,
     }
     k.tasks[p as usize].sched_remote_wakeup = wake_flags & WF_MIGRATED != 0;
     k.cpus[target as usize].rq.ttwu_pending = true;
+    super::group_sums::rq_changed(k, target);
     let line = k.cpus[target as usize].rq.lock_line;
     let mut c = k.line_write(cpu, line);
     let entry = k.tasks[p as usize].wake_entry;
@@ -995,6 +999,7 @@ pub fn sched_ttwu_pending(k: &mut Kernel, cpu: CpuId, s: &mut TtwuPending) -> Ne
                 // Before d6962c4fe8f9: cleared before the lock and the enqueue, opening a
                 // window where idle_cpu() says "idle" for a CPU about to receive tasks.
                 k.cpus[cpu as usize].rq.ttwu_pending = false;
+                super::group_sums::rq_changed(k, cpu);
             }
             s.at = TtwuPendingAt::Lock;
             Next::Cont(0)
@@ -1033,6 +1038,7 @@ pub fn sched_ttwu_pending(k: &mut Kernel, cpu: CpuId, s: &mut TtwuPending) -> Ne
             }
             if k.cfg.has(crate::linux::patches::Patch::D6962c4fe8f9) {
                 k.cpus[cpu as usize].rq.ttwu_pending = false;
+                super::group_sums::rq_changed(k, cpu);
             }
             let c = raw_spin_rq_unlock(k, cpu, cpu);
             Next::Ret(c)

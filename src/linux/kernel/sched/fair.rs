@@ -65,12 +65,28 @@ pub fn update_newidle_cost(k: &mut Kernel, cpu: CpuId, sd: usize, cost: u64) -> 
 /// reads) plus `lb_stats_per_cpu` for the arithmetic on them. The reads are charged one after
 /// another: the model does not overlap misses (no memory-level parallelism).
 fn update_sd_lb_stats_cost(k: &mut Kernel, cpu: CpuId, dst: CpuId, sd: usize) -> Time {
-    let span = k.sd.domains(dst)[sd].span.clone();
-    let mut stats = 0;
-    for c in span.iter() {
-        stats += k.costs.lb_stats_per_cpu;
-        if c != cpu {
-            stats += peek_rq(k, cpu, c);
+    let d = &k.sd.domains(dst)[sd];
+    let mut stats = d.span_weight as Time * k.costs.lb_stats_per_cpu;
+    // peek_rq() of every other CPU of the span in CPU order, with the borrows split once.
+    let Kernel { sd: sds, lines, m, cpus, .. } = k;
+    let span = &sds.domains(dst)[sd].span;
+    let rq_line = &sds.sums.rq_line;
+    let rng = &mut cpus[cpu as usize].rng;
+    let line_ns = &m.costs.line;
+    let topo = &m.topo;
+    let (lo, ws) = span.stored_words();
+    for (j, &w) in ws.iter().enumerate() {
+        let i = lo + j as u32;
+        let base = i * 64;
+        // The reader's own runqueue is not a remote read.
+        let mut rest = if cpu / 64 == i { w & !(1 << (cpu % 64)) } else { w };
+        while rest != 0 {
+            let c = base + rest.trailing_zeros();
+            rest &= rest - 1;
+            if let Some(dist) = lines.read(rq_line[c as usize], cpu, topo) {
+                let r = line_ns[dist as usize];
+                stats += rng.range(r.lo_ns, r.hi_ns);
+            }
         }
     }
     k.stats.lb_stats_ns += stats;
@@ -105,9 +121,11 @@ fn should_we_balance(k: &Kernel, cpu: CpuId, sd: usize, idle: CpuIdleType) -> bo
         return rq.nr_running == 0 && !rq.ttwu_pending;
     }
     let d = &k.sd.domains(cpu)[sd];
-    let Some(local) = d.groups.iter().position(|g| g.test(cpu)) else { return true };
+    let Some(local) = k.sd.sums.local_group(cpu, sd) else { return true };
+    debug_assert_eq!(Some(local), d.groups.iter().position(|g| g.test(cpu)));
     let g = &d.groups[local];
-    if let Some(first_idle) = g.iter().find(|&c| super::idle_cpu(k, c)) {
+    super::group_sums::debug_check_group(k, cpu, sd, local);
+    if let Some(first_idle) = g.first_and(k.sd.sums.idle_mask()) {
         return first_idle == cpu;
     }
     d.group_balance_cpu.get(local).is_none_or(|&b| b == cpu)
@@ -138,15 +156,16 @@ pub fn sched_balance_rq(k: &mut Kernel, cpu: CpuId, dst: CpuId, sd: usize, idle:
     }
     cost += update_sd_lb_stats_cost(k, cpu, dst, sd);
     let d = &k.sd.domains(dst)[sd];
-    let local = d.groups.iter().position(|g| g.test(dst));
+    let local = k.sd.sums.local_group(dst, sd);
+    debug_assert_eq!(local, d.groups.iter().position(|g| g.test(dst)));
     // sched_balance_find_src_group(): the group with the most excess runnable tasks.
-    let excess = |c: CpuId| k.cpus[c as usize].rq.cfs_h_nr_running.saturating_sub(1);
     let mut busiest: Option<(u32, usize)> = None;
-    for (gi, g) in d.groups.iter().enumerate() {
+    for gi in 0..d.groups.len() {
         if Some(gi) == local {
             continue;
         }
-        let e: u32 = g.iter().map(excess).sum();
+        super::group_sums::debug_check_group(k, dst, sd, gi);
+        let e = k.sd.sums.excess(k.sd.sums.group_id(dst, sd, gi));
         if e > 0 && busiest.is_none_or(|(be, _)| e > be) {
             busiest = Some((e, gi));
         }
@@ -154,8 +173,8 @@ pub fn sched_balance_rq(k: &mut Kernel, cpu: CpuId, dst: CpuId, sd: usize, idle:
     let at_root = k.sd.domains(dst).len() == sd + 1;
     if at_root {
         // update_sd_lb_stats() at the root domain recomputes rd->overloaded.
-        let nr = k.m.topo.nr_cpus;
-        let o = (0..nr).any(|c| k.cpus[c as usize].rq.nr_running >= 2);
+        super::group_sums::debug_check_overloaded(k);
+        let o = k.sd.sums.any_overloaded();
         super::set_rd_overloaded(k, o);
     }
     let Some((_, gi)) = busiest else {
@@ -164,9 +183,11 @@ pub fn sched_balance_rq(k: &mut Kernel, cpu: CpuId, dst: CpuId, sd: usize, idle:
     };
     // sched_balance_find_src_rq(): the CPU of that group with the most runnable tasks.
     let group = k.sd.domains(dst)[sd].groups[gi].clone();
-    let Some(src) =
-        group.iter().filter(|&c| c != dst).max_by_key(|&c| (k.cpus[c as usize].rq.cfs_h_nr_running, u32::MAX - c))
-    else {
+    let h_nr = |c: CpuId| {
+        debug_assert_eq!(k.sd.sums.cfs_h_nr_running(c), k.cpus[c as usize].rq.cfs_h_nr_running);
+        k.sd.sums.cfs_h_nr_running(c)
+    };
+    let Some(src) = group.iter().filter(|&c| c != dst).max_by_key(|&c| (h_nr(c), u32::MAX - c)) else {
         return (0, cost);
     };
     // calculate_imbalance(): moving must leave the two runqueues closer; half the difference.
@@ -1200,15 +1221,17 @@ pub fn sched_balance_find_dst_cpu(k: &Kernel, cpu: CpuId, p: TaskId) -> CpuId {
     let mut level = top as isize;
     let score = |c: CpuId| (k.cpus[c as usize].rq.nr_running + k.cpus[c as usize].rq.ttwu_pending as u32, c);
     while level >= 0 {
-        let d = &k.sd.domains(span.first().unwrap_or(cpu))[level as usize];
+        let owner = span.first().unwrap_or(cpu);
+        let d = &k.sd.domains(owner)[level as usize];
         let mut best: Option<(u32, u32, bool, usize)> = None;
         for (gi, g) in d.groups.iter().enumerate() {
             // find_idlest_group(): skip groups the task may not use (p->cpus_ptr).
             if !g.intersects(&span) || task.cpus_mask.as_ref().is_some_and(|m| !g.intersects(m)) {
                 continue;
             }
-            let idle = g.iter().filter(|&c| idle_cpu_like(k, c)).count() as u32;
-            let load: u32 = g.iter().map(|c| score(c).0).sum();
+            super::group_sums::debug_check_group(k, owner, level as usize, gi);
+            let id = k.sd.sums.group_id(owner, level as usize, gi);
+            let (idle, load) = (k.sd.sums.nr_idle(id), k.sd.sums.load(id));
             let local = g.test(cpu);
             let better = match best {
                 None => true,
@@ -1328,6 +1351,7 @@ mod newidle_gate_tests {
         let mut k = kernel();
         k.rd.overloaded = true;
         k.cpus[0].rq.ttwu_pending = true;
+        crate::linux::kernel::sched::group_sums::rq_changed(&mut k, 0);
         k.cpus[0].rq.idle_stamp = 0;
         let (walked, ret) = newidle(&mut k);
         assert!(walked.is_empty() && ret == 0);

@@ -7,6 +7,7 @@ pub mod core;
 pub mod fair;
 pub mod fair_class;
 pub mod features;
+pub mod group_sums;
 pub mod idle;
 pub mod rt;
 pub mod stop_task;

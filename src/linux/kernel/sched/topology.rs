@@ -207,6 +207,8 @@ pub struct SchedDomains {
     pub sd_llc: Vec<Option<usize>>,
     /// Per CPU, index into `per_cpu[cpu]` of the lowest SD_NUMA domain (`sd_numa`).
     pub sd_numa: Vec<Option<usize>>,
+    /// Running sums over the groups (filled at boot by `group_sums::init()`).
+    pub sums: super::group_sums::GroupSums,
 }
 
 impl SchedDomains {
@@ -727,7 +729,7 @@ pub fn build_sched_domains_at(topo: &Topology, jiffies: u64) -> SchedDomains {
         per_cpu.push(chain);
     }
 
-    SchedDomains { per_cpu, sd_llc_id, sd_llc_size, sd_llc, sd_numa }
+    SchedDomains { per_cpu, sd_llc_id, sd_llc_size, sd_llc, sd_numa, sums: Default::default() }
 }
 
 #[cfg(test)]
