@@ -150,21 +150,12 @@ impl CpuMask {
         if from >= self.nr_cpus {
             return None;
         }
-        let (mut index, mut word) = if from / BITS < self.lo {
+        let (index, word) = if from / BITS < self.lo {
             (self.lo, self.word(self.lo))
         } else {
             (from / BITS, self.word(from / BITS) & (u64::MAX << (from % BITS)))
         };
-        loop {
-            if word != 0 {
-                return Some(index * BITS + word.trailing_zeros());
-            }
-            index += 1;
-            if index >= self.hi() {
-                return None;
-            }
-            word = self.word(index);
-        }
+        self.scan_words(index, word, |i| self.word(i))
     }
 
     /// The lowest CPU `>= from` in `self` but not in `other` (`cpumask_next_andnot()`).
@@ -173,11 +164,18 @@ impl CpuMask {
         if from >= self.nr_cpus || self.win.is_empty() {
             return None;
         }
-        let mut index = (from / BITS).max(self.lo);
+        let index = (from / BITS).max(self.lo);
         let mut word = self.word(index) & !other.word(index);
         if index == from / BITS {
             word &= u64::MAX << (from % BITS);
         }
+        self.scan_words(index, word, |i| self.word(i) & !other.word(i))
+    }
+
+    /// The first set bit from word `index` (already read as `word`) on, reading each later
+    /// stored word through `next`.
+    #[inline]
+    fn scan_words(&self, mut index: u32, mut word: u64, next: impl Fn(u32) -> u64) -> Option<u32> {
         loop {
             if word != 0 {
                 return Some(index * BITS + word.trailing_zeros());
@@ -186,7 +184,7 @@ impl CpuMask {
             if index >= self.hi() {
                 return None;
             }
-            word = self.word(index) & !other.word(index);
+            word = next(index);
         }
     }
 
