@@ -342,9 +342,7 @@ impl<A> ActionQueue<A> {
             if k != NONE_KEY {
                 let i = self.n;
                 self.n += 1;
-                self.cpu_key[i] = k;
-                self.cpu_of[i] = cpu as u32;
-                self.pos[cpu] = i as u32;
+                self.place(i, k, cpu as u32);
                 self.sift_up(i);
             }
             return;
@@ -375,9 +373,7 @@ impl<A> ActionQueue<A> {
             return;
         }
         let old = self.cpu_key[i];
-        self.cpu_key[i] = k;
-        self.cpu_of[i] = c;
-        self.pos[c as usize] = i as u32;
+        self.place(i, k, c);
         if i != 0 && k < old {
             self.sift_up(i);
         } else {
@@ -397,15 +393,10 @@ impl<A> ActionQueue<A> {
             if pk < k {
                 break;
             }
-            let pc = self.cpu_of[parent];
-            self.cpu_key[i] = pk;
-            self.cpu_of[i] = pc;
-            self.pos[pc as usize] = i as u32;
+            self.place(i, pk, self.cpu_of[parent]);
             i = parent;
         }
-        self.cpu_key[i] = k;
-        self.cpu_of[i] = c;
-        self.pos[c as usize] = i as u32;
+        self.place(i, k, c);
     }
 
     /// The smallest child of heap position `i` (which must have one, `4i + 1 < n`) and its key.
@@ -432,15 +423,18 @@ impl<A> ActionQueue<A> {
             if k < mk {
                 break;
             }
-            let mc = self.cpu_of[m];
-            self.cpu_key[i] = mk;
-            self.cpu_of[i] = mc;
-            self.pos[mc as usize] = i as u32;
+            self.place(i, mk, self.cpu_of[m]);
             i = m;
         }
-        self.cpu_key[i] = k;
-        self.cpu_of[i] = c;
-        self.pos[c as usize] = i as u32;
+        self.place(i, k, c);
+    }
+
+    /// Put CPU `cpu` with key `key` at heap position `i`.
+    #[inline(always)]
+    fn place(&mut self, i: usize, key: u128, cpu: u32) {
+        self.cpu_key[i] = key;
+        self.cpu_of[i] = cpu;
+        self.pos[cpu as usize] = i as u32;
     }
 
     /// Restore heap order at a stale root (taking its CPU out if it has no live slot left).

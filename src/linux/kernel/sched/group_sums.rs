@@ -213,7 +213,7 @@ pub fn rq_changed(k: &mut Kernel, cpu: CpuId) {
     let new = Contrib {
         h_nr: rq.cfs_h_nr_running,
         load: rq.nr_running + rq.ttwu_pending as u32,
-        idle: rq.curr == rq.idle && rq.nr_running == 0 && !rq.ttwu_pending,
+        idle: super::idle_cpu(k, cpu),
         overloaded: rq.nr_running >= 2,
     };
     k.sd.sums.set(cpu, new);
