@@ -83,3 +83,14 @@ fn an_unmodelled_feature_is_refused() {
     assert_eq!(code, 0);
     assert!(out.lines().any(|l| l.contains("UTIL_EST") && l.contains("(not modelled)")), "{out}");
 }
+
+#[test]
+fn bench_scaling_prints_a_growth_line_only_with_two_sizes() {
+    let (code, one, err) = schedsim(&["bench", "--scaling", "--sizes", "8", "--runs", "1"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(one.contains("ns/action"), "{one}");
+    assert!(!one.contains("largest machine / smallest"), "one size has no growth to show:\n{one}");
+    let (code, two, err) = schedsim(&["bench", "--scaling", "--sizes", "8,16", "--runs", "1"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(two.contains("largest machine / smallest") && two.contains("(8 -> 16 CPUs)"), "{two}");
+}

@@ -220,6 +220,10 @@ pub fn scaling(runs: usize, sizes: &[u32]) -> Result<String, String> {
         sizes.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(", ")
     );
     text.push_str(&crate::report::render_grid(&header, &rows));
+    // A growth line needs two sizes: with one, it would only compare the size with itself.
+    if sizes.len() < 2 {
+        return Ok(text);
+    }
     text.push_str("\nrun cost per action, largest machine / smallest (idle: too few actions to say):\n");
     for &w in WORKLOADS.iter().filter(|&&w| w != "idle") {
         let of = |n: u32| per_action.iter().find(|(x, m, _)| *x == w && *m == n).map(|p| p.2);
