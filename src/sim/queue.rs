@@ -389,11 +389,15 @@ impl<A> ActionQueue<A> {
         let (k, c) = (self.cpu_key[i], self.cpu_of[i]);
         while i > floor {
             let parent = (i - 1) / 4;
-            let pk = self.cpu_key[parent];
-            if pk < k {
-                break;
+            // SAFETY: `parent < i < n`, and heap positions below `n` hold CPUs of this queue.
+            unsafe {
+                let pk = *self.cpu_key.get_unchecked(parent);
+                if pk < k {
+                    break;
+                }
+                let pc = *self.cpu_of.get_unchecked(parent);
+                self.place_unchecked(i, pk, pc);
             }
-            self.place(i, pk, self.cpu_of[parent]);
             i = parent;
         }
         self.place(i, k, c);
@@ -405,12 +409,16 @@ impl<A> ActionQueue<A> {
     /// carrying (index, key) pairs through each round.
     #[inline(always)]
     fn min_child(&self, i: usize) -> (usize, u128) {
-        let first = 4 * i + 1;
-        let ch: &[u128; 4] = self.cpu_key[first..first + 4].try_into().expect("four children");
+        // Heap positions are below `cpu_key.len()`, so index arithmetic cannot overflow.
+        let first = i.wrapping_mul(4).wrapping_add(1);
+        debug_assert!(first < self.n && first + 4 <= self.cpu_key.len());
+        // SAFETY: `first < n` (the caller's condition) and `cpu_key` has `HEAP_PAD` (4)
+        // positions past the last CPU, so `first + 3 < n + 4 <= cpu_key.len()`.
+        let ch = unsafe { &*(self.cpu_key.as_ptr().add(first) as *const [u128; 4]) };
         let a = (ch[1] < ch[0]) as usize;
         let b = 2 + (ch[3] < ch[2]) as usize;
         let j = if ch[b] < ch[a] { b } else { a };
-        (first + j, ch[j & 3])
+        (first.wrapping_add(j), ch[j & 3])
     }
 
     /// Move the entry at `i` down to its place.
@@ -418,12 +426,19 @@ impl<A> ActionQueue<A> {
     fn sift_down(&mut self, mut i: usize) {
         let n = self.n;
         let (k, c) = (self.cpu_key[i], self.cpu_of[i]);
-        while 4 * i + 1 < n {
+        // A live key: the padding's `NONE_KEY` children never win against it.
+        debug_assert_ne!(k, NONE_KEY);
+        while i.wrapping_mul(4).wrapping_add(1) < n {
             let (m, mk) = self.min_child(i);
             if k < mk {
                 break;
             }
-            self.place(i, mk, self.cpu_of[m]);
+            debug_assert!(m < n);
+            // SAFETY: `m < n` (a child that is smaller than a live key is live), and `i < m`.
+            unsafe {
+                let mc = *self.cpu_of.get_unchecked(m);
+                self.place_unchecked(i, mk, mc);
+            }
             i = m;
         }
         self.place(i, k, c);
@@ -435,6 +450,21 @@ impl<A> ActionQueue<A> {
         self.cpu_key[i] = key;
         self.cpu_of[i] = cpu;
         self.pos[cpu as usize] = i as u32;
+    }
+
+    /// [`ActionQueue::place`] without bounds checks, for the sift loops.
+    ///
+    /// # Safety
+    /// `i < n` and `cpu` is a CPU of this queue (`cpu < pos.len()`).
+    #[inline(always)]
+    unsafe fn place_unchecked(&mut self, i: usize, key: u128, cpu: u32) {
+        debug_assert!(i < self.n && (cpu as usize) < self.pos.len());
+        // SAFETY: the caller's contract; `cpu_key` and `cpu_of` are longer than `n`.
+        unsafe {
+            *self.cpu_key.get_unchecked_mut(i) = key;
+            *self.cpu_of.get_unchecked_mut(i) = cpu;
+            *self.pos.get_unchecked_mut(cpu as usize) = i as u32;
+        }
     }
 
     /// Restore heap order at a stale root (taking its CPU out if it has no live slot left).
