@@ -227,6 +227,13 @@ pub struct ActionQueue<A> {
     pos: Vec<u32>,
     /// The root's key may be later than its children's (see above).
     root_stale: bool,
+    /// While the root is stale: the heap position (1 to 4) of its least child, whose key is
+    /// `child_key`, once [`ActionQueue::peek_time`] has looked (0: not known). The run-ahead
+    /// test peeks between a CPU's pop and its re-arm, and the root's sift-down then starts from
+    /// it instead of comparing the same four children again. Any change below the root
+    /// ([`ActionQueue::update_slow`]) and every settle forget it.
+    child_pos: u32,
+    child_key: u128,
     live_slots: usize,
     heap: QuadHeap<A>,
     seq: u64,
@@ -261,6 +268,8 @@ impl<A> ActionQueue<A> {
             n: 0,
             pos: vec![NOT_QUEUED; nr_cpus],
             root_stale: false,
+            child_pos: 0,
+            child_key: NONE_KEY,
             live_slots: 0,
             heap: QuadHeap::with_capacity(64),
             seq: 0,
@@ -338,6 +347,7 @@ impl<A> ActionQueue<A> {
     /// [`ActionQueue::update`] of a CPU not at the root.
     #[inline(never)]
     fn update_slow(&mut self, cpu: usize, p: u32, k: u128) {
+        self.child_pos = 0;
         if p == NOT_QUEUED {
             if k != NONE_KEY {
                 let i = self.n;
@@ -423,9 +433,15 @@ impl<A> ActionQueue<A> {
 
     /// Move the entry at `i` down to its place.
     #[inline]
-    fn sift_down(&mut self, mut i: usize) {
-        let n = self.n;
+    fn sift_down(&mut self, i: usize) {
         let (k, c) = (self.cpu_key[i], self.cpu_of[i]);
+        self.sift_down_from(i, k, c);
+    }
+
+    /// Sift CPU `c` with key `k`, which is to go at position `i` or below, down to its place.
+    #[inline]
+    fn sift_down_from(&mut self, mut i: usize, k: u128, c: u32) {
+        let n = self.n;
         // A live key: the padding's `NONE_KEY` children never win against it.
         debug_assert_ne!(k, NONE_KEY);
         while i.wrapping_mul(4).wrapping_add(1) < n {
@@ -468,27 +484,58 @@ impl<A> ActionQueue<A> {
     }
 
     /// Restore heap order at a stale root (taking its CPU out if it has no live slot left).
-    #[inline]
+    #[inline(always)]
     fn settle_root(&mut self) {
         if self.root_stale {
-            self.root_stale = false;
-            if self.cpu_key[0] == NONE_KEY {
-                self.remove_at(0);
-            } else {
-                self.sift_down(0);
-            }
+            self.settle_stale_root();
         }
+    }
+
+    /// [`ActionQueue::settle_root`] of a stale root.
+    #[inline(never)]
+    fn settle_stale_root(&mut self) {
+        let (m, mk) = self.root_child_min();
+        self.root_stale = false;
+        self.child_pos = 0;
+        let k = self.cpu_key[0];
+        if k == NONE_KEY {
+            self.remove_at(0);
+        } else if mk < k {
+            // The least child moves up to the root; the old root sinks on from its place.
+            let c = self.cpu_of[0];
+            let mc = self.cpu_of[m];
+            self.place(0, mk, mc);
+            self.sift_down_from(m, k, c);
+        }
+    }
+
+    /// The least child of a stale root (position and key; a missing child is `NONE_KEY`), from
+    /// `child_pos` when known.
+    #[inline(always)]
+    fn root_child_min(&mut self) -> (usize, u128) {
+        debug_assert!(self.root_stale && self.n > 0);
+        if self.child_pos != 0 {
+            return (self.child_pos as usize, self.child_key);
+        }
+        // A stale root means a CPU, so `cpu_key` has its four padding positions past it.
+        let ch: &[u128; 4] = self.cpu_key[1..5].try_into().expect("four children");
+        let a = (ch[1] < ch[0]) as usize;
+        let b = 2 + (ch[3] < ch[2]) as usize;
+        let j = if ch[b] < ch[a] { b } else { a };
+        let mk = ch[j & 3];
+        self.child_pos = 1 + j as u32;
+        self.child_key = mk;
+        (1 + j, mk)
     }
 
     /// The earliest key of the CPU heap (`NONE_KEY` if empty), settled or not.
     #[inline]
-    fn cpu_heap_min(&self) -> u128 {
+    fn cpu_heap_min(&mut self) -> u128 {
         let k = self.cpu_key[0];
         if !self.root_stale {
             return k;
         }
-        let ch = &self.cpu_key[1..5];
-        k.min(ch[0]).min(ch[1]).min(ch[2].min(ch[3]))
+        k.min(self.root_child_min().1)
     }
 
     /// True when same-time actions simply run in scheduling order (no chooser consulted).
@@ -511,9 +558,10 @@ impl<A> ActionQueue<A> {
         self.live_slots
     }
 
-    /// Time of the earliest pending action.
+    /// Time of the earliest pending action. It leaves a stale root unsettled (a CPU between
+    /// its pop and its re-arm) but remembers its least child for the settle.
     #[inline]
-    pub fn peek_time(&self) -> Option<Time> {
+    pub fn peek_time(&mut self) -> Option<Time> {
         let k = self.cpu_heap_min();
         let k = match self.heap.peek() {
             Some(h) if h.key < k => h.key,
@@ -564,6 +612,35 @@ impl<A> ActionQueue<A> {
                 Some((e.time(), e.action))
             }
             _ if k != NONE_KEY => {
+                let cpu = self.cpu_of[0] as usize;
+                let idx = if self.slots[cpu].0[0].key == k { 0 } else { 1 };
+                Some(self.take_slot(cpu, idx))
+            }
+            _ => None,
+        }
+    }
+
+    /// Take the next action if it is due at or before `limit` ([`ActionQueue::pop`] after a
+    /// [`ActionQueue::next_time`] no later than `limit`, in one pass).
+    #[inline]
+    pub fn pop_by(&mut self, limit: Time) -> Option<(Time, A)> {
+        if !matches!(self.chooser, Chooser::Fifo) {
+            if self.next_time()? > limit {
+                return None;
+            }
+            return self.pop_chosen();
+        }
+        self.settle_root();
+        let k = self.cpu_key[0];
+        match self.heap.peek() {
+            Some(h) if h.key < k => {
+                if h.time() > limit {
+                    return None;
+                }
+                let e = self.heap.pop().expect("peeked");
+                Some((e.time(), e.action))
+            }
+            _ if k != NONE_KEY && (k >> 64) as Time <= limit => {
                 let cpu = self.cpu_of[0] as usize;
                 let idx = if self.slots[cpu].0[0].key == k { 0 } else { 1 };
                 Some(self.take_slot(cpu, idx))
@@ -626,6 +703,12 @@ impl<A> ActionQueue<A> {
     #[cfg(test)]
     fn check_invariants(&self) {
         let n = self.n;
+        if self.child_pos != 0 {
+            assert!(self.root_stale, "a least child remembered for a settled root");
+            let p = self.child_pos as usize;
+            let least = self.cpu_key[1..5].iter().copied().min().expect("four");
+            assert_eq!((self.cpu_key[p], self.child_key), (least, least), "remembered least child");
+        }
         assert!(self.cpu_key[n..].iter().all(|&k| k == NONE_KEY), "padding past the heap");
         for i in 0..n {
             let c = self.cpu_of[i] as usize;
@@ -724,6 +807,8 @@ mod tests {
         /// Pop, and if the action was in a CPU's slot, set that CPU's step slot `t` later (as a
         /// CPU re-arms after its step; a late `t` sinks it to the bottom of the CPU heap).
         PopRearm(u64),
+        /// `pop_by(now + t)`: a pop only if the next action is due by then.
+        PopBy(u64),
     }
 
     fn op() -> impl proptest::strategy::Strategy<Value = Op> {
@@ -736,6 +821,7 @@ mod tests {
             Just(Op::Pop),
             Just(Op::Peek),
             (0u64..30).prop_map(Op::PopRearm),
+            (0u64..10).prop_map(Op::PopBy),
         ]
     }
 
@@ -750,6 +836,7 @@ mod tests {
             1 => (0usize..512, any::<bool>()).prop_map(|(c, s)| Op::Cancel(c, s)),
             1 => Just(Op::Peek),
             1 => (0u64..40).prop_map(Op::Push),
+            1 => (0u64..10).prop_map(Op::PopBy),
         ]
     }
 
@@ -806,6 +893,14 @@ mod tests {
                 }
                 Op::Peek => {
                     proptest::prop_assert_eq!(q.next_time(), m.live.iter().map(|e| e.0).min());
+                }
+                Op::PopBy(t) => {
+                    let due = m.live.iter().map(|e| e.0).min().is_some_and(|d| d <= now + t);
+                    let got = q.pop_by(now + t);
+                    proptest::prop_assert_eq!(got, if due { m.pop(&mut mch, fifo) } else { None });
+                    if let Some((t, _)) = got {
+                        now = t;
+                    }
                 }
                 Op::Pop => {
                     let got = q.pop();
