@@ -282,7 +282,8 @@ impl<A> ActionQueue<A> {
     #[inline]
     fn next_seq(&mut self) -> u64 {
         let seq = self.seq;
-        self.seq += 1;
+        // Without an overflow check: 2^64 schedulings do not happen.
+        self.seq = seq.wrapping_add(1);
         seq
     }
 
@@ -300,7 +301,8 @@ impl<A> ActionQueue<A> {
         let seq = self.next_seq();
         let e = &mut self.slots[cpu].0[slot as usize];
         if e.action.is_none() {
-            self.live_slots += 1;
+            // At most two per CPU: no overflow.
+            self.live_slots = self.live_slots.wrapping_add(1);
         }
         *e = SlotEntry { key: ((time as u128) << 64) | seq as u128, action: Some(action) };
         self.update(cpu);
@@ -312,7 +314,7 @@ impl<A> ActionQueue<A> {
         let e = &mut self.slots[cpu].0[slot as usize];
         if e.action.take().is_some() {
             e.key = NONE_KEY;
-            self.live_slots -= 1;
+            self.live_slots = self.live_slots.wrapping_sub(1);
             self.update(cpu);
         }
     }
@@ -439,7 +441,7 @@ impl<A> ActionQueue<A> {
     }
 
     /// Sift CPU `c` with key `k`, which is to go at position `i` or below, down to its place.
-    #[inline]
+    #[inline(always)]
     fn sift_down_from(&mut self, mut i: usize, k: u128, c: u32) {
         let n = self.n;
         // A live key: the padding's `NONE_KEY` children never win against it.
@@ -457,7 +459,9 @@ impl<A> ActionQueue<A> {
             }
             i = m;
         }
-        self.place(i, k, c);
+        debug_assert!(i < n && (c as usize) < self.pos.len());
+        // SAFETY: `i` is the start (below `n`) or a live child; `c` is a CPU of this queue.
+        unsafe { self.place_unchecked(i, k, c) };
     }
 
     /// Put CPU `cpu` with key `key` at heap position `i`.
@@ -591,9 +595,29 @@ impl<A> ActionQueue<A> {
         let t = (e.key >> 64) as Time;
         let a = e.action.take().expect("a live slot");
         e.key = NONE_KEY;
-        self.live_slots -= 1;
+        // A live slot was counted: no underflow.
+        self.live_slots = self.live_slots.wrapping_sub(1);
         self.update(cpu);
         (t, a)
+    }
+
+    /// Take the earliest action of the CPU at the (settled) root of the CPU heap, whose key is
+    /// `k`: [`ActionQueue::take_slot`] and [`ActionQueue::update`] for a CPU known to be at
+    /// the root, which is left stale.
+    #[inline(always)]
+    fn take_root_slot(&mut self, k: u128) -> (Time, A) {
+        debug_assert!(!self.root_stale && self.n > 0 && self.cpu_key[0] == k);
+        let cpu = self.cpu_of[0] as usize;
+        let s = &mut self.slots[cpu].0;
+        let idx = (s[0].key != k) as usize;
+        let other = s[idx ^ 1].key;
+        let e = &mut s[idx];
+        let a = e.action.take().expect("a live slot");
+        e.key = NONE_KEY;
+        self.live_slots = self.live_slots.wrapping_sub(1);
+        self.cpu_key[0] = other;
+        self.root_stale = true;
+        ((k >> 64) as Time, a)
     }
 
     /// Take the next action. When several are due at the same instant and the chooser is not
@@ -611,11 +635,7 @@ impl<A> ActionQueue<A> {
                 let e = self.heap.pop().expect("peeked");
                 Some((e.time(), e.action))
             }
-            _ if k != NONE_KEY => {
-                let cpu = self.cpu_of[0] as usize;
-                let idx = if self.slots[cpu].0[0].key == k { 0 } else { 1 };
-                Some(self.take_slot(cpu, idx))
-            }
+            _ if k != NONE_KEY => Some(self.take_root_slot(k)),
             _ => None,
         }
     }
@@ -640,11 +660,7 @@ impl<A> ActionQueue<A> {
                 let e = self.heap.pop().expect("peeked");
                 Some((e.time(), e.action))
             }
-            _ if k != NONE_KEY && (k >> 64) as Time <= limit => {
-                let cpu = self.cpu_of[0] as usize;
-                let idx = if self.slots[cpu].0[0].key == k { 0 } else { 1 };
-                Some(self.take_slot(cpu, idx))
-            }
+            _ if k != NONE_KEY && (k >> 64) as Time <= limit => Some(self.take_root_slot(k)),
             _ => None,
         }
     }
