@@ -929,7 +929,11 @@ mod tests {
             }
             q.check_invariants();
             proptest::prop_assert_eq!(q.len(), m.live.len());
-            proptest::prop_assert_eq!(q.peek_time(), m.live.iter().map(|e| e.0).min());
+            // Not after every op: a stale root's settle must also find its least child itself.
+            if n % 3 != 2 {
+                proptest::prop_assert_eq!(q.peek_time(), m.live.iter().map(|e| e.0).min());
+                q.check_invariants();
+            }
         }
         while let Some(got) = q.pop() {
             proptest::prop_assert_eq!(Some(got), m.pop(&mut mch, fifo));
