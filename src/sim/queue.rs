@@ -507,10 +507,15 @@ impl<A> ActionQueue<A> {
             self.remove_at(0);
         } else if mk < k {
             // The least child moves up to the root; the old root sinks on from its place.
-            let c = self.cpu_of[0];
-            let mc = self.cpu_of[m];
-            self.place(0, mk, mc);
-            self.sift_down_from(m, k, c);
+            debug_assert!((1..=4).contains(&m) && m < self.n);
+            // SAFETY: a child that is smaller than a live key is live, so `0 < m < n`, and
+            // heap positions below `n` hold CPUs of this queue.
+            unsafe {
+                let c = *self.cpu_of.get_unchecked(0);
+                let mc = *self.cpu_of.get_unchecked(m);
+                self.place_unchecked(0, mk, mc);
+                self.sift_down_from(m, k, c);
+            }
         }
     }
 
@@ -522,8 +527,10 @@ impl<A> ActionQueue<A> {
         if self.child_pos != 0 {
             return (self.child_pos as usize, self.child_key);
         }
-        // A stale root means a CPU, so `cpu_key` has its four padding positions past it.
-        let ch: &[u128; 4] = self.cpu_key[1..5].try_into().expect("four children");
+        debug_assert!(self.cpu_key.len() >= 5);
+        // SAFETY: a stale root means a CPU, so `cpu_key` has its four padding positions past
+        // it: positions 1 to 4 exist.
+        let ch = unsafe { &*(self.cpu_key.as_ptr().add(1) as *const [u128; 4]) };
         let a = (ch[1] < ch[0]) as usize;
         let b = 2 + (ch[3] < ch[2]) as usize;
         let j = if ch[b] < ch[a] { b } else { a };
@@ -611,7 +618,8 @@ impl<A> ActionQueue<A> {
         let cpu = self.cpu_of[0] as usize;
         let s = &mut self.slots[cpu].0;
         let idx = (s[0].key != k) as usize;
-        let other = s[idx ^ 1].key;
+        // `k` is one of the two keys, so this is the other.
+        let other = s[0].key ^ s[1].key ^ k;
         let e = &mut s[idx];
         let a = e.action.take().expect("a live slot");
         e.key = NONE_KEY;
