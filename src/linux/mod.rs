@@ -597,14 +597,11 @@ impl Kernel {
     pub fn run(&mut self, limit: Time) {
         let limit = limit.saturating_add(self.measure_from);
         self.limit = limit;
-        while let Some(t) = self.q.next_time() {
-            if t > limit || self.finished {
-                break;
-            }
+        while !self.finished {
+            let Some((t, a)) = self.q.pop_by(limit) else { break };
             if !self.measuring && t >= self.measure_from {
                 self.begin_measurement();
             }
-            let (t, a) = self.q.pop().expect("peeked");
             assert!(t >= self.now, "time went backwards");
             self.now = t;
             self.actions += 1;
