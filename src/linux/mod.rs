@@ -87,7 +87,10 @@ pub struct Csd {
 }
 
 /// Per-CPU state: the executor's view of the hardware thread plus the kernel's per-CPU data.
+/// Aligned to the host's cache line, so that its lines are its own and [`Kernel::run`]
+/// prefetches it as whole lines.
 #[derive(Debug)]
+#[repr(align(64))]
 pub struct Cpu {
     pub id: CpuId,
     /// Execution state of the hardware thread (frames, IRQ latch, waits).
@@ -144,6 +147,9 @@ pub struct Cpu {
 /// line's progress display (any run may store it; the model never reads it).
 pub static PROGRESS_NS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
+/// The smallest machine whose per-CPU state [`Kernel::run`] prefetches.
+const PREFETCH_MIN_CPUS: u32 = 512;
+
 /// The whole simulated machine.
 pub struct Kernel {
     pub now: Time,
@@ -185,6 +191,9 @@ pub struct Kernel {
     /// benchmark does not see the machine's past). 0 without background.
     pub measure_from: Time,
     measuring: bool,
+    /// Prefetch the next action's CPU state ([`Kernel::run`]): only on machines whose per-CPU
+    /// state outgrows the host's caches (below that it costs instructions and saves nothing).
+    prefetch: bool,
     next_pid: u32,
     seed: u64,
     /// Invariant checkers (`--check`); `None` (the default) costs one branch per hook.
@@ -223,6 +232,7 @@ impl Kernel {
             limit: Time::MAX,
             measure_from: 0,
             measuring: false,
+            prefetch: nr >= PREFETCH_MIN_CPUS,
             next_pid: 2,
             seed,
             checks: None,
@@ -592,12 +602,62 @@ impl Kernel {
         }
     }
 
+    /// Ask the host to cache the per-CPU state an action of `cpu` touches first, found
+    /// without reading it: its `Cpu` and its phase counters (see [`crate::sim::prefetch`]).
+    #[inline(always)]
+    fn prefetch_cpu(&self, cpu: usize) {
+        use crate::sim::prefetch::{prefetch, prefetch_lines};
+        if let Some(c) = self.cpus.get(cpu) {
+            prefetch_lines::<{ std::mem::size_of::<Cpu>() / 64 }, _>(c);
+            prefetch(self.stats.phase_ns.as_ptr().wrapping_add(cpu));
+        }
+    }
+
+    /// The second half of [`Kernel::prefetch_cpu`], once `cpu`'s `Cpu` is in cache: what it
+    /// points to (the top frame of its stack, its current task).
+    #[inline(always)]
+    fn prefetch_cpu_deep(&self, cpu: usize) {
+        use crate::sim::prefetch::prefetch_bytes;
+        if let Some(c) = self.cpus.get(cpu) {
+            if let Some(f) = c.x.stack.last() {
+                prefetch_bytes(f, std::mem::size_of::<Frame>());
+            }
+            let t = c.rq.curr as usize;
+            prefetch_bytes(self.tasks.as_ptr().wrapping_add(t), std::mem::size_of::<Task>());
+            prefetch_bytes(
+                self.ents.as_ptr().wrapping_add(t),
+                std::mem::size_of::<kernel::sched::fair_class::SchedEntity>(),
+            );
+            self.lines.prefetch(c.rq.lock_line);
+            self.lines.prefetch(c.csq_line);
+        }
+    }
+
+    /// The last stage, as `cpu`'s action starts (its current task requested by
+    /// [`Kernel::prefetch_cpu_deep`]): the modelled line of that task's flags.
+    #[inline(always)]
+    fn prefetch_cpu_task(&self, cpu: usize) {
+        if let Some(c) = self.cpus.get(cpu) {
+            if let Some(t) = self.tasks.get(c.rq.curr as usize) {
+                self.lines.prefetch(t.ti_line);
+            }
+        }
+    }
+
     /// Run until the workload finishes, `limit` of simulated time passes, or nothing is left.
     /// `limit` counts from the measured window's start (after any warm-up).
     pub fn run(&mut self, limit: Time) {
         let limit = limit.saturating_add(self.measure_from);
         self.limit = limit;
-        while let Some(t) = self.q.next_time() {
+        // The CPU likely to run the next action (see `ActionQueue::next_cpu_hint`).
+        let mut hint = None;
+        loop {
+            // Its `Cpu` was requested before the last action ran (below) and is in cache by
+            // now: request what that state points to while the queue picks the next action.
+            if let Some(c) = hint {
+                self.prefetch_cpu_deep(c);
+            }
+            let Some(t) = self.q.next_time() else { break };
             if t > limit || self.finished {
                 break;
             }
@@ -610,6 +670,16 @@ impl Kernel {
             self.actions += 1;
             if self.actions & 0xf_ffff == 0 {
                 PROGRESS_NS.store(t, std::sync::atomic::Ordering::Relaxed);
+            }
+            // Request the state of the CPU likely to run after this action while it runs.
+            if self.prefetch {
+                if let Some(c) = hint {
+                    self.prefetch_cpu_task(c);
+                }
+                hint = self.q.next_cpu_hint(Action::owner);
+                if let Some(c) = hint {
+                    self.prefetch_cpu(c);
+                }
             }
             engine::dispatch(self, a);
         }
