@@ -87,61 +87,71 @@ pub struct Csd {
 }
 
 /// Per-CPU state: the executor's view of the hardware thread plus the kernel's per-CPU data.
-/// Aligned to the host's cache line, so that its lines are its own and [`Kernel::run`]
-/// prefetches it as whole lines.
+///
+/// Laid out for the host's caches (`repr(C)`, fields in this order, aligned to a cache line):
+/// on a large machine nearly every action finds its CPU's state cold, so the fields a step
+/// touches come first, packed ([`CPU_HOT_BYTES`] from the start: the executor state, the small
+/// per-CPU words, the runqueue, the tick and the cpuidle device), and what only occasional
+/// paths use (multi-target calls, the timer wheel, background softirq work) comes after them.
+/// [`Kernel::run`] prefetches the hot part of the next action's CPU.
 #[derive(Debug)]
-#[repr(align(64))]
+#[repr(C, align(64))]
 pub struct Cpu {
-    pub id: CpuId,
     /// Execution state of the hardware thread (frames, IRQ latch, waits).
     pub x: engine::Exec,
-    /// `struct rq`.
-    pub rq: Rq,
+    pub id: CpuId,
     /// `preempt_count` (per-CPU on x86).
     pub preempt_count: u32,
-    /// PREEMPT_NEED_RESCHED, folded into the per-CPU preempt_count on x86.
-    pub pnr: bool,
-    /// `call_single_queue`: entries in llist_add order (the head is the last element).
-    pub csq: Vec<CsdId>,
-    /// The line of the `call_single_queue` head.
-    pub csq_line: LineId,
-    /// Scratch list of `__flush_smp_call_function_queue()` (entries taken by `llist_del_all`).
-    pub flush_list: Vec<CsdId>,
     /// `irq_stat.__softirq_pending`.
     pub softirq_pending: u32,
+    /// The task this CPU switched away from in the last context switch (`prev` as seen by
+    /// `finish_task_switch()` running on `next`'s stack).
+    pub switch_prev: TaskId,
+    /// The line of the `call_single_queue` head.
+    pub csq_line: LineId,
+    /// PREEMPT_NEED_RESCHED, folded into the per-CPU preempt_count on x86.
+    pub pnr: bool,
+    /// The CPU's random stream (hardware latency jitter).
+    pub rng: Prng,
+    /// `call_single_queue`: entries in llist_add order (the head is the last element).
+    pub csq: Vec<CsdId>,
+    /// `struct rq`.
+    pub rq: Rq,
+    /// The per-CPU tick/hrtimer state (kernel/time).
+    pub tick: kernel::time::tick_sched::TickSched,
+    /// The cpuidle device of this CPU.
+    pub idle_dev: drivers::cpuidle::CpuidleDevice,
+    // The cold part: the fields below are used by occasional paths only.
+    /// Scratch list of `__flush_smp_call_function_queue()` (entries taken by `llist_del_all`).
+    pub flush_list: Vec<CsdId>,
+    /// The timer wheel of this CPU (`kernel/time/timer.rs`).
+    pub timers: kernel::time::timer::TimerBase,
     /// The per-CPU `csd_data` used by non-waiting `smp_call_function_single()`.
     pub csd_data: CsdId,
     /// The on-stack csd of waiting `smp_call_function_single()` (one stack slot per CPU).
     pub stack_csd: CsdId,
     /// `rq->nohz_csd` (func `nohz_csd_func`).
     pub nohz_csd: CsdId,
-    /// `cfd_data`: this CPU's csd for each target of multi-target calls (allocated on first
-    /// use), and the mask of targets that need an IPI.
-    pub cfd: Vec<CsdId>,
-    pub cfd_ipi_mask: crate::hw::cpumask::CpuMask,
     /// The softirq RFC v1 per-CPU flag `will_do_softirq_post_flush` and its line.
     pub will_do_softirq_post_flush: bool,
     pub softirq_flag_line: LineId,
     /// PREEMPT_RT `softirq_ctrl.cnt` (also used on !RT by the softirq RFC v2), and its line.
     pub softirq_ctrl_cnt: u32,
     pub softirq_ctrl_line: LineId,
-    /// The per-CPU tick/hrtimer state (kernel/time).
-    pub tick: kernel::time::tick_sched::TickSched,
-    /// The cpuidle device of this CPU.
-    pub idle_dev: drivers::cpuidle::CpuidleDevice,
-    /// The CPU's random stream (hardware latency jitter).
-    pub rng: Prng,
-    /// The task this CPU switched away from in the last context switch (`prev` as seen by
-    /// `finish_task_switch()` running on `next`'s stack).
-    pub switch_prev: TaskId,
-    /// The timer wheel of this CPU (`kernel/time/timer.rs`).
-    pub timers: kernel::time::timer::TimerBase,
+    /// `cfd_data`: this CPU's csd for each target of multi-target calls (allocated on first
+    /// use), and the mask of targets that need an IPI.
+    pub cfd: Vec<CsdId>,
+    pub cfd_ipi_mask: crate::hw::cpumask::CpuMask,
     /// Run time queued for background softirq handlers, per vector (e.g. `rcu_core()`).
     pub softirq_work: [Time; 10],
     /// The CPU's stream for background activity (run times, periods), separate from the
     /// hardware jitter stream so that a machine without background draws exactly as before.
     pub bg_rng: Prng,
 }
+
+/// The bytes of [`Cpu`] a step usually touches: up to the end of its cpuidle device.
+pub const CPU_HOT_BYTES: usize =
+    std::mem::offset_of!(Cpu, idle_dev) + std::mem::size_of::<drivers::cpuidle::CpuidleDevice>();
 
 /// Simulated time of a running [`Kernel::run`], stored every 2^20 actions for the command
 /// line's progress display (any run may store it; the model never reads it).
@@ -603,12 +613,13 @@ impl Kernel {
     }
 
     /// Ask the host to cache the per-CPU state an action of `cpu` touches first, found
-    /// without reading it: its `Cpu` and its phase counters (see [`crate::sim::prefetch`]).
+    /// without reading it: the hot part of its `Cpu` and its phase counters (see
+    /// [`crate::sim::prefetch`]).
     #[inline(always)]
     fn prefetch_cpu(&self, cpu: usize) {
         use crate::sim::prefetch::{prefetch, prefetch_lines};
         if let Some(c) = self.cpus.get(cpu) {
-            prefetch_lines::<{ std::mem::size_of::<Cpu>() / 64 }, _>(c);
+            prefetch_lines::<{ CPU_HOT_BYTES.div_ceil(64) }, _>(c);
             prefetch(self.stats.phase_ns.as_ptr().wrapping_add(cpu));
         }
     }
