@@ -705,6 +705,22 @@ impl Kernel {
 
 #[cfg(test)]
 mod tests {
+    /// The hot part of `Cpu` starts it and stays within the lines `Kernel::run` prefetches and
+    /// ARCHITECTURE.md states; the cold part follows it.
+    #[test]
+    fn cpu_hot_part_comes_first_and_stays_small() {
+        use super::{Cpu, CPU_HOT_BYTES};
+        use std::mem::{align_of, offset_of};
+        assert_eq!(align_of::<Cpu>(), 64);
+        assert_eq!(offset_of!(Cpu, x), 0);
+        assert!(CPU_HOT_BYTES.div_ceil(64) <= 14, "hot part of Cpu: {CPU_HOT_BYTES} bytes");
+        for cold in
+            [offset_of!(Cpu, flush_list), offset_of!(Cpu, cfd), offset_of!(Cpu, timers), offset_of!(Cpu, bg_rng)]
+        {
+            assert!(cold >= CPU_HOT_BYTES);
+        }
+    }
+
     /// Prefetching is a host hint only: a machine large enough to prefetch runs exactly as
     /// with prefetching turned off (same actions, times and counters).
     #[test]
