@@ -630,11 +630,12 @@ impl Kernel {
     /// (1.04-1.18x the time per action, nanosleep and hackbench on 1024 and 4096 CPUs).
     #[inline(always)]
     fn prefetch_cpu_deep(&self, cpu: usize) {
-        use crate::sim::prefetch::prefetch_bytes;
+        use crate::sim::prefetch::{prefetch, prefetch_bytes};
         if let Some(c) = self.cpus.get(cpu) {
             if let Some(f) = c.x.stack.last() {
                 prefetch_bytes(f, std::mem::size_of::<Frame>());
             }
+            prefetch(c.tick.sleepers.as_ptr());
             self.lines.prefetch(c.rq.lock_line);
             self.lines.prefetch(c.csq_line);
         }

@@ -32,8 +32,17 @@ pub fn prefetch_lines<const N: usize, T>(p: *const T) {
 #[inline(always)]
 pub fn prefetch_bytes<T>(p: *const T, len: usize) {
     let p = p as *const u8;
+    if len <= 128 {
+        // At most three lines (one frame): its first byte, the byte a line on, its last byte.
+        prefetch(p);
+        if len > 64 {
+            prefetch(p.wrapping_add(64));
+        }
+        prefetch(p.wrapping_add(len.max(1) - 1));
+        return;
+    }
     let start = p as usize;
-    let last = start.wrapping_add(len.max(1) - 1) & !63;
+    let last = start.wrapping_add(len - 1) & !63;
     let mut line = start & !63;
     loop {
         // The offset of the line from `p` (negative for the first line, as a wrapped usize).
