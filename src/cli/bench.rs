@@ -269,4 +269,28 @@ mod tests {
         }
         let _ = std::fs::remove_dir_all(&dir);
     }
+
+    /// Prefetching is a host hint only: a machine large enough to prefetch runs exactly as
+    /// with prefetching turned off (same actions, times and counters).
+    #[test]
+    fn prefetching_changes_nothing() {
+        let n = crate::linux::PREFETCH_MIN_CPUS;
+        let dir = std::env::temp_dir().join(format!("schedsim-prefetch-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("m.toml");
+        std::fs::write(&file, scaled_machine_toml(n).unwrap()).unwrap();
+        let digest = |prefetch: bool| {
+            let mut s = scaled_spec("nanosleep", n, file.to_str().unwrap()).unwrap();
+            s.limit_ns = 6_000_000;
+            let mut k = crate::run::build(&s).unwrap();
+            assert!(k.prefetch, "a {n}-CPU machine prefetches");
+            k.prefetch = prefetch;
+            k.run(s.limit_ns);
+            (k.actions, k.now, k.stats.phase_ns.clone(), format!("{:?}", k.stats))
+        };
+        let (on, off) = (digest(true), digest(false));
+        std::fs::remove_dir_all(&dir).ok();
+        assert!(on.0 > 50_000, "the run did some work: {} actions", on.0);
+        assert_eq!(on, off);
+    }
 }

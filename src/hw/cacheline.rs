@@ -57,6 +57,13 @@ impl Lines {
         self.lines[line as usize].watcher = cpu.unwrap_or(NONE);
     }
 
+    /// Ask the host to cache `line`'s entry ahead of a read or write of it (no effect on the
+    /// model; see [`crate::sim::prefetch`]).
+    #[inline(always)]
+    pub fn prefetch(&self, line: LineId) {
+        crate::sim::prefetch::prefetch(self.lines.as_ptr().wrapping_add(line as usize));
+    }
+
     /// `cpu` reads the line. Returns the distance the data travelled, or `None` on a hit.
     #[inline]
     pub fn read(&mut self, line: LineId, cpu: u32, topo: &Topology) -> Option<Distance> {

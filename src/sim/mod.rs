@@ -6,6 +6,7 @@
 //!
 //! Architecture invariant: nothing in here knows about the kernel model.
 
+pub mod prefetch;
 pub mod queue;
 pub mod rng;
 

@@ -596,6 +596,35 @@ impl<A> ActionQueue<A> {
         (k != NONE_KEY).then_some((k >> 64) as Time)
     }
 
+    /// The CPU whose action is likely to come out next, for a caller that prefetches that
+    /// CPU's state while the current action runs; its slots' line is prefetched here. The
+    /// earliest of the CPU heap's root (with its children while the root is stale) and the
+    /// top of the heap of actions in flight (`owner` names the CPU of one; `u32::MAX`: none).
+    /// Only a guess: what the current action schedules may come first. Changes nothing.
+    #[inline]
+    pub fn next_cpu_hint(&mut self, owner: impl Fn(&A) -> u32) -> Option<usize> {
+        let (mut k, mut cpu) = (NONE_KEY, NOT_QUEUED);
+        if self.n > 0 {
+            (k, cpu) = (self.cpu_key[0], self.cpu_of[0]);
+            if self.root_stale {
+                // Remembered for the settle that follows (see `root_child_min`).
+                let (m, mk) = self.root_child_min();
+                if mk < k {
+                    (k, cpu) = (mk, self.cpu_of[m]);
+                }
+            }
+        }
+        match self.heap.peek() {
+            Some(h) if h.key < k => cpu = owner(&h.action),
+            _ if k == NONE_KEY => return None,
+            _ => {}
+        }
+        let cpu = cpu as usize;
+        let s = self.slots.get(cpu)?;
+        super::prefetch::prefetch(s);
+        Some(cpu)
+    }
+
     /// Take the action of `cpu`'s slot `idx`.
     #[inline]
     fn take_slot(&mut self, cpu: usize, idx: usize) -> (Time, A) {
