@@ -183,6 +183,9 @@ pub fn on_action(k: &mut Kernel, what: u32) {
 
 /// Run one step of a workload task's code. User tasks first honour a pending preemption
 /// (`exit_to_user_mode_loop()` -> `schedule()`) and finish the user time an interrupt cut.
+/// Inlined into the executor's dispatch: it is only the test of those two cases and the
+/// branch to the running workload's own step.
+#[inline]
 pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
     if s.preempt {
         s.preempt = false;
