@@ -32,7 +32,13 @@ use crate::sim::{Slot, Time};
 use crate::trace::Vector;
 
 /// One active kernel function on a CPU's stack.
+///
+/// `repr(u8)`: the variant is a tag byte of its own at the start of the frame, so dispatching
+/// on it (and `phase_of`) is one load and a table index rather than decoding a niche inside the
+/// largest variant. That variant, [`crate::workload::registry::TaskFrame`], is 64 bytes, so the
+/// frame stays 72.
 #[derive(Debug, Clone, Copy)]
+#[repr(u8)]
 pub enum Frame {
     /// The idle task's `cpu_startup_entry()` / `do_idle()` loop.
     DoIdle(DoIdle),
