@@ -104,6 +104,12 @@ pub enum Frame {
     Background(crate::background::task::BgTask),
 }
 
+// With its own tag byte, a frame is 72 bytes only while its largest variant is at most 64.
+const _: () = assert!(
+    std::mem::size_of::<crate::workload::registry::TaskFrame>() <= 64,
+    "TaskFrame grew beyond 64 bytes: Frame would grow to 80"
+);
+
 /// What a step asks the executor to do next. `repr(u8)`: a tag byte of its own at the start,
 /// which the executor branches on after every step, rather than a niche inside the frame of
 /// `Call` that would have to be decoded.
