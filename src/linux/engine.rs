@@ -32,7 +32,13 @@ use crate::sim::{Slot, Time};
 use crate::trace::Vector;
 
 /// One active kernel function on a CPU's stack.
+///
+/// `repr(u8)`: the variant is a tag byte of its own at the start of the frame, so dispatching
+/// on it (and `phase_of`) is one load and a table index rather than decoding a niche inside the
+/// largest variant. That variant, [`crate::workload::registry::TaskFrame`], is 64 bytes, so the
+/// frame stays 72.
 #[derive(Debug, Clone, Copy)]
+#[repr(u8)]
 pub enum Frame {
     /// The idle task's `cpu_startup_entry()` / `do_idle()` loop.
     DoIdle(DoIdle),
@@ -98,8 +104,17 @@ pub enum Frame {
     Background(crate::background::task::BgTask),
 }
 
-/// What a step asks the executor to do next.
+// With its own tag byte, a frame is 72 bytes only while its largest variant is at most 64.
+const _: () = assert!(
+    std::mem::size_of::<crate::workload::registry::TaskFrame>() <= 64,
+    "TaskFrame grew beyond 64 bytes: Frame would grow to 80"
+);
+
+/// What a step asks the executor to do next. `repr(u8)`: a tag byte of its own at the start,
+/// which the executor branches on after every step, rather than a niche inside the frame of
+/// `Call` that would have to be decoded.
 #[derive(Debug, Clone, Copy)]
+#[repr(u8)]
 pub enum Next {
     /// Run this frame's next step after the given time.
     Cont(Time),
@@ -469,13 +484,15 @@ pub fn phase_ns_now(k: &Kernel, cpu: CpuId, phase: Phase) -> u64 {
     k.stats.phase_ns[cpu as usize][phase as usize] + open
 }
 
-/// Make `p` the phase `cpu`'s time is charged to from now, closing the interval of the
-/// previous phase if it differs.
-#[inline]
-fn set_phase(k: &mut Kernel, cpu: CpuId, p: Phase) {
-    if k.cpus[cpu as usize].x.acct_phase != p {
-        account(k, cpu);
-        k.cpus[cpu as usize].x.acct_phase = p;
+/// Make `p` the phase a CPU's time is charged to from now, closing the interval of the
+/// previous phase if it differs (on the CPU's executor state and its row of `stats.phase_ns`).
+#[inline(always)]
+fn set_phase(x: &mut Exec, phase_ns: &mut [u64; NR_PHASES], now: Time, p: Phase) {
+    if x.acct_phase != p {
+        let d = now - x.acct_since;
+        x.acct_since = now;
+        phase_ns[x.acct_phase as usize] += d;
+        x.acct_phase = p;
     }
 }
 
@@ -547,11 +564,10 @@ fn refresh_irq_phase(x: &mut Exec) {
     x.irq_phase = x.stack.iter().rev().find_map(irq_phase_of);
 }
 
-/// What `cpu`'s time is charged to from now: the innermost interrupt-context frame's phase,
+/// What a CPU's time is charged to from now: the innermost interrupt-context frame's phase,
 /// else the top frame's.
-#[inline]
-fn top_phase(k: &Kernel, cpu: CpuId) -> Phase {
-    let x = &k.cpus[cpu as usize].x;
+#[inline(always)]
+fn top_phase(x: &Exec) -> Phase {
     if let Some(p) = x.irq_phase {
         return p;
     }
@@ -569,6 +585,10 @@ fn top_phase(k: &Kernel, cpu: CpuId) -> Phase {
 /// context switch in `__schedule()`, which moves the whole stack (the running frame with it) to
 /// the previous task and returns [`Next::Switched`].
 pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
+    let ci = cpu as usize;
+    // The CPU table is built once by `Kernel::new` and never resized (no CPU hotplug), so this
+    // check made once covers the unchecked lookups of this loop.
+    assert!(ci < k.cpus.len(), "cpu {cpu} does not exist");
     // Bound the number of zero-time steps to catch a modelling loop early.
     let mut guard = 0u32;
     // `acct_phase` was computed by this call for the stack as it is now, with the CPU running.
@@ -578,17 +598,24 @@ pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
     // waited, or before `take_irq` pushed a handler.
     let mut phase_fresh = false;
     loop {
+        // The steps inline into this loop, and without this the compiler computes the address
+        // of every kernel field they use once on entry and keeps it on the stack: some 36
+        // instructions per call, for a loop that most calls (an action's one step) run once.
+        // Taking the kernel pointer through `black_box` each iteration makes those addresses
+        // per-iteration values, folded into the accesses that use them (a performance hint
+        // only: the pointer is the same).
+        let k = std::hint::black_box(&mut *k);
+        // The CPU's executor state is looked up once before and once after each step (the step
+        // itself gets the whole kernel).
+        let x = exec_mut(&mut k.cpus, ci);
         // An interrupt latched while IRQs were off is taken the instant they are on again.
         // (`pending` is tested first: it is almost always clear, so the branch predicts well,
         // whereas `irqs_off` flips from step to step.)
-        {
-            let x = &k.cpus[cpu as usize].x;
-            if x.pending != 0 && !x.irqs_off {
-                take_irq(k, cpu);
-                return;
-            }
+        if x.pending != 0 && !x.irqs_off {
+            take_irq(k, cpu);
+            return;
         }
-        let st = &mut k.cpus[cpu as usize].x.stack;
+        let st = &mut x.stack;
         let n = st.len();
         assert!(n > 0, "cpu {cpu}: empty stack at {}", k.now);
         // SAFETY: the top frame is at `n - 1 < len`. The step gets `&mut Kernel` and this frame:
@@ -599,51 +626,54 @@ pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
         // the frame after that.
         let frame: &mut Frame = unsafe { &mut *st.as_mut_ptr().add(n - 1) };
         let next = step(k, cpu, frame);
+        let now = k.now;
+        let x = exec_mut(&mut k.cpus, ci);
         let delay = match next {
             Next::Cont(t) if phase_fresh => {
-                debug_assert_eq!(k.cpus[cpu as usize].x.acct_phase, top_phase(k, cpu));
+                debug_assert_eq!(x.acct_phase, top_phase(x));
                 t
             }
             Next::Cont(t) => {
-                set_phase(k, cpu, top_phase(k, cpu));
+                let p = top_phase(x);
+                set_phase(x, &mut k.stats.phase_ns[ci], now, p);
                 phase_fresh = true;
                 t
             }
             Next::Call(t, callee) => {
-                let x = &mut k.cpus[cpu as usize].x;
                 if let Some(p) = irq_phase_of(&callee) {
                     x.irq_phase = Some(p);
                 }
                 // The callee is the new top frame and the CPU is running.
                 let p = x.irq_phase.unwrap_or_else(|| phase_of(&callee, false));
                 x.stack.push(callee);
-                set_phase(k, cpu, p);
+                set_phase(x, &mut k.stats.phase_ns[ci], now, p);
                 phase_fresh = true;
                 t
             }
             Next::Ret(t) => {
-                let x = &mut k.cpus[cpu as usize].x;
                 let n = x.stack.len();
                 let was_irq = irq_phase_of(&x.stack[n - 1]).is_some();
                 x.stack.truncate(n - 1);
                 if was_irq {
                     refresh_irq_phase(x);
                 }
-                set_phase(k, cpu, top_phase(k, cpu));
+                let p = top_phase(x);
+                set_phase(x, &mut k.stats.phase_ns[ci], now, p);
                 phase_fresh = true;
                 t
             }
             Next::Switched(t) => {
-                refresh_irq_phase(&mut k.cpus[cpu as usize].x);
-                set_phase(k, cpu, top_phase(k, cpu));
+                refresh_irq_phase(x);
+                let p = top_phase(x);
+                set_phase(x, &mut k.stats.phase_ns[ci], now, p);
                 phase_fresh = true;
                 t
             }
             Next::Wait(on) => {
-                let x = &mut k.cpus[cpu as usize].x;
                 x.waiting = Some(on);
                 let (irqs_off, pending) = (x.irqs_off, x.pending);
-                set_phase(k, cpu, top_phase(k, cpu));
+                let p = top_phase(x);
+                set_phase(x, &mut k.stats.phase_ns[ci], now, p);
                 if pending != 0 {
                     match on {
                         // MWAIT with a pending (even masked) interrupt, or HLT/port entry with
@@ -657,17 +687,14 @@ pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
             }
         };
         if delay > 0 {
-            let x = &k.cpus[cpu as usize].x;
             if x.pending != 0 && !x.irqs_off {
                 // IRQs were enabled by this step with an interrupt latched: it is taken now and
                 // the rest of this step's time runs after the handler.
-                let c = &mut k.cpus[cpu as usize];
-                c.x.busy = true;
-                c.x.deadline = k.now + delay;
+                x.busy = true;
+                x.deadline = now + delay;
                 take_irq(k, cpu);
                 return;
             }
-            let now = k.now;
             let t = now + delay;
             // Run-ahead: if nothing else is due before this CPU's next step (strictly: a
             // same-time action queued earlier goes first), take the step now instead of a
@@ -683,68 +710,103 @@ pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
             {
                 k.now = t;
                 k.actions += 1;
-                let c = &mut k.cpus[cpu as usize];
-                c.x.gen = c.x.gen.wrapping_add(1);
+                x.gen = x.gen.wrapping_add(1);
                 // A Resume this CPU's own step scheduled (a wait with a timeout) is superseded.
-                k.q.cancel(cpu as usize, Slot::Step);
+                k.q.cancel(ci, Slot::Step);
                 guard = 0;
                 continue;
             }
-            let c = &mut k.cpus[cpu as usize];
-            c.x.busy = true;
-            c.x.deadline = t;
-            c.x.gen = c.x.gen.wrapping_add(1);
-            let gen = c.x.gen;
-            k.q.set(cpu as usize, Slot::Step, t, Action::Resume { cpu, gen });
+            x.busy = true;
+            x.deadline = t;
+            x.gen = x.gen.wrapping_add(1);
+            let gen = x.gen;
+            k.q.set(ci, Slot::Step, t, Action::Resume { cpu, gen });
             return;
         }
         guard += 1;
-        assert!(
-            guard < 10_000,
-            "cpu {cpu}: zero-time step loop at {} in {:?}",
-            k.now,
-            k.cpus[cpu as usize].x.stack.last()
-        );
+        assert!(guard < 10_000, "cpu {cpu}: zero-time step loop at {} in {:?}", now, x.stack.last());
     }
 }
 
+/// The executor state of CPU `ci`, for [`run_cpu`]'s loop, which looks it up twice per step.
+#[inline(always)]
+fn exec_mut(cpus: &mut [super::Cpu], ci: usize) -> &mut Exec {
+    debug_assert!(ci < cpus.len());
+    // SAFETY: `run_cpu` asserted `ci < k.cpus.len()` on entry, and the CPU table is never
+    // resized after `Kernel::new` (no step adds or removes CPUs).
+    unsafe { &mut cpus.get_unchecked_mut(ci).x }
+}
+
 /// Run one step of `frame` on `cpu`.
+///
+/// A step that goes on at the same instant (`Next::Cont(0)`) has its frame's next step run
+/// here at once, unless an interrupt is due ([`irq_due`]): exactly what [`run_cpu`]'s loop would
+/// do next, without the round trip through it (half of all steps in `ipistorm` and a quarter
+/// in `hackbench` are such zero-time transitions between resume points). The phase charged is
+/// unchanged by a `Cont`, and no time passes, so the accounting is the same. At most
+/// `ZERO_TIME_RUN` such steps run here in a row; then the executor's own zero-time guard
+/// counts them.
 fn step(k: &mut Kernel, cpu: CpuId, frame: &mut Frame) -> Next {
     use super::kernel::sched::{core, fair, idle};
     use super::kernel::{smp, softirq};
-    match frame {
-        Frame::DoIdle(s) => idle::do_idle(k, cpu, s),
-        Frame::CpuidleIdleCall(s) => idle::cpuidle_idle_call(k, cpu, s),
-        Frame::EnterState(s) => super::drivers::cpuidle::cpuidle_enter_state(k, cpu, s),
-        Frame::ScheduleCaller(s) => core::schedule_caller(k, cpu, s),
-        Frame::Schedule(s) => core::__schedule(k, cpu, s),
-        Frame::NewidleBalance(s) => fair::sched_balance_newidle(k, cpu, s),
-        Frame::PostScheduleIdle(s) => core::post_schedule_idle(k, cpu, s),
-        Frame::IdleBalance(s) => fair::idle_balance(k, cpu, s),
-        Frame::SchedBalanceSoftirq(s) => fair::sched_balance_softirq(k, cpu, s),
-        Frame::FlushSmpCallFunctionQueue(s) => smp::flush_smp_call_function_queue(k, cpu, s),
-        Frame::FlushQueue(s) => smp::__flush_smp_call_function_queue(k, cpu, s),
-        Frame::SmpCallFunction(s) => smp::smp_call_function(k, cpu, s),
-        Frame::HardIrq(s) => super::arch::x86::irq_handler(k, cpu, s),
-        Frame::HandleSoftirqs(s) => softirq::handle_softirqs(k, cpu, s),
-        Frame::TryToWakeUp(s) => core::try_to_wake_up(k, cpu, s),
-        Frame::TtwuPending(s) => core::sched_ttwu_pending(k, cpu, s),
-        Frame::Ksoftirqd(s) => softirq::run_ksoftirqd(k, cpu, s),
-        Frame::RetFromFork => core::schedule_tail(k, cpu),
-        Frame::Futex(s) => super::kernel::futex::futex(k, cpu, s),
-        Frame::Stopper(s) => super::kernel::stop_machine::cpu_stopper_thread(k, cpu, s),
-        Frame::Nanosleep(s) => super::kernel::futex::nanosleep(k, cpu, s),
-        Frame::Pipe(s) => super::fs::pipe::pipe_op(k, cpu, s),
-        Frame::UnixStream(s) => super::net::unix::unix_stream_op(k, cpu, s),
-        Frame::Poll(s) => super::fs::select::do_sys_poll(k, cpu, s),
-        Frame::WakeUp(s) => super::kernel::wait::wake_up(k, cpu, s),
-        Frame::Wait4(s) => super::kernel::exit::do_wait(k, cpu, s),
-        Frame::DoExit(s) => super::kernel::exit::do_exit(k, cpu, s),
-        Frame::Workload(s) => crate::workload::registry::task_step(k, cpu, s),
-        Frame::Worker(s) => super::kernel::workqueue::worker_thread(k, cpu, s),
-        Frame::RunTimerSoftirq(s) => super::kernel::time::timer::run_timer_softirq(k, cpu, s),
-        Frame::Background(s) => crate::background::task::task_step(k, cpu, s),
+    const ZERO_TIME_RUN: u32 = 64;
+    macro_rules! run {
+        ($e:expr) => {{
+            let mut n = 0;
+            loop {
+                match $e {
+                    Next::Cont(0) if n < ZERO_TIME_RUN && !irq_due(k, cpu) => n += 1,
+                    next => break next,
+                }
+            }
+        }};
     }
+    match frame {
+        Frame::DoIdle(s) => run!(idle::do_idle(k, cpu, s)),
+        Frame::CpuidleIdleCall(s) => run!(idle::cpuidle_idle_call(k, cpu, s)),
+        Frame::EnterState(s) => run!(super::drivers::cpuidle::cpuidle_enter_state(k, cpu, s)),
+        Frame::ScheduleCaller(s) => run!(core::schedule_caller(k, cpu, s)),
+        Frame::Schedule(s) => run!(core::__schedule(k, cpu, s)),
+        Frame::NewidleBalance(s) => run!(fair::sched_balance_newidle(k, cpu, s)),
+        Frame::PostScheduleIdle(s) => run!(core::post_schedule_idle(k, cpu, s)),
+        Frame::IdleBalance(s) => run!(fair::idle_balance(k, cpu, s)),
+        Frame::SchedBalanceSoftirq(s) => run!(fair::sched_balance_softirq(k, cpu, s)),
+        Frame::FlushSmpCallFunctionQueue(s) => run!(smp::flush_smp_call_function_queue(k, cpu, s)),
+        Frame::FlushQueue(s) => run!(smp::__flush_smp_call_function_queue(k, cpu, s)),
+        Frame::SmpCallFunction(s) => run!(smp::smp_call_function(k, cpu, s)),
+        Frame::HardIrq(s) => run!(super::arch::x86::irq_handler(k, cpu, s)),
+        Frame::HandleSoftirqs(s) => run!(softirq::handle_softirqs(k, cpu, s)),
+        Frame::TryToWakeUp(s) => run!(core::try_to_wake_up(k, cpu, s)),
+        Frame::TtwuPending(s) => run!(core::sched_ttwu_pending(k, cpu, s)),
+        Frame::Ksoftirqd(s) => run!(softirq::run_ksoftirqd(k, cpu, s)),
+        Frame::RetFromFork => run!(core::schedule_tail(k, cpu)),
+        Frame::Futex(s) => run!(super::kernel::futex::futex(k, cpu, s)),
+        Frame::Stopper(s) => run!(super::kernel::stop_machine::cpu_stopper_thread(k, cpu, s)),
+        Frame::Nanosleep(s) => run!(super::kernel::futex::nanosleep(k, cpu, s)),
+        Frame::Pipe(s) => run!(super::fs::pipe::pipe_op(k, cpu, s)),
+        Frame::UnixStream(s) => run!(super::net::unix::unix_stream_op(k, cpu, s)),
+        Frame::Poll(s) => run!(super::fs::select::do_sys_poll(k, cpu, s)),
+        Frame::WakeUp(s) => run!(super::kernel::wait::wake_up(k, cpu, s)),
+        Frame::Wait4(s) => run!(super::kernel::exit::do_wait(k, cpu, s)),
+        Frame::DoExit(s) => run!(super::kernel::exit::do_exit(k, cpu, s)),
+        Frame::Workload(s) => run!(crate::workload::registry::task_step(k, cpu, s)),
+        Frame::Worker(s) => run!(super::kernel::workqueue::worker_thread(k, cpu, s)),
+        Frame::RunTimerSoftirq(s) => run!(super::kernel::time::timer::run_timer_softirq(k, cpu, s)),
+        Frame::Background(s) => run!(crate::background::task::task_step(k, cpu, s)),
+    }
+}
+
+/// Whether the executor would take an interrupt on `cpu` before its next step: one is latched
+/// and IRQs are on (the test at the top of [`run_cpu`]'s loop).
+///
+/// A step whose frame goes on at the same instant (`Next::Cont(0)`) may instead run its next
+/// resume point at once when this is false: the executor would do exactly that, with nothing
+/// in between, and the zero-time round trip through it is what such a step costs the
+/// simulator. (When it is true, the step returns and the interrupt is taken first.)
+#[inline]
+pub fn irq_due(k: &Kernel, cpu: CpuId) -> bool {
+    let x = &k.cpus[cpu as usize].x;
+    x.pending != 0 && !x.irqs_off
 }
 
 /// Start watching `line` for writes by other CPUs (MONITOR, or a spin loop's reads).

@@ -547,7 +547,7 @@ pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
     if s.task == 0 {
         main_step(k, cpu, s)
     } else {
-        child_step(k, s, (s.task - 1) as usize)
+        child_step(k, cpu, s, (s.task - 1) as usize)
     }
 }
 
@@ -619,7 +619,7 @@ fn main_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
             Next::Call(k.costs.user_op, sys_write(fd, 1))
         }
         MainAt::ReadReady => {
-            s.i += s.ret.max(0) as u64;
+            s.i += k.tasks[k.curr(cpu) as usize].user_ret.max(0) as u64;
             s.at = MainAt::WaitReady as u8;
             user(k, s)
         }
@@ -712,7 +712,7 @@ fn setup(k: &mut Kernel, cpu: CpuId) {
 }
 
 /// A sender or a receiver.
-fn child_step(k: &mut Kernel, s: &mut TaskFrame, ci: usize) -> Next {
+fn child_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, ci: usize) -> Next {
     match ChildAt::from_u8(s.at) {
         ChildAt::Ready => {
             // ready(): tell them we're ready...
@@ -755,7 +755,7 @@ fn child_step(k: &mut Kernel, s: &mut TaskFrame, ci: usize) -> Next {
             Next::Call(k.costs.user_op, frame)
         }
         ChildAt::Transferred => {
-            let n = s.ret.max(0) as u64;
+            let n = k.tasks[k.curr(cpu) as usize].user_ret.max(0) as u64;
             s.mark[0] += n;
             let w = st(k);
             let sender = w.children[ci].sender;

@@ -84,10 +84,8 @@ pub struct TaskFrame {
     /// A wall-clock spin in progress ends here (0: none): after a preemption the spin only
     /// runs what is left of it.
     pub spin_until: u64,
-    /// The return value of the task's last syscall, as user code sees it in `pt_regs->ax`
-    /// (written by `kernel::entry::syscall_exit_to_user_mode`; the CPU's return register is
-    /// clobbered if the task schedules on its way back to user mode).
-    pub ret: i64,
+    // The return value of the task's last syscall is the task's `Task::user_ret`, not a field
+    // here: 64 bytes leave `Frame` room for a tag byte of its own within its 72.
 }
 
 /// Start a created task from `creator` (`wake_up_new_task`). The creating process (insmod,
@@ -183,6 +181,9 @@ pub fn on_action(k: &mut Kernel, what: u32) {
 
 /// Run one step of a workload task's code. User tasks first honour a pending preemption
 /// (`exit_to_user_mode_loop()` -> `schedule()`) and finish the user time an interrupt cut.
+/// Inlined into the executor's dispatch: it is only the test of those two cases and the
+/// branch to the running workload's own step.
+#[inline]
 pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
     if s.preempt {
         s.preempt = false;

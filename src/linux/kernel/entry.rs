@@ -25,10 +25,11 @@ pub fn syscall_exit_to_user_mode(k: &mut Kernel, cpu: CpuId, ret: i64) -> Time {
     k.cpus[cpu as usize].x.ret = ret;
     let nr = crate::linux::kernel::sched::need_resched(k, cpu);
     if let Some(Frame::Workload(tf)) = k.cpus[cpu as usize].x.caller_frame_mut() {
-        tf.ret = ret;
         if nr {
             tf.preempt = true;
         }
+        let curr = k.curr(cpu);
+        k.tasks[curr as usize].user_ret = ret;
     }
     k.costs.syscall - k.costs.syscall / 2
 }

@@ -152,6 +152,10 @@ pub struct Task {
     /// Accumulated run time and the start of the current run.
     pub sum_exec_runtime: Time,
     pub exec_start: Time,
+    /// The return value of the task's last syscall, as its user code sees it in `pt_regs->ax`
+    /// (written by `kernel::entry::syscall_exit_to_user_mode` for a workload task; the CPU's
+    /// return register is clobbered if the task schedules on its way back to user mode).
+    pub user_ret: i64,
 }
 
 impl Task {
@@ -245,6 +249,7 @@ impl Task {
             saved: Vec::new(),
             sum_exec_runtime: 0,
             exec_start: 0,
+            user_ret: 0,
         }
     }
 }
