@@ -558,8 +558,8 @@ fn irq_phase_of(f: &Frame) -> Option<Phase> {
     }
 }
 
-/// Recompute [`Exec::irq_phase`] from the stack (after an interrupt-context frame returns, or a
-/// context switch brought another task's stack).
+/// Recompute [`Exec::irq_phase`] from the stack (after an interrupt-context frame returns; a
+/// context switch carries the incoming task's instead, `Task::saved_irq_phase`).
 fn refresh_irq_phase(x: &mut Exec) {
     x.irq_phase = x.stack.iter().rev().find_map(irq_phase_of);
 }
@@ -663,7 +663,12 @@ pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
                 t
             }
             Next::Switched(t) => {
-                refresh_irq_phase(x);
+                // The switch brought the incoming stack's interrupt phase with it.
+                debug_assert_eq!(
+                    x.irq_phase,
+                    x.stack.iter().rev().find_map(irq_phase_of),
+                    "cpu {cpu}: switched-in irq phase"
+                );
                 let p = top_phase(x);
                 set_phase(x, &mut k.stats.phase_ns[ci], now, p);
                 phase_fresh = true;

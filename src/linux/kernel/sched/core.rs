@@ -512,11 +512,15 @@ pub fn __schedule(k: &mut Kernel, cpu: CpuId, s: &mut Schedule) -> Next {
             s.at = ScheduleAt::Finish;
             let c_ = &mut k.cpus[cpu as usize];
             let saved = std::mem::take(&mut c_.x.stack);
+            let saved_irq_phase = c_.x.irq_phase;
             c_.switch_prev = prev;
             k.tasks[prev as usize].saved = saved;
+            k.tasks[prev as usize].saved_irq_phase = saved_irq_phase;
             let restored = std::mem::take(&mut k.tasks[next as usize].saved);
             assert!(!restored.is_empty(), "context_switch() to task {next}, which has no saved stack");
-            k.cpus[cpu as usize].x.stack = restored;
+            let x = &mut k.cpus[cpu as usize].x;
+            x.stack = restored;
+            x.irq_phase = k.tasks[next as usize].saved_irq_phase;
             c += k.costs.context_switch;
             crate::linux::check::on_switch(k, cpu, prev, next);
             Next::Switched(c)

@@ -136,6 +136,9 @@ pub struct Task {
     pub sched_remote_wakeup: bool,
     /// The task's kernel stack while it is not running.
     pub saved: Vec<Frame>,
+    /// The interrupt-context phase of `saved` (`Exec::irq_phase` when it was switched out), so
+    /// a context switch does not walk the incoming stack to find it. Fresh stacks have none.
+    pub saved_irq_phase: Option<crate::linux::engine::Phase>,
     /// `wakee_flips`, `wakee_flip_decay_ts` (jiffies), `last_wakee` (record_wakee/wake_wide).
     pub wakee_flips: u32,
     pub wakee_flip_decay_ts: u64,
@@ -247,6 +250,7 @@ impl Task {
             wake_placement: WakePlacement::None,
             wake_to_run_ns: 0,
             saved: Vec::new(),
+            saved_irq_phase: None,
             sum_exec_runtime: 0,
             exec_start: 0,
             user_ret: 0,
