@@ -49,23 +49,102 @@ pub struct Child {
 }
 
 /// The parts of a process's `signal_struct` and `->children` list that `wait()` uses.
+///
+/// The kernel's list unlinks a reaped child and finds an exiting one from the child's side in
+/// O(1). Here a child keeps its position for good (a reaped one leaves a hole), a map finds a
+/// child's position, an ordered set holds the zombies' positions and a Fenwick tree counts the
+/// unreaped children before a position, so linking, marking a zombie and reaping cost
+/// O(log n) however many children a process has (hackbench's main process has one per task).
 #[derive(Debug, Clone)]
 pub struct SignalStruct {
     pub wait_chldexit: WqId,
-    /// Unreaped children, oldest first.
-    pub children: Vec<Child>,
+    /// Every child ever linked, oldest first (reaped ones stay as holes).
+    children: Vec<Child>,
+    /// The position in `children` of each unreaped child.
+    slot: std::collections::BTreeMap<TaskId, u32>,
+    /// Positions of the unreaped zombies.
+    zombies: std::collections::BTreeSet<u32>,
+    /// Fenwick tree over positions, 1-based (`live[0]` unused): 1 for each unreaped child.
+    live: Vec<u32>,
+}
+
+impl SignalStruct {
+    fn new(wait_chldexit: WqId) -> Self {
+        SignalStruct {
+            wait_chldexit,
+            children: Vec::new(),
+            slot: Default::default(),
+            zombies: Default::default(),
+            live: vec![0],
+        }
+    }
+
+    /// Unreaped children.
+    pub fn nr_children(&self) -> usize {
+        self.slot.len()
+    }
+
+    /// Unreaped children at positions below `pos`.
+    fn live_before(&self, pos: u32) -> u32 {
+        let (mut i, mut n) = (pos as usize, 0);
+        while i > 0 {
+            n += self.live[i];
+            i &= i - 1;
+        }
+        n
+    }
+
+    /// Link `task` as the youngest child.
+    fn push(&mut self, task: TaskId) {
+        let pos = self.children.len() as u32;
+        self.children.push(Child { task, zombie: false });
+        self.slot.insert(task, pos);
+        // The new Fenwick node covers the positions (i - lowbit(i), i], this child included.
+        let i = pos as usize + 1;
+        let low = i & i.wrapping_neg();
+        let covered = self.live_before(pos) - self.live_before((i - low) as u32);
+        self.live.push(covered + 1);
+    }
+
+    /// The unreaped child `task` has exited.
+    fn mark_zombie(&mut self, task: TaskId) {
+        if let Some(&pos) = self.slot.get(&task) {
+            self.children[pos as usize].zombie = true;
+            self.zombies.insert(pos);
+        }
+    }
+
+    /// The oldest zombie: its position and how many unreaped children a walk from the oldest
+    /// looks at to reach it (itself included).
+    fn first_zombie(&self) -> Option<(u32, u32)> {
+        let pos = *self.zombies.first()?;
+        Some((pos, self.live_before(pos) + 1))
+    }
+
+    /// `release_task()`: unlink the child at `pos`; returns its task.
+    fn reap(&mut self, pos: u32) -> TaskId {
+        let task = self.children[pos as usize].task;
+        self.zombies.remove(&pos);
+        self.slot.remove(&task);
+        let mut i = pos as usize + 1;
+        while i < self.live.len() {
+            self.live[i] -= 1;
+            i += i & i.wrapping_neg();
+        }
+        task
+    }
 }
 
 /// A process's `signal_struct` (its wait queue homed on `cpu`).
 pub fn signal_alloc(k: &mut Kernel, cpu: CpuId) -> SigId {
     let wait_chldexit = init_waitqueue_head(k, cpu);
-    k.ipc.signals.push(SignalStruct { wait_chldexit, children: Vec::new() });
+    k.ipc.signals.push(SignalStruct::new(wait_chldexit));
     (k.ipc.signals.len() - 1) as SigId
 }
 
 /// `copy_process()` for a new process: link it at the tail of its parent's children.
 pub fn link_child(k: &mut Kernel, parent: SigId, task: TaskId) {
-    k.ipc.signals[parent as usize].children.push(Child { task, zombie: false });
+    k.ipc.signals[parent as usize].push(task);
 }
 
 /// `do_exit()` resume points, in code order.
@@ -128,9 +207,7 @@ pub fn do_exit(k: &mut Kernel, cpu: CpuId, s: &mut DoExit) -> Next {
             if s.parent != NONE {
                 // exit_notify() -> do_notify_parent() -> __wake_up_parent().
                 let sig = &mut k.ipc.signals[s.parent as usize];
-                if let Some(ch) = sig.children.iter_mut().find(|c| c.task == me) {
-                    ch.zombie = true;
-                }
+                sig.mark_zombie(me);
                 let wq = sig.wait_chldexit;
                 // WF_SYNC, cleared by PF_EXITING for placement (module doc).
                 return Next::Call(0, WakeUp::frame(wq, 0, 1, 0));
@@ -206,14 +283,15 @@ pub fn do_wait(k: &mut Kernel, cpu: CpuId, s: &mut Wait4) -> Next {
     }
     k.tasks[me as usize].state = TASK_INTERRUPTIBLE;
     let sig = &mut k.ipc.signals[s.sig as usize];
-    let found = sig.children.iter().position(|ch| ch.zombie);
-    c += WAIT_PER_CHILD_NS * found.map_or(sig.children.len(), |i| i + 1) as Time;
+    // wait_consider_task() on each child from the oldest until a zombie.
+    let found = sig.first_zombie();
+    c += WAIT_PER_CHILD_NS * found.map_or(sig.nr_children() as u32, |(_, looked)| looked) as Time;
     let ret = match found {
-        Some(i) => {
-            let t = sig.children.remove(i).task;
+        Some((pos, _)) => {
+            let t = sig.reap(pos);
             Some(k.tasks[t as usize].pid as i64)
         }
-        None if sig.children.is_empty() => Some(ECHILD),
+        None if sig.nr_children() == 0 => Some(ECHILD),
         None => None,
     };
     match ret {
@@ -223,5 +301,47 @@ pub fn do_wait(k: &mut Kernel, cpu: CpuId, s: &mut Wait4) -> Next {
             Next::Ret(c + syscall_exit_to_user_mode(k, cpu, r))
         }
         None => Next::Call(c, Frame::ScheduleCaller(ScheduleCaller::schedule())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::rng::Prng;
+
+    /// The children bookkeeping against the plain list it replaced (a Vec in fork order, a
+    /// linear find on exit, the first zombie's index as the count looked at, `remove` to reap),
+    /// over random forks, exits and waits.
+    #[test]
+    fn children_match_a_plain_list() {
+        for seed in 0..20 {
+            let mut rng = Prng::new(seed, 7);
+            let mut sig = SignalStruct::new(0);
+            let mut list: Vec<Child> = Vec::new();
+            let mut next_task: TaskId = 0;
+            for _ in 0..3000 {
+                match rng.range(0, 2) {
+                    0 => {
+                        sig.push(next_task);
+                        list.push(Child { task: next_task, zombie: false });
+                        next_task += 1;
+                    }
+                    1 if !list.is_empty() => {
+                        let i = rng.range(0, list.len() as u64 - 1) as usize;
+                        list[i].zombie = true;
+                        sig.mark_zombie(list[i].task);
+                    }
+                    _ => {
+                        let want = list.iter().position(|c| c.zombie);
+                        let got = sig.first_zombie();
+                        assert_eq!(got.map(|(_, looked)| looked as usize), want.map(|i| i + 1));
+                        if let (Some(i), Some((pos, _))) = (want, got) {
+                            assert_eq!(sig.reap(pos), list.remove(i).task);
+                        }
+                    }
+                }
+                assert_eq!(sig.nr_children(), list.len());
+            }
+        }
     }
 }
