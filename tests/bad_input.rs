@@ -301,3 +301,12 @@ fn explore_flags_and_replay_tokens_are_checked() {
     let t: &'static str = Box::leak(t.into_boxed_str());
     rejected(&replay(t), &["re-seeds CPU 7", "smp-4 has 4 CPUs"]);
 }
+
+#[test]
+fn the_builtin_ipistorm_on_a_small_machine_says_how_to_fit_it() {
+    // The scenario's default cpulist=8 (the published run) is out of range on 8 CPUs.
+    rejected(
+        &["run", "ipistorm", "--machine", "i7-4c8t"],
+        &["cpulist='8'", "CPU 8 out of range", "give cpulist= (and offset=) naming CPUs this machine has"],
+    );
+}

@@ -46,7 +46,14 @@ impl IpistormParams {
         p.check_known("ipistorm", PARAM_NAMES)?;
         let cpulist = match p.get("cpulist") {
             None | Some("") => CpuMask::full(nr_cpus),
-            Some(s) => parse_cpulist(s, nr_cpus).map_err(|e| format!("{}: parameter cpulist='{s}': {e}", p.origin))?,
+            // The built-in scenario's default is the published run's `cpulist=8 offset=8`, which
+            // needs a machine of at least nine CPUs: say how to fit a smaller one.
+            Some(s) => parse_cpulist(s, nr_cpus).map_err(|e| {
+                format!(
+                    "{}: parameter cpulist='{s}': {e}; give cpulist= (and offset=) naming CPUs this machine has",
+                    p.origin
+                )
+            })?,
         };
         if cpulist.is_empty() {
             return Err(format!("{}: parameter cpulist is empty", p.origin));
