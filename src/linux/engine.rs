@@ -281,6 +281,14 @@ impl Exec {
 }
 
 impl Exec {
+    /// An interrupt is latched and IRQs are on: the executor takes it before the next step.
+    /// (`pending` is tested first: it is almost always clear, so the branch predicts well,
+    /// whereas `irqs_off` flips from step to step.)
+    #[inline(always)]
+    pub fn irq_due(&self) -> bool {
+        self.pending != 0 && !self.irqs_off
+    }
+
     /// The frame below the running one: its caller, or for an interrupt frame the context it
     /// interrupted. A step runs in place, on top of its CPU's stack, so this is the second frame
     /// from the top. Reached without forming a reference to the running frame.
@@ -609,9 +617,7 @@ pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
         // itself gets the whole kernel).
         let x = exec_mut(&mut k.cpus, ci);
         // An interrupt latched while IRQs were off is taken the instant they are on again.
-        // (`pending` is tested first: it is almost always clear, so the branch predicts well,
-        // whereas `irqs_off` flips from step to step.)
-        if x.pending != 0 && !x.irqs_off {
+        if x.irq_due() {
             take_irq(k, cpu);
             return;
         }
@@ -692,7 +698,7 @@ pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
             }
         };
         if delay > 0 {
-            if x.pending != 0 && !x.irqs_off {
+            if x.irq_due() {
                 // IRQs were enabled by this step with an interrupt latched: it is taken now and
                 // the rest of this step's time runs after the handler.
                 x.busy = true;
@@ -810,8 +816,7 @@ fn step(k: &mut Kernel, cpu: CpuId, frame: &mut Frame) -> Next {
 /// simulator. (When it is true, the step returns and the interrupt is taken first.)
 #[inline]
 pub fn irq_due(k: &Kernel, cpu: CpuId) -> bool {
-    let x = &k.cpus[cpu as usize].x;
-    x.pending != 0 && !x.irqs_off
+    k.cpus[cpu as usize].x.irq_due()
 }
 
 /// Start watching `line` for writes by other CPUs (MONITOR, or a spin loop's reads).

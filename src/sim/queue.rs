@@ -252,6 +252,21 @@ impl<A> Default for ActionQueue<A> {
     }
 }
 
+/// The index (0 to 3) of the least of four keys, the first on a tie (`j & 3` at a use spares
+/// the bounds check). Two rounds that pick an
+/// index, and the key read back by it, is shorter than carrying (index, key) pairs through each
+/// round.
+#[inline(always)]
+fn least_of_four(ch: &[u128; 4]) -> usize {
+    let a = (ch[1] < ch[0]) as usize;
+    let b = 2 + (ch[3] < ch[2]) as usize;
+    if ch[b] < ch[a] {
+        b
+    } else {
+        a
+    }
+}
+
 impl<A> ActionQueue<A> {
     /// A queue without CPU slots (everything through [`ActionQueue::push`]).
     pub fn new() -> Self {
@@ -418,8 +433,7 @@ impl<A> ActionQueue<A> {
 
     /// The smallest child of heap position `i` (which must have one, `4i + 1 < n`) and its key.
     /// The padding makes four children to compare; a missing one is `NONE_KEY` and never the
-    /// smallest. Two rounds that pick an index, and the key read back by it, is shorter than
-    /// carrying (index, key) pairs through each round.
+    /// smallest.
     #[inline(always)]
     fn min_child(&self, i: usize) -> (usize, u128) {
         // Heap positions are below `cpu_key.len()`, so index arithmetic cannot overflow.
@@ -428,9 +442,7 @@ impl<A> ActionQueue<A> {
         // SAFETY: `first < n` (the caller's condition) and `cpu_key` has `HEAP_PAD` (4)
         // positions past the last CPU, so `first + 3 < n + 4 <= cpu_key.len()`.
         let ch = unsafe { &*(self.cpu_key.as_ptr().add(first) as *const [u128; 4]) };
-        let a = (ch[1] < ch[0]) as usize;
-        let b = 2 + (ch[3] < ch[2]) as usize;
-        let j = if ch[b] < ch[a] { b } else { a };
+        let j = least_of_four(ch);
         (first.wrapping_add(j), ch[j & 3])
     }
 
@@ -531,9 +543,7 @@ impl<A> ActionQueue<A> {
         // SAFETY: a stale root means a CPU, so `cpu_key` has its four padding positions past
         // it: positions 1 to 4 exist.
         let ch = unsafe { &*(self.cpu_key.as_ptr().add(1) as *const [u128; 4]) };
-        let a = (ch[1] < ch[0]) as usize;
-        let b = 2 + (ch[3] < ch[2]) as usize;
-        let j = if ch[b] < ch[a] { b } else { a };
+        let j = least_of_four(ch);
         let mk = ch[j & 3];
         self.child_pos = 1 + j as u32;
         self.child_key = mk;
