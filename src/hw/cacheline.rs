@@ -9,27 +9,58 @@
 //! Which kernel variables share a line is decided by whoever allocates them: two variables
 //! given the same [`LineId`] false-share, as the unaligned per-CPU flag of the softirq RFC does.
 
-use super::topology::{Distance, Topology};
+use super::topology::{Distance, Topology, MAX_CPUS};
 
 /// Index of a modelled cache line.
 pub type LineId = u32;
 
 const MAX_SHARERS: usize = 6;
-const NONE: u32 = u32::MAX;
+/// No CPU: machines have at most [`MAX_CPUS`] CPUs, so a CPU id fits in 16 bits below this.
+const NONE: u16 = u16::MAX;
+const _: () = assert!(MAX_CPUS <= NONE as u32);
 
-/// One cache line's coherence state, 32 bytes so that a host cache line holds two and a
+/// One cache line's coherence state, 16 bytes so that a host cache line holds four and a
 /// lookup touches one.
 #[derive(Debug, Clone)]
-#[repr(C, align(32))]
+#[repr(C, align(16))]
 pub struct Line {
-    /// CPUs holding a valid copy, the owner first: `sharers[0]` is the CPU that wrote the
-    /// line last (it holds the freshest copy). Unused slots are `NONE`. When more CPUs share
-    /// it than fit, the farthest sharer is kept, which is what decides the cost of the next
-    /// invalidation.
-    sharers: [u32; MAX_SHARERS],
-    nr: u32,
-    /// A CPU spinning or MONITOR-ing this line, woken when another CPU writes it.
-    pub watcher: u32,
+    /// `w[..MAX_SHARERS]`: the CPUs holding a valid copy, the owner first: `w[0]` is the CPU
+    /// that wrote the line last (it holds the freshest copy). Unused slots are `NONE`. When
+    /// more CPUs share it than fit, the last slot is replaced: the owner and the first readers
+    /// stay. `w[NR]`: `NONE` minus how many slots are used. `w[WATCHER]`: `WATCHING` plus a
+    /// CPU spinning or MONITOR-ing this line (woken when another CPU writes it), or `NONE`.
+    /// Neither ever equals a CPU id, so the sharer test compares the whole entry at once.
+    w: [u16; 8],
+}
+
+const NR: usize = MAX_SHARERS;
+const WATCHER: usize = MAX_SHARERS + 1;
+/// The watcher slot's tag: CPU ids stay below it.
+const WATCHING: u16 = 0x8000;
+const _: () = assert!(MAX_CPUS <= WATCHING as u32);
+
+impl Line {
+    /// Whether `cpu` holds a valid copy. Unused slots hold NONE, which is no CPU: all six
+    /// are compared at once.
+    #[inline(always)]
+    fn holds(&self, cpu: u16) -> bool {
+        self.w.iter().fold(false, |hit, &s| hit | (s == cpu))
+    }
+
+    fn nr(&self) -> usize {
+        usize::from(NONE - self.w[NR])
+    }
+
+    /// `cpu` (which does not hold the line) fetches a copy: it joins the sharers, in the
+    /// last slot when they are full.
+    #[inline(always)]
+    fn add_sharer(&mut self, cpu: u16) {
+        // Without branches: the slot after the last, or the last when all are used.
+        let v = self.w[NR];
+        let free = v > NONE - MAX_SHARERS as u16;
+        self.w[if free { usize::from(NONE - v) } else { MAX_SHARERS - 1 }] = cpu;
+        self.w[NR] = v.wrapping_sub(u16::from(free));
+    }
 }
 
 /// All modelled lines of a run.
@@ -41,20 +72,22 @@ pub struct Lines {
 impl Lines {
     /// A new line, initially owned by `home` (the CPU that initialised the variable).
     pub fn alloc(&mut self, home: u32) -> LineId {
+        assert!(home < MAX_CPUS, "line home CPU {home} beyond MAX_CPUS");
         let id = self.lines.len() as LineId;
-        let mut sharers = [NONE; MAX_SHARERS];
-        sharers[0] = home;
-        self.lines.push(Line { sharers, nr: 1, watcher: NONE });
+        let mut w = [NONE; 8];
+        w[0] = home as u16;
+        w[NR] = NONE - 1;
+        self.lines.push(Line { w });
         id
     }
 
     pub fn watcher(&self, line: LineId) -> Option<u32> {
-        let w = self.lines[line as usize].watcher;
-        (w != NONE).then_some(w)
+        let w = self.lines[line as usize].w[WATCHER];
+        (w != NONE).then_some(u32::from(w - WATCHING))
     }
 
     pub fn set_watcher(&mut self, line: LineId, cpu: Option<u32>) {
-        self.lines[line as usize].watcher = cpu.unwrap_or(NONE);
+        self.lines[line as usize].w[WATCHER] = cpu.map_or(NONE, |c| WATCHING + c as u16);
     }
 
     /// Ask the host to cache `line`'s entry ahead of a read or write of it (no effect on the
@@ -68,19 +101,52 @@ impl Lines {
     #[inline]
     pub fn read(&mut self, line: LineId, cpu: u32, topo: &Topology) -> Option<Distance> {
         let l = &mut self.lines[line as usize];
-        // Unused slots hold NONE, which is no CPU: all six can be compared at once.
-        if l.sharers.iter().fold(false, |hit, &s| hit | (s == cpu)) {
+        if l.holds(cpu as u16) {
             return None;
         }
-        let d = topo.distance(l.sharers[0], cpu);
-        if (l.nr as usize) < MAX_SHARERS {
-            l.sharers[l.nr as usize] = cpu;
-            l.nr += 1;
-        } else {
-            // Keep the set bounded: replace the nearest sharer (to the owner) with this CPU.
-            l.sharers[MAX_SHARERS - 1] = cpu;
-        }
+        // The owner is not `cpu` (it would hold the line).
+        let places = topo.places();
+        let d = Distance::apart(places[usize::from(l.w[0])] ^ places[cpu as usize]);
+        l.add_sharer(cpu as u16);
         Some(d)
+    }
+
+    /// `reader` reads line `first + c` for every CPU `c` but itself of a CPU mask given by its
+    /// stored words (`words[j]` holds CPUs `64 * (lo + j)` onwards), in ascending `c`, and
+    /// `miss` gets the distance of each read that missed, in that order. The same as
+    /// [`Lines::read`] of each of those lines in turn, with the reader's place looked up once
+    /// and the lines visited in address order (for a run of per-CPU lines allocated together).
+    #[inline]
+    pub fn read_each(
+        &mut self,
+        first: LineId,
+        lo: u32,
+        words: &[u64],
+        reader: u32,
+        topo: &Topology,
+        mut miss: impl FnMut(Distance),
+    ) {
+        let run = &mut self.lines[first as usize..];
+        let places = topo.places();
+        let rp = places[reader as usize];
+        let r = reader as u16;
+        for (j, &w) in words.iter().enumerate() {
+            let i = lo as usize + j;
+            let base = i * 64;
+            // The reader's own line is not a remote read.
+            let mut rest = if reader as usize / 64 == i { w & !(1 << (reader % 64)) } else { w };
+            while rest != 0 {
+                let c = base + rest.trailing_zeros() as usize;
+                rest &= rest - 1;
+                let l = &mut run[c];
+                if l.holds(r) {
+                    continue;
+                }
+                let x = places[usize::from(l.w[0])] ^ rp;
+                l.add_sharer(r);
+                miss(Distance::apart(x));
+            }
+        }
     }
 
     /// `cpu` writes the line (a store or an atomic read-modify-write). Returns the farthest
@@ -88,29 +154,41 @@ impl Lines {
     /// already held the only copy.
     #[inline]
     pub fn write(&mut self, line: LineId, cpu: u32, topo: &Topology) -> Option<Distance> {
+        self.write_watched(line, cpu, topo).0
+    }
+
+    /// [`Lines::write`], also returning the line's watcher.
+    #[inline]
+    pub fn write_watched(&mut self, line: LineId, cpu: u32, topo: &Topology) -> (Option<Distance>, Option<u32>) {
         let l = &mut self.lines[line as usize];
-        let mut far: Option<Distance> = None;
-        for &s in &l.sharers[..l.nr as usize] {
-            if s != cpu {
-                let d = topo.distance(s, cpu);
-                far = Some(far.map_or(d, |f| f.max(d)));
+        let places = topo.places();
+        let cp = places[cpu as usize];
+        let c = cpu as u16;
+        // The farthest copy is the one whose place differs most (`Distance::apart` grows with
+        // the XOR), so one classification of the largest XOR.
+        let mut far_x = 0u64;
+        let mut any = false;
+        for &s in &l.w[..l.nr().min(MAX_SHARERS)] {
+            if s != c {
+                any = true;
+                far_x = far_x.max(places[usize::from(s)] ^ cp);
             }
         }
-        l.sharers = [NONE; MAX_SHARERS];
-        l.sharers[0] = cpu;
-        l.nr = 1;
-        far
+        let w = l.w[WATCHER];
+        l.w = [c, NONE, NONE, NONE, NONE, NONE, NONE - 1, w];
+        (any.then(|| Distance::apart(far_x)), (w != NONE).then_some(u32::from(w - WATCHING)))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hw::cpumask::CpuMask;
     use crate::hw::topology::TopologySpec;
 
     #[test]
-    fn a_line_is_half_a_host_cache_line() {
-        assert_eq!(std::mem::size_of::<Line>(), 32);
+    fn a_line_is_a_quarter_of_a_host_cache_line() {
+        assert_eq!(std::mem::size_of::<Line>(), 16);
     }
 
     #[test]
@@ -134,5 +212,100 @@ mod tests {
         assert_eq!(lines.read(l, 1, &topo), Some(topo.distance(3, 1)));
         assert_eq!(lines.write(l, 1, &topo), Some(topo.distance(3, 1)));
         assert_eq!(lines.write(l, 1, &topo), None);
+    }
+
+    /// The coherence model as first written (32-bit CPU ids, `Topology::distance` per
+    /// sharer), which the packed entry and the run read must reproduce exactly.
+    #[derive(Clone)]
+    struct Plain {
+        sharers: Vec<Vec<u32>>,
+        watcher: Vec<Option<u32>>,
+    }
+
+    impl Plain {
+        fn read(&mut self, line: usize, cpu: u32, topo: &Topology) -> Option<Distance> {
+            let s = &mut self.sharers[line];
+            if s.contains(&cpu) {
+                return None;
+            }
+            let d = topo.distance(s[0], cpu);
+            if s.len() < MAX_SHARERS {
+                s.push(cpu);
+            } else {
+                s[MAX_SHARERS - 1] = cpu;
+            }
+            Some(d)
+        }
+
+        fn write(&mut self, line: usize, cpu: u32, topo: &Topology) -> Option<Distance> {
+            let s = &mut self.sharers[line];
+            let far = s.iter().filter(|&&c| c != cpu).map(|&c| topo.distance(c, cpu)).max();
+            *s = vec![cpu];
+            far
+        }
+    }
+
+    /// Random reads, writes, watcher changes and span reads on several machine shapes give
+    /// the same distances, in the same order, and the same watchers as the plain model.
+    #[test]
+    fn packed_lines_and_run_reads_match_the_plain_model() {
+        let mut kvm = TopologySpec::new(2, 2, 8, 4, 2);
+        kvm.smt_siblings_adjacent = true;
+        for spec in [
+            TopologySpec::new(2, 1, 64, 8, 2),
+            TopologySpec::new(4, 1, 16, 4, 2),
+            TopologySpec::new(1, 1, 3, 3, 1),
+            kvm,
+        ] {
+            let topo = Topology::new(&spec).unwrap();
+            let nr = topo.nr_cpus;
+            let mut rng = crate::sim::rng::Prng::new(16, u64::from(nr));
+            let mut lines = Lines::default();
+            // A few lines first, so the run of per-CPU lines does not start at 0.
+            let extra = 3;
+            let mut plain = Plain { sharers: Vec::new(), watcher: Vec::new() };
+            for c in (0..extra).chain(0..nr).chain(0..extra) {
+                assert_eq!(lines.alloc(c % nr) as usize, plain.sharers.len());
+                plain.sharers.push(vec![c % nr]);
+                plain.watcher.push(None);
+            }
+            let n = plain.sharers.len() as u64;
+            for _ in 0..20_000 {
+                let cpu = rng.range(0, u64::from(nr) - 1) as u32;
+                let line = rng.range(0, n - 1) as usize;
+                match rng.range(0, 9) {
+                    0..=3 => assert_eq!(lines.read(line as LineId, cpu, &topo), plain.read(line, cpu, &topo)),
+                    4..=6 => {
+                        let want = (plain.write(line, cpu, &topo), plain.watcher[line]);
+                        assert_eq!(lines.write_watched(line as LineId, cpu, &topo), want);
+                    }
+                    7 => {
+                        let w = (rng.range(0, 1) == 0).then_some(cpu);
+                        lines.set_watcher(line as LineId, w);
+                        plain.watcher[line] = w;
+                        assert_eq!(lines.watcher(line as LineId), w);
+                    }
+                    _ => {
+                        // A span: a random subset of the CPUs, sometimes all of them.
+                        let all = rng.range(0, 3) == 0;
+                        let mut span = CpuMask::new(nr);
+                        for c in 0..nr {
+                            if all || rng.range(0, 2) == 0 {
+                                span.set(c);
+                            }
+                        }
+                        let (lo, ws) = span.stored_words();
+                        let mut got = Vec::new();
+                        lines.read_each(extra, lo, ws, cpu, &topo, |d| got.push(d));
+                        let want: Vec<Distance> = span
+                            .iter()
+                            .filter(|&c| c != cpu)
+                            .filter_map(|c| plain.read((extra + c) as usize, cpu, &topo))
+                            .collect();
+                        assert_eq!(got, want);
+                    }
+                }
+            }
+        }
     }
 }

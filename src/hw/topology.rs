@@ -49,6 +49,33 @@ pub enum Distance {
     Remote,
 }
 
+impl Distance {
+    /// The distance between two different CPUs whose packed places (see
+    /// [`Topology::places`]) XOR to `x`. Grows with `x`: the farthest of several CPUs from one
+    /// is the one whose place XORs highest with its place.
+    #[inline]
+    pub fn apart(x: u64) -> Distance {
+        // By the highest differing bit: none (the same core), in the core bits 0-31, the LLC
+        // bits 32-47 or the socket bits 48-63. One table load, no branches.
+        const BY_LEADING_ZEROS: [Distance; 65] = {
+            let mut t = [Distance::Remote; 65];
+            let mut lz = 16;
+            while lz < 65 {
+                t[lz] = if lz == 64 {
+                    Distance::Smt
+                } else if lz >= 32 {
+                    Distance::Llc
+                } else {
+                    Distance::Socket
+                };
+                lz += 1;
+            }
+            t
+        };
+        BY_LEADING_ZEROS[x.leading_zeros() as usize]
+    }
+}
+
 /// The counts that define an x86 machine's shape, plus its SLIT.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TopologySpec {
@@ -243,18 +270,19 @@ impl Topology {
     /// How far apart CPUs `a` and `b` are.
     #[inline]
     pub fn distance(&self, a: u32, b: u32) -> Distance {
-        let x = self.place[a as usize] ^ self.place[b as usize];
         if a == b {
             Distance::Local
-        } else if x == 0 {
-            Distance::Smt
-        } else if x >> 32 == 0 {
-            Distance::Llc
-        } else if x >> 48 == 0 {
-            Distance::Socket
         } else {
-            Distance::Remote
+            Distance::apart(self.place[a as usize] ^ self.place[b as usize])
         }
+    }
+
+    /// Every CPU's packed place, by CPU id: for two different CPUs `a` and `b`,
+    /// `distance(a, b)` is `Distance::apart(places()[a] ^ places()[b])`, so a caller comparing
+    /// many CPUs against one looks that one up once.
+    #[inline]
+    pub fn places(&self) -> &[u64] {
+        &self.place
     }
 
     /// The CPUs of `cpu`'s core, itself included (`cpu_smt_mask()`), built on each call.

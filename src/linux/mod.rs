@@ -446,9 +446,9 @@ impl Kernel {
     /// `cpu` writes `line`; returns the cost in ns and wakes a CPU spinning on or monitoring it.
     #[inline]
     pub fn line_write(&mut self, cpu: CpuId, line: LineId) -> Time {
-        let d = self.lines.write(line, cpu, &self.m.topo);
+        let (d, watcher) = self.lines.write_watched(line, cpu, &self.m.topo);
         let cost = self.line_ns(cpu, d);
-        if let Some(w) = self.lines.watcher(line) {
+        if let Some(w) = watcher {
             if w != cpu {
                 // The invalidation reaches the watcher with this write; it then re-reads the
                 // line itself (and pays that transfer in its own step).

@@ -69,26 +69,22 @@ fn update_sd_lb_stats_cost(k: &mut Kernel, cpu: CpuId, dst: CpuId, sd: usize) ->
     let mut stats = d.span_weight as Time * k.costs.lb_stats_per_cpu;
     // peek_rq() of every other CPU of the span in CPU order, with the borrows split once.
     let Kernel { sd: sds, lines, m, cpus, .. } = k;
-    let span = &sds.domains(dst)[sd].span;
-    let rq_line = &sds.sums.rq_line;
-    let rng = &mut cpus[cpu as usize].rng;
-    let line_ns = &m.costs.line;
-    let topo = &m.topo;
-    let (lo, ws) = span.stored_words();
-    for (j, &w) in ws.iter().enumerate() {
-        let i = lo + j as u32;
-        let base = i * 64;
-        // The reader's own runqueue is not a remote read.
-        let mut rest = if cpu / 64 == i { w & !(1 << (cpu % 64)) } else { w };
-        while rest != 0 {
-            let c = base + rest.trailing_zeros();
-            rest &= rest - 1;
-            if let Some(dist) = lines.read(rq_line[c as usize], cpu, topo) {
-                let r = line_ns[dist as usize];
-                stats += rng.range(r.lo_ns, r.hi_ns);
-            }
-        }
-    }
+    let (lo, ws) = sds.domains(dst)[sd].span.stored_words();
+    // The stream is copied out for the loop (so it stays in registers) and stored back.
+    let mut rng = cpus[cpu as usize].rng.clone();
+    // Per distance, `Prng::range(lo_ns, hi_ns)` as (lo_ns, hi_ns - lo_ns + 1), 0 for a fixed
+    // cost (which draws nothing); the ranges are not reversed (`LatencyNs::new`).
+    let draw = m.costs.line.map(|r| (r.lo_ns, if r.hi_ns > r.lo_ns { r.hi_ns - r.lo_ns + 1 } else { 0 }));
+    lines.read_each(sds.sums.rq_line0, lo, ws, cpu, &m.topo, |dist| {
+        let (lo_ns, width) = draw[dist as usize];
+        // lo_ns plus less than the width: at most hi_ns, no overflow.
+        stats += if width != 0 {
+            lo_ns.wrapping_add(((rng.next_u64() as u128 * width as u128) >> 64) as u64)
+        } else {
+            lo_ns
+        };
+    });
+    cpus[cpu as usize].rng = rng;
     k.stats.lb_stats_ns += stats;
     stats
 }

@@ -64,8 +64,9 @@ pub struct GroupSums {
     nr_overloaded: u32,
     /// The CPUs for which `idle_cpu()` holds.
     idle: CpuMask,
-    /// Each CPU's runqueue line (`rq->lock` and the fields read with it), in CPU order.
-    pub rq_line: Vec<LineId>,
+    /// The runqueue line (`rq->lock` and the fields read with it) of CPU 0: CPU `c`'s is
+    /// `rq_line0 + c` (they are allocated together, in CPU order).
+    pub rq_line0: LineId,
 }
 
 impl GroupSums {
@@ -199,7 +200,12 @@ impl GroupSums {
 pub fn init(k: &mut Kernel) {
     let nr = k.m.topo.nr_cpus;
     k.sd.sums = GroupSums::new(&k.sd, nr);
-    k.sd.sums.rq_line = (0..nr).map(|c| k.cpus[c as usize].rq.lock_line).collect();
+    let rq_line0 = k.cpus[0].rq.lock_line;
+    assert!(
+        (0..nr).all(|c| k.cpus[c as usize].rq.lock_line == rq_line0 + c),
+        "the runqueue lines are allocated together, in CPU order"
+    );
+    k.sd.sums.rq_line0 = rq_line0;
     for c in 0..nr {
         rq_changed(k, c);
     }
