@@ -824,7 +824,9 @@ fn llc_of(k: &Kernel, cpu: CpuId) -> usize {
 /// Reading another CPU's runqueue fields costs a line transfer: returns that cost.
 #[inline]
 fn peek_rq(k: &mut Kernel, cpu: CpuId, other: CpuId) -> Time {
-    let line = k.cpus[other as usize].rq.lock_line;
+    // `other`'s rq.lock_line, without touching its runqueue on the host.
+    debug_assert_eq!(k.sd.sums.rq_line0 + other, k.cpus[other as usize].rq.lock_line);
+    let line = k.sd.sums.rq_line0 + other;
     k.line_read(cpu, line)
 }
 
