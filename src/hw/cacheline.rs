@@ -166,17 +166,24 @@ impl Lines {
         let c = cpu as u16;
         // The farthest copy is the one whose place differs most (`Distance::apart` grows with
         // the XOR), so one classification of the largest XOR.
-        let mut far_x = 0u64;
-        let mut any = false;
-        for &s in &l.w[..l.nr().min(MAX_SHARERS)] {
-            if s != c {
-                any = true;
-                far_x = far_x.max(places[usize::from(s)] ^ cp);
+        let owner = l.w[0];
+        let far = if l.w[NR] == NONE - 1 {
+            // The common case: one holder.
+            (owner != c).then(|| Distance::apart(places[usize::from(owner)] ^ cp))
+        } else {
+            let mut far_x = 0u64;
+            let mut any = false;
+            for &s in &l.w[..l.nr().min(MAX_SHARERS)] {
+                if s != c {
+                    any = true;
+                    far_x = far_x.max(places[usize::from(s)] ^ cp);
+                }
             }
-        }
+            any.then(|| Distance::apart(far_x))
+        };
         let w = l.w[WATCHER];
         l.w = [c, NONE, NONE, NONE, NONE, NONE, NONE - 1, w];
-        (any.then(|| Distance::apart(far_x)), (w != NONE).then_some(u32::from(w - WATCHING)))
+        (far, (w != NONE).then_some(u32::from(w.wrapping_sub(WATCHING))))
     }
 }
 
