@@ -213,10 +213,14 @@ const RESAMPLE_POPS: u32 = 1024;
 #[cfg(test)]
 const RESAMPLE_POPS: u32 = 16;
 
-/// The bucket width aimed at, in mean spacings of the ring's keys (a CPU's mean lead, how far
-/// past its pop its next key lies, over the number of CPUs in the ring); the power of two at or
-/// below it is taken.
-const WIDTH_SPACINGS: u64 = 4;
+/// The bucket width narrows when more than one in `WIDTH_SLACK` CPU pops has cost a step of a
+/// walk along a bucket's list (buckets shared by keys placed out of order), else widens when as
+/// many have cost a skip over 64 empty buckets.
+const WIDTH_SLACK: u32 = 8;
+
+/// The widest bucket, `2^MAX_SHIFT` ns (about 18 minutes): the window's end stays far from
+/// overflowing.
+const MAX_SHIFT: u32 = 40;
 
 /// A CPU's place in the CPU-level structure: its key and its bucket links (two to a cache
 /// line).
@@ -252,9 +256,9 @@ enum Source<A> {
 /// into the past); one that is makes the ring rebuilt from that bucket on, so the order stays
 /// exact whatever is set.
 ///
-/// The width follows the run: every [`RESAMPLE_POPS`] CPU pops it becomes the power of two at
-/// or below [`WIDTH_SPACINGS`] mean spacings of the ring's keys (integer arithmetic), and the
-/// ring is rebuilt when that moves by a factor of four or more. The width decides only speed,
+/// The width follows the run: every [`RESAMPLE_POPS`] CPU pops it halves if too many inserts
+/// walked along a bucket's list, or doubles if too many pops skipped runs of empty buckets
+/// ([`WIDTH_SLACK`]), and the ring is rebuilt in the new width. The width decides only speed,
 /// never order: within a bucket the full `(time, seq)` key orders the list, and same-time keys
 /// always share a bucket. `first` names the earliest placed CPU at all times, so a peek reads
 /// two fields.
@@ -294,11 +298,11 @@ pub struct ActionQueue<A> {
     first_key: u128,
     /// The CPU popped last, in no structure until placed (`NIL`: none).
     pending: u32,
-    /// CPU pops since the width was last looked at; the time of the last one; the sum, over
-    /// those pops, of how far past its pop the popped CPU's next key lies (its lead).
+    /// Since the width was last looked at: CPU pops, steps of walks along a bucket's list, and
+    /// words of 64 empty buckets skipped.
     pops: u32,
-    last: Time,
-    lead: u64,
+    walks: u32,
+    skips: u32,
     live_slots: usize,
     heap: QuadHeap<A>,
     seq: u64,
@@ -357,8 +361,8 @@ impl<A> ActionQueue<A> {
             first_key: NONE_KEY,
             pending: NIL,
             pops: 0,
-            last: 0,
-            lead: 0,
+            walks: 0,
+            skips: 0,
             live_slots: 0,
             heap: QuadHeap::with_capacity(64),
             seq: 0,
@@ -545,10 +549,6 @@ impl<A> ActionQueue<A> {
         let p = self.pending;
         if p != NIL {
             self.pending = NIL;
-            let k = self.node(p).key;
-            if k != NONE_KEY {
-                self.lead = self.lead.wrapping_add(((k >> 64) as Time).saturating_sub(self.last));
-            }
             self.place(p);
         }
     }
@@ -575,6 +575,8 @@ impl<A> ActionQueue<A> {
             let mut p = self.node(tail).prev;
             while self.node(p).key > key {
                 p = self.node(p).prev;
+                // Reset every RESAMPLE_POPS pops, long before it could wrap.
+                self.walks = self.walks.wrapping_add(1);
             }
             (p, self.node(p).next)
         };
@@ -647,9 +649,11 @@ impl<A> ActionQueue<A> {
 
     /// The first set bit of the occupancy bitmap after word `w`, round the ring.
     #[inline(never)]
-    fn ring_first_slow(&self, w: usize) -> usize {
+    fn ring_first_slow(&mut self, w: usize) -> usize {
         let nw = self.bits.len();
         for d in 1..=nw {
+            // Reset every RESAMPLE_POPS pops, long before it could wrap.
+            self.skips = self.skips.wrapping_add(1);
             let v = (w + d) & (nw - 1);
             let word = self.bits[v];
             if word != 0 {
@@ -731,13 +735,12 @@ impl<A> ActionQueue<A> {
         self.refresh_first();
     }
 
-    /// Count a CPU pop at `t` and, every [`RESAMPLE_POPS`], fit the bucket width to the keys'
-    /// mean spacing.
+    /// Count a CPU pop and, every [`RESAMPLE_POPS`], fit the bucket width to what the pops
+    /// cost (see [`WIDTH_SLACK`]).
     #[inline(always)]
-    fn count_pop(&mut self, t: Time) {
+    fn count_pop(&mut self) {
         // Reset at RESAMPLE_POPS: no overflow.
         self.pops = self.pops.wrapping_add(1);
-        self.last = t;
         if self.pops >= RESAMPLE_POPS {
             self.resample();
         }
@@ -745,10 +748,16 @@ impl<A> ActionQueue<A> {
 
     #[cold]
     fn resample(&mut self) {
-        let w = (self.lead / self.pops as u64).saturating_mul(WIDTH_SPACINGS) / (self.ring_len as u64 + 1);
-        (self.pops, self.lead) = (0, 0);
-        let shift = 63 - (w | 1).leading_zeros();
-        if shift.abs_diff(self.shift) >= 2 {
+        let slack = self.pops / WIDTH_SLACK;
+        let shift = if self.walks > slack && self.shift > 0 {
+            self.shift - 1
+        } else if self.skips > slack && self.shift < MAX_SHIFT {
+            self.shift + 1
+        } else {
+            self.shift
+        };
+        (self.pops, self.walks, self.skips) = (0, 0, 0);
+        if shift != self.shift {
             // The window's start as a time, in buckets of the new width.
             let start = self.cur << self.shift;
             self.rebuild(start >> shift, shift);
@@ -923,7 +932,7 @@ impl<A> ActionQueue<A> {
         (n.key, n.at) = (other, PENDING);
         self.pending = cpu;
         self.refresh_first();
-        self.count_pop(t);
+        self.count_pop();
         (t, a)
     }
 
@@ -1445,9 +1454,9 @@ mod tests {
         }
     }
 
-    /// CPUs taking turns, each re-arming about `lead` ns after its pop: the bucket width comes
-    /// to a few spacings of their keys (`lead / cpus`), whatever it started at, so that the
-    /// CPUs spread over the ring and none waits past the window.
+    /// CPUs taking turns, each re-arming about `lead` ns after its pop: whatever width the ring
+    /// starts with, it comes to one at which inserts seldom walk along a bucket and pops seldom
+    /// skip runs of empty buckets, between 1/64 of the keys' spacing (`lead / cpus`) and twice it.
     #[test]
     fn the_width_follows_the_spacing_of_keys() {
         for (cpus, lead, start) in [(64u64, 6400u64, 20u32), (64, 6400, 0), (512, 1 << 20, 3)] {
@@ -1456,16 +1465,14 @@ mod tests {
             for c in 0..cpus {
                 q.set(c as usize, Slot::Step, c * lead / cpus, c as u32);
             }
-            for n in 0..20 * RESAMPLE_POPS as u64 {
+            for n in 0..40 * RESAMPLE_POPS as u64 {
                 let (t, c) = q.pop().expect("every CPU re-arms");
                 // A lead of 3/4 to 5/4 of `lead`, varying with the pop.
                 q.set(c as usize, Slot::Step, t + lead * 3 / 4 + (n * 7919) % (lead / 2), c);
             }
             q.check_invariants();
-            // Four spacings, rounded down to a power of two, give or take the hysteresis.
-            let want = (4 * lead / cpus).ilog2();
-            assert!(q.shift.abs_diff(want) <= 1, "{cpus} cpus, lead {lead}: shift {} for {want}", q.shift);
-            assert_eq!(q.far_n, 0, "{cpus} cpus, lead {lead}: CPUs past the window");
+            let spacing = (lead / cpus).ilog2();
+            assert!((spacing - 6..=spacing + 1).contains(&q.shift), "{cpus} cpus, lead {lead}: shift {}", q.shift);
         }
     }
 
