@@ -919,9 +919,30 @@ impl<A> ActionQueue<A> {
     #[inline(always)]
     fn take_first_slot(&mut self, cpu: u32, k: u128) -> (Time, A) {
         debug_assert!(self.pending == NIL && self.first == cpu && self.node(cpu).key == k);
-        let at = self.node(cpu).at;
+        let Node { next, at, .. } = *self.node(cpu);
+        // The earliest CPU after this one, if the ring tells at once: the next in its bucket.
+        let mut after = NIL;
         if at == IN_RING {
-            self.ring_remove(cpu);
+            // The earliest of the ring: the head of its bucket.
+            debug_assert_eq!(self.node(cpu).prev, NIL);
+            let i = (self.bucket(k) & self.mask) as usize;
+            debug_assert!(i < self.ends.len() && i >> 6 < self.bits.len());
+            // SAFETY: `i <= mask`, and `ends` has `mask + 1` buckets, `bits` a bit for each.
+            unsafe {
+                let ends = self.ends.get_unchecked_mut(i);
+                ends[0] = next;
+                if next == NIL {
+                    ends[1] = NIL;
+                    *self.bits.get_unchecked_mut(i >> 6) &= !(1 << (i & 63));
+                }
+            }
+            if next != NIL {
+                self.node_mut(next).prev = NIL;
+                after = next;
+            }
+            self.node_mut(cpu).at = NOT_QUEUED;
+            // It was counted: no underflow.
+            self.ring_len = self.ring_len.wrapping_sub(1);
         } else {
             self.far_remove_at(at as usize);
         }
@@ -938,7 +959,12 @@ impl<A> ActionQueue<A> {
         let n = self.node_mut(cpu);
         (n.key, n.at) = (other, PENDING);
         self.pending = cpu;
-        self.refresh_first();
+        if after != NIL {
+            // CPUs that came in from the far heap are later than every ring CPU.
+            (self.first, self.first_key) = (after, self.node(after).key);
+        } else {
+            self.refresh_first();
+        }
         self.count_pop();
         (t, a)
     }
