@@ -70,8 +70,8 @@ mod tests {
 
     proptest::proptest! {
         /// With FIFO order, [`ActionQueue::next_cpu_hint`] names the CPU whose action the next
-        /// pop returns (`None` for an action of no CPU), whatever state the CPU heap is in:
-        /// right after a pop (stale root), after the popped CPU re-armed, or settled.
+        /// pop returns (`None` for an action of no CPU), whatever state the queue is in: right
+        /// after a pop (the popped CPU not placed yet), after the popped CPU re-armed, or placed.
         #[test]
         fn the_hint_names_the_next_popped_cpu(
             ops in proptest::collection::vec((0u8..4, 0usize..300, 0u64..50), 1..600),
