@@ -805,12 +805,16 @@ impl<A> ActionQueue<A> {
         let (k, c) = (self.far_key[i], self.far_cpu[i]);
         while i > 0 {
             let parent = (i - 1) / 4;
-            let pk = self.far_key[parent];
-            if pk < k {
-                break;
+            // SAFETY: `parent < i < far_n`, and far-heap positions below `far_n` hold CPUs of
+            // this queue.
+            unsafe {
+                let pk = *self.far_key.get_unchecked(parent);
+                if pk < k {
+                    break;
+                }
+                let pc = *self.far_cpu.get_unchecked(parent);
+                self.far_place_unchecked(i, pk, pc);
             }
-            let pc = self.far_cpu[parent];
-            self.far_place(i, pk, pc);
             i = parent;
         }
         self.far_place(i, k, c);
@@ -819,19 +823,43 @@ impl<A> ActionQueue<A> {
     /// Move the far-heap entry at `i` down to its place.
     fn far_sift_down(&mut self, mut i: usize) {
         let (k, c) = (self.far_key[i], self.far_cpu[i]);
-        while 4 * i + 1 < self.far_n {
+        let n = self.far_n;
+        debug_assert!(n + HEAP_PAD <= self.far_key.len());
+        while 4 * i + 1 < n {
             let first = 4 * i + 1;
-            let ch: &[u128; 4] = self.far_key[first..first + 4].try_into().expect("padded");
+            // SAFETY: `first < far_n` and `far_key` has `HEAP_PAD` (4) positions past every
+            // CPU, so `first + 3 < far_n + 4 <= far_key.len()`.
+            let ch = unsafe { &*(self.far_key.as_ptr().add(first) as *const [u128; 4]) };
             let j = least_of_four(ch);
             let (m, mk) = (first + j, ch[j & 3]);
             if k < mk {
                 break;
             }
-            let mc = self.far_cpu[m];
-            self.far_place(i, mk, mc);
+            debug_assert!(m < n);
+            // SAFETY: a child earlier than a live key is live (`m < far_n`; the padding is
+            // `NONE_KEY`), and `i < m`.
+            unsafe {
+                let mc = *self.far_cpu.get_unchecked(m);
+                self.far_place_unchecked(i, mk, mc);
+            }
             i = m;
         }
         self.far_place(i, k, c);
+    }
+
+    /// [`ActionQueue::far_place`] without bounds checks, for the sift loops.
+    ///
+    /// # Safety
+    /// `i < far_n` and `cpu` is a CPU of this queue (`cpu < nodes.len()`).
+    #[inline(always)]
+    unsafe fn far_place_unchecked(&mut self, i: usize, key: u128, cpu: u32) {
+        debug_assert!(i < self.far_n && (cpu as usize) < self.nodes.len());
+        // SAFETY: the caller's contract; `far_key` and `far_cpu` are longer than `far_n`.
+        unsafe {
+            *self.far_key.get_unchecked_mut(i) = key;
+            *self.far_cpu.get_unchecked_mut(i) = cpu;
+            self.nodes.get_unchecked_mut(cpu as usize).at = i as u32;
+        }
     }
 
     /// Put CPU `cpu` with key `key` at far-heap position `i`.
