@@ -953,24 +953,8 @@ impl<A> ActionQueue<A> {
         if at == IN_RING {
             // The earliest of the ring: the head of its bucket.
             debug_assert_eq!(self.node(cpu).prev, NIL);
-            let i = (self.bucket(k) & self.mask) as usize;
-            debug_assert!(i < self.ends.len() && i >> 6 < self.bits.len());
-            // SAFETY: `i <= mask`, and `ends` has `mask + 1` buckets, `bits` a bit for each.
-            unsafe {
-                let ends = self.ends.get_unchecked_mut(i);
-                ends[0] = next;
-                if next == NIL {
-                    ends[1] = NIL;
-                    *self.bits.get_unchecked_mut(i >> 6) &= !(1 << (i & 63));
-                }
-            }
-            if next != NIL {
-                self.node_mut(next).prev = NIL;
-                after = next;
-            }
-            self.node_mut(cpu).at = NOT_QUEUED;
-            // It was counted: no underflow.
-            self.ring_len = self.ring_len.wrapping_sub(1);
+            self.ring_remove(cpu);
+            after = next;
         } else {
             self.far_remove_at(at as usize);
         }
@@ -1002,19 +986,7 @@ impl<A> ActionQueue<A> {
     /// their original order.
     #[inline]
     pub fn pop(&mut self) -> Option<(Time, A)> {
-        if !matches!(self.chooser, Chooser::Fifo) {
-            return self.pop_chosen();
-        }
-        self.settle();
-        let (k, c) = (self.first_key, self.first);
-        match self.heap.peek() {
-            Some(h) if h.key < k => {
-                let e = self.heap.pop().expect("peeked");
-                Some((e.time(), e.action))
-            }
-            _ if k != NONE_KEY => Some(self.take_first_slot(c, k)),
-            _ => None,
-        }
+        self.pop_by(Time::MAX)
     }
 
     /// Take the next action if it is due at or before `limit` ([`ActionQueue::pop`] after a

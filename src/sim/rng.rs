@@ -44,8 +44,14 @@ impl Prng {
         if hi <= lo {
             return lo;
         }
-        let span = hi - lo + 1;
-        lo + ((self.next_u64() as u128 * span as u128) >> 64) as u64
+        lo + self.below(hi - lo + 1)
+    }
+
+    /// Uniform integer in `[0, width)` for `width >= 1` (the draw of [`Prng::range`], for a
+    /// caller that keeps widths precomputed). Uses a 128-bit multiply, no floats.
+    #[inline]
+    pub fn below(&mut self, width: u64) -> u64 {
+        ((self.next_u64() as u128 * width as u128) >> 64) as u64
     }
 }
 

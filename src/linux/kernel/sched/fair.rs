@@ -72,17 +72,12 @@ fn update_sd_lb_stats_cost(k: &mut Kernel, cpu: CpuId, dst: CpuId, sd: usize) ->
     let (lo, ws) = sds.domains(dst)[sd].span.stored_words();
     // The stream is copied out for the loop (so it stays in registers) and stored back.
     let mut rng = cpus[cpu as usize].rng.clone();
-    // Per distance, `Prng::range(lo_ns, hi_ns)` as (lo_ns, hi_ns - lo_ns + 1), 0 for a fixed
-    // cost (which draws nothing); the ranges are not reversed (`LatencyNs::new`).
+    // Per distance, `Prng::range(lo_ns, hi_ns)` as `lo_ns` and the width of `Prng::below` (0:
+    // a fixed cost, which draws nothing); the ranges are not reversed (`LatencyNs::new`).
     let draw = m.costs.line.map(|r| (r.lo_ns, if r.hi_ns > r.lo_ns { r.hi_ns - r.lo_ns + 1 } else { 0 }));
     lines.read_each(sds.sums.rq_line0, lo, ws, cpu, &m.topo, |dist| {
         let (lo_ns, width) = draw[dist as usize];
-        // lo_ns plus less than the width: at most hi_ns, no overflow.
-        stats += if width != 0 {
-            lo_ns.wrapping_add(((rng.next_u64() as u128 * width as u128) >> 64) as u64)
-        } else {
-            lo_ns
-        };
+        stats += if width != 0 { lo_ns + rng.below(width) } else { lo_ns };
     });
     cpus[cpu as usize].rng = rng;
     k.stats.lb_stats_ns += stats;
