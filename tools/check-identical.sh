@@ -3,7 +3,8 @@
 # `reproduce` output, every built-in scenario's `run` output and trace (with its machine's
 # default background and with `--background none`), the counters of `run --json` (without the
 # `actions` field, the simulator's own work count), and a few larger or differently configured
-# runs (hackbench and nanosleep on the 256-CPU preset, PREEMPT_RT, full preemption, rt-app).
+# runs (hackbench and nanosleep on the 256-CPU preset and on 1024- and 4096-CPU machines made
+# from it, PREEMPT_RT, full preemption, rt-app).
 #
 #   tools/check-identical.sh BEFORE_BIN AFTER_BIN [WORKDIR]
 #
@@ -18,6 +19,8 @@ if [ $# -lt 2 ]; then
     exit 2
 fi
 work="${3:-/tmp/schedsim-identical}"
+# Bumped whenever the list of runs below changes.
+RUNS_VERSION=2
 mkdir -p "$work"
 
 outputs() {
@@ -25,11 +28,13 @@ outputs() {
     local id
     id="$(sha256sum "$bin" | cut -c1-12)"
     local dir="$work/$id"
-    if [ -f "$dir/.done" ]; then
+    # `.done` names the list of runs the directory holds; a directory made for an older list
+    # keeps its outputs and gets only the runs it lacks.
+    if [ "$(cat "$dir/.done" 2>/dev/null)" = "$RUNS_VERSION" ]; then
         echo "$dir"
         return
     fi
-    rm -rf "$dir"
+    [ -f "$dir/.done" ] || rm -rf "$dir"
     mkdir -p "$dir"
     # The same trace path for every binary (the run prints it).
     local tmp="$work/trace.tmp"
@@ -38,6 +43,7 @@ outputs() {
     one() {
         local name="$1"
         shift
+        [ -f "$dir/$name.json" ] && return
         "$bin" run --quiet "$@" --trace "$tmp.txt" >"$dir/$name.out" 2>"$dir/$name.err" || echo "exit $?" >>"$dir/$name.out"
         sha256sum <"$tmp.txt" >"$dir/$name.trace.sha256"
         rm -f "$tmp.txt"
@@ -56,18 +62,32 @@ outputs() {
     one run-hackbench-full hackbench --preempt full
     one run-schbench-v38 schbench --kernel v3.8
     one run-rtapp-pipeline --scenario scenarios/rtapp/pipeline.toml
+    # Machines larger than any preset (the 256-CPU EPYC with 8 and 32 sockets): the action
+    # queue's far heap, prefetching (512+ CPUs) and the balancing scans at scale.
+    one run-nanosleep-1024 nanosleep --machine "$m1024" procs=1024 --limit-ms 4
+    one run-hackbench-1024 hackbench "args=64 process 20" --machine "$m1024"
+    one run-nanosleep-4096 nanosleep --machine "$m4096" procs=4096 --limit-ms 3
+    one run-hackbench-4096 hackbench "args=256 process 5" --machine "$m4096"
     local exps
     exps="$("$bin" list --json | python3 -c 'import json,sys; print(" ".join(e["name"] for e in json.load(sys.stdin)["experiments"]))')"
     for e in $exps; do
+        [ -f "$dir/reproduce-$e.out" ] && continue
         if [ "$e" = hackbench-2013 ] && [ "${FULL:-0}" != 1 ]; then
             "$bin" reproduce --quiet "$e" --runs 1 --param args=50 >"$dir/reproduce-$e.out" 2>"$dir/reproduce-$e.err" || echo "exit $?" >>"$dir/reproduce-$e.out"
         else
             "$bin" reproduce --quiet "$e" >"$dir/reproduce-$e.out" 2>"$dir/reproduce-$e.err" || echo "exit $?" >>"$dir/reproduce-$e.out"
         fi
     done
-    touch "$dir/.done"
+    echo "$RUNS_VERSION" >"$dir/.done"
     echo "$dir"
 }
+
+# Machines larger than any preset, the same files for both binaries (written from the first's
+# preset; at fixed paths, since a run prints its machine file's path).
+m1024=/tmp/schedsim-check-epyc-1024.toml
+m4096=/tmp/schedsim-check-epyc-4096.toml
+"$1" list --machine epyc-7763-2s | sed 's/^sockets = 2$/sockets = 8/' >"$m1024"
+"$1" list --machine epyc-7763-2s | sed 's/^sockets = 2$/sockets = 32/' >"$m4096"
 
 a="$(outputs "$1")"
 b="$(outputs "$2")"
