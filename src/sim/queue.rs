@@ -241,6 +241,9 @@ struct Node {
     next: u32,
     /// Where it is: its far-heap position, `IN_RING`, `PENDING` or `NOT_QUEUED`.
     at: u32,
+    /// Its bucket's index in the ring (`number & mask`) while it is `IN_RING`, so that an
+    /// unlink does not work it out from the key again.
+    bucket: u32,
 }
 
 /// Where a candidate of a choice point lives.
@@ -299,6 +302,10 @@ pub struct ActionQueue<A> {
     far_key: Vec<u128>,
     far_cpu: Vec<u32>,
     far_n: usize,
+    /// The bucket number of the far heap's root (of `NONE_KEY` when it is empty): a pop that
+    /// moves the window's start looks here, not into the heap, to see whether a far CPU comes
+    /// inside the window (it rarely does).
+    far_bucket: u64,
     /// The earliest placed CPU (the ring's first, else the far heap's root; `NIL`: none) and its
     /// key (`NONE_KEY`: none).
     first: u32,
@@ -310,7 +317,6 @@ pub struct ActionQueue<A> {
     pops: u32,
     walks: u32,
     skips: u32,
-    live_slots: usize,
     heap: QuadHeap<A>,
     seq: u64,
     /// How same-time actions are ordered.
@@ -353,7 +359,7 @@ impl<A> ActionQueue<A> {
         let nb = (BUCKETS_PER_CPU * nr_cpus).next_power_of_two().max(64);
         ActionQueue {
             slots,
-            nodes: vec![Node { key: NONE_KEY, prev: NIL, next: NIL, at: NOT_QUEUED }; nr_cpus],
+            nodes: vec![Node { key: NONE_KEY, prev: NIL, next: NIL, at: NOT_QUEUED, bucket: 0 }; nr_cpus],
             ends: vec![[NIL; 2]; nb],
             bits: vec![0; nb / 64],
             mask: nb as u64 - 1,
@@ -364,13 +370,13 @@ impl<A> ActionQueue<A> {
             far_key: vec![NONE_KEY; nr_cpus + HEAP_PAD],
             far_cpu: vec![NOT_QUEUED; nr_cpus + HEAP_PAD],
             far_n: 0,
+            far_bucket: u64::MAX >> 8,
             first: NIL,
             first_key: NONE_KEY,
             pending: NIL,
             pops: 0,
             walks: 0,
             skips: 0,
-            live_slots: 0,
             heap: QuadHeap::with_capacity(64),
             seq: 0,
             chooser: Chooser::Fifo,
@@ -399,12 +405,8 @@ impl<A> ActionQueue<A> {
     #[inline]
     pub fn set(&mut self, cpu: usize, slot: Slot, time: Time, action: A) {
         let seq = self.next_seq();
-        let e = &mut self.slots[cpu].0[slot as usize];
-        if e.action.is_none() {
-            // At most two per CPU: no overflow.
-            self.live_slots = self.live_slots.wrapping_add(1);
-        }
-        *e = SlotEntry { key: ((time as u128) << 64) | seq as u128, action: Some(action) };
+        self.slots[cpu].0[slot as usize] =
+            SlotEntry { key: ((time as u128) << 64) | seq as u128, action: Some(action) };
         self.update(cpu);
     }
 
@@ -414,7 +416,6 @@ impl<A> ActionQueue<A> {
         let e = &mut self.slots[cpu].0[slot as usize];
         if e.action.take().is_some() {
             e.key = NONE_KEY;
-            self.live_slots = self.live_slots.wrapping_sub(1);
             self.update(cpu);
         }
     }
@@ -452,7 +453,8 @@ impl<A> ActionQueue<A> {
     /// The bucket number of `key`.
     #[inline(always)]
     fn bucket(&self, key: u128) -> u64 {
-        ((key >> 64) as u64) >> self.shift
+        // `shift` is at most MAX_SHIFT: the wrapping shift is the plain one, without a check.
+        ((key >> 64) as u64).wrapping_shr(self.shift)
     }
 
     /// Give `cpu` its new earliest key.
@@ -487,6 +489,7 @@ impl<A> ActionQueue<A> {
                     } else {
                         self.far_sift_down(i);
                     }
+                    self.far_root_changed();
                     if cpu as u32 == self.first || k < self.first_key {
                         self.refresh_first();
                     }
@@ -508,7 +511,8 @@ impl<A> ActionQueue<A> {
     fn place(&mut self, cpu: u32) {
         let k = self.node(cpu).key;
         let b = self.bucket(k);
-        if b.wrapping_sub(self.cur) <= self.mask && k != NONE_KEY {
+        // A key at `Time::MAX` (`NONE_KEY` among them) takes the slow path.
+        if b.wrapping_sub(self.cur) <= self.mask && (k >> 64) as Time != Time::MAX {
             self.ring_insert(cpu, k, b);
             if k < self.first_key {
                 (self.first, self.first_key) = (cpu, k);
@@ -529,6 +533,12 @@ impl<A> ActionQueue<A> {
             self.node_mut(cpu).at = NOT_QUEUED;
             self.rebuild(b, self.shift);
             self.place(cpu);
+        } else if b - self.cur <= self.mask {
+            // A key at `Time::MAX` inside the window (a window at the end of time).
+            self.ring_insert(cpu, k, b);
+            if k < self.first_key {
+                (self.first, self.first_key) = (cpu, k);
+            }
         } else {
             self.far_push(cpu, k);
             if k < self.first_key {
@@ -588,7 +598,7 @@ impl<A> ActionQueue<A> {
             (p, self.node(p).next)
         };
         let n = self.node_mut(cpu);
-        (n.prev, n.next, n.at) = (prev, next, IN_RING);
+        (n.prev, n.next, n.at, n.bucket) = (prev, next, IN_RING, i as u32);
         // SAFETY: as above.
         let ends = unsafe { self.ends.get_unchecked_mut(i) };
         if prev == NIL {
@@ -610,11 +620,11 @@ impl<A> ActionQueue<A> {
         self.ring_len = self.ring_len.wrapping_add(1);
     }
 
-    /// Unlink `cpu` from its bucket (found by its key, which is unchanged since it was linked).
+    /// Unlink `cpu` from its bucket.
     #[inline(always)]
     fn ring_remove(&mut self, cpu: u32) {
-        let Node { key, prev, next, .. } = *self.node(cpu);
-        let i = (self.bucket(key) & self.mask) as usize;
+        let Node { prev, next, bucket, .. } = *self.node(cpu);
+        let i = bucket as usize;
         debug_assert!(i < self.ends.len() && i >> 6 < self.bits.len());
         if prev == NIL {
             // SAFETY: `i <= mask`, and `ends` has `mask + 1` buckets, `bits` a bit for each.
@@ -633,6 +643,27 @@ impl<A> ActionQueue<A> {
             unsafe { *self.bits.get_unchecked_mut(i >> 6) &= !(1 << (i & 63)) };
         }
         self.node_mut(cpu).at = NOT_QUEUED;
+        // It was counted: no underflow.
+        self.ring_len = self.ring_len.wrapping_sub(1);
+    }
+
+    /// Unlink the head of bucket `i`, whose next CPU is `next` ([`ActionQueue::ring_remove`] of a
+    /// CPU known to be first in its bucket; the caller sets its `at`).
+    #[inline(always)]
+    fn ring_remove_head(&mut self, i: usize, next: u32) {
+        debug_assert!(i < self.ends.len() && i >> 6 < self.bits.len());
+        // SAFETY: a linked CPU's `bucket` is at most `mask`, and `ends` has `mask + 1` buckets,
+        // `bits` a bit for each.
+        unsafe {
+            let ends = self.ends.get_unchecked_mut(i);
+            ends[0] = next;
+            if next == NIL {
+                ends[1] = NIL;
+                *self.bits.get_unchecked_mut(i >> 6) &= !(1 << (i & 63));
+            } else {
+                self.node_mut(next).prev = NIL;
+            }
+        }
         // It was counted: no underflow.
         self.ring_len = self.ring_len.wrapping_sub(1);
     }
@@ -694,12 +725,22 @@ impl<A> ActionQueue<A> {
             if self.low < b {
                 self.low = b;
             }
-            self.migrate();
+            // The far root is not earlier than the popped key: no underflow unless the heap is
+            // empty, when `far_bucket` is far past any window and the call finds nothing.
+            if self.far_bucket.wrapping_sub(b) <= self.mask {
+                self.migrate();
+            }
         }
     }
 
+    /// Note the far heap's root's bucket number again (after the root or the width changed).
+    #[inline(always)]
+    fn far_root_changed(&mut self) {
+        self.far_bucket = self.bucket(self.far_key[0]);
+    }
+
     /// Move the far CPUs inside the window into the ring, earliest first.
-    #[inline]
+    #[inline(never)]
     fn migrate(&mut self) {
         while self.far_n > 0 {
             let k = self.far_key[0];
@@ -734,6 +775,7 @@ impl<A> ActionQueue<A> {
         }
         self.ring_len = 0;
         (self.cur, self.low, self.shift) = (cur, cur, shift);
+        self.far_root_changed();
         (self.first, self.first_key) = (NIL, NONE_KEY);
         for c in cpus {
             self.place(c);
@@ -778,6 +820,7 @@ impl<A> ActionQueue<A> {
         self.nodes[cpu as usize].key = k;
         self.far_place(i, k, cpu);
         self.far_sift_up(i);
+        self.far_root_changed();
     }
 
     /// Take the CPU at far-heap position `i` out of the far heap.
@@ -788,16 +831,16 @@ impl<A> ActionQueue<A> {
         let (k, c) = (self.far_key[last], self.far_cpu[last]);
         self.far_n = last;
         self.far_key[last] = NONE_KEY;
-        if i == last {
-            return;
+        if i != last {
+            let old = self.far_key[i];
+            self.far_place(i, k, c);
+            if k < old {
+                self.far_sift_up(i);
+            } else {
+                self.far_sift_down(i);
+            }
         }
-        let old = self.far_key[i];
-        self.far_place(i, k, c);
-        if k < old {
-            self.far_sift_up(i);
-        } else {
-            self.far_sift_down(i);
-        }
+        self.far_root_changed();
     }
 
     /// Move the far-heap entry at `i` up to its place.
@@ -878,22 +921,41 @@ impl<A> ActionQueue<A> {
 
     /// Number of pending actions.
     pub fn len(&self) -> usize {
-        self.heap.len() + self.live_slots
+        self.heap.len() + self.slot_len()
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    /// Number of pending actions held in CPU slots.
+    /// Number of pending actions held in CPU slots (counted: the hot paths keep no count).
     pub fn slot_len(&self) -> usize {
-        self.live_slots
+        self.slots.iter().map(|s| s.0.iter().filter(|e| e.action.is_some()).count()).sum()
     }
 
     /// Time of the earliest pending action. It leaves the CPU popped last unplaced (a CPU
     /// between its pop and its re-arm).
     #[inline]
     pub fn peek_time(&self) -> Option<Time> {
+        // Only the time is asked for: the least of the time words, without the full keys'
+        // compares. A least time of `Time::MAX` may be no action at all (`NONE_KEY`).
+        let mut t = (self.first_key >> 64) as Time;
+        let p = self.pending;
+        if p != NIL {
+            t = t.min((self.node(p).key >> 64) as Time);
+        }
+        if let Some(h) = self.heap.peek() {
+            t = t.min(h.time());
+        }
+        if t == Time::MAX {
+            return self.peek_key_time();
+        }
+        Some(t)
+    }
+
+    /// [`ActionQueue::peek_time`] through the full keys.
+    #[cold]
+    fn peek_key_time(&self) -> Option<Time> {
         let (k, _) = self.least_cpu();
         let k = match self.heap.peek() {
             Some(h) if h.key < k => h.key,
@@ -936,8 +998,6 @@ impl<A> ActionQueue<A> {
         let t = (e.key >> 64) as Time;
         let a = e.action.take().expect("a live slot");
         e.key = NONE_KEY;
-        // A live slot was counted: no underflow.
-        self.live_slots = self.live_slots.wrapping_sub(1);
         self.update(cpu);
         (t, a)
     }
@@ -947,27 +1007,27 @@ impl<A> ActionQueue<A> {
     #[inline(always)]
     fn take_first_slot(&mut self, cpu: u32, k: u128) -> (Time, A) {
         debug_assert!(self.pending == NIL && self.first == cpu && self.node(cpu).key == k);
-        let Node { next, at, .. } = *self.node(cpu);
+        let Node { next, at, bucket, .. } = *self.node(cpu);
         // The earliest CPU after this one, if the ring tells at once: the next in its bucket.
         let mut after = NIL;
         if at == IN_RING {
             // The earliest of the ring: the head of its bucket.
             debug_assert_eq!(self.node(cpu).prev, NIL);
-            self.ring_remove(cpu);
+            self.ring_remove_head(bucket as usize, next);
             after = next;
         } else {
             self.far_remove_at(at as usize);
         }
         let t = (k >> 64) as Time;
-        self.advance(t >> self.shift);
+        self.advance(t.wrapping_shr(self.shift));
         let s = &mut self.slots[cpu as usize].0;
-        let idx = (s[0].key != k) as usize;
-        // `k` is one of the two keys, so this is the other.
-        let other = s[0].key ^ s[1].key ^ k;
+        // `k` is one of the two keys, and its `seq` (the low word) is no other live key's (nor
+        // `NONE_KEY`'s: 2^64 - 1 schedulings do not happen), so that word tells which.
+        let idx = (s[0].key as u64 != k as u64) as usize;
+        let other = s[idx ^ 1].key;
         let e = &mut s[idx];
         let a = e.action.take().expect("a live slot");
         e.key = NONE_KEY;
-        self.live_slots = self.live_slots.wrapping_sub(1);
         let n = self.node_mut(cpu);
         (n.key, n.at) = (other, PENDING);
         self.pending = cpu;
@@ -1009,7 +1069,10 @@ impl<A> ActionQueue<A> {
                 let e = self.heap.pop().expect("peeked");
                 Some((e.time(), e.action))
             }
-            _ if k != NONE_KEY && (k >> 64) as Time <= limit => Some(self.take_first_slot(c, k)),
+            // A time of at most `limit`, and a key (`NONE_KEY`'s time is `Time::MAX`).
+            _ if (k >> 64) as Time <= limit && ((k >> 64) as Time != Time::MAX || k != NONE_KEY) => {
+                Some(self.take_first_slot(c, k))
+            }
             _ => None,
         }
     }
@@ -1072,7 +1135,7 @@ impl<A> ActionQueue<A> {
                 Source::Slot(cpu, s) if n == idx => {
                     chosen = Some(self.take_slot(cpu, s));
                     // Nothing is earlier than `t`: the window may start at its bucket.
-                    self.advance(t >> self.shift);
+                    self.advance(t.wrapping_shr(self.shift));
                 }
                 Source::Slot(..) => {}
             }
@@ -1127,6 +1190,7 @@ impl<A> ActionQueue<A> {
                 }
                 let b = self.bucket(n.key);
                 assert_eq!((b & self.mask) as usize, i, "cpu {c} in the wrong bucket");
+                assert_eq!(n.bucket as usize, i, "bucket index of cpu {c}");
                 assert!(b >= self.low && b - self.cur <= self.mask, "cpu {c} outside the window");
                 ring += 1;
                 ring_max = ring_max.max(n.key);
@@ -1138,6 +1202,7 @@ impl<A> ActionQueue<A> {
         // The far heap: heap order, at or past the window's end, after every ring key.
         let n = self.far_n;
         assert!(self.far_key[n..].iter().all(|&k| k == NONE_KEY), "padding past the far heap");
+        assert_eq!(self.far_bucket, self.bucket(self.far_key[0]), "the far root's bucket number");
         for i in 0..n {
             let c = self.far_cpu[i] as usize;
             assert_eq!(self.nodes[c].at, i as u32, "far position of cpu {c}");
