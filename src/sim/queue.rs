@@ -405,9 +405,12 @@ impl<A> ActionQueue<A> {
     #[inline]
     pub fn set(&mut self, cpu: usize, slot: Slot, time: Time, action: A) {
         let seq = self.next_seq();
-        self.slots[cpu].0[slot as usize] =
-            SlotEntry { key: ((time as u128) << 64) | seq as u128, action: Some(action) };
-        self.update(cpu);
+        let key = ((time as u128) << 64) | seq as u128;
+        let s = &mut self.slots[cpu].0;
+        s[slot as usize] = SlotEntry { key, action: Some(action) };
+        // The CPU's earliest key: the new one or its other slot's.
+        let k = key.min(s[slot as usize ^ 1].key);
+        self.update_key(cpu, k);
     }
 
     /// Empty `cpu`'s `slot` (its action will not run).
@@ -461,7 +464,16 @@ impl<A> ActionQueue<A> {
     #[inline(always)]
     fn update(&mut self, cpu: usize) {
         let k = self.cpu_min(cpu);
-        let n = &mut self.nodes[cpu];
+        self.update_key(cpu, k);
+    }
+
+    /// Give `cpu`, whose slots were just indexed (`cpu < slots.len()`), its new earliest key
+    /// `k`.
+    #[inline(always)]
+    fn update_key(&mut self, cpu: usize, k: u128) {
+        debug_assert!(cpu < self.slots.len() && self.slots.len() == self.nodes.len());
+        // SAFETY: `cpu` indexed `slots`, and `nodes` is as long (one of each per CPU).
+        let n = unsafe { self.nodes.get_unchecked_mut(cpu) };
         if n.at == PENDING {
             // Placed by the next settle.
             n.key = k;
@@ -1020,7 +1032,9 @@ impl<A> ActionQueue<A> {
         }
         let t = (k >> 64) as Time;
         self.advance(t.wrapping_shr(self.shift));
-        let s = &mut self.slots[cpu as usize].0;
+        debug_assert!((cpu as usize) < self.slots.len());
+        // SAFETY: the CPUs placed are CPUs of this queue (below `slots.len()`).
+        let s = unsafe { &mut self.slots.get_unchecked_mut(cpu as usize).0 };
         // `k` is one of the two keys, and its `seq` (the low word) is no other live key's (nor
         // `NONE_KEY`'s: 2^64 - 1 schedulings do not happen), so that word tells which.
         let idx = (s[0].key as u64 != k as u64) as usize;
@@ -1606,6 +1620,35 @@ mod tests {
         let seen = &s.as_any().downcast_ref::<Highest>().unwrap().0;
         // Two choice points at t=10: {a, b, c} then {a, c}, each in push order.
         assert_eq!(seen, &vec![(0, vec![2, 5, 1]), (1, vec![2, 1])]);
+    }
+
+    /// Keys at the end of time: a slot due at `Time::MAX` is an action (not an empty slot's
+    /// `NONE_KEY`), and with the window moved to the end of time they are still placed and
+    /// come out in `(time, seq)` order.
+    #[test]
+    fn keys_at_the_end_of_time_keep_their_order() {
+        let mut q = ActionQueue::with_cpus(3);
+        q.set(0, Slot::Step, Time::MAX, 'a');
+        q.push(Time::MAX, 'b');
+        q.set(1, Slot::Timer, Time::MAX - 1, 'c');
+        q.set(2, Slot::Step, Time::MAX - 300, 'd');
+        q.check_invariants();
+        assert_eq!(q.peek_time(), Some(Time::MAX - 300));
+        // The window moves to the end of time; the far CPUs come inside it.
+        assert_eq!(q.pop(), Some((Time::MAX - 300, 'd')));
+        q.set(2, Slot::Step, Time::MAX, 'e');
+        q.check_invariants();
+        assert_eq!(q.peek_time(), Some(Time::MAX - 1));
+        assert_eq!(q.pop_by(Time::MAX - 2), None);
+        let order: Vec<(Time, char)> = std::iter::from_fn(|| {
+            let got = q.pop();
+            q.check_invariants();
+            got
+        })
+        .collect();
+        assert_eq!(order, vec![(Time::MAX - 1, 'c'), (Time::MAX, 'a'), (Time::MAX, 'b'), (Time::MAX, 'e')]);
+        assert_eq!(q.peek_time(), None);
+        assert!(q.is_empty());
     }
 
     #[test]
