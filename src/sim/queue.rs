@@ -965,6 +965,25 @@ impl<A> ActionQueue<A> {
         Some(t)
     }
 
+    /// True when no pending action is due at or before `t`:
+    /// `peek_time().is_none_or(|q| t < q)`, looking no further than the first action found due
+    /// by then (usually `first`, on a machine of many CPUs).
+    #[inline]
+    pub fn none_due_by(&self, t: Time) -> bool {
+        if t == Time::MAX {
+            // `NONE_KEY`'s time word is `Time::MAX` too: ask the full keys.
+            return self.peek_time().is_none();
+        }
+        if (self.first_key >> 64) as Time <= t {
+            return false;
+        }
+        let p = self.pending;
+        if p != NIL && (self.node(p).key >> 64) as Time <= t {
+            return false;
+        }
+        self.heap.peek().is_none_or(|h| h.time() > t)
+    }
+
     /// [`ActionQueue::peek_time`] through the full keys.
     #[cold]
     fn peek_key_time(&self) -> Option<Time> {
@@ -1496,7 +1515,11 @@ mod tests {
             proptest::prop_assert_eq!(q.len(), m.live.len());
             // Not after every op: the CPU popped last must also be placed by a pop itself.
             if n % 3 != 2 {
-                proptest::prop_assert_eq!(q.peek_time(), m.live.iter().map(|e| e.0).min());
+                let least = m.live.iter().map(|e| e.0).min();
+                for t in [now, now + 1, now + 7, now + 40, Time::MAX - 1, Time::MAX] {
+                    proptest::prop_assert_eq!(q.none_due_by(t), least.is_none_or(|l| t < l), "none due by {}", t);
+                }
+                proptest::prop_assert_eq!(q.peek_time(), least);
                 q.check_invariants();
             }
         }
@@ -1640,6 +1663,7 @@ mod tests {
         q.check_invariants();
         assert_eq!(q.peek_time(), Some(Time::MAX - 1));
         assert_eq!(q.pop_by(Time::MAX - 2), None);
+        assert!(q.none_due_by(Time::MAX - 2) && !q.none_due_by(Time::MAX - 1) && !q.none_due_by(Time::MAX));
         let order: Vec<(Time, char)> = std::iter::from_fn(|| {
             let got = q.pop();
             q.check_invariants();
@@ -1648,6 +1672,7 @@ mod tests {
         .collect();
         assert_eq!(order, vec![(Time::MAX - 1, 'c'), (Time::MAX, 'a'), (Time::MAX, 'b'), (Time::MAX, 'e')]);
         assert_eq!(q.peek_time(), None);
+        assert!(q.none_due_by(Time::MAX));
         assert!(q.is_empty());
     }
 
