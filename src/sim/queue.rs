@@ -262,7 +262,8 @@ enum Source<A> {
 /// key lies at or past the window's end (a timer far away, a CPU idle until then) wait in an
 /// indexed 4-ary heap (`far_*`), and every ring key is earlier than every far key; when a pop
 /// moves the window's start to the popped key's bucket, the far CPUs now inside it move into
-/// their buckets. Keys are never earlier than the last popped one's bucket (nothing is scheduled
+/// their buckets (`far_bucket`, the far root's bucket number, tells at one compare whether
+/// any does). A ring CPU's node also holds its bucket's index, for the unlink. Keys are never earlier than the last popped one's bucket (nothing is scheduled
 /// into the past); one that is makes the ring rebuilt from that bucket on, so the order stays
 /// exact whatever is set.
 ///
@@ -276,6 +277,9 @@ enum Source<A> {
 /// The CPU just popped is not placed at once (`pending`): it usually sets its next step before
 /// the queue is asked for its next action, and then one placement serves both. Its key takes
 /// part in every look at the minimum meanwhile.
+///
+/// No count of live slots is kept (a set and a pop would each pay for it): [`ActionQueue::len`]
+/// counts them.
 #[derive(Debug)]
 pub struct ActionQueue<A> {
     /// Each CPU's slots.
@@ -312,9 +316,9 @@ pub struct ActionQueue<A> {
     first_key: u128,
     /// The CPU popped last, in no structure until placed (`NIL`: none).
     pending: u32,
-    /// Since the width was last looked at: CPU pops, steps of walks along a bucket's list, and
-    /// words of 64 empty buckets skipped.
-    pops: u32,
+    /// CPU pops left before the width is looked at again; since it was last looked at, steps
+    /// of walks along a bucket's list and words of 64 empty buckets skipped.
+    pops_left: u32,
     walks: u32,
     skips: u32,
     heap: QuadHeap<A>,
@@ -374,7 +378,7 @@ impl<A> ActionQueue<A> {
             first: NIL,
             first_key: NONE_KEY,
             pending: NIL,
-            pops: 0,
+            pops_left: RESAMPLE_POPS,
             walks: 0,
             skips: 0,
             heap: QuadHeap::with_capacity(64),
@@ -800,16 +804,16 @@ impl<A> ActionQueue<A> {
     /// cost (see [`WIDTH_SLACK`]).
     #[inline(always)]
     fn count_pop(&mut self) {
-        // Reset at RESAMPLE_POPS: no overflow.
-        self.pops = self.pops.wrapping_add(1);
-        if self.pops >= RESAMPLE_POPS {
+        // Reset to RESAMPLE_POPS at zero: no underflow.
+        self.pops_left = self.pops_left.wrapping_sub(1);
+        if self.pops_left == 0 {
             self.resample();
         }
     }
 
     #[cold]
     fn resample(&mut self) {
-        let slack = self.pops / WIDTH_SLACK;
+        let slack = RESAMPLE_POPS / WIDTH_SLACK;
         let shift = if self.walks > slack && self.shift > 0 {
             self.shift - 1
         } else if self.skips > slack && self.shift < MAX_SHIFT {
@@ -817,7 +821,7 @@ impl<A> ActionQueue<A> {
         } else {
             self.shift
         };
-        (self.pops, self.walks, self.skips) = (0, 0, 0);
+        (self.pops_left, self.walks, self.skips) = (RESAMPLE_POPS, 0, 0);
         if shift != self.shift {
             // The window's start as a time, in buckets of the new width.
             let start = self.cur << self.shift;
@@ -970,13 +974,12 @@ impl<A> ActionQueue<A> {
     /// by then (usually `first`, on a machine of many CPUs).
     #[inline]
     pub fn none_due_by(&self, t: Time) -> bool {
-        if t == Time::MAX {
-            // `NONE_KEY`'s time word is `Time::MAX` too: ask the full keys.
-            return self.peek_time().is_none();
-        }
         if (self.first_key >> 64) as Time <= t {
-            return false;
+            // At `Time::MAX` also when `first` is none (`NONE_KEY`'s time word is `Time::MAX`):
+            // then ask the full keys.
+            return t == Time::MAX && self.peek_time().is_none();
         }
+        // From here on `t < Time::MAX`, so an empty slot's key is never due by `t`.
         let p = self.pending;
         if p != NIL && (self.node(p).key >> 64) as Time <= t {
             return false;
