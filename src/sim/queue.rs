@@ -296,7 +296,8 @@ pub struct ActionQueue<A> {
     shift: u32,
     /// The window's first bucket number.
     cur: u64,
-    /// No ring CPU's bucket number is below it (and it is at least `cur`).
+    /// No ring CPU's bucket number is below it (and it is at least `cur`); `u64::MAX` while
+    /// the ring is empty, so that an insert looks at it alone.
     low: u64,
     /// Number of CPUs in the ring.
     ring_len: usize,
@@ -369,7 +370,7 @@ impl<A> ActionQueue<A> {
             mask: nb as u64 - 1,
             shift: 8,
             cur: 0,
-            low: 0,
+            low: u64::MAX,
             ring_len: 0,
             far_key: vec![NONE_KEY; nr_cpus + HEAP_PAD],
             far_cpu: vec![NOT_QUEUED; nr_cpus + HEAP_PAD],
@@ -629,7 +630,7 @@ impl<A> ActionQueue<A> {
         } else {
             self.node_mut(next).prev = cpu;
         }
-        if self.ring_len == 0 || b < self.low {
+        if b < self.low {
             self.low = b;
         }
         // At most one per CPU: no overflow.
@@ -661,6 +662,9 @@ impl<A> ActionQueue<A> {
         self.node_mut(cpu).at = NOT_QUEUED;
         // It was counted: no underflow.
         self.ring_len = self.ring_len.wrapping_sub(1);
+        if self.ring_len == 0 {
+            self.low = u64::MAX;
+        }
     }
 
     /// Unlink the head of bucket `i`, whose next CPU is `next` ([`ActionQueue::ring_remove`] of a
@@ -682,6 +686,9 @@ impl<A> ActionQueue<A> {
         }
         // It was counted: no underflow.
         self.ring_len = self.ring_len.wrapping_sub(1);
+        if self.ring_len == 0 {
+            self.low = u64::MAX;
+        }
     }
 
     /// The earliest CPU of the (non-empty) ring: the head of the earliest non-empty bucket, whose
@@ -790,7 +797,7 @@ impl<A> ActionQueue<A> {
             self.bits[w] = 0;
         }
         self.ring_len = 0;
-        (self.cur, self.low, self.shift) = (cur, cur, shift);
+        (self.cur, self.low, self.shift) = (cur, u64::MAX, shift);
         self.far_root_changed();
         (self.first, self.first_key) = (NIL, NONE_KEY);
         for c in cpus {
@@ -1235,6 +1242,7 @@ impl<A> ActionQueue<A> {
             assert_eq!(tail, prev, "tail of bucket {i}");
         }
         assert_eq!(ring, self.ring_len);
+        assert!(ring > 0 || self.low == u64::MAX, "low {} of an empty ring", self.low);
         // The far heap: heap order, at or past the window's end, after every ring key.
         let n = self.far_n;
         assert!(self.far_key[n..].iter().all(|&k| k == NONE_KEY), "padding past the far heap");
