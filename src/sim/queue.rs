@@ -263,9 +263,9 @@ enum Source<A> {
 /// indexed 4-ary heap (`far_*`), and every ring key is earlier than every far key; when a pop
 /// moves the window's start to the popped key's bucket, the far CPUs now inside it move into
 /// their buckets (`far_bucket`, the far root's bucket number, tells at one compare whether
-/// any does). A ring CPU's node also holds its bucket's index, for the unlink. Keys are never earlier than the last popped one's bucket (nothing is scheduled
-/// into the past); one that is makes the ring rebuilt from that bucket on, so the order stays
-/// exact whatever is set.
+/// any does). A ring CPU's node also holds its bucket's index, for the unlink. Keys are never
+/// earlier than the last popped one's bucket (nothing is scheduled into the past); one that is
+/// makes the ring rebuilt from that bucket on, so the order stays exact whatever is set.
 ///
 /// The width follows the run: every [`RESAMPLE_POPS`] CPU pops it halves if too many inserts
 /// walked along a bucket's list, or doubles if too many pops skipped runs of empty buckets
@@ -375,6 +375,7 @@ impl<A> ActionQueue<A> {
             far_key: vec![NONE_KEY; nr_cpus + HEAP_PAD],
             far_cpu: vec![NOT_QUEUED; nr_cpus + HEAP_PAD],
             far_n: 0,
+            // The bucket number of `NONE_KEY` (the empty far heap's root) at the first width.
             far_bucket: u64::MAX >> 8,
             first: NIL,
             first_key: NONE_KEY,
