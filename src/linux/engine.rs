@@ -713,11 +713,7 @@ pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
             // identical; only FIFO ordering allows it (a chooser must see every action). The
             // step must not cross the start of the measured window, which `Kernel::run` opens
             // before the first action at or after it.
-            if k.q.is_fifo()
-                && k.q.peek_time().is_none_or(|q| t < q)
-                && t <= k.limit
-                && !k.finished
-                && (k.measuring || t < k.measure_from)
+            if k.q.is_fifo() && k.q.none_due_by(t) && t <= k.limit && !k.finished && (k.measuring || t < k.measure_from)
             {
                 k.now = t;
                 k.actions += 1;

@@ -241,6 +241,9 @@ struct Node {
     next: u32,
     /// Where it is: its far-heap position, `IN_RING`, `PENDING` or `NOT_QUEUED`.
     at: u32,
+    /// Its bucket's index in the ring (`number & mask`) while it is `IN_RING`, so that an
+    /// unlink does not work it out from the key again.
+    bucket: u32,
 }
 
 /// Where a candidate of a choice point lives.
@@ -259,9 +262,10 @@ enum Source<A> {
 /// key lies at or past the window's end (a timer far away, a CPU idle until then) wait in an
 /// indexed 4-ary heap (`far_*`), and every ring key is earlier than every far key; when a pop
 /// moves the window's start to the popped key's bucket, the far CPUs now inside it move into
-/// their buckets. Keys are never earlier than the last popped one's bucket (nothing is scheduled
-/// into the past); one that is makes the ring rebuilt from that bucket on, so the order stays
-/// exact whatever is set.
+/// their buckets (`far_bucket`, the far root's bucket number, tells at one compare whether
+/// any does). A ring CPU's node also holds its bucket's index, for the unlink. Keys are never
+/// earlier than the last popped one's bucket (nothing is scheduled into the past); one that is
+/// makes the ring rebuilt from that bucket on, so the order stays exact whatever is set.
 ///
 /// The width follows the run: every [`RESAMPLE_POPS`] CPU pops it halves if too many inserts
 /// walked along a bucket's list, or doubles if too many pops skipped runs of empty buckets
@@ -273,6 +277,9 @@ enum Source<A> {
 /// The CPU just popped is not placed at once (`pending`): it usually sets its next step before
 /// the queue is asked for its next action, and then one placement serves both. Its key takes
 /// part in every look at the minimum meanwhile.
+///
+/// No count of live slots is kept (a set and a pop would each pay for it): [`ActionQueue::len`]
+/// counts them.
 #[derive(Debug)]
 pub struct ActionQueue<A> {
     /// Each CPU's slots.
@@ -289,7 +296,8 @@ pub struct ActionQueue<A> {
     shift: u32,
     /// The window's first bucket number.
     cur: u64,
-    /// No ring CPU's bucket number is below it (and it is at least `cur`).
+    /// No ring CPU's bucket number is below it (and it is at least `cur`); `u64::MAX` while
+    /// the ring is empty, so that an insert looks at it alone.
     low: u64,
     /// Number of CPUs in the ring.
     ring_len: usize,
@@ -299,18 +307,21 @@ pub struct ActionQueue<A> {
     far_key: Vec<u128>,
     far_cpu: Vec<u32>,
     far_n: usize,
+    /// The bucket number of the far heap's root (of `NONE_KEY` when it is empty): a pop that
+    /// moves the window's start looks here, not into the heap, to see whether a far CPU comes
+    /// inside the window (it rarely does).
+    far_bucket: u64,
     /// The earliest placed CPU (the ring's first, else the far heap's root; `NIL`: none) and its
     /// key (`NONE_KEY`: none).
     first: u32,
     first_key: u128,
     /// The CPU popped last, in no structure until placed (`NIL`: none).
     pending: u32,
-    /// Since the width was last looked at: CPU pops, steps of walks along a bucket's list, and
-    /// words of 64 empty buckets skipped.
-    pops: u32,
+    /// CPU pops left before the width is looked at again; since it was last looked at, steps
+    /// of walks along a bucket's list and words of 64 empty buckets skipped.
+    pops_left: u32,
     walks: u32,
     skips: u32,
-    live_slots: usize,
     heap: QuadHeap<A>,
     seq: u64,
     /// How same-time actions are ordered.
@@ -353,24 +364,25 @@ impl<A> ActionQueue<A> {
         let nb = (BUCKETS_PER_CPU * nr_cpus).next_power_of_two().max(64);
         ActionQueue {
             slots,
-            nodes: vec![Node { key: NONE_KEY, prev: NIL, next: NIL, at: NOT_QUEUED }; nr_cpus],
+            nodes: vec![Node { key: NONE_KEY, prev: NIL, next: NIL, at: NOT_QUEUED, bucket: 0 }; nr_cpus],
             ends: vec![[NIL; 2]; nb],
             bits: vec![0; nb / 64],
             mask: nb as u64 - 1,
             shift: 8,
             cur: 0,
-            low: 0,
+            low: u64::MAX,
             ring_len: 0,
             far_key: vec![NONE_KEY; nr_cpus + HEAP_PAD],
             far_cpu: vec![NOT_QUEUED; nr_cpus + HEAP_PAD],
             far_n: 0,
+            // The bucket number of `NONE_KEY` (the empty far heap's root) at the first width.
+            far_bucket: u64::MAX >> 8,
             first: NIL,
             first_key: NONE_KEY,
             pending: NIL,
-            pops: 0,
+            pops_left: RESAMPLE_POPS,
             walks: 0,
             skips: 0,
-            live_slots: 0,
             heap: QuadHeap::with_capacity(64),
             seq: 0,
             chooser: Chooser::Fifo,
@@ -399,13 +411,12 @@ impl<A> ActionQueue<A> {
     #[inline]
     pub fn set(&mut self, cpu: usize, slot: Slot, time: Time, action: A) {
         let seq = self.next_seq();
-        let e = &mut self.slots[cpu].0[slot as usize];
-        if e.action.is_none() {
-            // At most two per CPU: no overflow.
-            self.live_slots = self.live_slots.wrapping_add(1);
-        }
-        *e = SlotEntry { key: ((time as u128) << 64) | seq as u128, action: Some(action) };
-        self.update(cpu);
+        let key = ((time as u128) << 64) | seq as u128;
+        let s = &mut self.slots[cpu].0;
+        s[slot as usize] = SlotEntry { key, action: Some(action) };
+        // The CPU's earliest key: the new one or its other slot's.
+        let k = key.min(s[slot as usize ^ 1].key);
+        self.update_key(cpu, k);
     }
 
     /// Empty `cpu`'s `slot` (its action will not run).
@@ -414,7 +425,6 @@ impl<A> ActionQueue<A> {
         let e = &mut self.slots[cpu].0[slot as usize];
         if e.action.take().is_some() {
             e.key = NONE_KEY;
-            self.live_slots = self.live_slots.wrapping_sub(1);
             self.update(cpu);
         }
     }
@@ -452,14 +462,24 @@ impl<A> ActionQueue<A> {
     /// The bucket number of `key`.
     #[inline(always)]
     fn bucket(&self, key: u128) -> u64 {
-        ((key >> 64) as u64) >> self.shift
+        // `shift` is at most MAX_SHIFT: the wrapping shift is the plain one, without a check.
+        ((key >> 64) as u64).wrapping_shr(self.shift)
     }
 
     /// Give `cpu` its new earliest key.
     #[inline(always)]
     fn update(&mut self, cpu: usize) {
         let k = self.cpu_min(cpu);
-        let n = &mut self.nodes[cpu];
+        self.update_key(cpu, k);
+    }
+
+    /// Give `cpu`, whose slots were just indexed (`cpu < slots.len()`), its new earliest key
+    /// `k`.
+    #[inline(always)]
+    fn update_key(&mut self, cpu: usize, k: u128) {
+        debug_assert!(cpu < self.slots.len() && self.slots.len() == self.nodes.len());
+        // SAFETY: `cpu` indexed `slots`, and `nodes` is as long (one of each per CPU).
+        let n = unsafe { self.nodes.get_unchecked_mut(cpu) };
         if n.at == PENDING {
             // Placed by the next settle.
             n.key = k;
@@ -487,6 +507,7 @@ impl<A> ActionQueue<A> {
                     } else {
                         self.far_sift_down(i);
                     }
+                    self.far_root_changed();
                     if cpu as u32 == self.first || k < self.first_key {
                         self.refresh_first();
                     }
@@ -508,7 +529,8 @@ impl<A> ActionQueue<A> {
     fn place(&mut self, cpu: u32) {
         let k = self.node(cpu).key;
         let b = self.bucket(k);
-        if b.wrapping_sub(self.cur) <= self.mask && k != NONE_KEY {
+        // A key at `Time::MAX` (`NONE_KEY` among them) takes the slow path.
+        if b.wrapping_sub(self.cur) <= self.mask && (k >> 64) as Time != Time::MAX {
             self.ring_insert(cpu, k, b);
             if k < self.first_key {
                 (self.first, self.first_key) = (cpu, k);
@@ -529,6 +551,12 @@ impl<A> ActionQueue<A> {
             self.node_mut(cpu).at = NOT_QUEUED;
             self.rebuild(b, self.shift);
             self.place(cpu);
+        } else if b - self.cur <= self.mask {
+            // A key at `Time::MAX` inside the window (a window at the end of time).
+            self.ring_insert(cpu, k, b);
+            if k < self.first_key {
+                (self.first, self.first_key) = (cpu, k);
+            }
         } else {
             self.far_push(cpu, k);
             if k < self.first_key {
@@ -588,7 +616,7 @@ impl<A> ActionQueue<A> {
             (p, self.node(p).next)
         };
         let n = self.node_mut(cpu);
-        (n.prev, n.next, n.at) = (prev, next, IN_RING);
+        (n.prev, n.next, n.at, n.bucket) = (prev, next, IN_RING, i as u32);
         // SAFETY: as above.
         let ends = unsafe { self.ends.get_unchecked_mut(i) };
         if prev == NIL {
@@ -603,18 +631,18 @@ impl<A> ActionQueue<A> {
         } else {
             self.node_mut(next).prev = cpu;
         }
-        if self.ring_len == 0 || b < self.low {
+        if b < self.low {
             self.low = b;
         }
         // At most one per CPU: no overflow.
         self.ring_len = self.ring_len.wrapping_add(1);
     }
 
-    /// Unlink `cpu` from its bucket (found by its key, which is unchanged since it was linked).
+    /// Unlink `cpu` from its bucket.
     #[inline(always)]
     fn ring_remove(&mut self, cpu: u32) {
-        let Node { key, prev, next, .. } = *self.node(cpu);
-        let i = (self.bucket(key) & self.mask) as usize;
+        let Node { prev, next, bucket, .. } = *self.node(cpu);
+        let i = bucket as usize;
         debug_assert!(i < self.ends.len() && i >> 6 < self.bits.len());
         if prev == NIL {
             // SAFETY: `i <= mask`, and `ends` has `mask + 1` buckets, `bits` a bit for each.
@@ -635,6 +663,33 @@ impl<A> ActionQueue<A> {
         self.node_mut(cpu).at = NOT_QUEUED;
         // It was counted: no underflow.
         self.ring_len = self.ring_len.wrapping_sub(1);
+        if self.ring_len == 0 {
+            self.low = u64::MAX;
+        }
+    }
+
+    /// Unlink the head of bucket `i`, whose next CPU is `next` ([`ActionQueue::ring_remove`] of a
+    /// CPU known to be first in its bucket; the caller sets its `at`).
+    #[inline(always)]
+    fn ring_remove_head(&mut self, i: usize, next: u32) {
+        debug_assert!(i < self.ends.len() && i >> 6 < self.bits.len());
+        // SAFETY: a linked CPU's `bucket` is at most `mask`, and `ends` has `mask + 1` buckets,
+        // `bits` a bit for each.
+        unsafe {
+            let ends = self.ends.get_unchecked_mut(i);
+            ends[0] = next;
+            if next == NIL {
+                ends[1] = NIL;
+                *self.bits.get_unchecked_mut(i >> 6) &= !(1 << (i & 63));
+            } else {
+                self.node_mut(next).prev = NIL;
+            }
+        }
+        // It was counted: no underflow.
+        self.ring_len = self.ring_len.wrapping_sub(1);
+        if self.ring_len == 0 {
+            self.low = u64::MAX;
+        }
     }
 
     /// The earliest CPU of the (non-empty) ring: the head of the earliest non-empty bucket, whose
@@ -694,12 +749,22 @@ impl<A> ActionQueue<A> {
             if self.low < b {
                 self.low = b;
             }
-            self.migrate();
+            // The far root is not earlier than the popped key: no underflow unless the heap is
+            // empty, when `far_bucket` is far past any window and the call finds nothing.
+            if self.far_bucket.wrapping_sub(b) <= self.mask {
+                self.migrate();
+            }
         }
     }
 
+    /// Note the far heap's root's bucket number again (after the root or the width changed).
+    #[inline(always)]
+    fn far_root_changed(&mut self) {
+        self.far_bucket = self.bucket(self.far_key[0]);
+    }
+
     /// Move the far CPUs inside the window into the ring, earliest first.
-    #[inline]
+    #[inline(never)]
     fn migrate(&mut self) {
         while self.far_n > 0 {
             let k = self.far_key[0];
@@ -733,7 +798,8 @@ impl<A> ActionQueue<A> {
             self.bits[w] = 0;
         }
         self.ring_len = 0;
-        (self.cur, self.low, self.shift) = (cur, cur, shift);
+        (self.cur, self.low, self.shift) = (cur, u64::MAX, shift);
+        self.far_root_changed();
         (self.first, self.first_key) = (NIL, NONE_KEY);
         for c in cpus {
             self.place(c);
@@ -746,16 +812,16 @@ impl<A> ActionQueue<A> {
     /// cost (see [`WIDTH_SLACK`]).
     #[inline(always)]
     fn count_pop(&mut self) {
-        // Reset at RESAMPLE_POPS: no overflow.
-        self.pops = self.pops.wrapping_add(1);
-        if self.pops >= RESAMPLE_POPS {
+        // Reset to RESAMPLE_POPS at zero: no underflow.
+        self.pops_left = self.pops_left.wrapping_sub(1);
+        if self.pops_left == 0 {
             self.resample();
         }
     }
 
     #[cold]
     fn resample(&mut self) {
-        let slack = self.pops / WIDTH_SLACK;
+        let slack = RESAMPLE_POPS / WIDTH_SLACK;
         let shift = if self.walks > slack && self.shift > 0 {
             self.shift - 1
         } else if self.skips > slack && self.shift < MAX_SHIFT {
@@ -763,7 +829,7 @@ impl<A> ActionQueue<A> {
         } else {
             self.shift
         };
-        (self.pops, self.walks, self.skips) = (0, 0, 0);
+        (self.pops_left, self.walks, self.skips) = (RESAMPLE_POPS, 0, 0);
         if shift != self.shift {
             // The window's start as a time, in buckets of the new width.
             let start = self.cur << self.shift;
@@ -778,6 +844,7 @@ impl<A> ActionQueue<A> {
         self.nodes[cpu as usize].key = k;
         self.far_place(i, k, cpu);
         self.far_sift_up(i);
+        self.far_root_changed();
     }
 
     /// Take the CPU at far-heap position `i` out of the far heap.
@@ -788,16 +855,16 @@ impl<A> ActionQueue<A> {
         let (k, c) = (self.far_key[last], self.far_cpu[last]);
         self.far_n = last;
         self.far_key[last] = NONE_KEY;
-        if i == last {
-            return;
+        if i != last {
+            let old = self.far_key[i];
+            self.far_place(i, k, c);
+            if k < old {
+                self.far_sift_up(i);
+            } else {
+                self.far_sift_down(i);
+            }
         }
-        let old = self.far_key[i];
-        self.far_place(i, k, c);
-        if k < old {
-            self.far_sift_up(i);
-        } else {
-            self.far_sift_down(i);
-        }
+        self.far_root_changed();
     }
 
     /// Move the far-heap entry at `i` up to its place.
@@ -878,22 +945,59 @@ impl<A> ActionQueue<A> {
 
     /// Number of pending actions.
     pub fn len(&self) -> usize {
-        self.heap.len() + self.live_slots
+        self.heap.len() + self.slot_len()
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    /// Number of pending actions held in CPU slots.
+    /// Number of pending actions held in CPU slots (counted: the hot paths keep no count).
     pub fn slot_len(&self) -> usize {
-        self.live_slots
+        self.slots.iter().map(|s| s.0.iter().filter(|e| e.action.is_some()).count()).sum()
     }
 
     /// Time of the earliest pending action. It leaves the CPU popped last unplaced (a CPU
     /// between its pop and its re-arm).
     #[inline]
     pub fn peek_time(&self) -> Option<Time> {
+        // Only the time is asked for: the least of the time words, without the full keys'
+        // compares. A least time of `Time::MAX` may be no action at all (`NONE_KEY`).
+        let mut t = (self.first_key >> 64) as Time;
+        let p = self.pending;
+        if p != NIL {
+            t = t.min((self.node(p).key >> 64) as Time);
+        }
+        if let Some(h) = self.heap.peek() {
+            t = t.min(h.time());
+        }
+        if t == Time::MAX {
+            return self.peek_key_time();
+        }
+        Some(t)
+    }
+
+    /// True when no pending action is due at or before `t`:
+    /// `peek_time().is_none_or(|q| t < q)`, looking no further than the first action found due
+    /// by then (usually `first`, on a machine of many CPUs).
+    #[inline]
+    pub fn none_due_by(&self, t: Time) -> bool {
+        if (self.first_key >> 64) as Time <= t {
+            // At `Time::MAX` also when `first` is none (`NONE_KEY`'s time word is `Time::MAX`):
+            // then ask the full keys.
+            return t == Time::MAX && self.peek_time().is_none();
+        }
+        // From here on `t < Time::MAX`, so an empty slot's key is never due by `t`.
+        let p = self.pending;
+        if p != NIL && (self.node(p).key >> 64) as Time <= t {
+            return false;
+        }
+        self.heap.peek().is_none_or(|h| h.time() > t)
+    }
+
+    /// [`ActionQueue::peek_time`] through the full keys.
+    #[cold]
+    fn peek_key_time(&self) -> Option<Time> {
         let (k, _) = self.least_cpu();
         let k = match self.heap.peek() {
             Some(h) if h.key < k => h.key,
@@ -936,8 +1040,6 @@ impl<A> ActionQueue<A> {
         let t = (e.key >> 64) as Time;
         let a = e.action.take().expect("a live slot");
         e.key = NONE_KEY;
-        // A live slot was counted: no underflow.
-        self.live_slots = self.live_slots.wrapping_sub(1);
         self.update(cpu);
         (t, a)
     }
@@ -947,27 +1049,29 @@ impl<A> ActionQueue<A> {
     #[inline(always)]
     fn take_first_slot(&mut self, cpu: u32, k: u128) -> (Time, A) {
         debug_assert!(self.pending == NIL && self.first == cpu && self.node(cpu).key == k);
-        let Node { next, at, .. } = *self.node(cpu);
+        let Node { next, at, bucket, .. } = *self.node(cpu);
         // The earliest CPU after this one, if the ring tells at once: the next in its bucket.
         let mut after = NIL;
         if at == IN_RING {
             // The earliest of the ring: the head of its bucket.
             debug_assert_eq!(self.node(cpu).prev, NIL);
-            self.ring_remove(cpu);
+            self.ring_remove_head(bucket as usize, next);
             after = next;
         } else {
             self.far_remove_at(at as usize);
         }
         let t = (k >> 64) as Time;
-        self.advance(t >> self.shift);
-        let s = &mut self.slots[cpu as usize].0;
-        let idx = (s[0].key != k) as usize;
-        // `k` is one of the two keys, so this is the other.
-        let other = s[0].key ^ s[1].key ^ k;
+        self.advance(t.wrapping_shr(self.shift));
+        debug_assert!((cpu as usize) < self.slots.len());
+        // SAFETY: the CPUs placed are CPUs of this queue (below `slots.len()`).
+        let s = unsafe { &mut self.slots.get_unchecked_mut(cpu as usize).0 };
+        // `k` is one of the two keys, and its `seq` (the low word) is no other live key's (nor
+        // `NONE_KEY`'s: 2^64 - 1 schedulings do not happen), so that word tells which.
+        let idx = (s[0].key as u64 != k as u64) as usize;
+        let other = s[idx ^ 1].key;
         let e = &mut s[idx];
         let a = e.action.take().expect("a live slot");
         e.key = NONE_KEY;
-        self.live_slots = self.live_slots.wrapping_sub(1);
         let n = self.node_mut(cpu);
         (n.key, n.at) = (other, PENDING);
         self.pending = cpu;
@@ -1009,7 +1113,10 @@ impl<A> ActionQueue<A> {
                 let e = self.heap.pop().expect("peeked");
                 Some((e.time(), e.action))
             }
-            _ if k != NONE_KEY && (k >> 64) as Time <= limit => Some(self.take_first_slot(c, k)),
+            // A time of at most `limit`, and a key (`NONE_KEY`'s time is `Time::MAX`).
+            _ if (k >> 64) as Time <= limit && ((k >> 64) as Time != Time::MAX || k != NONE_KEY) => {
+                Some(self.take_first_slot(c, k))
+            }
             _ => None,
         }
     }
@@ -1072,7 +1179,7 @@ impl<A> ActionQueue<A> {
                 Source::Slot(cpu, s) if n == idx => {
                     chosen = Some(self.take_slot(cpu, s));
                     // Nothing is earlier than `t`: the window may start at its bucket.
-                    self.advance(t >> self.shift);
+                    self.advance(t.wrapping_shr(self.shift));
                 }
                 Source::Slot(..) => {}
             }
@@ -1127,6 +1234,7 @@ impl<A> ActionQueue<A> {
                 }
                 let b = self.bucket(n.key);
                 assert_eq!((b & self.mask) as usize, i, "cpu {c} in the wrong bucket");
+                assert_eq!(n.bucket as usize, i, "bucket index of cpu {c}");
                 assert!(b >= self.low && b - self.cur <= self.mask, "cpu {c} outside the window");
                 ring += 1;
                 ring_max = ring_max.max(n.key);
@@ -1135,9 +1243,11 @@ impl<A> ActionQueue<A> {
             assert_eq!(tail, prev, "tail of bucket {i}");
         }
         assert_eq!(ring, self.ring_len);
+        assert!(ring > 0 || self.low == u64::MAX, "low {} of an empty ring", self.low);
         // The far heap: heap order, at or past the window's end, after every ring key.
         let n = self.far_n;
         assert!(self.far_key[n..].iter().all(|&k| k == NONE_KEY), "padding past the far heap");
+        assert_eq!(self.far_bucket, self.bucket(self.far_key[0]), "the far root's bucket number");
         for i in 0..n {
             let c = self.far_cpu[i] as usize;
             assert_eq!(self.nodes[c].at, i as u32, "far position of cpu {c}");
@@ -1417,7 +1527,11 @@ mod tests {
             proptest::prop_assert_eq!(q.len(), m.live.len());
             // Not after every op: the CPU popped last must also be placed by a pop itself.
             if n % 3 != 2 {
-                proptest::prop_assert_eq!(q.peek_time(), m.live.iter().map(|e| e.0).min());
+                let least = m.live.iter().map(|e| e.0).min();
+                for t in [now, now + 1, now + 7, now + 40, Time::MAX - 1, Time::MAX] {
+                    proptest::prop_assert_eq!(q.none_due_by(t), least.is_none_or(|l| t < l), "none due by {}", t);
+                }
+                proptest::prop_assert_eq!(q.peek_time(), least);
                 q.check_invariants();
             }
         }
@@ -1541,6 +1655,37 @@ mod tests {
         let seen = &s.as_any().downcast_ref::<Highest>().unwrap().0;
         // Two choice points at t=10: {a, b, c} then {a, c}, each in push order.
         assert_eq!(seen, &vec![(0, vec![2, 5, 1]), (1, vec![2, 1])]);
+    }
+
+    /// Keys at the end of time: a slot due at `Time::MAX` is an action (not an empty slot's
+    /// `NONE_KEY`), and with the window moved to the end of time they are still placed and
+    /// come out in `(time, seq)` order.
+    #[test]
+    fn keys_at_the_end_of_time_keep_their_order() {
+        let mut q = ActionQueue::with_cpus(3);
+        q.set(0, Slot::Step, Time::MAX, 'a');
+        q.push(Time::MAX, 'b');
+        q.set(1, Slot::Timer, Time::MAX - 1, 'c');
+        q.set(2, Slot::Step, Time::MAX - 300, 'd');
+        q.check_invariants();
+        assert_eq!(q.peek_time(), Some(Time::MAX - 300));
+        // The window moves to the end of time; the far CPUs come inside it.
+        assert_eq!(q.pop(), Some((Time::MAX - 300, 'd')));
+        q.set(2, Slot::Step, Time::MAX, 'e');
+        q.check_invariants();
+        assert_eq!(q.peek_time(), Some(Time::MAX - 1));
+        assert_eq!(q.pop_by(Time::MAX - 2), None);
+        assert!(q.none_due_by(Time::MAX - 2) && !q.none_due_by(Time::MAX - 1) && !q.none_due_by(Time::MAX));
+        let order: Vec<(Time, char)> = std::iter::from_fn(|| {
+            let got = q.pop();
+            q.check_invariants();
+            got
+        })
+        .collect();
+        assert_eq!(order, vec![(Time::MAX - 1, 'c'), (Time::MAX, 'a'), (Time::MAX, 'b'), (Time::MAX, 'e')]);
+        assert_eq!(q.peek_time(), None);
+        assert!(q.none_due_by(Time::MAX));
+        assert!(q.is_empty());
     }
 
     #[test]
