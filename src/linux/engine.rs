@@ -724,14 +724,20 @@ pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
             }
             Next::Ret(t) => {
                 let was_irq = irq_phase_of(unsafe { &*top }).is_some();
-                let Some(caller) = x.stack.pop() else {
-                    panic!("cpu {cpu}: its outermost frame returned at {now}");
-                };
-                unsafe { *top = caller };
-                if was_irq {
-                    x.irq_phase = stack_irq_phase(x, &caller);
+                let n = x.stack.len();
+                assert!(n > 0, "cpu {cpu}: its outermost frame returned at {now}");
+                // SAFETY: the caller is at `n - 1 < len`; it is copied straight into the slot
+                // (one copy, not two through a temporary) and the stack forgets it (a frame is
+                // `Copy`, there is nothing to drop).
+                unsafe {
+                    std::ptr::copy_nonoverlapping(x.stack.as_ptr().add(n - 1), top, 1);
+                    x.stack.set_len(n - 1);
                 }
-                let p = top_phase(x, &caller);
+                let caller = unsafe { &*top };
+                if was_irq {
+                    x.irq_phase = stack_irq_phase(x, caller);
+                }
+                let p = top_phase(x, caller);
                 set_phase(x, &mut k.stats.phase_ns[ci], now, p);
                 phase_fresh = true;
                 t
