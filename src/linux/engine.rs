@@ -270,6 +270,35 @@ impl TopFrames {
         unsafe { self.slots.as_ptr().add(ci) as *mut Frame }
     }
 
+    /// The slot of CPU `ci` without a bounds check: the caller has checked `ci` against the
+    /// CPU table, which `Kernel::new` builds with as many CPUs as this table (neither is ever
+    /// resized).
+    ///
+    /// # Safety
+    /// `ci < self.len()`.
+    #[inline(always)]
+    pub unsafe fn ptr_unchecked(&self, ci: usize) -> *mut Frame {
+        debug_assert!(ci < self.slots.len());
+        // SAFETY: the caller guarantees `ci` is in bounds.
+        unsafe { self.slots.as_ptr().add(ci) as *mut Frame }
+    }
+
+    /// Where CPU `ci`'s slot would be, for a prefetch (never dereferenced, so any `ci` is fine).
+    #[inline(always)]
+    pub fn prefetch_addr(&self, ci: usize) -> *const Frame {
+        self.slots.as_ptr().wrapping_add(ci) as *const Frame
+    }
+
+    /// The number of CPUs.
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Whether there are no CPUs (never, for a built kernel).
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
     /// The running frame of CPU `ci`, for a reader outside that CPU's step.
     #[inline]
     pub fn get(&self, ci: usize) -> &Frame {
@@ -663,8 +692,11 @@ pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
     // The CPU table is built once by `Kernel::new` and never resized (no CPU hotplug), so this
     // check made once covers the unchecked lookups of this loop.
     assert!(ci < k.cpus.len(), "cpu {cpu} does not exist");
+    debug_assert_eq!(k.tops.len(), k.cpus.len());
     // The running frame's slot: its address depends on `cpu` only (the table is never resized).
-    let top = k.tops.ptr(ci);
+    // SAFETY: `ci < k.cpus.len()`, which is `k.tops.len()` (both built by `Kernel::new` for
+    // every CPU).
+    let top = unsafe { k.tops.ptr_unchecked(ci) };
     // Bound the number of zero-time steps to catch a modelling loop early.
     let mut guard = 0u32;
     // `acct_phase` was computed by this call for the stack as it is now, with the CPU running.
@@ -919,4 +951,46 @@ pub fn send_ipi(k: &mut Kernel, from: CpuId, to: CpuId, vector: Vector) -> Time 
     let t = k.cpus[from as usize].rng.range(d.lo_ns, d.hi_ns);
     k.q.push(k.now + t, Action::Irq { cpu: to, vector });
     k.m.costs.ipi_send_ns
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{stack_irq_phase, Frame};
+    use crate::run::{build, RunSpec};
+    use crate::workload::params::Params;
+
+    /// Between actions, every CPU's frames are whole: its running task's saved stack was taken
+    /// (its frames are the slot plus `Exec::stack`), the interrupt phase matches the frames,
+    /// and a task switched out has its own `__schedule()` frame on top of its saved stack, put
+    /// there by the executor after the switch step (the step itself only moves the frames
+    /// below the running one).
+    #[test]
+    fn frames_stay_whole_across_context_switches() {
+        let mut s = RunSpec::new("hackbench");
+        s.machine = "i7-4c8t".into();
+        s.params =
+            Params::from_pairs(vec![("tool".into(), "perf".into()), ("args".into(), "-p -g 2 -l 20".into())], "test");
+        let mut k = build(&s).expect("valid spec");
+        assert_eq!(k.tops.len(), k.cpus.len());
+        let (mut t, mut switched_out) = (0, 0);
+        while !k.finished && t < 1_000_000_000 {
+            t += 20_000;
+            k.run(t);
+            let mut curr = vec![false; k.tasks.len()];
+            for (c, cpu) in k.cpus.iter().enumerate() {
+                let top = k.tops.get(c);
+                assert_eq!(cpu.x.irq_phase, stack_irq_phase(&cpu.x, top), "cpu {c} at {}", k.now);
+                let r = cpu.rq.curr as usize;
+                curr[r] = true;
+                assert!(k.tasks[r].saved.is_empty(), "cpu {c} runs task {r}, which still has saved frames");
+            }
+            for (i, task) in k.tasks.iter().enumerate() {
+                if !curr[i] && matches!(task.saved.last(), Some(Frame::Schedule(_))) {
+                    switched_out += 1;
+                }
+            }
+        }
+        assert!(k.finished, "hackbench did not finish");
+        assert!(switched_out > 0, "no task was seen switched out");
+    }
 }

@@ -636,7 +636,7 @@ impl Kernel {
     fn prefetch_cpu_deep(&self, cpu: usize) {
         use crate::sim::prefetch::{prefetch, prefetch_bytes};
         if let Some(c) = self.cpus.get(cpu) {
-            prefetch_bytes(self.tops.ptr(cpu), std::mem::size_of::<Frame>());
+            prefetch_bytes(self.tops.prefetch_addr(cpu), std::mem::size_of::<Frame>());
             prefetch(c.tick.sleepers.as_ptr());
             self.lines.prefetch(c.rq.lock_line);
             self.lines.prefetch(c.csq_line);
