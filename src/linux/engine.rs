@@ -321,6 +321,14 @@ impl std::fmt::Debug for TopFrames {
     }
 }
 
+/// All frames of CPU `ci`, its task's outermost function first and the running frame last,
+/// for a reader outside that CPU's step (checks, tests).
+pub fn cpu_frames(k: &Kernel, ci: usize) -> Vec<Frame> {
+    let mut v = k.cpus[ci].x.stack.clone();
+    v.push(*k.tops.get(ci));
+    v
+}
+
 /// The bottom frame of CPU `ci` (its task's outermost function), for a reader outside that
 /// CPU's step.
 pub fn bottom_frame(k: &Kernel, ci: usize) -> &Frame {
