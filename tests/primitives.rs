@@ -6,7 +6,7 @@ mod support;
 
 use proptest::prelude::*;
 use schedsim::linux::csd_flags::{CSD_FLAG_LOCK, CSD_TYPE_ASYNC};
-use schedsim::linux::engine::{Action, Frame};
+use schedsim::linux::engine::{cpu_frames, Action, Frame};
 use schedsim::linux::kernel::sched::core::{call_function_single_prep_ipi, set_nr_and_not_polling, set_nr_if_polling};
 use schedsim::linux::kernel::sched::idle::{
     __current_clr_polling, __current_set_polling, current_clr_polling, current_clr_polling_and_test,
@@ -430,14 +430,13 @@ fn ipi_arriving_with_irqs_off_is_latched_and_taken_later() {
             let c = &k.cpus[TARGET as usize];
             if before {
                 let latched = c.x.irqs_off && c.x.waiting.is_none();
-                let in_schedule =
-                    c.x.stack
-                        .iter()
-                        .any(|f| matches!(f, Frame::Schedule(_) | Frame::ScheduleCaller(_) | Frame::NewidleBalance(_)));
+                let in_schedule = cpu_frames(k, TARGET as usize)
+                    .iter()
+                    .any(|f| matches!(f, Frame::Schedule(_) | Frame::ScheduleCaller(_) | Frame::NewidleBalance(_)));
                 arrivals.push(Arrival { at: k.now, latched, in_schedule });
             } else if arrivals.last().is_some_and(|x| x.latched) {
                 // Latched: still pending, the handler has not run.
-                let handler_running = c.x.stack.iter().any(|f| matches!(f, Frame::HardIrq(_)));
+                let handler_running = cpu_frames(k, TARGET as usize).iter().any(|f| matches!(f, Frame::HardIrq(_)));
                 latch_kept &= c.x.pending != 0 && !handler_running;
             }
         },

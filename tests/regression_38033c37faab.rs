@@ -8,7 +8,7 @@
 
 mod support;
 
-use schedsim::linux::engine::Frame;
+use schedsim::linux::engine::{cpu_frames, Frame};
 use schedsim::linux::kernel::sched::fair::IdleBalanceAt;
 use schedsim::run::{build, RunSpec};
 use schedsim::workload::params::Params;
@@ -32,7 +32,7 @@ fn observe(kernel: &str, patches: &str) -> (u64, u64, u64, u64) {
     let (mut modern, mut old, mut irqs_on_walks, mut not_from_schedule) = (0, 0, 0, 0);
     while !k.finished && step_one(&mut k, u64::MAX) {
         for c in 0..k.m.topo.nr_cpus as usize {
-            let st = &k.cpus[c].x.stack;
+            let st = &cpu_frames(&k, c);
             if st.iter().any(|f| matches!(f, Frame::NewidleBalance(_))) {
                 modern += 1;
             }

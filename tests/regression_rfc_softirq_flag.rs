@@ -12,7 +12,7 @@
 
 mod support;
 
-use schedsim::linux::engine::Frame;
+use schedsim::linux::engine::{cpu_frames, Frame};
 use schedsim::linux::kernel::softirq::{raise_softirq_irqoff, should_wake_ksoftirqd, SCHED_SOFTIRQ};
 use schedsim::linux::Kernel;
 use schedsim::run::{build, execute};
@@ -82,7 +82,7 @@ fn flag_is_set_exactly_during_the_task_context_flush() {
                     return;
                 }
                 let c = &k.cpus[TARGET as usize];
-                let st = &c.x.stack;
+                let st = &cpu_frames(k, TARGET as usize);
                 let task_flush = st.iter().position(|f| matches!(f, Frame::FlushSmpCallFunctionQueue(_)));
                 let inner = task_flush.is_some_and(|i| matches!(st.get(i + 1), Some(Frame::FlushQueue(_))));
                 if inner {

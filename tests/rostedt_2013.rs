@@ -5,7 +5,7 @@
 
 mod support;
 
-use schedsim::linux::engine::Frame;
+use schedsim::linux::engine::{cpu_frames, Frame};
 use schedsim::run::{build, execute, RunSpec};
 use schedsim::workload::params::Params;
 use support::*;
@@ -31,7 +31,7 @@ fn observe(patches: &str) -> (u64, u64, u64) {
     let (mut walks, mut irqs_on, mut nested) = (0, 0, 0);
     while !k.finished && step_one(&mut k, u64::MAX) {
         for c in 0..k.m.topo.nr_cpus as usize {
-            let st = &k.cpus[c].x.stack;
+            let st = &cpu_frames(&k, c);
             let Some(i) = st.iter().position(|f| matches!(f, Frame::NewidleBalance(n) if n.t0 != 0)) else { continue };
             walks += 1;
             if !k.cpus[c].x.irqs_off {

@@ -440,9 +440,9 @@ fn ipi_elided_slow(k: &mut Kernel, cpu: CpuId, target: CpuId) {
         } else if matches!(t.x.waiting, Some(WaitOn::Hlt { .. }) | Some(WaitOn::IoPort { .. })) {
             Some(format!("CPU {target} sleeps in an idle state that does not watch its flags"))
         } else {
-            match t.x.stack.first() {
-                Some(Frame::DoIdle(d)) if matches!(d.at, DoIdleAt::LoopCheck | DoIdleAt::AfterIdleCall) => None,
-                Some(Frame::DoIdle(d)) => Some(format!(
+            match super::engine::bottom_frame(k, target as usize) {
+                Frame::DoIdle(d) if matches!(d.at, DoIdleAt::LoopCheck | DoIdleAt::AfterIdleCall) => None,
+                Frame::DoIdle(d) => Some(format!(
                     "CPU {target}'s idle task has left its idle loop (do_idle at {:?}): it will not test NEED_RESCHED again before it sleeps",
                     d.at
                 )),

@@ -16,6 +16,9 @@
 //! Context switches swap the task part of the stack: a task's frames are saved in its
 //! `task_struct` model and restored when it runs again, exactly where `__schedule()` left it.
 //!
+//! Where the frames live is simulator machinery: a CPU's running (top) frame is in its slot of
+//! [`TopFrames`], apart from its `Cpu`, and the frames below it in [`Exec::stack`].
+//!
 //! Decision (see ARCHITECTURE.md): explicit state machines rather than async coroutines. They
 //! were measured faster (ARCHITECTURE.md, "The executor"), and a frame is plain `Copy` data that can be
 //! printed, hashed and compared.
@@ -230,10 +233,113 @@ impl Phase {
     }
 }
 
+/// The running frame of every CPU, each in a slot of its own aligned to a host cache line
+/// (simulator machinery, no kernel counterpart).
+///
+/// A CPU's frames are its current task's kernel frames, then interrupt frames on top. The top
+/// one, which every step of the CPU reads first, lives here and the frames below it in
+/// [`Exec::stack`]. Its address depends only on the CPU number, so the host loads it in
+/// parallel with the CPU's `Cpu` rather than after reading where that CPU's stack is (on a
+/// large machine both are usually out of cache when an action starts). A task's saved stack
+/// (`Task::saved`) holds all its frames, its top one last.
+///
+/// The slots are only reached through raw pointers ([`TopFrames::ptr`]), never through a
+/// reference to the whole table, so the running frame, which its step holds mutably, is not
+/// aliased when another CPU's slot is read.
+pub struct TopFrames {
+    slots: Vec<TopSlot>,
+}
+
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct TopSlot(Frame);
+
+impl TopFrames {
+    /// `nr` CPUs, each at the idle task's `do_idle()` (as every CPU boots).
+    pub fn new(nr: usize) -> Self {
+        TopFrames { slots: vec![TopSlot(Frame::DoIdle(Default::default())); nr] }
+    }
+
+    /// The slot of CPU `ci`. The table is never resized after `Kernel::new`, so the pointer
+    /// stays valid for the kernel's life.
+    #[inline(always)]
+    pub fn ptr(&self, ci: usize) -> *mut Frame {
+        assert!(ci < self.slots.len(), "cpu {ci} has no frame slot");
+        // SAFETY: `ci` is in bounds; `as_ptr` forms no reference to the other slots. The
+        // buffer is written only through these pointers.
+        unsafe { self.slots.as_ptr().add(ci) as *mut Frame }
+    }
+
+    /// The slot of CPU `ci` without a bounds check: the caller has checked `ci` against the
+    /// CPU table, which `Kernel::new` builds with as many CPUs as this table (neither is ever
+    /// resized).
+    ///
+    /// # Safety
+    /// `ci < self.len()`.
+    #[inline(always)]
+    pub unsafe fn ptr_unchecked(&self, ci: usize) -> *mut Frame {
+        debug_assert!(ci < self.slots.len());
+        // SAFETY: the caller guarantees `ci` is in bounds.
+        unsafe { self.slots.as_ptr().add(ci) as *mut Frame }
+    }
+
+    /// Where CPU `ci`'s slot would be, for a prefetch (never dereferenced, so any `ci` is fine).
+    #[inline(always)]
+    pub fn prefetch_addr(&self, ci: usize) -> *const Frame {
+        self.slots.as_ptr().wrapping_add(ci) as *const Frame
+    }
+
+    /// The number of CPUs.
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Whether there are no CPUs (never, for a built kernel).
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// The running frame of CPU `ci`, for a reader outside that CPU's step.
+    #[inline]
+    pub fn get(&self, ci: usize) -> &Frame {
+        // SAFETY: in bounds (`ptr` checks); no step of `ci` is running, so nothing holds it
+        // mutably.
+        unsafe { &*self.ptr(ci) }
+    }
+
+    /// Make `f` the running frame of CPU `ci` (outside that CPU's step).
+    #[inline]
+    pub fn set(&mut self, ci: usize, f: Frame) {
+        // SAFETY: as for `get`; `&mut self` excludes other readers.
+        unsafe { *self.ptr(ci) = f }
+    }
+}
+
+impl std::fmt::Debug for TopFrames {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries((0..self.slots.len()).map(|c| self.get(c))).finish()
+    }
+}
+
+/// All frames of CPU `ci`, its task's outermost function first and the running frame last,
+/// for a reader outside that CPU's step (checks, tests).
+pub fn cpu_frames(k: &Kernel, ci: usize) -> Vec<Frame> {
+    let mut v = k.cpus[ci].x.stack.clone();
+    v.push(*k.tops.get(ci));
+    v
+}
+
+/// The bottom frame of CPU `ci` (its task's outermost function), for a reader outside that
+/// CPU's step.
+pub fn bottom_frame(k: &Kernel, ci: usize) -> &Frame {
+    k.cpus[ci].x.stack.first().unwrap_or_else(|| k.tops.get(ci))
+}
+
 /// The executor's per-CPU state.
 #[derive(Debug)]
 pub struct Exec {
-    /// The active frames: the current task's kernel frames, then interrupt frames on top.
+    /// The frames below the running one (the running one is in [`TopFrames`]): the current
+    /// task's kernel frames, then interrupt frames on top.
     pub stack: Vec<Frame>,
     /// Generation; see [`Action`].
     pub gen: u32,
@@ -290,16 +396,10 @@ impl Exec {
     }
 
     /// The frame below the running one: its caller, or for an interrupt frame the context it
-    /// interrupted. A step runs in place, on top of its CPU's stack, so this is the second frame
-    /// from the top. Reached without forming a reference to the running frame.
+    /// interrupted. The running frame is in [`TopFrames`], so this is the top of `stack`.
+    #[inline]
     pub fn caller_frame_mut(&mut self) -> Option<&mut Frame> {
-        let n = self.stack.len();
-        if n < 2 {
-            return None;
-        }
-        // SAFETY: `n - 2 < len`, and the pointer comes from `as_mut_ptr`, which does not borrow
-        // the running frame at `n - 1` (the step holds it mutably).
-        Some(unsafe { &mut *self.stack.as_mut_ptr().add(n - 2) })
+        self.stack.last_mut()
     }
 }
 
@@ -420,7 +520,10 @@ fn take_irq(k: &mut Kernel, cpu: CpuId) {
     // The CPU disables interrupts when it vectors through the IDT.
     c.x.irqs_off = true;
     c.x.irqs_off_since = now;
-    c.x.stack.push(Frame::HardIrq(HardIrq::new(vector, saved)));
+    let top = k.tops.ptr(cpu as usize);
+    // SAFETY: no step of `cpu` is running (interrupts are taken between steps).
+    c.x.stack.push(unsafe { *top });
+    unsafe { *top = Frame::HardIrq(HardIrq::new(vector, saved)) };
     c.x.irq_phase = Some(Phase::HardIrq);
     // The interrupted step's Resume (if any) is replaced by the handler's steps.
     k.q.cancel(cpu as usize, Slot::Step);
@@ -566,37 +669,42 @@ fn irq_phase_of(f: &Frame) -> Option<Phase> {
     }
 }
 
-/// Recompute [`Exec::irq_phase`] from the stack (after an interrupt-context frame returns; a
-/// context switch carries the incoming task's instead, `Task::saved_irq_phase`).
-fn refresh_irq_phase(x: &mut Exec) {
-    x.irq_phase = x.stack.iter().rev().find_map(irq_phase_of);
+/// The innermost interrupt-context phase of a CPU's frames: the running frame `top`, then
+/// the stack below it.
+fn stack_irq_phase(x: &Exec, top: &Frame) -> Option<Phase> {
+    irq_phase_of(top).or_else(|| x.stack.iter().rev().find_map(irq_phase_of))
 }
 
 /// What a CPU's time is charged to from now: the innermost interrupt-context frame's phase,
-/// else the top frame's.
+/// else the running frame's (`top`).
 #[inline(always)]
-fn top_phase(x: &Exec) -> Phase {
+fn top_phase(x: &Exec, top: &Frame) -> Phase {
     if let Some(p) = x.irq_phase {
         return p;
     }
-    match x.stack.last() {
-        Some(f) => phase_of(f, x.waiting.is_some()),
-        None => Phase::IdleLoop,
-    }
+    phase_of(top, x.waiting.is_some())
 }
 
 /// Run `cpu`'s steps until it has to wait for time to pass or for something to happen.
 ///
-/// Each step runs in place: the top frame stays where it lives on the stack while its step
-/// function runs (no copy out and back of the frame). During a step, the frames below it are
-/// reached through [`Exec::caller_frame_mut`]; the only step that changes the stack itself is the
-/// context switch in `__schedule()`, which moves the whole stack (the running frame with it) to
-/// the previous task and returns [`Next::Switched`].
+/// Each step runs in place: the running frame stays in its CPU's slot of [`TopFrames`] while
+/// its step function runs (no copy out and back of the frame). During a step, the frames below
+/// it are reached through [`Exec::caller_frame_mut`]; the only step that changes the stack
+/// itself is the context switch in `__schedule()`, which moves the frames below the running one
+/// to the previous task and brings the next task's whole saved stack, and returns
+/// [`Next::Switched`]: this loop then completes the swap (the running frame, `__schedule()`'s
+/// own, goes on top of the previous task's saved stack, and the next task's top frame into the
+/// slot).
 pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
     let ci = cpu as usize;
     // The CPU table is built once by `Kernel::new` and never resized (no CPU hotplug), so this
     // check made once covers the unchecked lookups of this loop.
     assert!(ci < k.cpus.len(), "cpu {cpu} does not exist");
+    debug_assert_eq!(k.tops.len(), k.cpus.len());
+    // The running frame's slot: its address depends on `cpu` only (the table is never resized).
+    // SAFETY: `ci < k.cpus.len()`, which is `k.tops.len()` (both built by `Kernel::new` for
+    // every CPU).
+    let top = unsafe { k.tops.ptr_unchecked(ci) };
     // Bound the number of zero-time steps to catch a modelling loop early.
     let mut guard = 0u32;
     // `acct_phase` was computed by this call for the stack as it is now, with the CPU running.
@@ -621,26 +729,23 @@ pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
             take_irq(k, cpu);
             return;
         }
-        let st = &mut x.stack;
-        let n = st.len();
-        assert!(n > 0, "cpu {cpu}: empty stack at {}", k.now);
-        // SAFETY: the top frame is at `n - 1 < len`. The step gets `&mut Kernel` and this frame:
-        // no step reaches the running frame through the kernel (frames below it only, through
-        // `Exec::caller_frame_mut`), and no step grows this CPU's stack (pushes happen here, after the
-        // step), so the frame neither aliases another access nor moves during the step. The
-        // context switch moves the `Vec` (not its buffer) to the previous task and does not touch
-        // the frame after that.
-        let frame: &mut Frame = unsafe { &mut *st.as_mut_ptr().add(n - 1) };
+        // SAFETY: `top` is this CPU's slot. The step gets `&mut Kernel` and this frame: no step
+        // reaches the running frame through the kernel (the slots are reached through raw
+        // pointers, and only between steps for the running CPU; frames below it are reached
+        // through `Exec::caller_frame_mut`), so the frame aliases no other access during the
+        // step, and it does not move (the context switch leaves the slot alone).
+        let frame: &mut Frame = unsafe { &mut *top };
         let next = step(k, cpu, frame);
         let now = k.now;
         let x = exec_mut(&mut k.cpus, ci);
+        // SAFETY (every `*top` below): the step has returned, so nothing else holds the frame.
         let delay = match next {
             Next::Cont(t) if phase_fresh => {
-                debug_assert_eq!(x.acct_phase, top_phase(x));
+                debug_assert_eq!(x.acct_phase, top_phase(x, unsafe { &*top }));
                 t
             }
             Next::Cont(t) => {
-                let p = top_phase(x);
+                let p = top_phase(x, unsafe { &*top });
                 set_phase(x, &mut k.stats.phase_ns[ci], now, p);
                 phase_fresh = true;
                 t
@@ -651,31 +756,47 @@ pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
                 }
                 // The callee is the new top frame and the CPU is running.
                 let p = x.irq_phase.unwrap_or_else(|| phase_of(&callee, false));
-                x.stack.push(callee);
+                x.stack.push(unsafe { *top });
+                unsafe { *top = callee };
                 set_phase(x, &mut k.stats.phase_ns[ci], now, p);
                 phase_fresh = true;
                 t
             }
             Next::Ret(t) => {
+                let was_irq = irq_phase_of(unsafe { &*top }).is_some();
                 let n = x.stack.len();
-                let was_irq = irq_phase_of(&x.stack[n - 1]).is_some();
-                x.stack.truncate(n - 1);
-                if was_irq {
-                    refresh_irq_phase(x);
+                assert!(n > 0, "cpu {cpu}: its outermost frame returned at {now}");
+                // SAFETY: the caller is at `n - 1 < len`; it is copied straight into the slot
+                // (one copy, not two through a temporary) and the stack forgets it (a frame is
+                // `Copy`, there is nothing to drop).
+                unsafe {
+                    std::ptr::copy_nonoverlapping(x.stack.as_ptr().add(n - 1), top, 1);
+                    x.stack.set_len(n - 1);
                 }
-                let p = top_phase(x);
+                let caller = unsafe { &*top };
+                if was_irq {
+                    x.irq_phase = stack_irq_phase(x, caller);
+                }
+                let p = top_phase(x, caller);
                 set_phase(x, &mut k.stats.phase_ns[ci], now, p);
                 phase_fresh = true;
                 t
             }
             Next::Switched(t) => {
+                // Complete the swap `context_switch()` began: the running frame (this CPU's
+                // `__schedule()`, left to resume in the previous task) goes on top of the
+                // previous task's saved frames, and the next task's top frame becomes the
+                // running one.
+                let prev = k.cpus[ci].switch_prev as usize;
+                k.tasks[prev].saved.push(unsafe { *top });
+                let x = exec_mut(&mut k.cpus, ci);
+                let Some(next_top) = x.stack.pop() else {
+                    panic!("cpu {cpu}: switched to a task with no saved frames at {now}");
+                };
+                unsafe { *top = next_top };
                 // The switch brought the incoming stack's interrupt phase with it.
-                debug_assert_eq!(
-                    x.irq_phase,
-                    x.stack.iter().rev().find_map(irq_phase_of),
-                    "cpu {cpu}: switched-in irq phase"
-                );
-                let p = top_phase(x);
+                debug_assert_eq!(x.irq_phase, stack_irq_phase(x, &next_top), "cpu {cpu}: switched-in irq phase");
+                let p = top_phase(x, &next_top);
                 set_phase(x, &mut k.stats.phase_ns[ci], now, p);
                 phase_fresh = true;
                 t
@@ -683,7 +804,7 @@ pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
             Next::Wait(on) => {
                 x.waiting = Some(on);
                 let (irqs_off, pending) = (x.irqs_off, x.pending);
-                let p = top_phase(x);
+                let p = top_phase(x, unsafe { &*top });
                 set_phase(x, &mut k.stats.phase_ns[ci], now, p);
                 if pending != 0 {
                     match on {
@@ -697,6 +818,7 @@ pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
                 return;
             }
         };
+        let x = exec_mut(&mut k.cpus, ci);
         if delay > 0 {
             if x.irq_due() {
                 // IRQs were enabled by this step with an interrupt latched: it is taken now and
@@ -731,7 +853,7 @@ pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
             return;
         }
         guard += 1;
-        assert!(guard < 10_000, "cpu {cpu}: zero-time step loop at {} in {:?}", now, x.stack.last());
+        assert!(guard < 10_000, "cpu {cpu}: zero-time step loop at {} in {:?}", now, unsafe { &*top });
     }
 }
 

@@ -168,6 +168,9 @@ pub struct Kernel {
     pub cfg: KernelConfig,
     pub costs: cost::PathCosts,
     pub cpus: Vec<Cpu>,
+    /// The running frame of every CPU (the executor's, apart from `cpus`; see
+    /// [`engine::TopFrames`]).
+    pub tops: engine::TopFrames,
     pub tasks: Vec<Task>,
     /// The fair class's `sched_entity` of every task, indexed by [`TaskId`].
     pub ents: Vec<kernel::sched::fair_class::SchedEntity>,
@@ -221,6 +224,7 @@ impl Kernel {
             q: ActionQueue::with_cpus(nr as usize),
             costs: cost::PathCosts::default(),
             cpus: Vec::with_capacity(nr as usize),
+            tops: engine::TopFrames::new(nr as usize),
             // The per-CPU idle, ksoftirqd and stopper tasks, without a doubling's slack.
             tasks: Vec::with_capacity(3 * nr as usize),
             ents: Vec::with_capacity(3 * nr as usize),
@@ -338,7 +342,7 @@ impl Kernel {
         // its first tick, so runs with different seeds differ in their alignment.
         for c in 0..nr {
             let idle = k.cpus[c as usize].rq.idle;
-            k.cpus[c as usize].x.stack.push(Frame::DoIdle(Default::default()));
+            k.tops.set(c as usize, Frame::DoIdle(Default::default()));
             let _ = idle;
             kernel::time::tick_sched::tick_start(&mut k, c);
             k.q.set(c as usize, crate::sim::Slot::Step, 0, Action::Resume { cpu: c, gen: 0 });
@@ -632,9 +636,7 @@ impl Kernel {
     fn prefetch_cpu_deep(&self, cpu: usize) {
         use crate::sim::prefetch::{prefetch, prefetch_bytes};
         if let Some(c) = self.cpus.get(cpu) {
-            if let Some(f) = c.x.stack.last() {
-                prefetch_bytes(f, std::mem::size_of::<Frame>());
-            }
+            prefetch_bytes(self.tops.prefetch_addr(cpu), std::mem::size_of::<Frame>());
             prefetch(c.tick.sleepers.as_ptr());
             self.lines.prefetch(c.rq.lock_line);
             self.lines.prefetch(c.csq_line);

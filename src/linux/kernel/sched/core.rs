@@ -507,8 +507,9 @@ pub fn __schedule(k: &mut Kernel, cpu: CpuId, s: &mut Schedule) -> Next {
                 let _ = k.stats.wakeup_latency.record((now - w).max(1));
                 k.tasks[next as usize].wake_to_run_ns = now - w;
             }
-            // This frame, on top of the stack (steps run in place), is saved with it and
-            // resumes at Finish.
+            // This frame, the running one (steps run in place, in the CPU's slot of
+            // `engine::TopFrames`), resumes at Finish: the executor puts it on top of prev's
+            // saved frames, and takes next's top frame out of them, when this step returns.
             s.at = ScheduleAt::Finish;
             let c_ = &mut k.cpus[cpu as usize];
             let saved = std::mem::take(&mut c_.x.stack);
