@@ -109,6 +109,15 @@ fn spinning(ms: u64) -> Kernel {
     k
 }
 
+/// The CPU a workload task is running on.
+fn running_workload_cpu(k: &Kernel) -> u32 {
+    k.tasks
+        .iter()
+        .find(|t| t.on_cpu && t.kind == schedsim::linux::kernel::sched::TaskKind::Workload)
+        .expect("running")
+        .cpu
+}
+
 fn rules(k: &Kernel) -> Vec<&'static str> {
     let mut v: Vec<&'static str> = k.violations().iter().map(|v| v.rule.name()).collect();
     v.dedup();
@@ -173,12 +182,7 @@ fn csd_reused_while_locked_fires_when_the_ilb_csd_is_found_locked() {
 #[test]
 fn irqs_off_too_long_fires_on_a_cpu_left_with_irqs_off() {
     let mut k = spinning(5);
-    let cpu = k
-        .tasks
-        .iter()
-        .find(|t| t.on_cpu && t.kind == schedsim::linux::kernel::sched::TaskKind::Workload)
-        .expect("running")
-        .cpu;
+    let cpu = running_workload_cpu(&k);
     schedsim::linux::engine::local_irq_disable(&mut k, cpu);
     k.run(5_000_000 + 3 * IRQS_OFF_BOUND_NS);
     let v = k.violations().iter().find(|v| v.rule == Rule::IrqsOffTooLong).expect("fired");
@@ -193,12 +197,7 @@ fn irqs_off_too_long_stays_quiet_across_the_start_of_the_measured_window() {
     // window's start is moved past the instant IRQs go off).
     let off_for = |split: bool| {
         let mut k = spinning(5);
-        let cpu = k
-            .tasks
-            .iter()
-            .find(|t| t.on_cpu && t.kind == schedsim::linux::kernel::sched::TaskKind::Workload)
-            .expect("running")
-            .cpu;
+        let cpu = running_workload_cpu(&k);
         let end = k.now + 4 * IRQS_OFF_BOUND_NS;
         if split {
             k.measure_from = k.now + IRQS_OFF_BOUND_NS;
@@ -235,12 +234,7 @@ fn rq_lock_across_switch_fires_when_a_cpu_switches_holding_another_rq_lock() {
     let mut k = spinning(5);
     // CPU 3 takes CPU 2's rq lock and never releases it (a broken state); its next switch
     // carries it.
-    let busy = k
-        .tasks
-        .iter()
-        .find(|t| t.on_cpu && t.kind == schedsim::linux::kernel::sched::TaskKind::Workload)
-        .expect("running")
-        .cpu;
+    let busy = running_workload_cpu(&k);
     let holder = (busy + 1) % 4;
     let other = (busy + 2) % 4;
     assert!(raw_spin_rq_lock(&mut k, holder, other).is_some());
