@@ -243,21 +243,23 @@ impl Phase {
 /// large machine both are usually out of cache when an action starts). A task's saved stack
 /// (`Task::saved`) holds all its frames, its top one last.
 ///
-/// The slots are only reached through raw pointers ([`TopFrames::ptr`]), never through a
-/// reference to the whole table, so the running frame, which its step holds mutably, is not
-/// aliased when another CPU's slot is read.
+/// Each slot is an `UnsafeCell`, reached through the raw pointer it hands out
+/// ([`TopFrames::ptr`]): the running frame, which its step holds mutably, may be written through
+/// that pointer while the table itself is only shared, and reading another CPU's slot does not
+/// alias it.
 pub struct TopFrames {
-    slots: Vec<TopSlot>,
+    slots: Box<[TopSlot]>,
 }
 
-#[derive(Clone, Copy)]
 #[repr(C, align(64))]
-struct TopSlot(Frame);
+struct TopSlot(std::cell::UnsafeCell<Frame>);
 
 impl TopFrames {
     /// `nr` CPUs, each at the idle task's `do_idle()` (as every CPU boots).
     pub fn new(nr: usize) -> Self {
-        TopFrames { slots: vec![TopSlot(Frame::DoIdle(Default::default())); nr] }
+        TopFrames {
+            slots: (0..nr).map(|_| TopSlot(std::cell::UnsafeCell::new(Frame::DoIdle(Default::default())))).collect(),
+        }
     }
 
     /// The slot of CPU `ci`. The table is never resized after `Kernel::new`, so the pointer
@@ -265,9 +267,7 @@ impl TopFrames {
     #[inline(always)]
     pub fn ptr(&self, ci: usize) -> *mut Frame {
         assert!(ci < self.slots.len(), "cpu {ci} has no frame slot");
-        // SAFETY: `ci` is in bounds; `as_ptr` forms no reference to the other slots. The
-        // buffer is written only through these pointers.
-        unsafe { self.slots.as_ptr().add(ci) as *mut Frame }
+        self.slots[ci].0.get()
     }
 
     /// The slot of CPU `ci` without a bounds check: the caller has checked `ci` against the
@@ -280,7 +280,7 @@ impl TopFrames {
     pub unsafe fn ptr_unchecked(&self, ci: usize) -> *mut Frame {
         debug_assert!(ci < self.slots.len());
         // SAFETY: the caller guarantees `ci` is in bounds.
-        unsafe { self.slots.as_ptr().add(ci) as *mut Frame }
+        unsafe { self.slots.get_unchecked(ci).0.get() }
     }
 
     /// Where CPU `ci`'s slot would be, for a prefetch (never dereferenced, so any `ci` is fine).
