@@ -248,7 +248,9 @@ impl Phase {
 /// that pointer while the table itself is only shared, and reading another CPU's slot does not
 /// alias it.
 pub struct TopFrames {
-    slots: Box<[TopSlot]>,
+    /// A `Vec` rather than a `Box<[_]>`: a `Box` asserts unique access to its contents whenever
+    /// the kernel is borrowed mutably, which the pointer the running step holds must outlive.
+    slots: Vec<TopSlot>,
 }
 
 #[repr(C, align(64))]
