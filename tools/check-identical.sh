@@ -88,6 +88,10 @@ m1024=/tmp/schedsim-check-epyc-1024.toml
 m4096=/tmp/schedsim-check-epyc-4096.toml
 "$1" list --machine epyc-7763-2s | sed 's/^sockets = 2$/sockets = 8/' >"$m1024"
 "$1" list --machine epyc-7763-2s | sed 's/^sockets = 2$/sockets = 32/' >"$m4096"
+if ! grep -q '^sockets = 8$' "$m1024" || ! grep -q '^sockets = 32$' "$m4096"; then
+    echo "$0: the epyc-7763-2s preset no longer has a 'sockets = 2' line to scale" >&2
+    exit 2
+fi
 
 a="$(outputs "$1")"
 b="$(outputs "$2")"
