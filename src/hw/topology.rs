@@ -204,8 +204,9 @@ impl Topology {
                 ),
             );
         }
-        let nr_cpus = u64::from(spec.sockets) * u64::from(spec.cores_per_socket) * u64::from(spec.threads_per_core);
-        if nr_cpus > u64::from(MAX_CPUS) {
+        // In u128: three u32 factors can exceed u64 (a fuzzed machine file did).
+        let nr_cpus = u128::from(spec.sockets) * u128::from(spec.cores_per_socket) * u128::from(spec.threads_per_core);
+        if nr_cpus > u128::from(MAX_CPUS) {
             return err("sockets", format!("machine would have {nr_cpus} CPUs; at most {MAX_CPUS} are supported"));
         }
         for (field, value) in [
@@ -393,6 +394,16 @@ mod tests {
         assert_eq!(t.node_mask(8).to_string(), "0-63,128-191");
         assert_eq!(t.socket_mask(200).to_string(), "64-127,192-255");
         assert_eq!((t.nr_sockets(), t.nr_nodes(), t.nr_llcs(), t.nr_cores()), (2, 2, 16, 128));
+    }
+
+    /// A machine file whose three counts multiply past `u64` gets the CPU-count error, not an
+    /// arithmetic overflow (found by tests/fuzz_parsers).
+    #[test]
+    fn counts_whose_product_overflows_u64_are_rejected_cleanly() {
+        let spec = TopologySpec::new(u32::MAX, 1, u32::MAX, u32::MAX, u32::MAX);
+        let e = Topology::new(&spec).unwrap_err();
+        assert_eq!(e.field, "sockets");
+        assert!(e.message.contains("at most 8192 are supported"), "{}", e.message);
     }
 
     #[test]
