@@ -38,8 +38,9 @@ use crate::trace::Vector;
 ///
 /// `repr(u8)`: the variant is a tag byte of its own at the start of the frame, so dispatching
 /// on it (and `phase_of`) is one load and a table index rather than decoding a niche inside the
-/// largest variant. That variant, [`crate::workload::registry::TaskFrame`], is 64 bytes, so the
-/// frame stays 72.
+/// largest variant. The payloads are 8-byte aligned, so the tag takes a word and the largest,
+/// [`crate::workload::registry::TaskFrame`], is held to 56 bytes: a frame is 64, one host cache
+/// line, so a CPU's running-frame slot in [`TopFrames`] is one line and a push or pop moves one.
 #[derive(Debug, Clone, Copy)]
 #[repr(u8)]
 pub enum Frame {
@@ -107,10 +108,10 @@ pub enum Frame {
     Background(crate::background::task::BgTask),
 }
 
-// With its own tag byte, a frame is 72 bytes only while its largest variant is at most 64.
+// With its own tag word, a frame is 64 bytes only while its largest variant is at most 56.
 const _: () = assert!(
-    std::mem::size_of::<crate::workload::registry::TaskFrame>() <= 64,
-    "TaskFrame grew beyond 64 bytes: Frame would grow to 80"
+    std::mem::size_of::<crate::workload::registry::TaskFrame>() <= 56,
+    "TaskFrame grew beyond 56 bytes: Frame would grow beyond one 64-byte line"
 );
 
 /// What a step asks the executor to do next. `repr(u8)`: a tag byte of its own at the start,
@@ -957,4 +958,25 @@ pub fn send_ipi(k: &mut Kernel, from: CpuId, to: CpuId, vector: Vector) -> Time 
     let t = k.cpus[from as usize].rng.range(d.lo_ns, d.hi_ns);
     k.q.push(k.now + t, Action::Irq { cpu: to, vector });
     k.m.costs.ipi_send_ns
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A frame fits one 64-byte host cache line, and so does a CPU's running-frame slot: a
+    /// step's dispatch, and a push or pop of the running frame, touch one line.
+    #[test]
+    fn a_frame_and_its_running_slot_are_one_host_cache_line() {
+        use std::mem::{align_of, size_of};
+        assert!(size_of::<Frame>() <= 64, "Frame is {} bytes", size_of::<Frame>());
+        assert_eq!(size_of::<TopSlot>(), 64);
+        assert_eq!(align_of::<TopSlot>(), 64);
+        let t = TopFrames::new(3);
+        for c in 0..3 {
+            let a = t.ptr(c) as usize;
+            assert_eq!(a % 64, 0, "slot {c} starts mid-line");
+            assert!(matches!(t.get(c), Frame::DoIdle(_)));
+        }
+    }
 }
