@@ -524,9 +524,12 @@ fn take_irq(k: &mut Kernel, cpu: CpuId) {
     c.x.irqs_off = true;
     c.x.irqs_off_since = now;
     let top = k.tops.ptr(cpu as usize);
-    // SAFETY: no step of `cpu` is running (interrupts are taken between steps).
-    c.x.stack.push(unsafe { *top });
-    unsafe { *top = Frame::HardIrq(HardIrq::new(vector, saved)) };
+    // SAFETY: no step of `cpu` is running (interrupts are taken between steps); the slot is
+    // not in the stack's buffer.
+    unsafe {
+        push_frame(&mut c.x.stack, top);
+        *top = Frame::HardIrq(HardIrq::new(vector, saved));
+    }
     c.x.irq_phase = Some(Phase::HardIrq);
     // The interrupted step's Resume (if any) is replaced by the handler's steps.
     k.q.cancel(cpu as usize, Slot::Step);
@@ -753,14 +756,20 @@ pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
                 phase_fresh = true;
                 t
             }
-            Next::Call(t, callee) => {
-                if let Some(p) = irq_phase_of(&callee) {
+            Next::Call(t, ref callee) => {
+                if let Some(p) = irq_phase_of(callee) {
                     x.irq_phase = Some(p);
                 }
                 // The callee is the new top frame and the CPU is running.
-                let p = x.irq_phase.unwrap_or_else(|| phase_of(&callee, false));
-                x.stack.push(unsafe { *top });
-                unsafe { *top = callee };
+                let p = x.irq_phase.unwrap_or_else(|| phase_of(callee, false));
+                // Each frame is copied once, straight to where it goes (the caller from the slot
+                // onto the stack, the callee from `next` into the slot), not through a
+                // temporary.
+                // SAFETY: the slot is neither in the stack's buffer nor in `next`.
+                unsafe {
+                    push_frame(&mut x.stack, top);
+                    std::ptr::copy_nonoverlapping(callee, top, 1);
+                }
                 set_phase(x, &mut k.stats.phase_ns[ci], now, p);
                 phase_fresh = true;
                 t
@@ -791,15 +800,21 @@ pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
                 // previous task's saved frames, and the next task's top frame becomes the
                 // running one.
                 let prev = k.cpus[ci].switch_prev as usize;
-                k.tasks[prev].saved.push(unsafe { *top });
+                // SAFETY: the slot is not in a task's saved stack.
+                unsafe { push_frame(&mut k.tasks[prev].saved, top) };
                 let x = exec_mut(&mut k.cpus, ci);
-                let Some(next_top) = x.stack.pop() else {
-                    panic!("cpu {cpu}: switched to a task with no saved frames at {now}");
-                };
-                unsafe { *top = next_top };
+                let n = x.stack.len();
+                assert!(n > 0, "cpu {cpu}: switched to a task with no saved frames at {now}");
+                // SAFETY: as for `Next::Ret`: the next task's top frame, at `n - 1 < len`, is
+                // moved straight into the slot.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(x.stack.as_ptr().add(n - 1), top, 1);
+                    x.stack.set_len(n - 1);
+                }
+                let next_top = unsafe { &*top };
                 // The switch brought the incoming stack's interrupt phase with it.
-                debug_assert_eq!(x.irq_phase, stack_irq_phase(x, &next_top), "cpu {cpu}: switched-in irq phase");
-                let p = top_phase(x, &next_top);
+                debug_assert_eq!(x.irq_phase, stack_irq_phase(x, next_top), "cpu {cpu}: switched-in irq phase");
+                let p = top_phase(x, next_top);
                 set_phase(x, &mut k.stats.phase_ns[ci], now, p);
                 phase_fresh = true;
                 t
@@ -857,6 +872,25 @@ pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
         }
         guard += 1;
         assert!(guard < 10_000, "cpu {cpu}: zero-time step loop at {} in {:?}", now, unsafe { &*top });
+    }
+}
+
+/// Push a copy of the frame at `src` (a running-frame slot) on `stack`, copying it once,
+/// straight into the stack's buffer (`Vec::push(*src)` copies it through a temporary).
+///
+/// # Safety
+/// `src` points to a valid frame outside `stack`'s buffer.
+#[inline(always)]
+unsafe fn push_frame(stack: &mut Vec<Frame>, src: *const Frame) {
+    let n = stack.len();
+    if n == stack.capacity() {
+        stack.reserve(1);
+    }
+    // SAFETY: `n < capacity`, so slot `n` is allocated and unused; `src` does not overlap it
+    // (the caller's guarantee); a frame is `Copy`, so the copy is a valid frame.
+    unsafe {
+        std::ptr::copy_nonoverlapping(src, stack.as_mut_ptr().add(n), 1);
+        stack.set_len(n + 1);
     }
 }
 
