@@ -785,6 +785,7 @@ pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
                     std::ptr::copy_nonoverlapping(x.stack.as_ptr().add(n - 1), top, 1);
                     x.stack.set_len(n - 1);
                 }
+                prefetch_caller(&x.stack);
                 let caller = unsafe { &*top };
                 if was_irq {
                     x.irq_phase = stack_irq_phase(x, caller);
@@ -811,6 +812,7 @@ pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
                     std::ptr::copy_nonoverlapping(x.stack.as_ptr().add(n - 1), top, 1);
                     x.stack.set_len(n - 1);
                 }
+                prefetch_caller(&x.stack);
                 let next_top = unsafe { &*top };
                 // The switch brought the incoming stack's interrupt phase with it.
                 debug_assert_eq!(x.irq_phase, stack_irq_phase(x, next_top), "cpu {cpu}: switched-in irq phase");
@@ -892,6 +894,16 @@ unsafe fn push_frame(stack: &mut Vec<Frame>, src: *const Frame) {
         std::ptr::copy_nonoverlapping(src, stack.as_mut_ptr().add(n), 1);
         stack.set_len(n + 1);
     }
+}
+
+/// Ask the host for the line of the frame on top of `stack` (a host cache hint only, see
+/// [`crate::sim::prefetch`]): after a return or a context switch it is the frame the next
+/// return copies into the running slot, and a task's stack buffer is often out of the host's
+/// caches when the task has just been switched in.
+#[inline(always)]
+fn prefetch_caller(stack: &[Frame]) {
+    // An empty stack gives an address before the buffer: harmless, a prefetch never faults.
+    crate::sim::prefetch::prefetch(stack.as_ptr().wrapping_add(stack.len()).wrapping_sub(1));
 }
 
 /// The executor state of CPU `ci`, for [`run_cpu`]'s loop, which looks it up twice per step.
