@@ -438,7 +438,7 @@ fn highest_pending(p: u8) -> Option<Vector> {
 
 /// Process one action.
 pub fn dispatch(k: &mut Kernel, a: Action) {
-    match a {
+    let cpu = match a {
         Action::Resume { cpu, gen } => {
             let x = &mut k.cpus[cpu as usize].x;
             assert_eq!(gen, x.gen, "cpu {cpu}: a stale Resume was queued");
@@ -447,16 +447,26 @@ pub fn dispatch(k: &mut Kernel, a: Action) {
                 x.gen = x.gen.wrapping_add(1);
                 release_watch(k, cpu);
             }
-            run_cpu(k, cpu);
+            cpu
         }
-        Action::Irq { cpu, vector } => irq_arrive(k, cpu, vector),
+        Action::Irq { cpu, vector } => {
+            if !irq_arrive(k, cpu, vector) {
+                return;
+            }
+            cpu
+        }
         Action::ApicTimer { cpu, gen } => {
             assert_eq!(k.cpus[cpu as usize].tick.timer_gen, gen, "cpu {cpu}: a stale ApicTimer was queued");
             k.cpus[cpu as usize].tick.armed = None;
-            irq_arrive(k, cpu, Vector::LocalTimer);
+            if !irq_arrive(k, cpu, Vector::LocalTimer) {
+                return;
+            }
+            cpu
         }
-        Action::Workload { what } => crate::workload::registry::on_action(k, what),
-    }
+        Action::Workload { what } => return crate::workload::registry::on_action(k, what),
+    };
+    // The executor's one call site.
+    run_cpu(k, cpu);
 }
 
 /// Disable local interrupts on `cpu` (`local_irq_disable()` / `local_irq_save()`).
@@ -483,8 +493,9 @@ pub fn local_irq_enable(k: &mut Kernel, cpu: CpuId) {
     }
 }
 
-/// An interrupt reaches `cpu`.
-fn irq_arrive(k: &mut Kernel, cpu: CpuId, vector: Vector) {
+/// An interrupt reaches `cpu`. Returns whether it preempted the CPU (a handler frame is on
+/// top, to run now).
+fn irq_arrive(k: &mut Kernel, cpu: CpuId, vector: Vector) -> bool {
     let c = &mut k.cpus[cpu as usize];
     c.x.pending |= vector_bit(vector);
     match c.x.waiting {
@@ -494,21 +505,19 @@ fn irq_arrive(k: &mut Kernel, cpu: CpuId, vector: Vector) {
             let w = k.m.idle_states[idx as usize].wake;
             let t = c.rng.range(w.lo_ns, w.hi_ns);
             wake_at(k, cpu, t);
+            false
         }
-        _ => {
-            if !c.x.irqs_off {
-                take_irq(k, cpu);
-            }
-        }
+        _ => !c.x.irqs_off && take_irq(k, cpu),
     }
 }
 
-/// Preempt whatever `cpu` is doing with its highest latched interrupt.
-fn take_irq(k: &mut Kernel, cpu: CpuId) {
+/// Preempt whatever `cpu` is doing with its highest latched interrupt: push its handler's
+/// frame, which the caller then runs ([`run_cpu`]). Returns false if none is latched.
+fn take_irq(k: &mut Kernel, cpu: CpuId) -> bool {
     account(k, cpu);
     let now = k.now;
     let c = &mut k.cpus[cpu as usize];
-    let Some(vector) = highest_pending(c.x.pending) else { return };
+    let Some(vector) = highest_pending(c.x.pending) else { return false };
     c.x.pending &= !vector_bit(vector);
     // A waiting CPU re-runs its wait step after the handler; a CPU in the middle of a step
     // resumes the rest of that step's time.
@@ -534,7 +543,7 @@ fn take_irq(k: &mut Kernel, cpu: CpuId) {
     // The interrupted step's Resume (if any) is replaced by the handler's steps.
     k.q.cancel(cpu as usize, Slot::Step);
     super::check::on_irqs_off(k, cpu);
-    run_cpu(k, cpu);
+    true
 }
 
 /// A waiter on `cpu` should re-check its condition after `delay`.
@@ -700,7 +709,8 @@ fn top_phase(x: &Exec, top: &Frame) -> Phase {
 /// to the previous task and brings the next task's whole saved stack, and returns
 /// [`Next::Switched`]: this loop then completes the swap (the running frame, `__schedule()`'s
 /// own, goes on top of the previous task's saved stack, and the next task's top frame into the
-/// slot).
+/// slot). An interrupt taken between steps ([`take_irq`]) pushes its handler, which this loop
+/// then runs as a fresh run of the CPU would (no recursion: [`dispatch`] is its one caller).
 pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
     let ci = cpu as usize;
     // The CPU table is built once by `Kernel::new` and never resized (no CPU hotplug), so this
@@ -732,8 +742,13 @@ pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
         let x = exec_mut(&mut k.cpus, ci);
         // An interrupt latched while IRQs were off is taken the instant they are on again.
         if x.irq_due() {
-            take_irq(k, cpu);
-            return;
+            if !take_irq(k, cpu) {
+                return;
+            }
+            // The handler runs now, as a fresh run of this CPU would run it.
+            guard = 0;
+            phase_fresh = false;
+            continue;
         }
         // SAFETY: `top` is this CPU's slot. The step gets `&mut Kernel` and this frame: no step
         // reaches the running frame through the kernel (the slots are reached through raw
@@ -831,7 +846,12 @@ pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
                         // MWAIT with a pending (even masked) interrupt, or HLT/port entry with
                         // one latched, falls straight through: no sleep.
                         WaitOn::Mwait { .. } | WaitOn::Hlt { .. } | WaitOn::IoPort { .. } => wake_at(k, cpu, 0),
-                        _ if !irqs_off => take_irq(k, cpu),
+                        // Taken at once (its handler runs now) if IRQs are on.
+                        _ if !irqs_off && take_irq(k, cpu) => {
+                            guard = 0;
+                            phase_fresh = false;
+                            continue;
+                        }
                         _ => {}
                     }
                 }
@@ -845,8 +865,12 @@ pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
                 // the rest of this step's time runs after the handler.
                 x.busy = true;
                 x.deadline = now + delay;
-                take_irq(k, cpu);
-                return;
+                if !take_irq(k, cpu) {
+                    return;
+                }
+                guard = 0;
+                phase_fresh = false;
+                continue;
             }
             let t = now + delay;
             // Run-ahead: if nothing else is due before this CPU's next step (strictly: a
