@@ -69,50 +69,23 @@ pub struct TaskFrame {
     /// `u8` ([`EXITED`] once the task has exited).
     pub at: u8,
     pub i: u64,
-    /// Start of the current operation (for per-operation timing).
-    pub t0: u64,
     /// Loop start and counter snapshots.
     pub mark: [u64; 3],
     /// The task is in user mode for the current step (a return from interrupt may preempt it).
     pub user: bool,
     /// A return to user mode found NEED_RESCHED: schedule before going on.
     pub preempt: bool,
-    /// A wall-clock spin is in progress (schbench's `usec_spin()`, rt-push's busy loop): it
-    /// ends at the task's `Task::spin_until`, so after a preemption the spin only runs what is
-    /// left of it. Set and cleared through [`start_wall_spin`] and [`end_wall_spin`].
-    pub spinning: bool,
     /// User time still to run of the step an interrupt preempted.
     pub remaining: u64,
     /// Which task of the workload this is.
     pub task: u32,
+    /// A wall-clock spin in progress ends here (0: none): after a preemption the spin only
+    /// runs what is left of it.
+    pub spin_until: u64,
     // The return value of the task's last syscall is the task's `Task::user_ret`, and a
-    // wall-clock spin's deadline its `Task::spin_until`, not fields here: 56 bytes leave
-    // `Frame` room for a tag word of its own within one 64-byte host cache line.
-}
-
-/// Start a user-mode wall-clock spin of the task running on `cpu` that ends at `until`.
-#[inline]
-pub fn start_wall_spin(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, until: crate::sim::Time) {
-    s.spinning = true;
-    let t = k.curr(cpu);
-    k.tasks[t as usize].spin_until = until;
-}
-
-/// The wall-clock spin of `s`'s task, if any, is over.
-#[inline]
-pub fn end_wall_spin(s: &mut TaskFrame) {
-    s.spinning = false;
-}
-
-/// The end of the wall-clock spin in progress in `s`, the frame of the task running on `cpu`
-/// (`None`: no spin).
-#[inline]
-pub fn wall_spin_end(k: &Kernel, cpu: CpuId, s: &TaskFrame) -> Option<crate::sim::Time> {
-    if s.spinning {
-        Some(k.tasks[k.curr(cpu) as usize].spin_until)
-    } else {
-        None
-    }
+    // workload's per-operation timestamps are its own state (ipistorm's `call_start`), not
+    // fields here: 56 bytes leave `Frame` room for a tag word of its own within one 64-byte
+    // host cache line.
 }
 
 /// Start a created task from `creator` (`wake_up_new_task`). The creating process (insmod,
@@ -221,10 +194,7 @@ pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
         s.user = true;
         let r = std::mem::take(&mut s.remaining);
         // A wall-clock spin only runs what is left of it; other user work resumes its rest.
-        let r = match wall_spin_end(k, cpu, s) {
-            Some(end) => end.saturating_sub(k.now),
-            None => r,
-        };
+        let r = if s.spin_until > 0 { s.spin_until.saturating_sub(k.now) } else { r };
         return Next::Cont(r);
     }
     s.user = false;

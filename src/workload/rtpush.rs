@@ -245,13 +245,12 @@ pub fn on_action(k: &mut Kernel, what: u32) {
 
 /// A user-mode wall-clock spin of `d` (nothing if 0): it ends at its deadline even if
 /// interrupts or preemption cut into it.
-fn wall_spin(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, d: Time) -> Next {
+fn wall_spin(k: &Kernel, s: &mut TaskFrame, d: Time) -> Next {
     if d == 0 {
         return Next::Cont(0);
     }
     s.user = true;
-    let until = k.now + d;
-    super::start_wall_spin(k, cpu, s, until);
+    s.spin_until = k.now + d;
     Next::Cont(d)
 }
 
@@ -338,10 +337,10 @@ pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
             WokenAt::Start => {
                 s.at = WokenAt::Wait as u8;
                 let d = st(k).woken_first_ns;
-                wall_spin(k, cpu, s, d)
+                wall_spin(k, s, d)
             }
             WokenAt::Wait => {
-                super::end_wall_spin(s);
+                s.spin_until = 0;
                 s.at = WokenAt::Run as u8;
                 let f = st(k).futex_woken;
                 Next::Call(k.costs.user_op, FutexOp::wait(f, 0))
@@ -355,7 +354,7 @@ pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
                 }
                 s.at = WokenAt::Exit as u8;
                 let run = w.run_ns;
-                wall_spin(k, cpu, s, run)
+                wall_spin(k, s, run)
             }
             WokenAt::Exit => {
                 let (pinned, pcpu) = (st(k).pinned, st(k).pinned_cpu);
@@ -384,10 +383,10 @@ pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
                 // Back from FUTEX_WAKE: run on for block_delay_us, then block.
                 s.at = WakerAt::Block as u8;
                 let d = st(k).block_delay_ns;
-                wall_spin(k, cpu, s, d)
+                wall_spin(k, s, d)
             }
             WakerAt::Block => {
-                super::end_wall_spin(s);
+                s.spin_until = 0;
                 let f = st(k).futex_waker;
                 Next::Call(k.costs.user_op, FutexOp::wait(f, 0))
             }

@@ -278,17 +278,17 @@ fn user_atomic(k: &mut Kernel, cpu: CpuId, line: crate::hw::cacheline::LineId) -
 
 /// Spin until the wall clock passes `cputime` whole microseconds after now (schbench's
 /// `usec_spin`: loop while `now - start <= cputime`).
-fn spin(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, cputime_us: u64) -> Next {
+fn spin(k: &mut Kernel, s: &mut TaskFrame, cputime_us: u64) -> Next {
     let start_us = now_us(k);
     let end = (start_us + cputime_us + 1) * NSEC_PER_USEC;
-    super::start_wall_spin(k, cpu, s, end);
+    s.spin_until = end;
     s.user = true;
     Next::Cont(end.saturating_sub(k.now))
 }
 
 /// One step of a schbench thread.
 pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
-    super::end_wall_spin(s);
+    s.spin_until = 0;
     let m = st(k).msgs.len() as u32;
     if s.task == 0 {
         main_step(k, cpu, s)
@@ -487,7 +487,7 @@ fn msg_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, mi: usize) -> Next {
             // M5: spin.
             s.at = MsgAt::Sleep as u8;
             let cpu_us = st(k).o.message_cputime_usec;
-            spin(k, cpu, s, cpu_us)
+            spin(k, s, cpu_us)
         }
         MsgAt::Sleep => {
             // M6: usleep(sleeptime + rand_r(seed) % (sleeptime / 4)).
@@ -562,7 +562,7 @@ fn worker_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, wi: usize) -> Next
         WorkerAt::Spin => {
             s.at = WorkerAt::Record as u8;
             let c = st(k).o.cputime_usec;
-            spin(k, cpu, s, c)
+            spin(k, s, c)
         }
         WorkerAt::Record => {
             // Record now - wake_time (less the spin) in our histogram.

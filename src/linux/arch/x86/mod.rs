@@ -114,13 +114,12 @@ pub fn irq_handler(k: &mut Kernel, cpu: CpuId, s: &mut HardIrq) -> Next {
                     tf.remaining += s.saved;
                     return Next::Ret(k.m.costs.irq_exit_ns);
                 }
-                if tf.user && tf.spinning {
+                if tf.user && tf.spin_until > 0 {
                     // A wall-clock spin (schbench's usec_spin() polling gettimeofday()) ends at
                     // its deadline: the time spent in the handler is not added to it. It ends
                     // at the return to user mode if the deadline passed meanwhile.
                     let exit = k.m.costs.irq_exit_ns;
-                    let until = k.tasks[k.curr(cpu) as usize].spin_until;
-                    return Next::Ret(exit.max(until.saturating_sub(k.now)));
+                    return Next::Ret(exit.max(tf.spin_until.saturating_sub(k.now)));
                 }
             }
             if let Some(Frame::Background(b)) = k.cpus[cpu as usize].x.caller_frame_mut() {

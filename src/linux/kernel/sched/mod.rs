@@ -168,10 +168,6 @@ pub struct Task {
     /// `cpus_mask` set by `sched_setaffinity()`, when it is not every CPU (None: all CPUs, or
     /// the one `pinned` CPU). Read through [`Task::cpu_allowed`] and [`Task::migratable`].
     pub cpus_mask: Option<crate::hw::cpumask::CpuMask>,
-    /// Simulator state of a workload task's user code, not kernel state: the deadline of the
-    /// wall-clock spin in progress (meaningful while its frame's `TaskFrame::spinning` is set;
-    /// kept here to hold the frame to one host cache line).
-    pub spin_until: Time,
 }
 
 impl Task {
@@ -267,7 +263,6 @@ impl Task {
             sum_exec_runtime: 0,
             exec_start: 0,
             user_ret: 0,
-            spin_until: 0,
         }
     }
 }
