@@ -38,8 +38,9 @@ use crate::trace::Vector;
 ///
 /// `repr(u8)`: the variant is a tag byte of its own at the start of the frame, so dispatching
 /// on it (and `phase_of`) is one load and a table index rather than decoding a niche inside the
-/// largest variant. That variant, [`crate::workload::registry::TaskFrame`], is 64 bytes, so the
-/// frame stays 72.
+/// largest variant. The payloads are 8-byte aligned, so the tag takes a word and the largest,
+/// [`crate::workload::registry::TaskFrame`], is held to 56 bytes: a frame is 64, one host cache
+/// line, so a CPU's running-frame slot in [`TopFrames`] is one line and a push or pop moves one.
 #[derive(Debug, Clone, Copy)]
 #[repr(u8)]
 pub enum Frame {
@@ -107,10 +108,10 @@ pub enum Frame {
     Background(crate::background::task::BgTask),
 }
 
-// With its own tag byte, a frame is 72 bytes only while its largest variant is at most 64.
+// With its own tag word, a frame is 64 bytes only while its largest variant is at most 56.
 const _: () = assert!(
-    std::mem::size_of::<crate::workload::registry::TaskFrame>() <= 64,
-    "TaskFrame grew beyond 64 bytes: Frame would grow to 80"
+    std::mem::size_of::<crate::workload::registry::TaskFrame>() <= 56,
+    "TaskFrame grew beyond 56 bytes: Frame would grow beyond one 64-byte line"
 );
 
 /// What a step asks the executor to do next. `repr(u8)`: a tag byte of its own at the start,
@@ -437,7 +438,7 @@ fn highest_pending(p: u8) -> Option<Vector> {
 
 /// Process one action.
 pub fn dispatch(k: &mut Kernel, a: Action) {
-    match a {
+    let cpu = match a {
         Action::Resume { cpu, gen } => {
             let x = &mut k.cpus[cpu as usize].x;
             assert_eq!(gen, x.gen, "cpu {cpu}: a stale Resume was queued");
@@ -446,16 +447,26 @@ pub fn dispatch(k: &mut Kernel, a: Action) {
                 x.gen = x.gen.wrapping_add(1);
                 release_watch(k, cpu);
             }
-            run_cpu(k, cpu);
+            cpu
         }
-        Action::Irq { cpu, vector } => irq_arrive(k, cpu, vector),
+        Action::Irq { cpu, vector } => {
+            if !irq_arrive(k, cpu, vector) {
+                return;
+            }
+            cpu
+        }
         Action::ApicTimer { cpu, gen } => {
             assert_eq!(k.cpus[cpu as usize].tick.timer_gen, gen, "cpu {cpu}: a stale ApicTimer was queued");
             k.cpus[cpu as usize].tick.armed = None;
-            irq_arrive(k, cpu, Vector::LocalTimer);
+            if !irq_arrive(k, cpu, Vector::LocalTimer) {
+                return;
+            }
+            cpu
         }
-        Action::Workload { what } => crate::workload::registry::on_action(k, what),
-    }
+        Action::Workload { what } => return crate::workload::registry::on_action(k, what),
+    };
+    // The executor's one call site.
+    run_cpu(k, cpu);
 }
 
 /// Disable local interrupts on `cpu` (`local_irq_disable()` / `local_irq_save()`).
@@ -482,8 +493,9 @@ pub fn local_irq_enable(k: &mut Kernel, cpu: CpuId) {
     }
 }
 
-/// An interrupt reaches `cpu`.
-fn irq_arrive(k: &mut Kernel, cpu: CpuId, vector: Vector) {
+/// An interrupt reaches `cpu`. Returns whether it preempted the CPU (a handler frame is on
+/// top, to run now).
+fn irq_arrive(k: &mut Kernel, cpu: CpuId, vector: Vector) -> bool {
     let c = &mut k.cpus[cpu as usize];
     c.x.pending |= vector_bit(vector);
     match c.x.waiting {
@@ -493,21 +505,19 @@ fn irq_arrive(k: &mut Kernel, cpu: CpuId, vector: Vector) {
             let w = k.m.idle_states[idx as usize].wake;
             let t = c.rng.range(w.lo_ns, w.hi_ns);
             wake_at(k, cpu, t);
+            false
         }
-        _ => {
-            if !c.x.irqs_off {
-                take_irq(k, cpu);
-            }
-        }
+        _ => !c.x.irqs_off && take_irq(k, cpu),
     }
 }
 
-/// Preempt whatever `cpu` is doing with its highest latched interrupt.
-fn take_irq(k: &mut Kernel, cpu: CpuId) {
+/// Preempt whatever `cpu` is doing with its highest latched interrupt: push its handler's
+/// frame, which the caller then runs ([`run_cpu`]). Returns false if none is latched.
+fn take_irq(k: &mut Kernel, cpu: CpuId) -> bool {
     account(k, cpu);
     let now = k.now;
     let c = &mut k.cpus[cpu as usize];
-    let Some(vector) = highest_pending(c.x.pending) else { return };
+    let Some(vector) = highest_pending(c.x.pending) else { return false };
     c.x.pending &= !vector_bit(vector);
     // A waiting CPU re-runs its wait step after the handler; a CPU in the middle of a step
     // resumes the rest of that step's time.
@@ -523,14 +533,17 @@ fn take_irq(k: &mut Kernel, cpu: CpuId) {
     c.x.irqs_off = true;
     c.x.irqs_off_since = now;
     let top = k.tops.ptr(cpu as usize);
-    // SAFETY: no step of `cpu` is running (interrupts are taken between steps).
-    c.x.stack.push(unsafe { *top });
-    unsafe { *top = Frame::HardIrq(HardIrq::new(vector, saved)) };
+    // SAFETY: no step of `cpu` is running (interrupts are taken between steps); the slot is
+    // not in the stack's buffer.
+    unsafe {
+        push_frame(&mut c.x.stack, top);
+        *top = Frame::HardIrq(HardIrq::new(vector, saved));
+    }
     c.x.irq_phase = Some(Phase::HardIrq);
     // The interrupted step's Resume (if any) is replaced by the handler's steps.
     k.q.cancel(cpu as usize, Slot::Step);
     super::check::on_irqs_off(k, cpu);
-    run_cpu(k, cpu);
+    true
 }
 
 /// A waiter on `cpu` should re-check its condition after `delay`.
@@ -696,7 +709,8 @@ fn top_phase(x: &Exec, top: &Frame) -> Phase {
 /// to the previous task and brings the next task's whole saved stack, and returns
 /// [`Next::Switched`]: this loop then completes the swap (the running frame, `__schedule()`'s
 /// own, goes on top of the previous task's saved stack, and the next task's top frame into the
-/// slot).
+/// slot). An interrupt taken between steps ([`take_irq`]) pushes its handler, which this loop
+/// then runs as a fresh run of the CPU would (no recursion: [`dispatch`] is its one caller).
 pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
     let ci = cpu as usize;
     // The CPU table is built once by `Kernel::new` and never resized (no CPU hotplug), so this
@@ -728,8 +742,13 @@ pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
         let x = exec_mut(&mut k.cpus, ci);
         // An interrupt latched while IRQs were off is taken the instant they are on again.
         if x.irq_due() {
-            take_irq(k, cpu);
-            return;
+            if !take_irq(k, cpu) {
+                return;
+            }
+            // The handler runs now, as a fresh run of this CPU would run it.
+            guard = 0;
+            phase_fresh = false;
+            continue;
         }
         // SAFETY: `top` is this CPU's slot. The step gets `&mut Kernel` and this frame: no step
         // reaches the running frame through the kernel (the slots are reached through raw
@@ -752,14 +771,20 @@ pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
                 phase_fresh = true;
                 t
             }
-            Next::Call(t, callee) => {
-                if let Some(p) = irq_phase_of(&callee) {
+            Next::Call(t, ref callee) => {
+                if let Some(p) = irq_phase_of(callee) {
                     x.irq_phase = Some(p);
                 }
                 // The callee is the new top frame and the CPU is running.
-                let p = x.irq_phase.unwrap_or_else(|| phase_of(&callee, false));
-                x.stack.push(unsafe { *top });
-                unsafe { *top = callee };
+                let p = x.irq_phase.unwrap_or_else(|| phase_of(callee, false));
+                // Each frame is copied once, straight to where it goes (the caller from the slot
+                // onto the stack, the callee from `next` into the slot), not through a
+                // temporary.
+                // SAFETY: the slot is neither in the stack's buffer nor in `next`.
+                unsafe {
+                    push_frame(&mut x.stack, top);
+                    std::ptr::copy_nonoverlapping(callee, top, 1);
+                }
                 set_phase(x, &mut k.stats.phase_ns[ci], now, p);
                 phase_fresh = true;
                 t
@@ -775,6 +800,7 @@ pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
                     std::ptr::copy_nonoverlapping(x.stack.as_ptr().add(n - 1), top, 1);
                     x.stack.set_len(n - 1);
                 }
+                prefetch_caller(&x.stack);
                 let caller = unsafe { &*top };
                 if was_irq {
                     x.irq_phase = stack_irq_phase(x, caller);
@@ -790,15 +816,22 @@ pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
                 // previous task's saved frames, and the next task's top frame becomes the
                 // running one.
                 let prev = k.cpus[ci].switch_prev as usize;
-                k.tasks[prev].saved.push(unsafe { *top });
+                // SAFETY: the slot is not in a task's saved stack.
+                unsafe { push_frame(&mut k.tasks[prev].saved, top) };
                 let x = exec_mut(&mut k.cpus, ci);
-                let Some(next_top) = x.stack.pop() else {
-                    panic!("cpu {cpu}: switched to a task with no saved frames at {now}");
-                };
-                unsafe { *top = next_top };
+                let n = x.stack.len();
+                assert!(n > 0, "cpu {cpu}: switched to a task with no saved frames at {now}");
+                // SAFETY: as for `Next::Ret`: the next task's top frame, at `n - 1 < len`, is
+                // moved straight into the slot.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(x.stack.as_ptr().add(n - 1), top, 1);
+                    x.stack.set_len(n - 1);
+                }
+                prefetch_caller(&x.stack);
+                let next_top = unsafe { &*top };
                 // The switch brought the incoming stack's interrupt phase with it.
-                debug_assert_eq!(x.irq_phase, stack_irq_phase(x, &next_top), "cpu {cpu}: switched-in irq phase");
-                let p = top_phase(x, &next_top);
+                debug_assert_eq!(x.irq_phase, stack_irq_phase(x, next_top), "cpu {cpu}: switched-in irq phase");
+                let p = top_phase(x, next_top);
                 set_phase(x, &mut k.stats.phase_ns[ci], now, p);
                 phase_fresh = true;
                 t
@@ -813,7 +846,12 @@ pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
                         // MWAIT with a pending (even masked) interrupt, or HLT/port entry with
                         // one latched, falls straight through: no sleep.
                         WaitOn::Mwait { .. } | WaitOn::Hlt { .. } | WaitOn::IoPort { .. } => wake_at(k, cpu, 0),
-                        _ if !irqs_off => take_irq(k, cpu),
+                        // Taken at once (its handler runs now) if IRQs are on.
+                        _ if !irqs_off && take_irq(k, cpu) => {
+                            guard = 0;
+                            phase_fresh = false;
+                            continue;
+                        }
                         _ => {}
                     }
                 }
@@ -827,8 +865,12 @@ pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
                 // the rest of this step's time runs after the handler.
                 x.busy = true;
                 x.deadline = now + delay;
-                take_irq(k, cpu);
-                return;
+                if !take_irq(k, cpu) {
+                    return;
+                }
+                guard = 0;
+                phase_fresh = false;
+                continue;
             }
             let t = now + delay;
             // Run-ahead: if nothing else is due before this CPU's next step (strictly: a
@@ -857,6 +899,35 @@ pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
         guard += 1;
         assert!(guard < 10_000, "cpu {cpu}: zero-time step loop at {} in {:?}", now, unsafe { &*top });
     }
+}
+
+/// Push a copy of the frame at `src` (a running-frame slot) on `stack`, copying it once,
+/// straight into the stack's buffer (`Vec::push(*src)` copies it through a temporary).
+///
+/// # Safety
+/// `src` points to a valid frame outside `stack`'s buffer.
+#[inline(always)]
+unsafe fn push_frame(stack: &mut Vec<Frame>, src: *const Frame) {
+    let n = stack.len();
+    if n == stack.capacity() {
+        stack.reserve(1);
+    }
+    // SAFETY: `n < capacity`, so slot `n` is allocated and unused; `src` does not overlap it
+    // (the caller's guarantee); a frame is `Copy`, so the copy is a valid frame.
+    unsafe {
+        std::ptr::copy_nonoverlapping(src, stack.as_mut_ptr().add(n), 1);
+        stack.set_len(n + 1);
+    }
+}
+
+/// Ask the host for the line of the frame on top of `stack` (a host cache hint only, see
+/// [`crate::sim::prefetch`]): after a return or a context switch it is the frame the next
+/// return copies into the running slot, and a task's stack buffer is often out of the host's
+/// caches when the task has just been switched in.
+#[inline(always)]
+fn prefetch_caller(stack: &[Frame]) {
+    // An empty stack gives an address before the buffer: harmless, a prefetch never faults.
+    crate::sim::prefetch::prefetch(stack.as_ptr().wrapping_add(stack.len()).wrapping_sub(1));
 }
 
 /// The executor state of CPU `ci`, for [`run_cpu`]'s loop, which looks it up twice per step.
@@ -957,4 +1028,25 @@ pub fn send_ipi(k: &mut Kernel, from: CpuId, to: CpuId, vector: Vector) -> Time 
     let t = k.cpus[from as usize].rng.range(d.lo_ns, d.hi_ns);
     k.q.push(k.now + t, Action::Irq { cpu: to, vector });
     k.m.costs.ipi_send_ns
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A frame fits one 64-byte host cache line, and so does a CPU's running-frame slot: a
+    /// step's dispatch, and a push or pop of the running frame, touch one line.
+    #[test]
+    fn a_frame_and_its_running_slot_are_one_host_cache_line() {
+        use std::mem::{align_of, size_of};
+        assert!(size_of::<Frame>() <= 64, "Frame is {} bytes", size_of::<Frame>());
+        assert_eq!(size_of::<TopSlot>(), 64);
+        assert_eq!(align_of::<TopSlot>(), 64);
+        let t = TopFrames::new(3);
+        for c in 0..3 {
+            let a = t.ptr(c) as usize;
+            assert_eq!(a % 64, 0, "slot {c} starts mid-line");
+            assert!(matches!(t.get(c), Frame::DoIdle(_)));
+        }
+    }
 }

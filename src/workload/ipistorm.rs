@@ -105,6 +105,9 @@ pub struct Ipistorm {
     pub first_call_ns: Option<Time>,
     pub last_done_ns: Time,
     pub running: u32,
+    /// When the current call of the thread bound to each CPU began (indexed by CPU; each
+    /// thread is bound to its CPU, `kthread_create_on_cpu()`).
+    pub call_start: Vec<Time>,
     /// Calls whose notification was a flag on a polling CPU, or a real IPI, or neither
     /// (coalesced behind an earlier entry).
     pub calls_polling: u64,
@@ -125,6 +128,7 @@ impl Ipistorm {
             first_call_ns: None,
             last_done_ns: 0,
             running: 0,
+            call_start: Vec::new(),
             calls_polling: 0,
             calls_ipi: 0,
             calls_coalesced: 0,
@@ -161,12 +165,14 @@ pub fn start(k: &mut Kernel) {
         let t = crate::linux::kernel::fork::copy_process(k, format!("ipistorm/{c}"), 0, 120, Some(c), 0);
         threads.push(t);
     }
+    let nr_cpus = k.m.topo.nr_cpus;
     let tick = k.tick_nsec();
     let mut r = crate::sim::Prng::new(k.cpus[0].rng.next_u64(), 0x1D5);
     let load = k.workload_start_offset() + NSEC_PER_MSEC + r.range(0, tick - 1);
     let s = st(k);
     s.running = threads.len() as u32;
     s.threads = threads;
+    s.call_start = vec![0; nr_cpus as usize];
     s.load_ns = load;
     k.q.push(load, Action::Workload { what: 0 });
 }
@@ -226,10 +232,10 @@ pub fn kthread_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
             let target = p.target(cpu, nr);
             let wait = p.wait;
             let single = p.single;
-            s.t0 = now;
             s.mark[1] = k.stats.ipis_sent;
             s.mark[2] = k.stats.ipis_avoided;
             let w = st(k);
+            w.call_start[cpu as usize] = now;
             w.first_call_ns.get_or_insert(now);
             s.at = KthreadAt::Returned as u8;
             let call = if single {
@@ -241,10 +247,10 @@ pub fn kthread_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
         }
         KthreadAt::Returned => {
             let now = k.now;
-            let dt = now - s.t0;
             let (before_ipis, before_avoided) = (s.mark[1], s.mark[2]);
             let (ipis, avoided) = (k.stats.ipis_sent, k.stats.ipis_avoided);
             let w = st(k);
+            let dt = now - w.call_start[cpu as usize];
             if ipis > before_ipis {
                 w.calls_ipi += 1;
                 w.ns_ipi += dt;

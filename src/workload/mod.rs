@@ -69,8 +69,6 @@ pub struct TaskFrame {
     /// `u8` ([`EXITED`] once the task has exited).
     pub at: u8,
     pub i: u64,
-    /// Start of the current operation (for per-operation timing).
-    pub t0: u64,
     /// Loop start and counter snapshots.
     pub mark: [u64; 3],
     /// The task is in user mode for the current step (a return from interrupt may preempt it).
@@ -84,8 +82,10 @@ pub struct TaskFrame {
     /// A wall-clock spin in progress ends here (0: none): after a preemption the spin only
     /// runs what is left of it.
     pub spin_until: u64,
-    // The return value of the task's last syscall is the task's `Task::user_ret`, not a field
-    // here: 64 bytes leave `Frame` room for a tag byte of its own within its 72.
+    // The return value of the task's last syscall is the task's `Task::user_ret`, and a
+    // workload's per-operation timestamps are its own state (ipistorm's `call_start`), not
+    // fields here: 56 bytes leave `Frame` room for a tag word of its own within one 64-byte
+    // host cache line.
 }
 
 /// Start a created task from `creator` (`wake_up_new_task`). The creating process (insmod,
