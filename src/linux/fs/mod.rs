@@ -7,7 +7,7 @@ pub mod select;
 
 use crate::linux::kernel::exit::SignalStruct;
 use crate::linux::kernel::wait::{WaitQueues, WakeRecord, WqId};
-use crate::linux::net::unix::{SockId, UnixSock};
+use crate::linux::net::unix::{SockId, Socks};
 use crate::linux::{Frame, Kernel};
 use pipe::{Pipe, PipeId};
 
@@ -16,7 +16,7 @@ use pipe::{Pipe, PipeId};
 pub struct Ipc {
     pub wqs: WaitQueues,
     pub pipes: Vec<Pipe>,
-    pub socks: Vec<UnixSock>,
+    pub socks: Socks,
     pub signals: Vec<SignalStruct>,
     /// Wait-queue entry stamps and walk ids (see `kernel/wait.rs`).
     pub wq_seq: u64,
