@@ -43,7 +43,7 @@
 use super::params::Params;
 use super::{TaskFrame, Workload};
 use crate::linux::engine::{Action, Next};
-use crate::linux::fs::{fdpair, sys_poll_in, sys_read, sys_write, Fd};
+use crate::linux::fs::{fdpair, prefetch_fd, sys_poll_in, sys_read, sys_write, Fd};
 use crate::linux::kernel::exit::{link_child, signal_alloc, DoExit, SigId, Wait4};
 use crate::linux::kernel::futex::{futex_alloc, FutexId, FutexOp};
 use crate::linux::{CpuId, Kernel, TaskId};
@@ -756,9 +756,13 @@ fn child_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, ci: usize) -> Next 
             let frame = if s.mark[1] & 1 != 0 {
                 // Message i goes to receiver i % fds of the group.
                 debug_assert_eq!(s.mark[2], s.i % o.fds as u64);
-                sys_write(w.pairs[pair + s.mark[2] as usize].1, left)
+                let fd = w.pairs[pair + s.mark[2] as usize].1;
+                prefetch_fd(k, fd);
+                sys_write(fd, left)
             } else {
-                sys_read(w.pairs[pair].0, left)
+                let fd = w.pairs[pair].0;
+                prefetch_fd(k, fd);
+                sys_read(fd, left)
             };
             s.at = ChildAt::Transferred as u8;
             Next::Call(k.costs.user_op, frame)

@@ -66,6 +66,18 @@ pub fn fdpair(k: &mut Kernel, cpu: crate::linux::CpuId, use_pipes: bool) -> (Fd,
     }
 }
 
+/// Ask the host to cache the object behind `fd` ahead of a syscall on it (no effect on the
+/// model; see [`crate::sim::prefetch`]).
+#[inline(always)]
+pub fn prefetch_fd(k: &Kernel, fd: Fd) {
+    match fd {
+        Fd::Sock(s) => k.ipc.socks.prefetch(s),
+        Fd::PipeRead(p) | Fd::PipeWrite(p) => {
+            crate::sim::prefetch::prefetch(k.ipc.pipes.as_ptr().wrapping_add(p as usize))
+        }
+    }
+}
+
 /// `write(fd, buf, len)`: the syscall frame (the count written is left in the return register).
 pub fn sys_write(fd: Fd, len: u32) -> Frame {
     match fd {

@@ -77,7 +77,17 @@ pub const UNIX_LOCK_HOLD_NS: Time = 40;
 /// The truesize of an skb carrying `size` bytes as `unix_stream_sendmsg()` allocates it: a
 /// kmalloc'ed head for the first `SKB_MAX_HEAD(0)` bytes (the small-head cache, else the next
 /// power-of-two kmalloc class) and whole pages for the rest.
+#[inline]
 pub fn unix_skb_truesize(size: u32) -> u32 {
+    // The common small skb: its head (data rounded up to 64 plus the shared info) fits the
+    // small-head cache, and it has no pages.
+    if size <= SKB_SMALL_HEAD_CACHE_SIZE - SKB_SHINFO_SIZE {
+        return SKB_STRUCT_SIZE + SKB_SMALL_HEAD_CACHE_SIZE;
+    }
+    unix_skb_truesize_large(size)
+}
+
+fn unix_skb_truesize_large(size: u32) -> u32 {
     let data_len = if size > SKB_MAX_HEAD0 {
         (size - SKB_MAX_HEAD0).next_multiple_of(crate::linux::fs::pipe::PAGE_SIZE).min(size)
     } else {
@@ -242,22 +252,53 @@ pub struct Socks {
     more: Vec<VecDeque<SkbRun>>,
 }
 
+const _: () = assert!(std::mem::size_of::<SockPair>() == 2 * std::mem::size_of::<UnixSock>());
+
+/// The sockets of `pairs` as one mutable slice (see [`Socks::flat`]).
+#[inline]
+fn flat_mut(pairs: &mut [SockPair]) -> &mut [UnixSock] {
+    // SAFETY: as in `Socks::flat`, borrowed mutably for as long as `pairs` is.
+    unsafe { std::slice::from_raw_parts_mut(pairs.as_mut_ptr().cast::<UnixSock>(), pairs.len() * 2) }
+}
+
 impl std::ops::Index<usize> for Socks {
     type Output = UnixSock;
     #[inline]
     fn index(&self, i: usize) -> &UnixSock {
-        &self.pairs[i >> 1].0[i & 1]
+        &self.flat()[i]
     }
 }
 
 impl std::ops::IndexMut<usize> for Socks {
     #[inline]
     fn index_mut(&mut self, i: usize) -> &mut UnixSock {
-        &mut self.pairs[i >> 1].0[i & 1]
+        &mut self.flat_mut()[i]
     }
 }
 
 impl Socks {
+    /// The sockets as one slice (socket `i` at index `i`, without splitting the index into a
+    /// pair and an end).
+    #[inline]
+    fn flat(&self) -> &[UnixSock] {
+        // SAFETY: a `SockPair` is `repr(C)` around `[UnixSock; 2]` with no padding (asserted
+        // above), so `n` pairs are `2n` contiguous, initialised, aligned `UnixSock`s, borrowed
+        // for as long as `self`.
+        unsafe { std::slice::from_raw_parts(self.pairs.as_ptr().cast::<UnixSock>(), self.pairs.len() * 2) }
+    }
+
+    #[inline]
+    fn flat_mut(&mut self) -> &mut [UnixSock] {
+        flat_mut(&mut self.pairs)
+    }
+
+    /// Ask the host to cache socket `sk`'s pair (no effect on the model; see
+    /// [`crate::sim::prefetch`]).
+    #[inline(always)]
+    pub fn prefetch(&self, sk: SockId) {
+        crate::sim::prefetch::prefetch(self.pairs.as_ptr().wrapping_add(sk as usize >> 1));
+    }
+
     /// Add the two ends of a socketpair (ids `len()` and `len() + 1`).
     pub fn push_pair(&mut self, pair: [UnixSock; 2]) {
         self.pairs.push(SockPair(pair));
@@ -293,15 +334,13 @@ impl Socks {
     /// `skb_queue_tail(&sk->sk_receive_queue)` of an skb of `len` bytes.
     #[inline]
     pub fn queue_tail(&mut self, sk: SockId, len: u32) {
-        let (pairs, more) = (&mut self.pairs, &mut self.more);
-        pairs[sk as usize >> 1].0[sk as usize & 1].receive_queue.push_back(&mut more[sk as usize], len);
+        flat_mut(&mut self.pairs)[sk as usize].receive_queue.push_back(&mut self.more[sk as usize], len);
     }
 
     /// Unlink the first skb of `sk`'s receive queue (not empty).
     #[inline]
     pub fn unlink_head(&mut self, sk: SockId) {
-        let (pairs, more) = (&mut self.pairs, &mut self.more);
-        pairs[sk as usize >> 1].0[sk as usize & 1].receive_queue.pop_front(&mut more[sk as usize]);
+        flat_mut(&mut self.pairs)[sk as usize].receive_queue.pop_front(&mut self.more[sk as usize]);
     }
 }
 
@@ -550,6 +589,14 @@ mod tests {
                 proptest::prop_assert_eq!(got, r.iter().copied().collect::<Vec<_>>());
                 proptest::prop_assert_eq!(q.count & RQ_MORE != 0, !more.is_empty());
             }
+        }
+    }
+
+    #[test]
+    fn truesize_fast_path_agrees_with_the_general_formula() {
+        assert_eq!(unix_skb_truesize(100), 896);
+        for size in (0..70_000).chain([106_432, 110_000]) {
+            assert_eq!(unix_skb_truesize(size), unix_skb_truesize_large(size), "size {size}");
         }
     }
 
