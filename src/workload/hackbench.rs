@@ -729,10 +729,11 @@ fn child_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, ci: usize) -> Next 
             s.i = 0;
             s.mark[0] = 0;
             // The transfer loop's fixed facts, kept in the frame (which the host has at hand)
-            // rather than read from `children` each message: the role, and the index in
-            // `pairs` of the receiver's own fdpair or of the group's first one.
-            let first = (c.group * w.o.fds) as u64;
-            s.mark[1] = if c.sender { first << 1 | 1 } else { (first + c.index as u64) << 1 };
+            // rather than read from `children` and `pairs` each message: the role, and a
+            // receiver's fd or the index in `pairs` of a sender's group's first fdpair.
+            let first = c.group * w.o.fds;
+            s.mark[1] =
+                if c.sender { (first as u64) << 1 | 1 } else { w.pairs[(first + c.index) as usize].0.to_bits() << 1 };
             // A sender's next receiver (`i % fds`, counted along with `i`).
             s.mark[2] = 0;
             w.ready_children += 1;
@@ -752,15 +753,15 @@ fn child_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, ci: usize) -> Next 
                 return Next::Call(k.costs.user_op, f);
             }
             let left = o.datasize - s.mark[0] as u32;
-            let pair = (s.mark[1] >> 1) as usize;
             let frame = if s.mark[1] & 1 != 0 {
                 // Message i goes to receiver i % fds of the group.
                 debug_assert_eq!(s.mark[2], s.i % o.fds as u64);
+                let pair = (s.mark[1] >> 1) as usize;
                 let fd = w.pairs[pair + s.mark[2] as usize].1;
                 prefetch_fd(k, fd);
                 sys_write(fd, left)
             } else {
-                let fd = w.pairs[pair].0;
+                let fd = Fd::from_bits(s.mark[1] >> 1);
                 prefetch_fd(k, fd);
                 sys_read(fd, left)
             };

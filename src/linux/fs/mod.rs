@@ -54,6 +54,30 @@ pub enum Fd {
     Sock(SockId),
 }
 
+impl Fd {
+    /// The descriptor as one integer (for a workload frame's scratch words): the kind in bits
+    /// 32-33, the object id below.
+    pub fn to_bits(self) -> u64 {
+        match self {
+            Fd::PipeRead(p) => p as u64,
+            Fd::PipeWrite(p) => 1 << 32 | p as u64,
+            Fd::Sock(s) => 2 << 32 | s as u64,
+        }
+    }
+
+    /// The descriptor [`Fd::to_bits`] made `bits` from.
+    #[inline]
+    pub fn from_bits(bits: u64) -> Fd {
+        let id = bits as u32;
+        match bits >> 32 {
+            0 => Fd::PipeRead(id),
+            1 => Fd::PipeWrite(id),
+            2 => Fd::Sock(id),
+            _ => unreachable!("not an Fd::to_bits value: {bits:#x}"),
+        }
+    }
+}
+
 /// `pipe()` or `socketpair(AF_UNIX, SOCK_STREAM, 0)`, as hackbench's `fdpair()` makes them:
 /// (read end, write end). Objects are homed on `cpu` (the creator's).
 pub fn fdpair(k: &mut Kernel, cpu: crate::linux::CpuId, use_pipes: bool) -> (Fd, Fd) {
@@ -114,5 +138,18 @@ pub fn poll_in(k: &Kernel, fd: Fd) -> (WqId, bool) {
             (sk.wq, !sk.receive_queue.is_empty())
         }
         Fd::PipeWrite(_) => panic!("poll for input on a pipe's write end"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Fd;
+
+    #[test]
+    fn fd_bits_round_trip() {
+        for fd in [Fd::PipeRead(0), Fd::PipeWrite(7), Fd::Sock(u32::MAX), Fd::PipeRead(u32::MAX), Fd::Sock(3)] {
+            assert_eq!(Fd::from_bits(fd.to_bits()), fd);
+        }
+        assert_ne!(Fd::PipeRead(3).to_bits(), Fd::Sock(3).to_bits());
     }
 }
