@@ -90,9 +90,9 @@ fn pipe_and_socket_modes_finish_and_drain_their_objects() {
             let expect = if Fd::PipeRead(i as u32) == wake_rd { 1 } else { 0 };
             assert_eq!(p.unread(), expect, "{args}: pipe {i}");
         }
-        for (i, s) in k.ipc.socks.iter().enumerate() {
-            let expect = if Fd::Sock(i as u32) == wake_rd { 1 } else { 0 };
-            let queued: u64 = s.receive_queue.iter().map(|b| (b.len - b.consumed) as u64).sum();
+        for i in 0..k.ipc.socks.len() as u32 {
+            let expect = if Fd::Sock(i) == wake_rd { 1 } else { 0 };
+            let queued: u64 = k.ipc.socks.receive_queue(i).map(|b| (b.len - b.consumed) as u64).sum();
             assert_eq!(queued, expect, "{args}: socket {i}");
         }
         assert!(k.ipc.wqs.iter().all(|q| q.is_empty()), "{args}: a task is still queued");

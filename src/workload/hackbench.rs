@@ -43,7 +43,7 @@
 use super::params::Params;
 use super::{TaskFrame, Workload};
 use crate::linux::engine::{Action, Next};
-use crate::linux::fs::{fdpair, sys_poll_in, sys_read, sys_write, Fd};
+use crate::linux::fs::{fdpair, prefetch_fd, sys_poll_in, sys_read, sys_write, Fd};
 use crate::linux::kernel::exit::{link_child, signal_alloc, DoExit, SigId, Wait4};
 use crate::linux::kernel::futex::{futex_alloc, FutexId, FutexOp};
 use crate::linux::{CpuId, Kernel, TaskId};
@@ -722,20 +722,29 @@ fn child_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, ci: usize) -> Next 
         }
         ChildAt::WaitGo => {
             // ...and wait for "GO".
-            let fd = st(k).wake.expect("set up").0;
+            let w = st(k);
+            let fd = w.wake.expect("set up").0;
+            let c = &w.children[ci];
             s.at = ChildAt::Transfer as u8;
             s.i = 0;
             s.mark[0] = 0;
-            st(k).ready_children += 1;
+            // The transfer loop's fixed facts, kept in the frame (which the host has at hand)
+            // rather than read from `children` and `pairs` each message: the role, and a
+            // receiver's fd or the index in `pairs` of a sender's group's first fdpair.
+            let first = c.group * w.o.fds;
+            s.mark[1] =
+                if c.sender { (first as u64) << 1 | 1 } else { w.pairs[(first + c.index) as usize].0.to_bits() << 1 };
+            // A sender's next receiver (`i % fds`, counted along with `i`).
+            s.mark[2] = 0;
+            w.ready_children += 1;
             Next::Call(k.costs.user_op, sys_poll_in(fd))
         }
         ChildAt::Transfer => {
             let w = st(k);
             let o = &w.o;
-            let c = &w.children[ci];
             let total = o.loops as u64 * o.fds as u64;
             if s.i == total {
-                let f = match (w.parent_sig, c.tid_futex) {
+                let f = match (w.parent_sig, w.children[ci].tid_futex) {
                     (Some(sig), _) => DoExit::process(sig),
                     (None, Some(f)) => DoExit::thread(f),
                     (None, None) => unreachable!(),
@@ -744,12 +753,17 @@ fn child_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, ci: usize) -> Next 
                 return Next::Call(k.costs.user_op, f);
             }
             let left = o.datasize - s.mark[0] as u32;
-            let frame = if c.sender {
+            let frame = if s.mark[1] & 1 != 0 {
                 // Message i goes to receiver i % fds of the group.
-                let j = (s.i % o.fds as u64) as usize;
-                sys_write(w.pairs[(c.group * o.fds) as usize + j].1, left)
+                debug_assert_eq!(s.mark[2], s.i % o.fds as u64);
+                let pair = (s.mark[1] >> 1) as usize;
+                let fd = w.pairs[pair + s.mark[2] as usize].1;
+                prefetch_fd(k, fd);
+                sys_write(fd, left)
             } else {
-                sys_read(w.pairs[(c.group * o.fds + c.index) as usize].0, left)
+                let fd = Fd::from_bits(s.mark[1] >> 1);
+                prefetch_fd(k, fd);
+                sys_read(fd, left)
             };
             s.at = ChildAt::Transferred as u8;
             Next::Call(k.costs.user_op, frame)
@@ -758,7 +772,7 @@ fn child_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, ci: usize) -> Next 
             let n = k.tasks[k.curr(cpu) as usize].user_ret.max(0) as u64;
             s.mark[0] += n;
             let w = st(k);
-            let sender = w.children[ci].sender;
+            let sender = s.mark[1] & 1 != 0;
             if !sender {
                 w.bytes_received += n;
             }
@@ -766,6 +780,10 @@ fn child_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, ci: usize) -> Next 
                 s.mark[0] = 0;
                 s.i += 1;
                 if sender {
+                    s.mark[2] += 1;
+                    if s.mark[2] == w.o.fds as u64 {
+                        s.mark[2] = 0;
+                    }
                     w.messages_sent += 1;
                 } else {
                     w.messages_received += 1;

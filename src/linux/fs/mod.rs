@@ -7,7 +7,7 @@ pub mod select;
 
 use crate::linux::kernel::exit::SignalStruct;
 use crate::linux::kernel::wait::{WaitQueues, WakeRecord, WqId};
-use crate::linux::net::unix::{SockId, UnixSock};
+use crate::linux::net::unix::{SockId, Socks};
 use crate::linux::{Frame, Kernel};
 use pipe::{Pipe, PipeId};
 
@@ -16,7 +16,7 @@ use pipe::{Pipe, PipeId};
 pub struct Ipc {
     pub wqs: WaitQueues,
     pub pipes: Vec<Pipe>,
-    pub socks: Vec<UnixSock>,
+    pub socks: Socks,
     pub signals: Vec<SignalStruct>,
     /// Wait-queue entry stamps and walk ids (see `kernel/wait.rs`).
     pub wq_seq: u64,
@@ -54,6 +54,30 @@ pub enum Fd {
     Sock(SockId),
 }
 
+impl Fd {
+    /// The descriptor as one integer (for a workload frame's scratch words): the kind in bits
+    /// 32-33, the object id below.
+    pub fn to_bits(self) -> u64 {
+        match self {
+            Fd::PipeRead(p) => p as u64,
+            Fd::PipeWrite(p) => 1 << 32 | p as u64,
+            Fd::Sock(s) => 2 << 32 | s as u64,
+        }
+    }
+
+    /// The descriptor [`Fd::to_bits`] made `bits` from.
+    #[inline]
+    pub fn from_bits(bits: u64) -> Fd {
+        let id = bits as u32;
+        match bits >> 32 {
+            0 => Fd::PipeRead(id),
+            1 => Fd::PipeWrite(id),
+            2 => Fd::Sock(id),
+            _ => unreachable!("not an Fd::to_bits value: {bits:#x}"),
+        }
+    }
+}
+
 /// `pipe()` or `socketpair(AF_UNIX, SOCK_STREAM, 0)`, as hackbench's `fdpair()` makes them:
 /// (read end, write end). Objects are homed on `cpu` (the creator's).
 pub fn fdpair(k: &mut Kernel, cpu: crate::linux::CpuId, use_pipes: bool) -> (Fd, Fd) {
@@ -63,6 +87,18 @@ pub fn fdpair(k: &mut Kernel, cpu: crate::linux::CpuId, use_pipes: bool) -> (Fd,
     } else {
         let (a, b) = crate::linux::net::unix::unix_socketpair(k, cpu);
         (Fd::Sock(a), Fd::Sock(b))
+    }
+}
+
+/// Ask the host to cache the object behind `fd` ahead of a syscall on it (no effect on the
+/// model; see [`crate::sim::prefetch`]).
+#[inline(always)]
+pub fn prefetch_fd(k: &Kernel, fd: Fd) {
+    match fd {
+        Fd::Sock(s) => k.ipc.socks.prefetch(s),
+        Fd::PipeRead(p) | Fd::PipeWrite(p) => {
+            crate::sim::prefetch::prefetch(k.ipc.pipes.as_ptr().wrapping_add(p as usize))
+        }
     }
 }
 
@@ -102,5 +138,18 @@ pub fn poll_in(k: &Kernel, fd: Fd) -> (WqId, bool) {
             (sk.wq, !sk.receive_queue.is_empty())
         }
         Fd::PipeWrite(_) => panic!("poll for input on a pipe's write end"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Fd;
+
+    #[test]
+    fn fd_bits_round_trip() {
+        for fd in [Fd::PipeRead(0), Fd::PipeWrite(7), Fd::Sock(u32::MAX), Fd::PipeRead(u32::MAX), Fd::Sock(3)] {
+            assert_eq!(Fd::from_bits(fd.to_bits()), fd);
+        }
+        assert_ne!(Fd::PipeRead(3).to_bits(), Fd::Sock(3).to_bits());
     }
 }
