@@ -162,15 +162,16 @@ impl Lines {
     pub fn write_watched(&mut self, line: LineId, cpu: u32, topo: &Topology) -> (Option<Distance>, Option<u32>) {
         let l = &mut self.lines[line as usize];
         let places = topo.places();
-        let cp = places[cpu as usize];
         let c = cpu as u16;
         // The farthest copy is the one whose place differs most (`Distance::apart` grows with
         // the XOR), so one classification of the largest XOR.
         let owner = l.w[0];
         let far = if l.w[NR] == NONE - 1 {
-            // The common case: one holder.
-            (owner != c).then(|| Distance::apart(places[usize::from(owner)] ^ cp))
+            // The common case: one holder. The writer's place is looked up only when the
+            // holder is another CPU (a write to a line this CPU owns alone costs nothing).
+            (owner != c).then(|| Distance::apart(places[usize::from(owner)] ^ places[cpu as usize]))
         } else {
+            let cp = places[cpu as usize];
             let mut far_x = 0u64;
             let mut any = false;
             for &s in &l.w[..l.nr().min(MAX_SHARERS)] {

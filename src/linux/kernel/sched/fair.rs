@@ -173,7 +173,9 @@ pub fn sched_balance_rq(k: &mut Kernel, cpu: CpuId, dst: CpuId, sd: usize, idle:
         return (0, cost);
     };
     // sched_balance_find_src_rq(): the CPU of that group with the most runnable tasks.
-    let group = k.sd.domains(dst)[sd].groups[gi].clone();
+    // Borrowed, not cloned: the search only reads the kernel (an `Arc` clone and drop are
+    // two atomic read-modify-writes per balance).
+    let group = &k.sd.domains(dst)[sd].groups[gi];
     let h_nr = |c: CpuId| {
         debug_assert_eq!(k.sd.sums.cfs_h_nr_running(c), k.cpus[c as usize].rq.cfs_h_nr_running);
         k.sd.sums.cfs_h_nr_running(c)
