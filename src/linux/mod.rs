@@ -232,7 +232,7 @@ impl Kernel {
             csds: Vec::new(),
             futexes: Vec::new(),
             ipc: fs::Ipc::default(),
-            lines: Lines::default(),
+            lines: Lines::for_topology(&m.topo),
             sd,
             rd: RootDomain::default(),
             llc_shared: Vec::new(),
@@ -456,8 +456,19 @@ impl Kernel {
     }
 
     /// `cpu` writes `line`; returns the cost in ns and wakes a CPU spinning on or monitoring it.
-    #[inline]
+    /// Inlined down to the test for a line `cpu` holds alone, unwatched: such a write costs
+    /// nothing, draws nothing and leaves the line as it is (the call is for the other cases).
+    #[inline(always)]
     pub fn line_write(&mut self, cpu: CpuId, line: LineId) -> Time {
+        if self.lines.owned_alone(line, cpu) {
+            return 0;
+        }
+        self.line_write_shared(cpu, line)
+    }
+
+    /// [`Kernel::line_write`] of a line another CPU holds or watches.
+    #[inline(never)]
+    fn line_write_shared(&mut self, cpu: CpuId, line: LineId) -> Time {
         let (d, watcher) = self.lines.write_watched(line, cpu, &self.m.topo);
         let cost = self.line_ns(cpu, d);
         if let Some(w) = watcher {

@@ -1166,10 +1166,12 @@ pub fn select_task_rq_fair(k: &mut Kernel, cpu: CpuId, p: TaskId, prev_cpu: CpuI
     // A wakeup on the wakee's previous CPU keeps new_cpu = prev_cpu whichever domain is found,
     // so the domain walk is only needed when the CPUs differ.
     if want_affine && cpu != prev_cpu {
+        let places = k.m.topo.places();
+        let x = places[cpu as usize] ^ places[prev_cpu as usize];
         let found =
             k.sd.domains(cpu)
                 .iter()
-                .find(|d| d.flags & SD_WAKE_AFFINE != 0 && d.span.test(prev_cpu))
+                .find(|d| d.flags & SD_WAKE_AFFINE != 0 && d.span_test_apart(prev_cpu, x))
                 .map(|d| d.imbalance_pct);
         if let Some(pct) = found {
             new_cpu = if k.cfg.has(crate::linux::patches::Patch::B92486cbf2aa) {
