@@ -226,11 +226,33 @@ impl Lines {
         words: &[u64],
         reader: u32,
         topo: &Topology,
+        miss: impl FnMut(Distance),
+    ) {
+        let Lines { lines, shape, by_lz } = self;
+        let run = &mut lines[first as usize..];
+        // One loop for each way of finding keys, so the choice is made once per run.
+        match *shape {
+            Some(s) => Lines::read_run(run, lo, words, reader, |c| s.core(c), by_lz, miss),
+            None => {
+                let places = topo.places();
+                Lines::read_run(run, lo, words, reader, |c| places[c as usize], by_lz, miss)
+            }
+        }
+    }
+
+    /// [`Lines::read_each`] on the run of lines from its first, with `key` giving a CPU's
+    /// distance key ([`Lines::key`]).
+    #[inline(always)]
+    fn read_run(
+        run: &mut [Line],
+        lo: u32,
+        words: &[u64],
+        reader: u32,
+        key: impl Fn(u32) -> u64,
+        by_lz: &[Distance; 65],
         mut miss: impl FnMut(Distance),
     ) {
-        let (shape, places, by_lz) = (self.shape, topo.places(), &self.by_lz);
-        let run = &mut self.lines[first as usize..];
-        let rp = Lines::key(shape, places, reader);
+        let rp = key(reader);
         let r = reader as u16;
         for (j, &w) in words.iter().enumerate() {
             let i = lo as usize + j;
@@ -244,7 +266,7 @@ impl Lines {
                 if l.holds(r) {
                     continue;
                 }
-                let x = Lines::key(shape, places, u32::from(l.w[0])) ^ rp;
+                let x = key(u32::from(l.w[0])) ^ rp;
                 l.add_sharer(r);
                 miss(Lines::apart(by_lz, x));
             }
