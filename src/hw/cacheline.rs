@@ -63,13 +63,114 @@ impl Line {
     }
 }
 
+/// A machine whose core, LLC and socket counts are powers of two: the distance between two
+/// CPUs follows from the XOR of their core numbers, which are bits of their ids, so a
+/// transfer's distance needs no lookup of their places (a host cache miss on large machines,
+/// where the places of 256 or more CPUs are read in no particular order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Shape {
+    /// The core of CPU `c` is `(c & core_mask) >> core_shift`.
+    core_mask: u32,
+    core_shift: u32,
+    /// Its LLC is `core >> llc_shift`, its socket `core >> socket_shift`.
+    llc_shift: u32,
+    socket_shift: u32,
+}
+
+impl Shape {
+    /// The shape of `topo`, if [`Shape::place`] gives its places exactly (checked for every
+    /// CPU).
+    fn of(topo: &Topology) -> Option<Shape> {
+        let s = &topo.spec;
+        let nr_cores = s.sockets.checked_mul(s.cores_per_socket)?;
+        let pow2 = [nr_cores, s.cores_per_socket, s.cores_per_llc, s.threads_per_core];
+        if !pow2.iter().all(|n| n.is_power_of_two()) {
+            return None;
+        }
+        let (core_mask, core_shift) =
+            if s.smt_siblings_adjacent { (u32::MAX, s.threads_per_core.trailing_zeros()) } else { (nr_cores - 1, 0) };
+        let shape = Shape {
+            core_mask,
+            core_shift,
+            llc_shift: s.cores_per_llc.trailing_zeros(),
+            socket_shift: s.cores_per_socket.trailing_zeros(),
+        };
+        let places = topo.places();
+        (places.len() == topo.nr_cpus as usize && (0..topo.nr_cpus).all(|c| shape.place(c) == places[c as usize]))
+            .then_some(shape)
+    }
+
+    /// CPU `c`'s core number.
+    #[inline(always)]
+    fn core(self, c: u32) -> u64 {
+        u64::from((c & self.core_mask) >> self.core_shift)
+    }
+
+    /// The packed place ([`Topology::places`]) of a CPU whose core number is `core`.
+    fn spread(self, core: u64) -> u64 {
+        ((core >> self.socket_shift) << 48) | ((core >> self.llc_shift) << 32) | core
+    }
+
+    /// CPU `c`'s packed place.
+    fn place(self, c: u32) -> u64 {
+        self.spread(self.core(c))
+    }
+}
+
 /// All modelled lines of a run.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Lines {
     lines: Vec<Line>,
+    /// The machine's shape when distances follow from core numbers (see
+    /// [`Lines::for_topology`]).
+    shape: Option<Shape>,
+    /// The distance between two different CPUs whose keys ([`Lines::key`]) XOR to `x`, by
+    /// `x.leading_zeros()`: it depends on nothing else, and grows with `x`.
+    by_lz: [Distance; 65],
+}
+
+impl Default for Lines {
+    /// Lines for a run whose distances come from the topology's places.
+    fn default() -> Lines {
+        Lines::with_shape(None)
+    }
 }
 
 impl Lines {
+    /// No lines yet, for a run on `topo`: on a machine of power-of-two counts, distances are
+    /// computed from the CPU ids instead of read from the topology's places. The same
+    /// distances either way (the places the shape implies are checked against the
+    /// topology's).
+    pub fn for_topology(topo: &Topology) -> Lines {
+        Lines::with_shape(Shape::of(topo))
+    }
+
+    fn with_shape(shape: Option<Shape>) -> Lines {
+        let by_lz = std::array::from_fn(|lz| {
+            // A key XOR with `lz` leading zeros, as a XOR of places (`Distance::apart` too
+            // depends on its argument's leading zeros only).
+            let x = if lz == 64 { 0 } else { 1u64 << (63 - lz) };
+            Distance::apart(shape.map_or(x, |s| s.spread(x)))
+        });
+        Lines { lines: Vec::new(), shape, by_lz }
+    }
+
+    /// CPU `c`'s distance key: its core number when the shape is known, else its packed
+    /// place. Two different CPUs are [`Lines::apart`] by the XOR of their keys.
+    #[inline(always)]
+    fn key(shape: Option<Shape>, places: &[u64], c: u32) -> u64 {
+        match shape {
+            Some(s) => s.core(c),
+            None => places[c as usize],
+        }
+    }
+
+    /// The distance between two different CPUs whose keys XOR to `x`.
+    #[inline(always)]
+    fn apart(by_lz: &[Distance; 65], x: u64) -> Distance {
+        by_lz[x.leading_zeros() as usize]
+    }
+
     /// A new line, initially owned by `home` (the CPU that initialised the variable).
     pub fn alloc(&mut self, home: u32) -> LineId {
         assert!(home < MAX_CPUS, "line home CPU {home} beyond MAX_CPUS");
@@ -105,10 +206,11 @@ impl Lines {
             return None;
         }
         // The owner is not `cpu` (it would hold the line).
-        let places = topo.places();
-        let d = Distance::apart(places[usize::from(l.w[0])] ^ places[cpu as usize]);
+        let owner = l.w[0];
         l.add_sharer(cpu as u16);
-        Some(d)
+        let (shape, places) = (self.shape, topo.places());
+        let x = Lines::key(shape, places, u32::from(owner)) ^ Lines::key(shape, places, cpu);
+        Some(Lines::apart(&self.by_lz, x))
     }
 
     /// `reader` reads line `first + c` for every CPU `c` but itself of a CPU mask given by its
@@ -124,11 +226,33 @@ impl Lines {
         words: &[u64],
         reader: u32,
         topo: &Topology,
+        miss: impl FnMut(Distance),
+    ) {
+        let Lines { lines, shape, by_lz } = self;
+        let run = &mut lines[first as usize..];
+        // One loop for each way of finding keys, so the choice is made once per run.
+        match *shape {
+            Some(s) => Lines::read_run(run, lo, words, reader, |c| s.core(c), by_lz, miss),
+            None => {
+                let places = topo.places();
+                Lines::read_run(run, lo, words, reader, |c| places[c as usize], by_lz, miss)
+            }
+        }
+    }
+
+    /// [`Lines::read_each`] on the run of lines from its first, with `key` giving a CPU's
+    /// distance key ([`Lines::key`]).
+    #[inline(always)]
+    fn read_run(
+        run: &mut [Line],
+        lo: u32,
+        words: &[u64],
+        reader: u32,
+        key: impl Fn(u32) -> u64,
+        by_lz: &[Distance; 65],
         mut miss: impl FnMut(Distance),
     ) {
-        let run = &mut self.lines[first as usize..];
-        let places = topo.places();
-        let rp = places[reader as usize];
+        let rp = key(reader);
         let r = reader as u16;
         for (j, &w) in words.iter().enumerate() {
             let i = lo as usize + j;
@@ -142,11 +266,21 @@ impl Lines {
                 if l.holds(r) {
                     continue;
                 }
-                let x = places[usize::from(l.w[0])] ^ rp;
+                let x = key(u32::from(l.w[0])) ^ rp;
                 l.add_sharer(r);
-                miss(Distance::apart(x));
+                miss(Lines::apart(by_lz, x));
             }
         }
+    }
+
+    /// Whether `cpu` holds `line` alone and no CPU watches it: a write by `cpu` then changes
+    /// nothing and costs nothing ([`Lines::write_watched`] would return `(None, None)`).
+    #[inline(always)]
+    pub fn owned_alone(&self, line: LineId, cpu: u32) -> bool {
+        // One holder means the other sharer slots are unused (`alloc` and `write` clear them,
+        // `add_sharer` fills them in order).
+        let w = &self.lines[line as usize].w;
+        w[0] == cpu as u16 && w[NR] == NONE - 1 && w[WATCHER] == NONE
     }
 
     /// `cpu` writes the line (a store or an atomic read-modify-write). Returns the farthest
@@ -160,26 +294,28 @@ impl Lines {
     /// [`Lines::write`], also returning the line's watcher.
     #[inline]
     pub fn write_watched(&mut self, line: LineId, cpu: u32, topo: &Topology) -> (Option<Distance>, Option<u32>) {
+        let (shape, places, by_lz) = (self.shape, topo.places(), &self.by_lz);
         let l = &mut self.lines[line as usize];
-        let places = topo.places();
-        let cp = places[cpu as usize];
+        let place = |c: u16| Lines::key(shape, places, u32::from(c));
         let c = cpu as u16;
-        // The farthest copy is the one whose place differs most (`Distance::apart` grows with
-        // the XOR), so one classification of the largest XOR.
+        // The farthest copy is the one whose key differs most (the distance grows with the
+        // XOR), so one classification of the largest XOR.
         let owner = l.w[0];
         let far = if l.w[NR] == NONE - 1 {
-            // The common case: one holder.
-            (owner != c).then(|| Distance::apart(places[usize::from(owner)] ^ cp))
+            // The common case: one holder. The writer's place is found only when the holder
+            // is another CPU (a write to a line this CPU owns alone costs nothing).
+            (owner != c).then(|| Lines::apart(by_lz, place(owner) ^ place(c)))
         } else {
+            let cp = place(c);
             let mut far_x = 0u64;
             let mut any = false;
             for &s in &l.w[..l.nr().min(MAX_SHARERS)] {
                 if s != c {
                     any = true;
-                    far_x = far_x.max(places[usize::from(s)] ^ cp);
+                    far_x = far_x.max(place(s) ^ cp);
                 }
             }
-            any.then(|| Distance::apart(far_x))
+            any.then(|| Lines::apart(by_lz, far_x))
         };
         let w = l.w[WATCHER];
         l.w = [c, NONE, NONE, NONE, NONE, NONE, NONE - 1, w];
@@ -265,52 +401,92 @@ mod tests {
             kvm,
         ] {
             let topo = Topology::new(&spec).unwrap();
-            let nr = topo.nr_cpus;
-            let mut rng = crate::sim::rng::Prng::new(16, u64::from(nr));
-            let mut lines = Lines::default();
-            // A few lines first, so the run of per-CPU lines does not start at 0.
-            let extra = 3;
-            let mut plain = Plain { sharers: Vec::new(), watcher: Vec::new() };
-            for c in (0..extra).chain(0..nr).chain(0..extra) {
-                assert_eq!(lines.alloc(c % nr) as usize, plain.sharers.len());
-                plain.sharers.push(vec![c % nr]);
-                plain.watcher.push(None);
+            // With the places read from the topology and, where the shape allows, computed.
+            for mut lines in [Lines::default(), Lines::for_topology(&topo)] {
+                check_against_plain(&topo, &mut lines);
             }
-            let n = plain.sharers.len() as u64;
-            for _ in 0..20_000 {
-                let cpu = rng.range(0, u64::from(nr) - 1) as u32;
-                let line = rng.range(0, n - 1) as usize;
-                match rng.range(0, 9) {
-                    0..=3 => assert_eq!(lines.read(line as LineId, cpu, &topo), plain.read(line, cpu, &topo)),
-                    4..=6 => {
-                        let want = (plain.write(line, cpu, &topo), plain.watcher[line]);
-                        assert_eq!(lines.write_watched(line as LineId, cpu, &topo), want);
+        }
+    }
+
+    /// One machine's random operations on `lines` against the plain model.
+    fn check_against_plain(topo: &Topology, lines: &mut Lines) {
+        let nr = topo.nr_cpus;
+        let mut rng = crate::sim::rng::Prng::new(16, u64::from(nr));
+        // A few lines first, so the run of per-CPU lines does not start at 0.
+        let extra = 3;
+        let mut plain = Plain { sharers: Vec::new(), watcher: Vec::new() };
+        for c in (0..extra).chain(0..nr).chain(0..extra) {
+            assert_eq!(lines.alloc(c % nr) as usize, plain.sharers.len());
+            plain.sharers.push(vec![c % nr]);
+            plain.watcher.push(None);
+        }
+        let n = plain.sharers.len() as u64;
+        for _ in 0..20_000 {
+            let cpu = rng.range(0, u64::from(nr) - 1) as u32;
+            let line = rng.range(0, n - 1) as usize;
+            match rng.range(0, 9) {
+                0..=3 => assert_eq!(lines.read(line as LineId, cpu, topo), plain.read(line, cpu, topo)),
+                4..=6 => {
+                    let alone = lines.owned_alone(line as LineId, cpu);
+                    let before = lines.lines[line].w;
+                    let want = (plain.write(line, cpu, topo), plain.watcher[line]);
+                    assert_eq!(lines.write_watched(line as LineId, cpu, topo), want);
+                    // A write to a line held alone and unwatched changes nothing.
+                    assert_eq!(alone, want == (None, None) && before[WATCHER] == NONE);
+                    if alone {
+                        assert_eq!(lines.lines[line].w, before);
                     }
-                    7 => {
-                        let w = (rng.range(0, 1) == 0).then_some(cpu);
-                        lines.set_watcher(line as LineId, w);
-                        plain.watcher[line] = w;
-                        assert_eq!(lines.watcher(line as LineId), w);
-                    }
-                    _ => {
-                        // A span: a random subset of the CPUs, sometimes all of them.
-                        let all = rng.range(0, 3) == 0;
-                        let mut span = CpuMask::new(nr);
-                        for c in 0..nr {
-                            if all || rng.range(0, 2) == 0 {
-                                span.set(c);
-                            }
+                }
+                7 => {
+                    let w = (rng.range(0, 1) == 0).then_some(cpu);
+                    lines.set_watcher(line as LineId, w);
+                    plain.watcher[line] = w;
+                    assert_eq!(lines.watcher(line as LineId), w);
+                }
+                _ => {
+                    // A span: a random subset of the CPUs, sometimes all of them.
+                    let all = rng.range(0, 3) == 0;
+                    let mut span = CpuMask::new(nr);
+                    for c in 0..nr {
+                        if all || rng.range(0, 2) == 0 {
+                            span.set(c);
                         }
-                        let (lo, ws) = span.stored_words();
-                        let mut got = Vec::new();
-                        lines.read_each(extra, lo, ws, cpu, &topo, |d| got.push(d));
-                        let want: Vec<Distance> = span
-                            .iter()
-                            .filter(|&c| c != cpu)
-                            .filter_map(|c| plain.read((extra + c) as usize, cpu, &topo))
-                            .collect();
-                        assert_eq!(got, want);
                     }
+                    let (lo, ws) = span.stored_words();
+                    let mut got = Vec::new();
+                    lines.read_each(extra, lo, ws, cpu, topo, |d| got.push(d));
+                    let want: Vec<Distance> = span
+                        .iter()
+                        .filter(|&c| c != cpu)
+                        .filter_map(|c| plain.read((extra + c) as usize, cpu, topo))
+                        .collect();
+                    assert_eq!(got, want);
+                }
+            }
+        }
+    }
+
+    /// Distances follow from CPU ids on machines of power-of-two counts (SMT siblings adjacent
+    /// or not), from the topology's places otherwise, and equal the topology's either way.
+    #[test]
+    fn distances_are_computed_on_power_of_two_machines() {
+        let mut kvm = TopologySpec::new(2, 2, 8, 4, 2);
+        kvm.smt_siblings_adjacent = true;
+        let epyc = crate::hw::preset("epyc-7763-2s").unwrap().topo;
+        for (topo, computed) in [
+            (Topology::new(&TopologySpec::new(2, 1, 64, 8, 2)).unwrap(), true),
+            (Topology::new(&kvm).unwrap(), true),
+            (epyc, true),
+            (Topology::new(&TopologySpec::new(1, 1, 3, 3, 1)).unwrap(), false),
+            (Topology::new(&TopologySpec::new(2, 1, 12, 4, 2)).unwrap(), false),
+        ] {
+            let lines = Lines::for_topology(&topo);
+            assert_eq!(lines.shape.is_some(), computed, "{:?}", topo.spec);
+            let places = topo.places();
+            for a in 0..topo.nr_cpus {
+                for b in (0..topo.nr_cpus).filter(|&b| b != a) {
+                    let x = Lines::key(lines.shape, places, a) ^ Lines::key(lines.shape, places, b);
+                    assert_eq!(Lines::apart(&lines.by_lz, x), topo.distance(a, b), "CPUs {a} and {b}");
                 }
             }
         }

@@ -173,7 +173,9 @@ pub fn sched_balance_rq(k: &mut Kernel, cpu: CpuId, dst: CpuId, sd: usize, idle:
         return (0, cost);
     };
     // sched_balance_find_src_rq(): the CPU of that group with the most runnable tasks.
-    let group = k.sd.domains(dst)[sd].groups[gi].clone();
+    // Borrowed, not cloned: the search only reads the kernel (an `Arc` clone and drop are
+    // two atomic read-modify-writes per balance).
+    let group = &k.sd.domains(dst)[sd].groups[gi];
     let h_nr = |c: CpuId| {
         debug_assert_eq!(k.sd.sums.cfs_h_nr_running(c), k.cpus[c as usize].rq.cfs_h_nr_running);
         k.sd.sums.cfs_h_nr_running(c)
@@ -1164,10 +1166,12 @@ pub fn select_task_rq_fair(k: &mut Kernel, cpu: CpuId, p: TaskId, prev_cpu: CpuI
     // A wakeup on the wakee's previous CPU keeps new_cpu = prev_cpu whichever domain is found,
     // so the domain walk is only needed when the CPUs differ.
     if want_affine && cpu != prev_cpu {
+        let places = k.m.topo.places();
+        let x = places[cpu as usize] ^ places[prev_cpu as usize];
         let found =
             k.sd.domains(cpu)
                 .iter()
-                .find(|d| d.flags & SD_WAKE_AFFINE != 0 && d.span.test(prev_cpu))
+                .find(|d| d.flags & SD_WAKE_AFFINE != 0 && d.span_test_apart(prev_cpu, x))
                 .map(|d| d.imbalance_pct);
         if let Some(pct) = found {
             new_cpu = if k.cfg.has(crate::linux::patches::Patch::B92486cbf2aa) {

@@ -179,11 +179,17 @@ impl GroupSums {
             return;
         }
         let (a, b) = (self.member_start[cpu as usize] as usize, self.member_start[cpu as usize + 1] as usize);
+        // The change of each sum, computed once and added modulo 2^32 to every group: each
+        // sum includes `old`'s part, so none goes below zero or wraps (checked in debug
+        // builds by the rescans of `debug_check_group`).
+        let d_excess = new.h_nr.saturating_sub(1).wrapping_sub(old.h_nr.saturating_sub(1));
+        let d_load = new.load.wrapping_sub(old.load);
+        let d_idle = u32::from(new.idle).wrapping_sub(u32::from(old.idle));
         for &id in &self.member[a..b] {
             let g = &mut self.sums[id as usize];
-            g.excess = g.excess - old.h_nr.saturating_sub(1) + new.h_nr.saturating_sub(1);
-            g.load = g.load - old.load + new.load;
-            g.nr_idle = g.nr_idle - old.idle as u32 + new.idle as u32;
+            g.excess = g.excess.wrapping_add(d_excess);
+            g.load = g.load.wrapping_add(d_load);
+            g.nr_idle = g.nr_idle.wrapping_add(d_idle);
         }
         self.nr_overloaded = self.nr_overloaded - old.overloaded as u32 + new.overloaded as u32;
         if old.idle != new.idle {

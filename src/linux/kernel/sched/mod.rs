@@ -161,7 +161,9 @@ pub struct Task {
     /// the task was placed there. Workloads read it and `wake_to_run_ns` to say why a latency
     /// sample was large.
     pub wake_placement: WakePlacement,
-    /// `nr_cpus_allowed` of `cpus_mask` (meaningful only when it is set).
+    /// `nr_cpus_allowed` of `cpus_mask` when it is set, 0 exactly when it is not. Tested
+    /// before `cpus_mask` (which lies on a host cache line of its own) so that a task allowed
+    /// every CPU is answered from the lines its wakeup reads anyway.
     pub mask_weight: u32,
     pub pid: u32,
     pub comm: String,
@@ -175,25 +177,24 @@ impl Task {
     /// its `sched_setaffinity()` mask, or any CPU).
     #[inline]
     pub fn cpu_allowed(&self, cpu: CpuId) -> bool {
-        match (self.pinned, &self.cpus_mask) {
-            (Some(c), _) => c == cpu,
-            (None, Some(m)) => m.test(cpu),
-            (None, None) => true,
+        match self.pinned {
+            Some(c) => c == cpu,
+            None => self.mask_weight == 0 || self.cpus_mask.as_ref().is_none_or(|m| m.test(cpu)),
         }
     }
 
     /// `p->nr_cpus_allowed > 1`: the task may run on more than one CPU.
     #[inline]
     pub fn migratable(&self) -> bool {
-        self.pinned.is_none() && self.cpus_mask.as_ref().is_none_or(|_| self.mask_weight > 1)
+        self.pinned.is_none() && (self.mask_weight == 0 || self.cpus_mask.as_ref().is_none_or(|_| self.mask_weight > 1))
     }
 
     /// The one CPU a task with `nr_cpus_allowed == 1` may run on.
     pub fn single_cpu(&self) -> Option<CpuId> {
-        match (self.pinned, &self.cpus_mask) {
-            (Some(c), _) => Some(c),
-            (None, Some(m)) if self.mask_weight == 1 => m.first(),
-            _ => None,
+        match self.pinned {
+            Some(c) => Some(c),
+            None if self.mask_weight == 1 => self.cpus_mask.as_ref().and_then(|m| m.first()),
+            None => None,
         }
     }
 }
@@ -444,6 +445,12 @@ mod tests {
         ] {
             assert!(last <= 64, "a hot field ends at byte {last}");
         }
+        // The affinity test of a task allowed every CPU reads `mask_weight`, on the line of
+        // the wakee bookkeeping that a wakeup's `record_wakee()` reads anyway.
+        let line = |off: usize, size: usize| (off / 64, (off + size - 1) / 64);
+        let wakee = line(offset_of!(Task, wakee_flip_decay_ts), size_of::<u64>());
+        assert_eq!(wakee.0, wakee.1);
+        assert_eq!(line(offset_of!(Task, mask_weight), size_of::<u32>()), wakee);
     }
 
     #[test]

@@ -156,6 +156,12 @@ pub struct SchedDomain {
     pub span: SharedMask,
     /// `span.weight()`.
     pub span_weight: u32,
+    /// The span as a test on packed places ([`crate::hw::topology::Topology::places`]), when
+    /// it is one: `Some(m)` if the span is exactly the CPUs `c` with `(places[c] ^
+    /// places[owner]) & m == 0` (the owner's core, LLC, socket or all CPUs), checked against
+    /// the mask when the domains are built. Lets a hot path test membership without reaching
+    /// the shared mask (see [`SchedDomain::span_test_apart`]).
+    pub span_places: Option<u64>,
     /// SD_* flags.
     pub flags: u32,
     /// The sched groups, first the one containing the owning CPU, then in
@@ -192,6 +198,37 @@ pub struct SchedDomain {
     pub max_newidle_lb_cost: u64,
     /// Jiffies of the last decay of `max_newidle_lb_cost`.
     pub last_decay_max_lb_cost: u64,
+}
+
+impl SchedDomain {
+    /// `span.test(c)` for a CPU `c` whose packed place XORs to `x` with the owning CPU's:
+    /// answered from `x` when the span is a block of places ([`SchedDomain::span_places`]),
+    /// else from the mask.
+    #[inline]
+    pub fn span_test_apart(&self, c: u32, x: u64) -> bool {
+        match self.span_places {
+            Some(m) => x & m == 0,
+            None => self.span.test(c),
+        }
+    }
+}
+
+/// The mask `m` with `span` = the CPUs `c` whose place satisfies `(places[c] ^ places[cpu]) &
+/// m == 0`, if there is one: the smallest aligned block of places around `cpu`'s that holds
+/// every CPU of the span, kept only if it holds no other CPU (`sorted` is `places` sorted, to
+/// count the block's CPUs).
+fn span_place_mask(places: &[u64], sorted: &[u64], cpu: u32, span: &CpuMask, weight: u32) -> Option<u64> {
+    if weight as usize == places.len() {
+        // Every CPU: no test needed.
+        return Some(0);
+    }
+    let p = places[cpu as usize];
+    let spread = span.iter().fold(0u64, |acc, c| acc | (places[c as usize] ^ p));
+    let bits = 64 - spread.leading_zeros();
+    let m = if bits == 64 { 0 } else { !0u64 << bits };
+    let (lo, hi) = (p & m, (p & m) | !m);
+    let in_block = sorted.partition_point(|&x| x <= hi) - sorted.partition_point(|&x| x < lo);
+    (in_block == weight as usize).then_some(m)
 }
 
 /// The attached domains of every CPU plus the per-CPU LLC shortcuts.
@@ -392,6 +429,7 @@ fn sd_init(
         name: tl.name,
         span: SharedMask::new(cpu_map.and(tl_mask)),
         span_weight: 0,
+        span_places: None,
         flags: SD_BALANCE_NEWIDLE | SD_BALANCE_EXEC | SD_BALANCE_FORK | SD_WAKE_AFFINE | SD_PREFER_SIBLING | sd_flags,
         groups: std::sync::Arc::from([]),
         group_balance_cpu: std::sync::Arc::from([]),
@@ -710,8 +748,14 @@ pub fn build_sched_domains_at(topo: &Topology, jiffies: u64) -> SchedDomains {
     let mut sd_llc_size = Vec::with_capacity(nr_cpus as usize);
     let mut sd_llc = Vec::with_capacity(nr_cpus as usize);
     let mut sd_numa = Vec::with_capacity(nr_cpus as usize);
+    let places = topo.places();
+    let mut sorted_places = places.to_vec();
+    sorted_places.sort_unstable();
     for (cpu, chain) in built.into_iter().enumerate() {
-        let chain = cpu_attach_domain(chain.into_iter().map_while(|sd| sd).collect());
+        let mut chain = cpu_attach_domain(chain.into_iter().map_while(|sd| sd).collect());
+        for sd in &mut chain {
+            sd.span_places = span_place_mask(places, &sorted_places, cpu as u32, &sd.span, sd.span.weight());
+        }
         // update_top_cache_domain()
         let llc = highest_flag_domain(&chain, SD_SHARE_LLC);
         match llc {
@@ -895,6 +939,49 @@ mod tests {
         assert_eq!(d[4].groups.len(), 2);
         assert_eq!(d[4].groups[0].to_string(), "0-63,128-191");
         assert_eq!(sds.sd_numa[8], Some(3));
+    }
+
+    /// The place test of a span answers as the mask does for every CPU, on machines whose
+    /// spans are blocks of places and on one whose NODE spans are not (three LLCs a node, so
+    /// a node's LLC ids are no aligned block), SMT siblings adjacent or not; on the EPYC
+    /// preset every domain has the place test.
+    #[test]
+    fn span_place_test_matches_the_span() {
+        let mut kvm = TopologySpec::new(2, 2, 8, 4, 2);
+        kvm.smt_siblings_adjacent = true;
+        let mut topos: Vec<Topology> = [
+            TopologySpec::new(2, 4, 48, 4, 2),
+            TopologySpec::new(2, 4, 64, 8, 2),
+            TopologySpec::new(3, 1, 8, 4, 2),
+            TopologySpec::new(2, 1, 4, 4, 2),
+            TopologySpec::new(4, 1, 16, 4, 2),
+            TopologySpec::new(1, 1, 3, 3, 1),
+            kvm,
+        ]
+        .iter()
+        .map(|s| Topology::new(s).unwrap())
+        .collect();
+        topos.push(preset("smp-4").unwrap().topo);
+        topos.push(preset("epyc-7763-2s").unwrap().topo);
+        let mut fallbacks = 0;
+        for topo in &topos {
+            let sds = build_sched_domains(topo);
+            let places = topo.places();
+            for cpu in 0..topo.nr_cpus {
+                for sd in sds.domains(cpu) {
+                    fallbacks += usize::from(sd.span_places.is_none());
+                    for c in 0..topo.nr_cpus {
+                        let x = places[c as usize] ^ places[cpu as usize];
+                        assert_eq!(sd.span_test_apart(c, x), sd.span.test(c), "{} cpu {cpu} c {c}", sd.name);
+                    }
+                }
+            }
+        }
+        // The three-LLC nodes are no blocks of places: the mask answers there.
+        assert!(fallbacks > 0);
+        let epyc = topos.last().unwrap();
+        let sds = build_sched_domains(epyc);
+        assert!((0..epyc.nr_cpus).all(|c| sds.domains(c).iter().all(|sd| sd.span_places.is_some())));
     }
 
     #[test]
