@@ -791,15 +791,9 @@ pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
             }
             Next::Ret(t) => {
                 let was_irq = irq_phase_of(unsafe { &*top }).is_some();
-                let n = x.stack.len();
-                assert!(n > 0, "cpu {cpu}: its outermost frame returned at {now}");
-                // SAFETY: the caller is at `n - 1 < len`; it is copied straight into the slot
-                // (one copy, not two through a temporary) and the stack forgets it (a frame is
-                // `Copy`, there is nothing to drop).
-                unsafe {
-                    std::ptr::copy_nonoverlapping(x.stack.as_ptr().add(n - 1), top, 1);
-                    x.stack.set_len(n - 1);
-                }
+                // SAFETY: the slot is not in the stack's buffer.
+                let popped = unsafe { pop_frame(&mut x.stack, top) };
+                assert!(popped, "cpu {cpu}: its outermost frame returned at {now}");
                 prefetch_caller(&x.stack);
                 let caller = unsafe { &*top };
                 if was_irq {
@@ -819,14 +813,9 @@ pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
                 // SAFETY: the slot is not in a task's saved stack.
                 unsafe { push_frame(&mut k.tasks[prev].saved, top) };
                 let x = exec_mut(&mut k.cpus, ci);
-                let n = x.stack.len();
-                assert!(n > 0, "cpu {cpu}: switched to a task with no saved frames at {now}");
-                // SAFETY: as for `Next::Ret`: the next task's top frame, at `n - 1 < len`, is
-                // moved straight into the slot.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(x.stack.as_ptr().add(n - 1), top, 1);
-                    x.stack.set_len(n - 1);
-                }
+                // SAFETY: as for `Next::Ret`; the next task's top frame moves into the slot.
+                let popped = unsafe { pop_frame(&mut x.stack, top) };
+                assert!(popped, "cpu {cpu}: switched to a task with no saved frames at {now}");
                 prefetch_caller(&x.stack);
                 let next_top = unsafe { &*top };
                 // The switch brought the incoming stack's interrupt phase with it.
@@ -918,6 +907,24 @@ unsafe fn push_frame(stack: &mut Vec<Frame>, src: *const Frame) {
         std::ptr::copy_nonoverlapping(src, stack.as_mut_ptr().add(n), 1);
         stack.set_len(n + 1);
     }
+}
+
+/// Move the frame on top of `stack` into the running-frame slot `dst`, copying it once,
+/// straight from the stack's buffer (`Vec::pop` copies it through a temporary); false, and
+/// nothing moved, when `stack` is empty.
+///
+/// # Safety
+/// `dst` points to a frame outside `stack`'s buffer that nothing else borrows.
+#[inline(always)]
+unsafe fn pop_frame(stack: &mut Vec<Frame>, dst: *mut Frame) -> bool {
+    let Some(n) = stack.len().checked_sub(1) else { return false };
+    // SAFETY: slot `n < len` holds a valid frame and does not overlap `dst` (the caller's
+    // guarantee); the stack forgets it (a frame is `Copy`, there is nothing to drop).
+    unsafe {
+        std::ptr::copy_nonoverlapping(stack.as_ptr().add(n), dst, 1);
+        stack.set_len(n);
+    }
+    true
 }
 
 /// Ask the host for the line of the frame on top of `stack` (a host cache hint only, see
