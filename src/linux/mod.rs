@@ -438,14 +438,7 @@ impl Kernel {
             None => 0,
             Some(d) => {
                 let r = self.m.costs.line[d as usize];
-                // `Prng::range(lo, hi)` without its overflow checks, which cannot fire: the draw
-                // is below `hi - lo + 1`, so `lo` plus it stays at most `hi`. The same draws.
-                if r.hi_ns > r.lo_ns {
-                    let width = (r.hi_ns - r.lo_ns).wrapping_add(1);
-                    r.lo_ns.wrapping_add(self.cpus[cpu as usize].rng.below(width))
-                } else {
-                    r.lo_ns
-                }
+                self.cpus[cpu as usize].rng.range(r.lo_ns, r.hi_ns)
             }
         }
     }

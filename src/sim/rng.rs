@@ -44,7 +44,9 @@ impl Prng {
         if hi <= lo {
             return lo;
         }
-        lo + self.below(hi - lo + 1)
+        // The draw is at most `hi - lo`, so adding it to `lo` cannot overflow: no check for it
+        // on this hot path (every modelled line transfer draws here).
+        lo.wrapping_add(self.below(hi - lo + 1))
     }
 
     /// Uniform integer in `[0, width)` for `width >= 1` (the draw of [`Prng::range`], for a

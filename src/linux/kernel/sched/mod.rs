@@ -186,7 +186,8 @@ impl Task {
     /// `p->nr_cpus_allowed > 1`: the task may run on more than one CPU.
     #[inline]
     pub fn migratable(&self) -> bool {
-        self.pinned.is_none() && (self.mask_weight == 0 || self.cpus_mask.as_ref().is_none_or(|_| self.mask_weight > 1))
+        // `mask_weight` is 0 without a mask (every CPU) and the mask's weight with one.
+        self.pinned.is_none() && self.mask_weight != 1
     }
 
     /// The one CPU a task with `nr_cpus_allowed == 1` may run on.
