@@ -817,7 +817,8 @@ impl<A> ActionQueue<A> {
     /// cost (see [`WIDTH_SLACK`]); at once when the walks since the last look already exceed
     /// what narrows it. Thousands of CPUs arming timers at about the same time (a workload's
     /// start) crowd a bucket, and until the width is looked at every placement walks the crowd:
-    /// on 4096 CPUs, nanosleep's start walked 4.1M steps in the 1024 pops before a look.
+    /// on 4096 CPUs, nanosleep's start walked 4.1M steps before a look. Such a burst may
+    /// have no pop in it at all, so `update_slow` looks too.
     #[inline(always)]
     fn count_pop(&mut self) {
         // Reset to RESAMPLE_POPS at zero: no underflow.
