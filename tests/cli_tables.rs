@@ -89,8 +89,11 @@ fn bench_scaling_prints_a_growth_line_only_with_two_sizes() {
     let (code, one, err) = schedsim(&["bench", "--scaling", "--sizes", "8", "--runs", "1"]);
     assert_eq!(code, 0, "{err}");
     assert!(one.contains("ns/action"), "{one}");
-    assert!(!one.contains("largest machine / smallest"), "one size has no growth to show:\n{one}");
-    let (code, two, err) = schedsim(&["bench", "--scaling", "--sizes", "8,16", "--runs", "1"]);
+    assert!(!one.contains("run cost per action"), "one size has no growth to show:\n{one}");
+    let (code, two, err) = schedsim(&["bench", "--scaling", "--sizes", "8,16", "--runs", "2"]);
     assert_eq!(code, 0, "{err}");
-    assert!(two.contains("largest machine / smallest") && two.contains("(8 -> 16 CPUs)"), "{two}");
+    assert!(two.contains("run cost per action, 16 CPUs / 8 CPUs"), "{two}");
+    // Two rounds: each workload's growth with the range of the rounds' ratios.
+    let line = two.lines().find(|l| l.trim_start().starts_with("hackbench") && l.contains("rounds"));
+    assert!(line.is_some_and(|l| l.contains("x (rounds ") && l.contains("x to ")), "{two}");
 }

@@ -169,69 +169,107 @@ fn run_child(exe: &std::path::Path, workload: &str, nr_cpus: u32, machine_file: 
     })
 }
 
+/// A run's CPU time per action, ns (0 without actions).
+fn ns_per_action(s: &Sample) -> f64 {
+    if s.actions == 0 {
+        0.0
+    } else {
+        s.cpu_s * 1e9 / s.actions as f64
+    }
+}
+
+/// The growth of the cost per action from `lo` to `hi`, round by round (the two samples of a
+/// round ran minutes apart at most, so a host whose speed drifts moves both): the median of
+/// the rounds' ratios, and their least and greatest. `None` if a round has no cost at `lo`.
+fn paired_growth(lo: &[f64], hi: &[f64]) -> Option<(f64, f64, f64)> {
+    let mut r: Vec<f64> = lo.iter().zip(hi).map(|(&a, &b)| if a > 0.0 { b / a } else { f64::NAN }).collect();
+    if r.is_empty() || r.iter().any(|x| x.is_nan()) {
+        return None;
+    }
+    r.sort_by(f64::total_cmp);
+    Some((r[r.len() / 2], r[0], r[r.len() - 1]))
+}
+
 /// `schedsim bench --scaling`: the table of every size and workload, then per workload how
 /// much the cost per action grew from the smallest to the largest machine.
+///
+/// The runs go in rounds: each round runs every size and workload once, so the smallest and
+/// largest machines of a round run minutes apart at most, and the growth is the median of the
+/// rounds' own ratios. On a shared host whose caches and memory slow down and recover over
+/// minutes, that pairing keeps the growth figure from comparing a quiet moment with a busy one.
 pub fn scaling(runs: usize, sizes: &[u32]) -> Result<String, String> {
     let exe = std::env::current_exe().map_err(|e| format!("bench --scaling: cannot find this binary: {e}"))?;
     let dir = std::env::temp_dir().join(format!("schedsim-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("bench --scaling: {}: {e}", dir.display()))?;
-    let mut rows = Vec::new();
-    let mut per_action: Vec<(&str, u32, f64)> = Vec::new();
+    // samples[size][workload]: one per round.
+    let mut samples: Vec<Vec<Vec<Sample>>> = Vec::new();
     let result = (|| -> Result<(), String> {
+        let mut files = Vec::new();
         for &n in sizes {
             let file = dir.join(format!("scaled-epyc-{n}.toml"));
             std::fs::write(&file, scaled_machine_toml(n)?)
                 .map_err(|e| format!("bench --scaling: {}: {e}", file.display()))?;
-            let file = file.to_string_lossy().into_owned();
-            for &w in WORKLOADS {
-                let mut samples = Vec::new();
-                for _ in 0..runs {
-                    samples.push(run_child(&exe, w, n, &file)?);
+            files.push(file.to_string_lossy().into_owned());
+            samples.push(WORKLOADS.iter().map(|_| Vec::new()).collect());
+        }
+        for _ in 0..runs {
+            for (si, &n) in sizes.iter().enumerate() {
+                for (wi, &w) in WORKLOADS.iter().enumerate() {
+                    samples[si][wi].push(run_child(&exe, w, n, &files[si])?);
                 }
-                samples.sort_by(|a, b| a.cpu_s.total_cmp(&b.cpu_s));
-                let s = &samples[samples.len() / 2];
-                let rss = samples.iter().map(|s| s.vmhwm_kb).max().unwrap_or(0);
-                let ns = if s.actions == 0 { 0.0 } else { s.cpu_s * 1e9 / s.actions as f64 };
-                per_action.push((w, n, ns));
-                rows.push(vec![
-                    n.to_string(),
-                    w.to_string(),
-                    s.actions.to_string(),
-                    format!("{:.3}", s.build_s),
-                    format!("{:.3}", s.cpu_s),
-                    format!("{:.3}", s.wall_s),
-                    format!("{ns:.1}"),
-                    format!("{:.1}", rss as f64 / 1024.0),
-                ]);
             }
         }
         Ok(())
     })();
     let _ = std::fs::remove_dir_all(&dir);
     result?;
+    let mut rows = Vec::new();
+    for (si, &n) in sizes.iter().enumerate() {
+        for (wi, &w) in WORKLOADS.iter().enumerate() {
+            let mut v: Vec<&Sample> = samples[si][wi].iter().collect();
+            v.sort_by(|a, b| a.cpu_s.total_cmp(&b.cpu_s));
+            let s = v[v.len() / 2];
+            let rss = v.iter().map(|s| s.vmhwm_kb).max().unwrap_or(0);
+            rows.push(vec![
+                n.to_string(),
+                w.to_string(),
+                s.actions.to_string(),
+                format!("{:.3}", s.build_s),
+                format!("{:.3}", s.cpu_s),
+                format!("{:.3}", s.wall_s),
+                format!("{:.1}", ns_per_action(s)),
+                format!("{:.1}", rss as f64 / 1024.0),
+            ]);
+        }
+    }
     let header: Vec<String> =
         ["CPUs", "workload", "actions", "build cpu(s)", "run cpu(s)", "run wall(s)", "ns/action", "peak RSS (MB)"]
             .iter()
             .map(|s| s.to_string())
             .collect();
     let mut text = format!(
-        "schedsim bench --scaling: the EPYC 7763 preset scaled to {} CPUs, quiet machine (median of {runs} runs, \
-         each in its own process)\n\n",
+        "schedsim bench --scaling: the EPYC 7763 preset scaled to {} CPUs, quiet machine (median of {runs} \
+         rounds, each run in its own process)\n\n",
         sizes.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(", ")
     );
     text.push_str(&crate::report::render_grid(&header, &rows));
     // A growth line needs two sizes: with one, it would only compare the size with itself.
+    let (Some(&lo), Some(&hi)) = (sizes.first(), sizes.last()) else { return Ok(text) };
     if sizes.len() < 2 {
         return Ok(text);
     }
-    text.push_str("\nrun cost per action, largest machine / smallest (idle: too few actions to say):\n");
-    for &w in WORKLOADS.iter().filter(|&&w| w != "idle") {
-        let of = |n: u32| per_action.iter().find(|(x, m, _)| *x == w && *m == n).map(|p| p.2);
-        if let (Some(&lo), Some(&hi)) = (sizes.first(), sizes.last()) {
-            if let (Some(a), Some(b)) = (of(lo), of(hi)) {
-                if a > 0.0 {
-                    text.push_str(&format!("  {w:<10} {:.2}x ({lo} -> {hi} CPUs)\n", b / a));
-                }
+    text.push_str(&format!(
+        "\nrun cost per action, {hi} CPUs / {lo} CPUs (the median of the rounds' own ratios; \
+         idle: too few actions to say):\n"
+    ));
+    let last = sizes.len() - 1;
+    for (wi, &w) in WORKLOADS.iter().enumerate().filter(|(_, &w)| w != "idle") {
+        let cost = |si: usize| samples[si][wi].iter().map(ns_per_action).collect::<Vec<_>>();
+        if let Some((med, min, max)) = paired_growth(&cost(0), &cost(last)) {
+            if runs > 1 {
+                text.push_str(&format!("  {w:<10} {med:.2}x (rounds {min:.2}x to {max:.2}x)\n"));
+            } else {
+                text.push_str(&format!("  {w:<10} {med:.2}x\n"));
             }
         }
     }
@@ -241,6 +279,18 @@ pub fn scaling(runs: usize, sizes: &[u32]) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The growth is taken round by round and the median of those ratios reported, with their
+    /// range; a round without a cost at the small size gives no figure.
+    #[test]
+    fn growth_is_the_median_of_paired_ratios() {
+        assert_eq!(paired_growth(&[10.0, 20.0, 40.0], &[30.0, 40.0, 40.0]), Some((2.0, 1.0, 3.0)));
+        // The medians of each size taken apart (50 and 100) would say 2x; the rounds say 4x
+        // and 2x.
+        assert_eq!(paired_growth(&[10.0, 50.0], &[40.0, 100.0]), Some((4.0, 2.0, 4.0)));
+        assert_eq!(paired_growth(&[0.0, 10.0], &[5.0, 5.0]), None);
+        assert_eq!(paired_growth(&[], &[]), None);
+    }
 
     #[test]
     fn scaled_machines_have_the_asked_size_and_the_presets_costs() {
