@@ -690,9 +690,16 @@ impl Kernel {
         // The CPUs likely to run the next action and the one after it (see
         // `ActionQueue::next_cpu_hints`): a pipeline two actions deep. A CPU's `Cpu` is
         // requested two actions ahead, what it points to one action ahead, and its current
-        // task's flag line as its action starts.
-        let (mut hint, mut hint2) = (None, None);
+        // task's flag line as its action starts. A next CPU not guessed an action earlier
+        // has its `Cpu` requested now and what it points to after this action (`late`):
+        // reading a `Cpu` just requested would wait for it here (both stages at once measured
+        // 3-4% slower per action on nanosleep and hackbench at 4096 CPUs, medians of two sets
+        // of 9-15 alternated runs each).
+        let (mut hint, mut hint2, mut late) = (None, None, None);
         while !self.finished {
+            if let Some(c) = late.take() {
+                self.prefetch_cpu_deep(c);
+            }
             let Some((t, a)) = self.q.pop_by(limit) else { break };
             if !self.measuring && t >= self.measure_from {
                 self.begin_measurement();
@@ -711,8 +718,10 @@ impl Kernel {
                 if let Some(c) = n1 {
                     if n1 != hint2 {
                         self.prefetch_cpu(c);
+                        late = Some(c);
+                    } else {
+                        self.prefetch_cpu_deep(c);
                     }
-                    self.prefetch_cpu_deep(c);
                 }
                 if let Some(c) = n2 {
                     self.prefetch_cpu(c);
