@@ -254,10 +254,7 @@ pub fn scaling(runs: usize, sizes: &[u32]) -> Result<String, String> {
     );
     text.push_str(&crate::report::render_grid(&header, &rows));
     // A growth line needs two sizes: with one, it would only compare the size with itself.
-    let (Some(&lo), Some(&hi)) = (sizes.first(), sizes.last()) else { return Ok(text) };
-    if sizes.len() < 2 {
-        return Ok(text);
-    }
+    let &[lo, .., hi] = sizes else { return Ok(text) };
     text.push_str(&format!(
         "\nrun cost per action, {hi} CPUs / {lo} CPUs (the median of the rounds' own ratios; \
          idle: too few actions to say):\n"

@@ -232,6 +232,10 @@ const RESAMPLE_POPS: u32 = 16;
 /// many have cost a skip over 64 empty buckets.
 const WIDTH_SLACK: u32 = 8;
 
+/// Walk steps or empty-bucket skips since the last look at the width that change it (see
+/// [`WIDTH_SLACK`]).
+const WIDTH_CHANGE_AT: u32 = RESAMPLE_POPS / WIDTH_SLACK;
+
 /// The widest bucket, `2^MAX_SHIFT` ns (about 18 minutes): the window's end stays far from
 /// overflowing.
 const MAX_SHIFT: u32 = 40;
@@ -535,7 +539,7 @@ impl<A> ActionQueue<A> {
         }
         // Placements with no pop between them (one action arming timers on many CPUs) look
         // at the width here, as `count_pop` would.
-        if self.walks > RESAMPLE_POPS / WIDTH_SLACK {
+        if self.walks > WIDTH_CHANGE_AT {
             self.resample();
         }
     }
@@ -835,17 +839,16 @@ impl<A> ActionQueue<A> {
     fn count_pop(&mut self) {
         // Reset to RESAMPLE_POPS at zero: no underflow.
         self.pops_left = self.pops_left.wrapping_sub(1);
-        if self.pops_left == 0 || self.walks > RESAMPLE_POPS / WIDTH_SLACK {
+        if self.pops_left == 0 || self.walks > WIDTH_CHANGE_AT {
             self.resample();
         }
     }
 
     #[cold]
     fn resample(&mut self) {
-        let slack = RESAMPLE_POPS / WIDTH_SLACK;
-        let shift = if self.walks > slack && self.shift > 0 {
+        let shift = if self.walks > WIDTH_CHANGE_AT && self.shift > 0 {
             self.shift - 1
-        } else if self.skips > slack && self.shift < MAX_SHIFT {
+        } else if self.skips > WIDTH_CHANGE_AT && self.shift < MAX_SHIFT {
             self.shift + 1
         } else {
             self.shift
