@@ -53,6 +53,10 @@ pub fn scaled_machine_toml(nr_cpus: u32) -> Result<String, String> {
 /// The run of `workload` on a machine of `nr_cpus` CPUs read from `machine_file`: sized so
 /// the work per CPU stays about the same (quiet machine, no background activity).
 pub fn scaled_spec(workload: &str, nr_cpus: u32, machine_file: &str) -> Result<RunSpec, String> {
+    // The sizes divide the run's length, so 0 has no run (and `--scaling-child` takes any number).
+    if nr_cpus == 0 {
+        return Err("bench --scaling-child: 0 CPUs: expected at least 1".into());
+    }
     let mut s = RunSpec::new(workload);
     s.machine = machine_file.into();
     s.background = Some("none".into());
@@ -315,6 +319,16 @@ mod tests {
             assert!(r.actions > 0, "{w}");
         }
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A size of 0 (possible through `--scaling-child`, which takes any number) is an error
+    /// for every workload, not a division by zero.
+    #[test]
+    fn a_scaled_run_of_no_cpus_is_refused() {
+        for &w in WORKLOADS {
+            let e = scaled_spec(w, 0, "epyc-7763-2s").unwrap_err();
+            assert!(e.contains("0 CPUs"), "{w}: {e}");
+        }
     }
 
     /// Prefetching is a host hint only: a machine large enough to prefetch runs exactly as
