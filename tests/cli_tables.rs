@@ -96,4 +96,55 @@ fn bench_scaling_prints_a_growth_line_only_with_two_sizes() {
     // Two rounds: each workload's growth with the range of the rounds' ratios.
     let line = two.lines().find(|l| l.trim_start().starts_with("hackbench") && l.contains("rounds"));
     assert!(line.is_some_and(|l| l.contains("x (rounds ") && l.contains("x to ")), "{two}");
+    assert!(!two.contains("steady"), "no steady-state figures unless asked:\n{two}");
+}
+
+/// `--steady` adds a steady-state column and, for every workload but idle, a growth line of
+/// it; each figure is a number (a run twice as long adds actions at every size).
+#[test]
+fn bench_scaling_steady_adds_the_steady_state_cost() {
+    let (code, out, err) = schedsim(&["bench", "--scaling", "--sizes", "8,16", "--steady"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("steady ns/action"), "{out}");
+    let block = out.split("steady-state cost per action, 16 CPUs / 8 CPUs").nth(1);
+    let block = block.unwrap_or_else(|| panic!("no steady growth block:\n{out}"));
+    for w in ["ipistorm", "nanosleep", "hackbench"] {
+        let line = block.lines().find(|l| l.trim_start().starts_with(w));
+        let figure = line.and_then(|l| l.split_whitespace().nth(1)).and_then(|f| f.strip_suffix('x'));
+        assert!(figure.is_some_and(|f| f.parse::<f64>().is_ok_and(|g| g > 0.0)), "{w}:\n{out}");
+    }
+    let table = out.lines().filter(|l| l.split_whitespace().next().is_some_and(|c| c.parse::<u32>().is_ok()));
+    let rows: Vec<&str> = table.filter(|l| l.contains(" nanosleep ") || l.contains(" hackbench ")).collect();
+    assert_eq!(rows.len(), 4, "{out}");
+    for row in rows {
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        assert!(cells.len() == 9 && cells[7].parse::<f64>().is_ok(), "steady cell of {row}");
+    }
+    let (code, _, err) = schedsim(&["bench", "--steady"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("--scaling"), "{err}");
+}
+
+/// `machine --scaled-epyc N` writes the machine `bench --scaling` runs at N CPUs, which `run`
+/// accepts; a size that is not a multiple of 8, or no source at all, is an error.
+#[test]
+fn machine_scaled_epyc_writes_bench_scalings_machine() {
+    let dir = std::env::temp_dir().join(format!("schedsim-scaled-epyc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("m64.toml");
+    let (code, _, err) = schedsim(&["machine", "--scaled-epyc", "64", "-o", file.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains("name = \"scaled-epyc-64\""), "{text}");
+    let (code, out, err) =
+        schedsim(&["run", "nanosleep", "procs=64", "duration_ms=1", "--machine", file.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("64 CPUs"), "{out}");
+    let (code, _, err) = schedsim(&["machine", "--scaled-epyc", "12"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("12 CPUs: expected a multiple of 8"), "{err}");
+    let (code, _, err) = schedsim(&["machine"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("--scaled-epyc"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -24,7 +24,7 @@ pub const WORKLOADS: &[&str] = &["idle", "ipistorm", "nanosleep", "hackbench"];
 /// 64 sockets' worth): its name and topology counts replaced, everything else kept.
 pub fn scaled_machine_toml(nr_cpus: u32) -> Result<String, String> {
     if nr_cpus < 8 || nr_cpus % 8 != 0 || nr_cpus > 8192 {
-        return Err(format!("bench --scaling: {nr_cpus} CPUs: expected a multiple of 8 in 8..=8192"));
+        return Err(format!("the EPYC 7763 preset scaled to {nr_cpus} CPUs: expected a multiple of 8 in 8..=8192"));
     }
     let text = crate::hw::preset_text("epyc-7763-2s").ok_or("the epyc-7763-2s preset is missing")?;
     let cores = nr_cpus / 2;
@@ -50,12 +50,20 @@ pub fn scaled_machine_toml(nr_cpus: u32) -> Result<String, String> {
     Ok(out)
 }
 
+/// The longest run `--scaling-child` takes, in multiples of the standard length.
+pub const MAX_LENGTH: u32 = 64;
+
 /// The run of `workload` on a machine of `nr_cpus` CPUs read from `machine_file`: sized so
-/// the work per CPU stays about the same (quiet machine, no background activity).
-pub fn scaled_spec(workload: &str, nr_cpus: u32, machine_file: &str) -> Result<RunSpec, String> {
+/// the work per CPU stays about the same (quiet machine, no background activity), `length`
+/// times the standard length (the same start, then `length` times the work: a run of length 2
+/// less one of length 1 is the steady state, without build, start-up or exit).
+pub fn scaled_spec(workload: &str, nr_cpus: u32, machine_file: &str, length: u32) -> Result<RunSpec, String> {
     // The sizes divide the run's length, so 0 has no run (and `--scaling-child` takes any number).
     if nr_cpus == 0 {
         return Err("bench --scaling-child: 0 CPUs: expected at least 1".into());
+    }
+    if !(1..=MAX_LENGTH).contains(&length) {
+        return Err(format!("bench --scaling-child: length {length}: expected 1..={MAX_LENGTH}"));
     }
     let mut s = RunSpec::new(workload);
     s.machine = machine_file.into();
@@ -64,30 +72,27 @@ pub fn scaled_spec(workload: &str, nr_cpus: u32, machine_file: &str) -> Result<R
         // 100 ms of an idle machine: ticks, idle entries and exits, nohz (for its memory).
         "idle" => Vec::new(),
         // CPU0 sends 20,000 waiting calls to CPU1.
-        "ipistorm" => ["numipi=20000", "single=1", "offset=1", "cpulist=0", "wait=1"]
+        "ipistorm" => [("numipi", 20000 * length), ("single", 1), ("offset", 1), ("cpulist", 0), ("wait", 1)]
             .iter()
-            .map(|kv| {
-                let (k, v) = kv.split_once('=').expect("key=value");
-                (k.to_string(), v.to_string())
-            })
+            .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),
         // One process per CPU looping nanosleep(1 us), for 4096/N ms (about 2M actions at
         // every size).
         "nanosleep" => vec![
             ("procs".into(), nr_cpus.to_string()),
             ("ns".into(), "1000".into()),
-            ("duration_ms".into(), (4096 / nr_cpus).max(1).to_string()),
+            ("duration_ms".into(), ((4096 / nr_cpus).max(1) * length).to_string()),
         ],
         // perf bench sched messaging, one group (40 processes) per 8 CPUs, 8192/N loops (about
         // 4M actions at every size).
         "hackbench" => vec![
             ("tool".into(), "perf".into()),
-            ("args".into(), format!("-p -g {} -l {}", nr_cpus / 8, (8192 / nr_cpus).max(1))),
+            ("args".into(), format!("-p -g {} -l {}", (nr_cpus / 8).max(1), (8192 / nr_cpus).max(1) * length)),
         ],
         other => return Err(format!("bench --scaling: unknown workload {other}")),
     };
     if workload == "idle" {
-        s.limit_ns = 100_000_000;
+        s.limit_ns = 100_000_000 * u64::from(length);
     }
     s.params = Params::from_pairs(pairs, "bench --scaling");
     Ok(s)
@@ -119,8 +124,8 @@ fn cpu_time_s() -> f64 {
 
 /// The child: one run, its build (machine, kernel, workload start) and its run timed apart
 /// (CPU time, and the run's wall time), then one JSON line on stdout.
-pub fn child(workload: &str, nr_cpus: u32, machine_file: &str) -> Result<(), String> {
-    let spec = scaled_spec(workload, nr_cpus, machine_file)?;
+pub fn child(workload: &str, nr_cpus: u32, machine_file: &str, length: u32) -> Result<(), String> {
+    let spec = scaled_spec(workload, nr_cpus, machine_file, length)?;
     let c0 = cpu_time_s();
     let mut k = run::build(&spec)?;
     let c1 = cpu_time_s();
@@ -151,9 +156,15 @@ struct Sample {
     vmhwm_kb: u64,
 }
 
-fn run_child(exe: &std::path::Path, workload: &str, nr_cpus: u32, machine_file: &str) -> Result<Sample, String> {
+fn run_child(
+    exe: &std::path::Path,
+    workload: &str,
+    nr_cpus: u32,
+    machine_file: &str,
+    length: u32,
+) -> Result<Sample, String> {
     let out = std::process::Command::new(exe)
-        .args(["bench", "--scaling-child", workload, &nr_cpus.to_string(), machine_file])
+        .args(["bench", "--scaling-child", workload, &nr_cpus.to_string(), machine_file, &length.to_string()])
         .output()
         .map_err(|e| format!("bench --scaling: cannot run {}: {e}", exe.display()))?;
     if !out.status.success() {
@@ -182,6 +193,25 @@ fn ns_per_action(s: &Sample) -> f64 {
     }
 }
 
+/// The steady-state cost per action, ns: the CPU time of the actions a run of twice the length
+/// (`long`) adds to the standard one (`short`), per added action. Build, workload start-up and
+/// exit are in both runs and cancel. `NaN` if the longer run adds no actions.
+fn steady_ns_per_action(short: &Sample, long: &Sample) -> f64 {
+    if long.actions <= short.actions {
+        return f64::NAN;
+    }
+    (long.cpu_s - short.cpu_s) * 1e9 / (long.actions - short.actions) as f64
+}
+
+/// The median of `v` (`NaN` if it is empty or holds a `NaN`).
+fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() || v.iter().any(|x| x.is_nan()) {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
 /// The growth of the cost per action from `lo` to `hi`, round by round (the two samples of a
 /// round ran minutes apart at most, so a host whose speed drifts moves both): the median of
 /// the rounds' ratios, and their least and greatest. `None` if a round has no cost at `lo`.
@@ -201,12 +231,18 @@ fn paired_growth(lo: &[f64], hi: &[f64]) -> Option<(f64, f64, f64)> {
 /// largest machines of a round run minutes apart at most, and the growth is the median of the
 /// rounds' own ratios. On a shared host whose caches and memory slow down and recover over
 /// minutes, that pairing keeps the growth figure from comparing a quiet moment with a busy one.
-pub fn scaling(runs: usize, sizes: &[u32]) -> Result<String, String> {
+///
+/// With `steady`, each round also runs every size and workload at twice the length, right
+/// after the standard run, and the table and growth lines add the steady-state cost per action
+/// ([`steady_ns_per_action`]): what an action costs once the workload runs, without the
+/// machine's build, the workload's start-up (forks, first placements) and its exit.
+pub fn scaling(runs: usize, sizes: &[u32], steady: bool) -> Result<String, String> {
     let exe = std::env::current_exe().map_err(|e| format!("bench --scaling: cannot find this binary: {e}"))?;
     let dir = std::env::temp_dir().join(format!("schedsim-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("bench --scaling: {}: {e}", dir.display()))?;
-    // samples[size][workload]: one per round.
+    // samples[size][workload]: one per round; longs: the same at twice the length (`steady`).
     let mut samples: Vec<Vec<Vec<Sample>>> = Vec::new();
+    let mut longs: Vec<Vec<Vec<Sample>>> = Vec::new();
     let result = (|| -> Result<(), String> {
         let mut files = Vec::new();
         for &n in sizes {
@@ -215,11 +251,15 @@ pub fn scaling(runs: usize, sizes: &[u32]) -> Result<String, String> {
                 .map_err(|e| format!("bench --scaling: {}: {e}", file.display()))?;
             files.push(file.to_string_lossy().into_owned());
             samples.push(WORKLOADS.iter().map(|_| Vec::new()).collect());
+            longs.push(WORKLOADS.iter().map(|_| Vec::new()).collect());
         }
         for _ in 0..runs {
             for (si, &n) in sizes.iter().enumerate() {
                 for (wi, &w) in WORKLOADS.iter().enumerate() {
-                    samples[si][wi].push(run_child(&exe, w, n, &files[si])?);
+                    samples[si][wi].push(run_child(&exe, w, n, &files[si], 1)?);
+                    if steady {
+                        longs[si][wi].push(run_child(&exe, w, n, &files[si], 2)?);
+                    }
                 }
             }
         }
@@ -227,6 +267,10 @@ pub fn scaling(runs: usize, sizes: &[u32]) -> Result<String, String> {
     })();
     let _ = std::fs::remove_dir_all(&dir);
     result?;
+    // Per size and workload, each round's steady-state cost (empty without `steady`).
+    let steady_of = |si: usize, wi: usize| -> Vec<f64> {
+        samples[si][wi].iter().zip(&longs[si][wi]).map(|(a, b)| steady_ns_per_action(a, b)).collect()
+    };
     let mut rows = Vec::new();
     for (si, &n) in sizes.iter().enumerate() {
         for (wi, &w) in WORKLOADS.iter().enumerate() {
@@ -234,7 +278,7 @@ pub fn scaling(runs: usize, sizes: &[u32]) -> Result<String, String> {
             v.sort_by(|a, b| a.cpu_s.total_cmp(&b.cpu_s));
             let s = v[v.len() / 2];
             let rss = v.iter().map(|s| s.vmhwm_kb).max().unwrap_or(0);
-            rows.push(vec![
+            let mut row = vec![
                 n.to_string(),
                 w.to_string(),
                 s.actions.to_string(),
@@ -242,15 +286,23 @@ pub fn scaling(runs: usize, sizes: &[u32]) -> Result<String, String> {
                 format!("{:.3}", s.cpu_s),
                 format!("{:.3}", s.wall_s),
                 format!("{:.1}", ns_per_action(s)),
-                format!("{:.1}", rss as f64 / 1024.0),
-            ]);
+            ];
+            if steady {
+                let m = median(steady_of(si, wi));
+                row.push(if m.is_nan() { "-".into() } else { format!("{m:.1}") });
+            }
+            row.push(format!("{:.1}", rss as f64 / 1024.0));
+            rows.push(row);
         }
     }
-    let header: Vec<String> =
+    let mut header: Vec<String> =
         ["CPUs", "workload", "actions", "build cpu(s)", "run cpu(s)", "run wall(s)", "ns/action", "peak RSS (MB)"]
             .iter()
             .map(|s| s.to_string())
             .collect();
+    if steady {
+        header.insert(7, "steady ns/action".into());
+    }
     let mut text = format!(
         "schedsim bench --scaling: the EPYC 7763 preset scaled to {} CPUs, quiet machine (median of {runs} \
          rounds, each run in its own process)\n\n",
@@ -266,15 +318,32 @@ pub fn scaling(runs: usize, sizes: &[u32]) -> Result<String, String> {
     let last = sizes.len() - 1;
     for (wi, &w) in WORKLOADS.iter().enumerate().filter(|(_, &w)| w != "idle") {
         let cost = |si: usize| samples[si][wi].iter().map(ns_per_action).collect::<Vec<_>>();
-        if let Some((med, min, max)) = paired_growth(&cost(0), &cost(last)) {
-            if runs > 1 {
-                text.push_str(&format!("  {w:<10} {med:.2}x (rounds {min:.2}x to {max:.2}x)\n"));
-            } else {
-                text.push_str(&format!("  {w:<10} {med:.2}x\n"));
+        if let Some(g) = paired_growth(&cost(0), &cost(last)) {
+            text.push_str(&growth_line(w, g, runs));
+        }
+    }
+    if steady {
+        text.push_str(&format!(
+            "\nsteady-state cost per action, {hi} CPUs / {lo} CPUs (the actions a run twice as long \
+             adds: no build, start-up or exit):\n"
+        ));
+        for (wi, &w) in WORKLOADS.iter().enumerate().filter(|(_, &w)| w != "idle") {
+            if let Some(g) = paired_growth(&steady_of(0, wi), &steady_of(last, wi)) {
+                text.push_str(&growth_line(w, g, runs));
             }
         }
     }
     Ok(text)
+}
+
+/// One workload's growth line: the median of the rounds' ratios, and their range when there
+/// are several rounds.
+fn growth_line(w: &str, (med, min, max): (f64, f64, f64), runs: usize) -> String {
+    if runs > 1 {
+        format!("  {w:<10} {med:.2}x (rounds {min:.2}x to {max:.2}x)\n")
+    } else {
+        format!("  {w:<10} {med:.2}x\n")
+    }
 }
 
 #[cfg(test)]
@@ -291,6 +360,39 @@ mod tests {
         assert_eq!(paired_growth(&[10.0, 50.0], &[40.0, 100.0]), Some((4.0, 2.0, 4.0)));
         assert_eq!(paired_growth(&[0.0, 10.0], &[5.0, 5.0]), None);
         assert_eq!(paired_growth(&[], &[]), None);
+    }
+
+    /// The steady-state cost is the added CPU time over the added actions; a longer run that
+    /// adds no actions has none, and a median over rounds with one is none either.
+    #[test]
+    fn steady_cost_is_the_second_runs_extra_time_per_extra_action() {
+        let s = |actions, cpu_s| Sample { actions, build_s: 0.5, cpu_s, wall_s: 0.0, vmhwm_kb: 0 };
+        // 1M actions in 0.3 s with start-up, 1M more in 0.05 s: 50 ns each, not 175.
+        assert!((steady_ns_per_action(&s(1_000_000, 0.3), &s(2_000_000, 0.35)) - 50.0).abs() < 1e-6);
+        assert!(steady_ns_per_action(&s(32, 0.0), &s(32, 0.0)).is_nan());
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+        assert!(median(vec![1.0, f64::NAN]).is_nan());
+        assert!(median(Vec::new()).is_nan());
+    }
+
+    /// A run of length 2 has the same start as one of length 1 and twice the work after it.
+    #[test]
+    fn a_longer_scaled_run_only_lengthens_the_work() {
+        for &w in WORKLOADS {
+            let (a, b) = (scaled_spec(w, 64, "m.toml", 1).unwrap(), scaled_spec(w, 64, "m.toml", 2).unwrap());
+            assert_eq!((&a.machine, a.seed, &a.background), (&b.machine, b.seed, &b.background), "{w}");
+            for key in ["procs", "ns", "tool", "single", "offset", "cpulist", "wait"] {
+                assert_eq!(a.params.get(key), b.params.get(key), "{w}: {key}");
+            }
+            match w {
+                "idle" => assert_eq!(b.limit_ns, 2 * a.limit_ns),
+                "ipistorm" => assert_eq!(b.params.get("numipi"), Some("40000")),
+                "nanosleep" => assert_eq!(b.params.get("duration_ms"), Some("128")),
+                _ => assert_eq!(b.params.get("args"), Some("-p -g 8 -l 256")),
+            }
+        }
+        assert!(scaled_spec("nanosleep", 64, "m.toml", 0).is_err());
+        assert!(scaled_spec("nanosleep", 64, "m.toml", MAX_LENGTH + 1).is_err());
     }
 
     #[test]
@@ -312,7 +414,7 @@ mod tests {
         let file = dir.join("m.toml");
         std::fs::write(&file, scaled_machine_toml(64).unwrap()).unwrap();
         for &w in WORKLOADS {
-            let mut s = scaled_spec(w, 64, file.to_str().unwrap()).unwrap();
+            let mut s = scaled_spec(w, 64, file.to_str().unwrap(), 1).unwrap();
             // Validate and build without running the whole thing.
             s.limit_ns = 100_000;
             let r = run::execute(&s).unwrap();
@@ -326,7 +428,7 @@ mod tests {
     #[test]
     fn a_scaled_run_of_no_cpus_is_refused() {
         for &w in WORKLOADS {
-            let e = scaled_spec(w, 0, "epyc-7763-2s").unwrap_err();
+            let e = scaled_spec(w, 0, "epyc-7763-2s", 1).unwrap_err();
             assert!(e.contains("0 CPUs"), "{w}: {e}");
         }
     }
@@ -341,7 +443,7 @@ mod tests {
         let file = dir.join("m.toml");
         std::fs::write(&file, scaled_machine_toml(n).unwrap()).unwrap();
         let digest = |prefetch: bool| {
-            let mut s = scaled_spec("nanosleep", n, file.to_str().unwrap()).unwrap();
+            let mut s = scaled_spec("nanosleep", n, file.to_str().unwrap(), 1).unwrap();
             s.limit_ns = 6_000_000;
             let mut k = crate::run::build(&s).unwrap();
             assert!(k.prefetch, "a {n}-CPU machine prefetches");

@@ -20,9 +20,13 @@ use std::path::PathBuf;
 #[derive(clap::Args, Debug)]
 pub struct MachineArgs {
     /// Read this machine's topology, idle states and kernel settings from /sys and /proc.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "scaled_epyc")]
     pub from_host: bool,
-    /// The machine's name in the file.
+    /// Instead: the EPYC 7763 preset scaled to N CPUs (a multiple of 8), the machine of
+    /// `bench --scaling` at that size.
+    #[arg(long, value_name = "N")]
+    pub scaled_epyc: Option<u32>,
+    /// The machine's name in the file (--from-host).
     #[arg(long, default_value = "host")]
     pub name: String,
     /// Write the file here (completely or not at all) instead of standard output.
@@ -30,12 +34,17 @@ pub struct MachineArgs {
     pub output: Option<PathBuf>,
 }
 
-/// `schedsim machine --from-host [-o FILE]`.
+/// `schedsim machine --from-host | --scaled-epyc N [-o FILE]`.
 pub fn cmd_machine(a: MachineArgs) -> Result<(), String> {
-    if !a.from_host {
-        return Err("machine: give --from-host (a preset's file is printed by `schedsim list --machine NAME`)".into());
-    }
-    let text = machine_toml_from_host(&HostFs::real(), &a.name)?;
+    let text = match a.scaled_epyc {
+        Some(n) => super::bench::scaled_machine_toml(n)?,
+        None if a.from_host => machine_toml_from_host(&HostFs::real(), &a.name)?,
+        None => {
+            return Err("machine: give --from-host or --scaled-epyc N (a preset's file is printed by \
+                        `schedsim list --machine NAME`)"
+                .into())
+        }
+    };
     match &a.output {
         None => super::emit(&text),
         Some(p) => write_atomically(p, text.as_bytes())?,

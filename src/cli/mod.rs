@@ -295,8 +295,14 @@ struct BenchArgs {
     /// With --scaling: the machine sizes, comma-separated CPU counts (multiples of 8).
     #[arg(long, value_name = "N,N,...", requires = "scaling", value_delimiter = ',')]
     sizes: Vec<u32>,
-    /// Internal: one scaling run in this process (workload, CPUs, machine file).
-    #[arg(long, hide = true, num_args = 3, value_names = ["WORKLOAD", "CPUS", "FILE"])]
+    /// With --scaling: also the steady-state cost per action of each size and workload (each
+    /// round runs everything again at twice the length; the extra actions' cost, without
+    /// build, start-up or exit), and its growth.
+    #[arg(long, requires = "scaling")]
+    steady: bool,
+    /// Internal: one scaling run in this process (workload, CPUs, machine file, and the run's
+    /// length in multiples of the standard one, 1 if not given).
+    #[arg(long, hide = true, num_args = 3..=4, value_names = ["WORKLOAD", "CPUS", "FILE", "LENGTH"])]
     scaling_child: Vec<String>,
 }
 
@@ -1253,14 +1259,18 @@ fn nanosleep_bench(machine: &str, procs: u32) -> Result<RunSpec, String> {
 fn cmd_bench(a: BenchArgs) -> Result<(), String> {
     use std::time::Instant;
     check_runs(a.runs)?;
-    if let [w, n, file] = a.scaling_child.as_slice() {
+    if let [w, n, file, rest @ ..] = a.scaling_child.as_slice() {
         let n: u32 = n.parse().map_err(|_| format!("--scaling-child: CPUs `{n}`: expected a number"))?;
-        return bench::child(w, n, file);
+        let length = match rest {
+            [l] => l.parse().map_err(|_| format!("--scaling-child: length `{l}`: expected a number"))?,
+            _ => 1,
+        };
+        return bench::child(w, n, file, length);
     }
     if a.scaling {
         let sizes = if a.sizes.is_empty() { bench::SIZES.to_vec() } else { a.sizes.clone() };
         let runs = if std::env::args().any(|x| x == "--runs" || x.starts_with("--runs=")) { a.runs } else { 1 };
-        emit(&bench::scaling(runs, &sizes)?);
+        emit(&bench::scaling(runs, &sizes, a.steady)?);
         return Ok(());
     }
     if !a.json {
