@@ -660,8 +660,6 @@ impl Kernel {
             prefetch(c.tick.sleepers.as_ptr());
             self.lines.prefetch(c.rq.lock_line);
             self.lines.prefetch(c.csq_line);
-            // Its lowest sched domain (`rq->sd`: newidle balancing reads it on every idle entry).
-            prefetch(self.sd.prefetch_addr(cpu));
             // The frame below the running one (a return or a switch moves it).
             let st = &c.x.stack;
             prefetch_bytes(st.as_ptr().wrapping_add(st.len().saturating_sub(1)), 64);

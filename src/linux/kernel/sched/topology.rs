@@ -234,19 +234,15 @@ fn span_place_mask(places: &[u64], sorted: &[u64], cpu: u32, span: &CpuMask, wei
 /// The attached domains of every CPU plus the per-CPU LLC shortcuts.
 #[derive(Clone, Debug)]
 pub struct SchedDomains {
-    /// Every CPU's hierarchy bottom-up, CPU after CPU: `doms[first[cpu]..first[cpu + 1]]`
-    /// is `cpu`'s (index 0 = `rq->sd`). One array in CPU order rather than a vector per CPU:
-    /// each vector would be a heap block of its own, placed wherever the allocator had room
-    /// after the build's temporaries (docs/scaling.md).
-    doms: Vec<SchedDomain>,
-    first: Vec<u32>,
+    /// `per_cpu[cpu]` is that CPU's hierarchy bottom-up (index 0 = `rq->sd`).
+    pub per_cpu: Vec<Vec<SchedDomain>>,
     /// Per CPU, the first CPU of its LLC domain, or the CPU itself if it has none.
     pub sd_llc_id: Vec<u32>,
     /// Per CPU, the weight of its LLC domain, or 1.
     pub sd_llc_size: Vec<u32>,
-    /// Per CPU, index into `domains(cpu)` of the highest SD_SHARE_LLC domain (`sd_llc`).
+    /// Per CPU, index into `per_cpu[cpu]` of the highest SD_SHARE_LLC domain (`sd_llc`).
     pub sd_llc: Vec<Option<usize>>,
-    /// Per CPU, index into `domains(cpu)` of the lowest SD_NUMA domain (`sd_numa`).
+    /// Per CPU, index into `per_cpu[cpu]` of the lowest SD_NUMA domain (`sd_numa`).
     pub sd_numa: Vec<Option<usize>>,
     /// Running sums over the groups (filled at boot by `group_sums::init()`).
     pub sums: super::group_sums::GroupSums,
@@ -255,22 +251,12 @@ pub struct SchedDomains {
 impl SchedDomains {
     /// `cpu`'s domains bottom-up (`for_each_domain()`).
     pub fn domains(&self, cpu: u32) -> &[SchedDomain] {
-        let c = cpu as usize;
-        &self.doms[self.first[c] as usize..self.first[c + 1] as usize]
+        &self.per_cpu[cpu as usize]
     }
 
     /// `cpu`'s domains bottom-up, for the balancing state.
     pub fn domains_mut(&mut self, cpu: u32) -> &mut [SchedDomain] {
-        let c = cpu as usize;
-        &mut self.doms[self.first[c] as usize..self.first[c + 1] as usize]
-    }
-
-    /// Where `cpu`'s lowest domain is, for a host cache prefetch (never dereferenced, so
-    /// any `cpu` is fine).
-    #[inline(always)]
-    pub fn prefetch_addr(&self, cpu: usize) -> *const SchedDomain {
-        let i = self.first.get(cpu).map_or(0, |&i| i as usize);
-        self.doms.as_ptr().wrapping_add(i)
+        &mut self.per_cpu[cpu as usize]
     }
 
     /// Models `highest_flag_domain()` — kernel/sched/sched.h @ v6.10.
@@ -757,8 +743,7 @@ pub fn build_sched_domains_at(topo: &Topology, jiffies: u64) -> SchedDomains {
     }
 
     // Attach the domains.
-    let mut doms = Vec::new();
-    let mut first = Vec::with_capacity(nr_cpus as usize + 1);
+    let mut per_cpu = Vec::with_capacity(nr_cpus as usize);
     let mut sd_llc_id = Vec::with_capacity(nr_cpus as usize);
     let mut sd_llc_size = Vec::with_capacity(nr_cpus as usize);
     let mut sd_llc = Vec::with_capacity(nr_cpus as usize);
@@ -785,12 +770,10 @@ pub fn build_sched_domains_at(topo: &Topology, jiffies: u64) -> SchedDomains {
         }
         sd_llc.push(llc);
         sd_numa.push(chain.iter().position(|sd| sd.flags & SD_NUMA != 0));
-        first.push(u32::try_from(doms.len()).expect("fewer than 2^32 domains"));
-        doms.extend(chain);
+        per_cpu.push(chain);
     }
-    first.push(u32::try_from(doms.len()).expect("fewer than 2^32 domains"));
 
-    SchedDomains { doms, first, sd_llc_id, sd_llc_size, sd_llc, sd_numa, sums: Default::default() }
+    SchedDomains { per_cpu, sd_llc_id, sd_llc_size, sd_llc, sd_numa, sums: Default::default() }
 }
 
 #[cfg(test)]
@@ -999,21 +982,6 @@ mod tests {
         let epyc = topos.last().unwrap();
         let sds = build_sched_domains(epyc);
         assert!((0..epyc.nr_cpus).all(|c| sds.domains(c).iter().all(|sd| sd.span_places.is_some())));
-    }
-
-    /// Every CPU's hierarchy lies right after the previous CPU's, in one array, and the
-    /// prefetch address of a CPU is its lowest domain.
-    #[test]
-    fn hierarchies_lie_in_cpu_order_in_one_array() {
-        let topo = Topology::new(&TopologySpec::new(2, 2, 4, 2, 2)).unwrap();
-        let sds = build_sched_domains(&topo);
-        for c in 0..topo.nr_cpus - 1 {
-            let (a, b) = (sds.domains(c), sds.domains(c + 1));
-            assert!(!a.is_empty());
-            assert_eq!(a.as_ptr().wrapping_add(a.len()), b.as_ptr(), "CPU {c}");
-            assert_eq!(sds.prefetch_addr(c as usize), a.as_ptr());
-            assert!(a.iter().all(|sd| sd.span.test(c)), "CPU {c}'s domains span it");
-        }
     }
 
     #[test]
