@@ -3,23 +3,47 @@
 # runs of length 1 and 2, and the steady state (what the second run adds, per added action).
 # Host-independent, unlike bench's CPU time. Usage:
 #   tools/instructions-per-action.sh BIN WORKLOAD CPUS...   (e.g. target/release/schedsim nanosleep 8 4096)
-# Needs valgrind. Slow: about 50 times the run's own time.
+# With CACHE=1, cachegrind also simulates a 48 KB 12-way L1d and a 1 MB 16-way last level (the
+# development host's L1d and L2) and the steady state's data misses per action are added: a
+# deterministic measure of how many cold lines an action touches (prefetches are not
+# simulated, so they count as misses where the data is used). Needs valgrind. Slow: about 50
+# times the run's own time (CACHE=1: about 100).
 set -euo pipefail
 bin=$1; w=$2; shift 2
 command -v valgrind >/dev/null || { echo "needs valgrind (apt install valgrind)" >&2; exit 2; }
 dir=$(mktemp -d); trap 'rm -rf "$dir"' EXIT
+sim=(--cache-sim=no)
+if [ "${CACHE:-0}" = 1 ]; then
+  sim=(--cache-sim=yes --D1=49152,12,64 --LL=1048576,16,64)
+fi
 # actions and instructions of the run of length 1 (the instructions of the whole process: the
 # machine's build too), and the steady state: what length 2 adds, per added action.
-printf '%-6s %-10s %12s %16s %14s %14s\n' CPUs workload actions instructions "instr/action" "steady instr"
+printf '%-6s %-10s %12s %16s %14s %14s' CPUs workload actions instructions "instr/action" "steady instr"
+[ "${CACHE:-0}" = 1 ] && printf ' %12s %12s' "steady D1 mr" "steady LL mr"
+printf '\n'
+# A counter of cachegrind's summary, commas removed ("D1  misses:  50,907,121  ( 42,252,630 rd"
+# gives the read misses, the number in the brackets).
+count() { grep -oP "$1" "$2" | tr -d , ; }
 for n in "$@"; do
   "$bin" machine --scaled-epyc "$n" -o "$dir/m.toml"
   for l in 1 2; do
-    valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null \
+    valgrind --tool=cachegrind "${sim[@]}" --cachegrind-out-file=/dev/null \
       "$bin" bench --scaling-child "$w" "$n" "$dir/m.toml" "$l" > "$dir/out$l" 2> "$dir/err$l"
     grep -oP '"actions":\K[0-9]+' "$dir/out$l" > "$dir/a$l"
-    grep -oP 'I\s+refs:\s+\K[0-9,]+' "$dir/err$l" | tr -d , > "$dir/i$l"
+    count 'I\s+refs:\s+\K[0-9,]+' "$dir/err$l" > "$dir/i$l"
+    if [ "${CACHE:-0}" = 1 ]; then
+      count 'D1\s+misses:\s+[0-9,]+\s+\(\s*\K[0-9,]+' "$dir/err$l" > "$dir/d$l"
+      count 'LLd misses:\s+[0-9,]+\s+\(\s*\K[0-9,]+' "$dir/err$l" > "$dir/ll$l"
+    else
+      echo 0 > "$dir/d$l"; echo 0 > "$dir/ll$l"
+    fi
   done
-  a1=$(cat "$dir/a1"); a2=$(cat "$dir/a2"); i1=$(cat "$dir/i1"); i2=$(cat "$dir/i2")
-  awk -v n="$n" -v w="$w" -v a1="$a1" -v a2="$a2" -v i1="$i1" -v i2="$i2" \
-    'BEGIN { printf "%-6s %-10s %12.0f %16.0f %14.0f %14.0f\n", n, w, a1, i1, i1 / a1, (i2 - i1) / (a2 - a1) }'
+  awk -v n="$n" -v w="$w" -v a1="$(cat "$dir/a1")" -v a2="$(cat "$dir/a2")" \
+    -v i1="$(cat "$dir/i1")" -v i2="$(cat "$dir/i2")" -v d1="$(cat "$dir/d1")" -v d2="$(cat "$dir/d2")" \
+    -v l1="$(cat "$dir/ll1")" -v l2="$(cat "$dir/ll2")" -v cache="${CACHE:-0}" \
+    'BEGIN {
+       printf "%-6s %-10s %12.0f %16.0f %14.0f %14.0f", n, w, a1, i1, i1 / a1, (i2 - i1) / (a2 - a1)
+       if (cache == 1) printf " %12.2f %12.2f", (d2 - d1) / (a2 - a1), (l2 - l1) / (a2 - a1)
+       printf "\n"
+     }'
 done
