@@ -595,23 +595,14 @@ impl ftrace::Names for Comms<'_> {
     }
 }
 
-/// Write the run's trace as ftrace text to `path`, completely or not at all (a temporary file
-/// renamed into place).
+/// Write the run's trace as ftrace text to `path`, completely or not at all (the trace files'
+/// discipline, [`crate::trace::sink::Output`]).
 pub fn write_trace_file(r: &RunResult, path: &std::path::Path) -> Result<(), String> {
-    let tmp = path.with_extension("partial");
-    let res = (|| -> std::io::Result<()> {
-        let f = std::fs::File::create(&tmp)?;
-        let mut w = std::io::BufWriter::new(f);
-        ftrace::write_trace(&mut w, &r.trace, &Comms::new(r), r.nr_cpus)?;
-        let f = w.into_inner().map_err(|e| e.into_error())?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if let Err(e) = res {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(format!("cannot write trace file {}: {e}", path.display()));
-    }
-    Ok(())
+    let res = crate::trace::sink::Output::create(path).and_then(|mut o| {
+        ftrace::write_trace(o.w(), &r.trace, &Comms::new(r), r.nr_cpus)?;
+        o.commit()
+    });
+    res.map_err(|e| format!("cannot write trace file {}: {e}", path.display()))
 }
 
 /// A 64-bit FNV-1a hash of the trace records (for determinism checks).

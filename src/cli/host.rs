@@ -52,15 +52,16 @@ pub fn cmd_machine(a: MachineArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// Write `bytes` to `path` through a temporary file renamed into place.
+/// Write `bytes` to `path` completely or not at all, with the trace files' discipline
+/// ([`crate::trace::sink::Output`]: a temporary file renamed into place, and a target that is
+/// not a regular file, such as `/dev/null`, written in place rather than replaced).
 pub fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> Result<(), String> {
-    let tmp = path.with_extension("partial");
-    let res = std::fs::write(&tmp, bytes).and_then(|_| std::fs::rename(&tmp, path));
-    if let Err(e) = res {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(format!("cannot write {}: {e}", path.display()));
-    }
-    Ok(())
+    use std::io::Write;
+    let res = crate::trace::sink::Output::create(path).and_then(|mut o| {
+        o.w().write_all(bytes)?;
+        o.commit()
+    });
+    res.map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 /// Files of the host, under `root`.
@@ -677,6 +678,35 @@ fn toml_str(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A regular target is replaced whole; a target that is not a regular file (here a FIFO,
+    /// as `/dev/null` or `/dev/stdout` would be) is written in place and stays what it was,
+    /// never renamed over (as root, `-o /dev/null` used to replace the device with a file).
+    #[test]
+    fn write_atomically_writes_special_files_in_place() {
+        use std::os::unix::fs::FileTypeExt;
+        let dir = std::env::temp_dir().join(format!("schedsim-write-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("m.toml");
+        std::fs::write(&file, "old, longer contents").unwrap();
+        write_atomically(&file, b"new").unwrap();
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "new");
+        let fifo = dir.join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a NUL-terminated path in a directory of our own.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::read(&fifo).unwrap())
+        };
+        write_atomically(&fifo, b"through the pipe").unwrap();
+        // Checked before joining: a replaced FIFO would leave the reader waiting for a writer.
+        assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo(), "the FIFO was replaced");
+        assert_eq!(reader.join().unwrap(), b"through the pipe");
+        let left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(left.len(), 2, "no temporary file left: {left:?}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     /// A fake /sys and /proc of a 2-vCPU haltpoll guest like the one this was written on.
     fn fake_guest(dir: &std::path::Path, guest_halt_poll_ns: &str) {

@@ -577,7 +577,7 @@ fn cmd_run(a: RunArgs) -> Result<(), String> {
             return Err("command line: --log-dir is for rt-app workloads (--rtapp FILE.json)".into());
         };
         for t in &w.threads {
-            write_file_atomically(&dir.join(w.log_file_name(t)), &w.log_text(t))?;
+            host::write_atomically(&dir.join(w.log_file_name(t)), w.log_text(t).as_bytes())?;
         }
     }
     if a.json {
@@ -852,13 +852,6 @@ fn perf_stat_text(cmd: &str, task_clock_ns: u64, switches: u64, migrations: u64,
     ));
     o.push_str(&format!("\n{:>18.9} seconds time elapsed\n", elapsed_ns as f64 / 1e9));
     o
-}
-
-/// Write `text` to `path` completely or not at all (a temporary file, then a rename).
-fn write_file_atomically(path: &std::path::Path, text: &str) -> Result<(), String> {
-    let tmp = path.with_extension("log.tmp");
-    std::fs::write(&tmp, text).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
-    std::fs::rename(&tmp, path).map_err(|e| format!("cannot rename {} to {}: {e}", tmp.display(), path.display()))
 }
 
 /// The first line of `schedsim run`'s output: `# schedsim run ...`, the spec's own command
