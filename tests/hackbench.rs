@@ -290,3 +290,16 @@ fn command_line_runs_each_tool() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--groups|-g"));
 }
+
+/// `__wake_up_common_lock()` holds the queue's lock for the whole walk, the wakeups it makes
+/// included: a second waker of the same queue (two senders writing to one receiver at once)
+/// spins until the first walk ends, so walks of one queue never interleave (`wake_up()`
+/// asserts it in debug builds) and a waiter is never visited by two walks at once. Before,
+/// the model let a second walk start while the first was still inside `try_to_wake_up()`, and
+/// both walked the same entries.
+#[test]
+fn wake_up_walks_of_one_queue_hold_its_lock() {
+    let k = run_kernel("old", "10");
+    check_accounting(hb_of(&k), 10, 100, "hackbench 10");
+    assert!(k.ipc.wq_lock_waits > 0, "no walk found its queue's lock held: the run does not exercise the lock");
+}

@@ -21,6 +21,8 @@ pub struct Ipc {
     /// Wait-queue entry stamps and walk ids (see `kernel/wait.rs`).
     pub wq_seq: u64,
     pub wq_walks: u32,
+    /// Wake-up walks that found their queue's lock held by another CPU's walk and spun.
+    pub wq_lock_waits: u64,
     /// Tasks woken through wait queues, and those woken with WF_SYNC.
     pub wakeups: u64,
     pub sync_wakeups: u64,

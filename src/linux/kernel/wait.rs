@@ -22,7 +22,7 @@
 use super::sched::core::TryToWakeUp;
 use super::sched::{TASK_INTERRUPTIBLE, TASK_RUNNING};
 use crate::hw::cacheline::LineId;
-use crate::linux::engine::{local_irq_disable, local_irq_enable, Frame, Next};
+use crate::linux::engine::{local_irq_disable, local_irq_enable, notify, Frame, Next, WaitOn};
 use crate::linux::{CpuId, Kernel, TaskId};
 use crate::sim::Time;
 
@@ -94,9 +94,17 @@ pub struct WaitQueueHead {
     len: u32,
     /// Entries marked by any walk so far (walk cursors compare it with their own count).
     marks: u64,
-    /// The walks in progress on this queue (usually zero or one).
+    /// The walks in progress on this queue (at most one in a run: `wake_up()` holds the
+    /// queue's lock for its walk).
     walks: Vec<WalkCursor>,
+    /// `wq_head->lock`: the CPU holding it for a wake-up walk ([`NO_CPU`]: free), and the CPUs
+    /// spinning for it in arrival order (a queued spinlock hands it to the first).
+    lock_owner: CpuId,
+    lock_waiters: Vec<CpuId>,
 }
+
+/// No CPU holds a wait queue's lock.
+const NO_CPU: CpuId = CpuId::MAX;
 
 impl WaitQueueHead {
     /// No entry queued (`!waitqueue_active()`).
@@ -134,7 +142,16 @@ impl std::ops::Index<usize> for WaitQueues {
 impl WaitQueues {
     /// A new empty queue whose lock lives on `line`.
     pub fn push_head(&mut self, line: LineId) -> WqId {
-        self.heads.push(WaitQueueHead { line, head: NIL, tail: NIL, len: 0, marks: 0, walks: Vec::new() });
+        self.heads.push(WaitQueueHead {
+            line,
+            head: NIL,
+            tail: NIL,
+            len: 0,
+            marks: 0,
+            walks: Vec::new(),
+            lock_owner: NO_CPU,
+            lock_waiters: Vec::new(),
+        });
         (self.heads.len() - 1) as WqId
     }
 
@@ -273,10 +290,44 @@ impl WaitQueues {
         self.free = Some(i);
     }
 
+    /// `spin_lock_irqsave(&wq_head->lock)` by `cpu` for a wake-up walk: true if `cpu` holds
+    /// the lock now, false if it is queued behind the holder ([`WaitQueues::unlock`] hands it
+    /// over).
+    pub fn try_lock(&mut self, wq: WqId, cpu: CpuId) -> bool {
+        let h = &mut self.heads[wq as usize];
+        if h.lock_owner == NO_CPU || h.lock_owner == cpu {
+            h.lock_owner = cpu;
+            return true;
+        }
+        if !h.lock_waiters.contains(&cpu) {
+            h.lock_waiters.push(cpu);
+        }
+        false
+    }
+
+    /// `spin_unlock_irqrestore(&wq_head->lock)` by its holder `cpu`: the CPU it is handed to,
+    /// if one is spinning for it.
+    pub fn unlock(&mut self, wq: WqId, cpu: CpuId) -> Option<CpuId> {
+        let h = &mut self.heads[wq as usize];
+        assert_eq!(h.lock_owner, cpu, "wait queue {wq} unlocked by CPU {cpu}, which does not hold it");
+        if h.lock_waiters.is_empty() {
+            h.lock_owner = NO_CPU;
+            return None;
+        }
+        let next = h.lock_waiters.remove(0);
+        h.lock_owner = next;
+        Some(next)
+    }
+
     /// A walk `walk` starts on `wq`.
     pub fn walk_begin(&mut self, wq: WqId, walk: u32) {
         let h = &mut self.heads[wq as usize];
         h.walks.push(WalkCursor { walk, next: h.head, marks: h.marks });
+    }
+
+    /// A walk of `wq` is in progress.
+    pub fn walking(&self, wq: WqId) -> bool {
+        !self.heads[wq as usize].walks.is_empty()
     }
 
     /// The walk `walk` on `wq` has ended.
@@ -396,8 +447,10 @@ pub fn finish_wait(k: &mut Kernel, wq: WqId, task: TaskId) {
 /// `__wake_up_common_lock()` resume points, in code order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WakeUpAt {
-    /// About to take the queue lock (IRQs saved) and start the walk.
+    /// About to save and disable IRQs, take the queue lock and start the walk.
     Lock,
+    /// Spinning for the queue lock (another CPU's walk holds it): taken when handed over.
+    Acquire,
     /// Walking the queue (`__wake_up_common()`): the next entry, or back from its
     /// `try_to_wake_up()`; unlock at the end.
     Walk,
@@ -466,9 +519,19 @@ pub const WAKE_LOG_LIMIT: usize = 4096;
 /// `ttwu_state_match()`: whether the task was still sleeping interruptibly.
 pub fn wake_up(k: &mut Kernel, cpu: CpuId, s: &mut WakeUp) -> Next {
     match s.at {
-        WakeUpAt::Lock => {
-            s.irqs_were_on = !k.cpus[cpu as usize].x.irqs_off;
-            local_irq_disable(k, cpu);
+        WakeUpAt::Lock | WakeUpAt::Acquire => {
+            if s.at == WakeUpAt::Lock {
+                s.irqs_were_on = !k.cpus[cpu as usize].x.irqs_off;
+                local_irq_disable(k, cpu);
+            }
+            // The lock is held for the whole walk, the wakeups it makes included: a second
+            // waker of the same queue spins until it is handed over, so walks never interleave.
+            if !k.ipc.wqs.try_lock(s.wq, cpu) {
+                s.at = WakeUpAt::Acquire;
+                k.ipc.wq_lock_waits += 1;
+                return Next::Wait(WaitOn::Lock);
+            }
+            debug_assert!(!k.ipc.wqs.walking(s.wq), "two walks of wait queue {} at once", s.wq);
             let line = k.ipc.wqs[s.wq as usize].line;
             let c = k.line_write(cpu, line) + WAKE_UP_LOCK_NS;
             k.ipc.wq_walks += 1;
@@ -521,6 +584,13 @@ pub fn wake_up(k: &mut Kernel, cpu: CpuId, s: &mut WakeUp) -> Next {
                 return Next::Call(0, Frame::TryToWakeUp(TryToWakeUp::new(e.task, s.wake_flags)));
             }
             k.ipc.wqs.walk_end(s.wq, s.walk);
+            if let Some(w) = k.ipc.wqs.unlock(s.wq, cpu) {
+                // The handover, once the rest of the walk (`c`) is done: the lock word's line
+                // reaches the spinning CPU.
+                let lat = k.m.line_cost(cpu, w);
+                let t = k.cpus[cpu as usize].rng.range(lat.lo_ns, lat.hi_ns);
+                notify(k, w, c + t);
+            }
             if s.irqs_were_on {
                 local_irq_enable(k, cpu);
             }
