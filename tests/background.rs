@@ -176,3 +176,33 @@ fn background_on_a_busy_cpu_sets_rd_overloaded() {
     assert_eq!(spin("none").stats.overloaded_ns, 0);
     assert!(spin(&p).stats.overloaded_ns > 0);
 }
+
+/// `queue_work` (docs/costs.md) covers `__queue_work()` and `process_one_work()`'s
+/// bookkeeping together, half in each: a work function that takes no time runs for the
+/// bookkeeping half only, from `workqueue_execute_start` to `workqueue_execute_end`. Before
+/// the fix both functions charged the whole of it, and a work item cost it twice.
+#[test]
+fn queue_work_is_charged_once_per_work_item() {
+    let costs = schedsim::linux::cost::PathCosts::default();
+    let r = idle_run(
+        &profile_file("zero", &WORK.replace("[1000, 2000, 3000, 4000, 5000]", "[0, 0, 0, 0, 0]")),
+        500,
+        "voluntary",
+    );
+    let mut spans = Vec::new();
+    for (i, x) in r.trace.iter().enumerate() {
+        if let Event::WorkqueueExecuteStart { .. } = x.event {
+            let end = r.trace[i..]
+                .iter()
+                .find(|y| y.cpu == x.cpu && matches!(y.event, Event::WorkqueueExecuteEnd { .. }))
+                .expect("the work item ends");
+            spans.push(end.ts_ns - x.ts_ns);
+        }
+    }
+    assert!(spans.len() >= 16, "{} work items", spans.len());
+    let half = costs.queue_work - costs.queue_work / 2;
+    // An interrupt may land inside one; the others take the bookkeeping half exactly.
+    let exact = spans.iter().filter(|&&d| d == half).count();
+    assert!(spans.iter().all(|&d| d >= half), "execute_start -> end: {spans:?}, expected {half} ns");
+    assert!(exact * 10 >= spans.len() * 9, "execute_start -> end: {spans:?}, expected {half} ns each");
+}

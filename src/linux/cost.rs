@@ -90,7 +90,7 @@ pub struct PathCosts {
     /// Arming an hrtimer (`hrtimer_start_range_ns`, possibly reprogramming the APIC timer).
     pub hrtimer_start: Time,
     /// `__queue_work()` (pool lookup, insert, kick) and `process_one_work()`'s own bookkeeping
-    /// around a work function.
+    /// around a work function, together: each charges half.
     pub queue_work: Time,
 }
 

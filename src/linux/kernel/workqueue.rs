@@ -53,12 +53,22 @@ pub struct WorkerPool {
 pub struct Workqueues {
     pub works: Vec<Work>,
     pub pools: Vec<WorkerPool>,
+    /// The pool of each bound CPU (`NO_POOL`: none yet), and the unbound pool: a lookup, not a
+    /// scan of every pool (one pool per CPU on a large machine).
+    by_cpu: Vec<u32>,
+    unbound: Option<u32>,
 }
+
+/// No pool for that CPU yet.
+const NO_POOL: u32 = u32::MAX;
 
 impl Workqueues {
     /// The pool of bound CPU `cpu`, or the unbound pool.
     pub fn pool_of(&self, cpu: Option<CpuId>) -> Option<u32> {
-        self.pools.iter().position(|p| p.cpu == cpu).map(|i| i as u32)
+        match cpu {
+            Some(c) => self.by_cpu.get(c as usize).copied().filter(|&p| p != NO_POOL),
+            None => self.unbound,
+        }
     }
 }
 
@@ -72,7 +82,7 @@ pub fn create_pool(k: &mut Kernel, cpu: Option<CpuId>) -> u32 {
     let w = k.new_task(crate::linux::kernel::sched::TaskKind::Kworker, comm, 0, 120, cpu);
     k.tasks[w as usize].state = TASK_IDLE;
     k.tasks[w as usize].saved = vec![
-        Frame::Worker(WorkerThread { at: WorkerAt::Woken, work: 0 }),
+        Frame::Worker(WorkerThread { at: WorkerAt::Woken, work: 0, pool: 0 }),
         Frame::ScheduleCaller(ScheduleCaller::asleep_in_schedule()),
         Frame::Schedule(crate::linux::kernel::sched::core::Schedule::switched_out()),
     ];
@@ -80,8 +90,23 @@ pub fn create_pool(k: &mut Kernel, cpu: Option<CpuId>) -> u32 {
         // An unbound worker starts on the node's first CPU.
         k.tasks[w as usize].cpu = 0;
     }
+    let pool = k.wq.pools.len() as u32;
     k.wq.pools.push(WorkerPool { cpu, worklist: VecDeque::new(), worker: w });
-    (k.wq.pools.len() - 1) as u32
+    match cpu {
+        Some(c) => {
+            let c = c as usize;
+            if k.wq.by_cpu.len() <= c {
+                k.wq.by_cpu.resize(c + 1, NO_POOL);
+            }
+            k.wq.by_cpu[c] = pool;
+        }
+        None => k.wq.unbound = Some(pool),
+    }
+    // The worker knows its pool (`worker->pool`).
+    if let Some(Frame::Worker(wt)) = k.tasks[w as usize].saved.first_mut() {
+        wt.pool = pool;
+    }
+    pool
 }
 
 /// Create a delayed work item of background source `src` on `pool`.
@@ -110,7 +135,8 @@ pub fn __queue_work(k: &mut Kernel, cpu: CpuId, w: WorkId) -> (Time, Option<Fram
     k.tp(cpu, Event::WorkqueueQueueWork { work: addr, func: src as u32, req_cpu, cpu: on });
     let t = &k.tasks[worker as usize];
     let wake = (t.state != TASK_RUNNING && !t.on_rq).then(|| Frame::TryToWakeUp(TryToWakeUp::new(worker, 0)));
-    (k.costs.queue_work, wake)
+    // `queue_work` covers this function and `process_one_work()`'s bookkeeping: half each.
+    (k.costs.queue_work / 2, wake)
 }
 
 /// WORK_CPU_UNBOUND as `req_cpu` prints it (NR_CPUS on a 256-CPU config).
@@ -133,6 +159,8 @@ pub enum WorkerAt {
 pub struct WorkerThread {
     pub at: WorkerAt,
     pub work: WorkId,
+    /// `worker->pool`.
+    pub pool: u32,
 }
 
 /// Models `worker_thread()` -> `process_one_work()` — kernel/workqueue.c @ v6.10.
@@ -142,9 +170,8 @@ pub fn worker_thread(k: &mut Kernel, cpu: CpuId, s: &mut WorkerThread) -> Next {
     let me = k.curr(cpu);
     match s.at {
         WorkerAt::NextWork => {
-            let Some(pool) = k.wq.pools.iter().position(|p| p.worker == me) else {
-                unreachable!("kworker {me} has no pool");
-            };
+            let pool = s.pool as usize;
+            debug_assert_eq!(k.wq.pools[pool].worker, me, "kworker {me} runs another pool's worker_thread()");
             let Some(w) = k.wq.pools[pool].worklist.pop_front() else {
                 // Nothing to do: worker_enter_idle(), sleep in TASK_IDLE.
                 k.tasks[me as usize].state = TASK_IDLE;
@@ -159,7 +186,8 @@ pub fn worker_thread(k: &mut Kernel, cpu: CpuId, s: &mut WorkerThread) -> Next {
             s.at = WorkerAt::WorkDone;
             let d = k.cfg.background.sources[src as usize].runtime;
             let run = d.draw(&mut k.cpus[cpu as usize].bg_rng);
-            Next::Cont(k.costs.queue_work + run)
+            // process_one_work()'s bookkeeping: the other half of `queue_work`.
+            Next::Cont(k.costs.queue_work - k.costs.queue_work / 2 + run)
         }
         WorkerAt::Woken => {
             k.tasks[me as usize].state = TASK_RUNNING;
