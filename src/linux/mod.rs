@@ -322,6 +322,7 @@ impl Kernel {
         k.rd.rt.rto_mask = crate::hw::cpumask::CpuMask::new(nr);
         let rto_line = k.lines.alloc(0);
         k.rd.rt.rto_push_work = k.new_csd(CsdFunc::RtoPushIrqWork, rto_line, csd_flags::CSD_TYPE_IRQ_WORK);
+        k.rd.rt.cpupri = kernel::sched::rt::Cpupri::new(nr);
         // sd_llc_shared: the machine has been up for a while and idle, so periodic balancing
         // has computed the full SIS_UTIL scan budget, every CPU is idle and cores are idle.
         k.llc_shared = (0..nr)

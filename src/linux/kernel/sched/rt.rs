@@ -101,6 +101,52 @@ pub struct RtRootDomain {
     pub rto_loop_next: u32,
     /// `rto_push_work`, the irq_work queued from CPU to CPU (a csd of type IRQ_WORK).
     pub rto_push_work: crate::linux::CsdId,
+    /// `rd->cpupri`.
+    pub cpupri: Cpupri,
+}
+
+/// Models `struct cpupri` — kernel/sched/cpupri.c @ v6.10: each CPU's level (0 for no RT
+/// task queued, 1..=99 the level of its highest RT priority, see [`convert_prio`]) and, per
+/// level, the mask and count of the CPUs at it, kept by [`Cpupri::set`] as RT tasks are queued
+/// and dequeued, so [`cpupri_find`] looks at levels, not at every runqueue.
+#[derive(Debug, Default)]
+pub struct Cpupri {
+    cpu_to_pri: Vec<u8>,
+    pri_to_cpu: Vec<crate::hw::cpumask::CpuMask>,
+    count: Vec<u32>,
+}
+
+/// `CPUPRI_NR_PRIORITIES` without the deadline level (no deadline class is modelled).
+const CPUPRI_LEVELS: usize = MAX_RT_PRIO as usize;
+
+impl Cpupri {
+    /// `cpupri_init()`: every CPU at level 0 (CPUPRI_NORMAL).
+    pub fn new(nr_cpus: u32) -> Cpupri {
+        let mut pri_to_cpu = vec![crate::hw::cpumask::CpuMask::new(nr_cpus); CPUPRI_LEVELS];
+        pri_to_cpu[0] = crate::hw::cpumask::CpuMask::full(nr_cpus);
+        let mut count = vec![0; CPUPRI_LEVELS];
+        count[0] = nr_cpus;
+        Cpupri { cpu_to_pri: vec![0; nr_cpus as usize], pri_to_cpu, count }
+    }
+
+    /// `cpupri_set()`: `cpu`'s highest priority is now at `level`.
+    pub fn set(&mut self, cpu: CpuId, level: i32) {
+        let (old, new) = (self.cpu_to_pri[cpu as usize] as usize, level as usize);
+        if old == new {
+            return;
+        }
+        self.pri_to_cpu[old].clear(cpu);
+        self.count[old] -= 1;
+        self.pri_to_cpu[new].set(cpu);
+        self.count[new] += 1;
+        self.cpu_to_pri[cpu as usize] = new as u8;
+    }
+}
+
+/// `cpupri_set(rd->cpupri, cpu, highest_prio.curr)` after `cpu`'s RT queue changed.
+fn update_cpupri(k: &mut Kernel, cpu: CpuId) {
+    let level = convert_prio(k.cpus[cpu as usize].rq.rt.highest_prio_curr());
+    k.rd.rt.cpupri.set(cpu, level);
 }
 
 fn migratable(k: &Kernel, p: TaskId) -> bool {
@@ -145,6 +191,7 @@ fn dequeue_pushable_task(k: &mut Kernel, cpu: CpuId, p: TaskId) {
 pub fn enqueue_task_rt(k: &mut Kernel, cpu: CpuId, p: TaskId, head: bool) {
     let prio = k.tasks[p as usize].prio;
     RtRq::insert(&mut k.cpus[cpu as usize].rq.rt.queue, prio, p, head);
+    update_cpupri(k, cpu);
     if !task_current(k, cpu, p) && migratable(k, p) {
         enqueue_pushable_task(k, cpu, p);
     }
@@ -153,6 +200,7 @@ pub fn enqueue_task_rt(k: &mut Kernel, cpu: CpuId, p: TaskId, head: bool) {
 /// Models `dequeue_task_rt()`.
 pub fn dequeue_task_rt(k: &mut Kernel, cpu: CpuId, p: TaskId) {
     RtRq::remove(&mut k.cpus[cpu as usize].rq.rt.queue, p);
+    update_cpupri(k, cpu);
     dequeue_pushable_task(k, cpu, p);
 }
 
@@ -201,31 +249,50 @@ fn convert_prio(prio: i32) -> i32 {
     }
 }
 
-/// Models `cpupri_find()` — kernel/sched/cpupri.c @ v6.10: the CPUs at the lowest cpupri
-/// level below `p`'s that `p` may run on. The kernel keeps one mask per level, updated on
-/// every RT enqueue/dequeue; the model reads each rq's `highest_prio.curr` directly, which is
-/// what those masks mirror.
+/// Models `cpupri_find()` / `__cpupri_find()` — kernel/sched/cpupri.c @ v6.10: the CPUs at
+/// the lowest cpupri level below `p`'s that `p` may run on (empty if none): levels from the
+/// lowest up, each level's mask and'ed with `p`'s affinity. Costs nothing in simulated time
+/// (docs/costs.md).
 pub fn cpupri_find(k: &Kernel, p: TaskId) -> crate::hw::cpumask::CpuMask {
+    use crate::hw::cpumask::CpuMask;
+    let nr = k.m.topo.nr_cpus;
+    let t = &k.tasks[p as usize];
+    let task_pri = convert_prio(t.prio) as usize;
+    let cp = &k.rd.rt.cpupri;
+    for idx in 0..task_pri.min(CPUPRI_LEVELS) {
+        if cp.count[idx] == 0 {
+            continue;
+        }
+        let level = &cp.pri_to_cpu[idx];
+        let mask = match (t.pinned, &t.cpus_mask) {
+            (Some(c), _) => {
+                if !level.test(c) {
+                    continue;
+                }
+                CpuMask::of(c, nr)
+            }
+            (None, Some(m)) if t.mask_weight != 0 => level.and(m),
+            _ => level.clone(),
+        };
+        if !mask.is_empty() {
+            debug_assert_eq!(mask, cpupri_find_by_scan(k, p), "cpupri levels disagree with the runqueues");
+            return mask;
+        }
+    }
+    debug_assert!(cpupri_find_by_scan(k, p).is_empty(), "cpupri levels disagree with the runqueues");
+    CpuMask::new(nr)
+}
+
+/// [`cpupri_find`] computed from every runqueue's `highest_prio.curr`, for the debug check.
+fn cpupri_find_by_scan(k: &Kernel, p: TaskId) -> crate::hw::cpumask::CpuMask {
     let nr = k.m.topo.nr_cpus;
     let task_pri = convert_prio(k.tasks[p as usize].prio);
     let allowed = |c: CpuId| k.tasks[p as usize].cpu_allowed(c);
-    let mut best: Option<i32> = None;
-    for c in 0..nr {
-        if !allowed(c) {
-            continue;
-        }
-        let lvl = convert_prio(k.cpus[c as usize].rq.rt.highest_prio_curr());
-        if lvl < task_pri && best.is_none_or(|b| lvl < b) {
-            best = Some(lvl);
-        }
-    }
+    let level = |c: CpuId| convert_prio(k.cpus[c as usize].rq.rt.highest_prio_curr());
+    let best = (0..nr).filter(|&c| allowed(c)).map(level).filter(|&l| l < task_pri).min();
     let mut mask = crate::hw::cpumask::CpuMask::new(nr);
-    if let Some(b) = best {
-        for c in (0..nr).filter(|&c| allowed(c)) {
-            if convert_prio(k.cpus[c as usize].rq.rt.highest_prio_curr()) == b {
-                mask.set(c);
-            }
-        }
+    for c in (0..nr).filter(|&c| allowed(c) && Some(level(c)) == best) {
+        mask.set(c);
     }
     mask
 }
@@ -605,6 +672,24 @@ mod tests {
         assert_eq!(convert_prio(fifo_prio(1)), 1);
         assert_eq!(convert_prio(fifo_prio(99)), 99);
         assert_eq!(fifo_prio(50), 49);
+    }
+
+    /// `cpupri_set()` moves a CPU between level masks; the counts follow, so a level with no
+    /// CPU is skipped without looking at its mask.
+    #[test]
+    fn cpupri_set_moves_a_cpu_between_levels() {
+        let mut cp = Cpupri::new(8);
+        assert_eq!(cp.count[0], 8);
+        cp.set(3, 50);
+        cp.set(5, 50);
+        cp.set(5, 20);
+        cp.set(6, 0);
+        assert_eq!((cp.count[0], cp.count[20], cp.count[50]), (6, 1, 1));
+        assert!(cp.pri_to_cpu[50].test(3) && !cp.pri_to_cpu[0].test(3));
+        assert_eq!(cp.pri_to_cpu[20].iter().collect::<Vec<_>>(), vec![5]);
+        cp.set(3, 0);
+        assert_eq!((cp.count[0], cp.count[50]), (7, 0));
+        assert!(cp.pri_to_cpu[50].is_empty());
     }
 
     #[test]
