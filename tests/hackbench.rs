@@ -303,3 +303,33 @@ fn wake_up_walks_of_one_queue_hold_its_lock() {
     check_accounting(hb_of(&k), 10, 100, "hackbench 10");
     assert!(k.ipc.wq_lock_waits > 0, "no walk found its queue's lock held: the run does not exercise the lock");
 }
+
+/// `spin_lock_irqsave(&wq_head->lock)` disables preemption as well as interrupts: a pipe
+/// writer's `sched_waking` runs at preempt depth 3 (the queue lock, `p->pi_lock`, and
+/// `try_to_wake_up()`'s own preemption guard), as the real kernel's trace of the same
+/// ping-pong shows (tests/fixtures/real-trace-sample.txt: `ping-4692 [000] d..3.
+/// sched_waking`). It was 2 before the queue lock counted.
+#[test]
+fn a_pipe_wakeup_runs_under_the_queue_locks_preempt_count() {
+    let mut s = RunSpec::new("pingpong");
+    s.machine = "i7-4c8t".into();
+    s.background = Some("none".into());
+    s.limit_ns = 20_000_000;
+    s.trace = true;
+    let r = execute(&s).expect("valid spec");
+    // A task's own wakeups (not an interrupt handler's on its CPU).
+    let wakings: Vec<_> = r
+        .trace
+        .iter()
+        .filter(|x| {
+            matches!(x.event, schedsim::trace::Event::SchedWaking { .. })
+                && x.pid != 0
+                && x.flags & (schedsim::trace::flags::HARDIRQ | schedsim::trace::flags::SOFTIRQ) == 0
+        })
+        .collect();
+    assert!(!wakings.is_empty(), "no wakeup from a task");
+    for w in wakings {
+        assert_eq!(w.preempt_count & 0xf, 3, "{w:?}");
+        assert!(w.flags & schedsim::trace::flags::IRQS_OFF != 0, "{w:?}");
+    }
+}

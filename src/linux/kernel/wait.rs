@@ -325,6 +325,12 @@ impl WaitQueues {
         h.walks.push(WalkCursor { walk, next: h.head, marks: h.marks });
     }
 
+    /// The CPU holding `wq`'s lock, if any.
+    pub fn holder(&self, wq: WqId) -> Option<CpuId> {
+        let o = self.heads[wq as usize].lock_owner;
+        (o != NO_CPU).then_some(o)
+    }
+
     /// A walk of `wq` is in progress.
     pub fn walking(&self, wq: WqId) -> bool {
         !self.heads[wq as usize].walks.is_empty()
@@ -454,6 +460,8 @@ pub enum WakeUpAt {
     /// Walking the queue (`__wake_up_common()`): the next entry, or back from its
     /// `try_to_wake_up()`; unlock at the end.
     Walk,
+    /// Back from the `preempt_schedule()` of the unlock's `preempt_enable()`.
+    Done,
 }
 
 /// A `__wake_up_common_lock()` in progress.
@@ -521,8 +529,19 @@ pub fn wake_up(k: &mut Kernel, cpu: CpuId, s: &mut WakeUp) -> Next {
     match s.at {
         WakeUpAt::Lock | WakeUpAt::Acquire => {
             if s.at == WakeUpAt::Lock {
+                assert_ne!(
+                    k.ipc.wqs.holder(s.wq),
+                    Some(cpu),
+                    "CPU {cpu} takes wait queue {}'s lock, which it holds (a self-deadlock in the kernel)",
+                    s.wq
+                );
                 s.irqs_were_on = !k.cpus[cpu as usize].x.irqs_off;
                 local_irq_disable(k, cpu);
+                // spin_lock_irqsave() disables preemption too (not on PREEMPT_RT, where the
+                // lock is a sleeping one; the model keeps it a spinning one there).
+                if !k.cfg.preempt_rt {
+                    k.cpus[cpu as usize].preempt_count += 1;
+                }
             }
             // The lock is held for the whole walk, the wakeups it makes included: a second
             // waker of the same queue spins until it is handed over, so walks never interleave.
@@ -584,6 +603,9 @@ pub fn wake_up(k: &mut Kernel, cpu: CpuId, s: &mut WakeUp) -> Next {
                 return Next::Call(0, Frame::TryToWakeUp(TryToWakeUp::new(e.task, s.wake_flags)));
             }
             k.ipc.wqs.walk_end(s.wq, s.walk);
+            // The unlock happens as this last step starts, before the time of the entries it
+            // visited (`c`): a spinning waiter gets the lock after `c`, but a CPU that first
+            // tries within those few ns finds it free a little early.
             if let Some(w) = k.ipc.wqs.unlock(s.wq, cpu) {
                 // The handover, once the rest of the walk (`c`) is done: the lock word's line
                 // reaches the spinning CPU.
@@ -594,8 +616,15 @@ pub fn wake_up(k: &mut Kernel, cpu: CpuId, s: &mut WakeUp) -> Next {
             if s.irqs_were_on {
                 local_irq_enable(k, cpu);
             }
+            if !k.cfg.preempt_rt {
+                if let Some(f) = crate::linux::kernel::sched::core::preempt_enable(k, cpu) {
+                    s.at = WakeUpAt::Done;
+                    return Next::Call(c, f);
+                }
+            }
             Next::Ret(c)
         }
+        WakeUpAt::Done => Next::Ret(0),
     }
 }
 
