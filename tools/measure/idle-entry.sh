@@ -9,18 +9,25 @@
 set -u
 reps=${1:-3}; shift || true
 govs=${*:-haltpoll menu}
+case $reps in ''|*[!0-9]*|0) echo "idle-entry.sh: REPEATS $reps: expected a whole number above 0" >&2; exit 2;; esac
 T=/sys/kernel/tracing; mountpoint -q $T || mount -t tracefs nodev $T
 G=/sys/devices/system/cpu/cpuidle/current_governor
-dir=$(mktemp -d); trap 'rm -rf "$dir"' EXIT
+old_gov=$(cat $G); old_clock=$(sed -e 's/.*\[\(.*\)\].*/\1/' $T/trace_clock)
+old_buf=$(cut -d' ' -f1 < $T/buffer_size_kb); old_on=$(cat $T/tracing_on)
+mhz=$(grep -m1 'cpu MHz' /proc/cpuinfo | awk '{print $4}')
+dir=$(mktemp -d)
+# Whatever happens, leave tracing and the governor as they were.
+restore() {
+  echo > $T/set_event; echo > $T/trace; echo "$old_buf" > $T/buffer_size_kb; echo "$old_on" > $T/tracing_on
+  echo "$old_clock" > $T/trace_clock; echo "$old_gov" > $G; rm -rf "$dir"
+}
+trap restore EXIT
 cat > "$dir/nsloop.c" <<'C'
 #include <time.h>
 int main(void){struct timespec r={0,1000},n,e;clock_gettime(CLOCK_MONOTONIC,&e);e.tv_sec+=1;
 for(;;){nanosleep(&r,0);clock_gettime(CLOCK_MONOTONIC,&n);if(n.tv_sec>e.tv_sec||(n.tv_sec==e.tv_sec&&n.tv_nsec>=e.tv_nsec))return 0;}}
 C
 gcc -O2 -o "$dir/nsloop" "$dir/nsloop.c" || exit 1
-old_gov=$(cat $G); old_clock=$(sed -e 's/.*\[\(.*\)\].*/\1/' $T/trace_clock)
-old_buf=$(cut -d' ' -f1 < $T/buffer_size_kb); old_on=$(cat $T/tracing_on)
-mhz=$(grep -m1 'cpu MHz' /proc/cpuinfo | awk '{print $4}')
 echo x86-tsc > $T/trace_clock
 for r in $(seq 1 "$reps"); do
   for g in $govs; do
@@ -33,8 +40,6 @@ for r in $(seq 1 "$reps"); do
     cat $T/trace > "$dir/$g-$r.trace"
   done
 done
-echo > $T/set_event; echo > $T/trace; echo "$old_buf" > $T/buffer_size_kb; echo "$old_on" > $T/tracing_on
-echo "$old_clock" > $T/trace_clock; echo "$old_gov" > $G
 python3 - "$dir" "$mhz" $govs <<'PY'
 import glob, re, statistics, sys
 d, mhz, govs = sys.argv[1], float(sys.argv[2]), sys.argv[3:]
