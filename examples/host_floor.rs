@@ -26,6 +26,7 @@
 //! run with a busy one) and the growth from the smallest size to the largest (median of the
 //! rounds' own ratios, as `bench --scaling` computes it).
 
+use schedsim::cli::bench::median;
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -188,16 +189,6 @@ fn run(s: &mut State, order: &[usize], actions: usize, iters: usize, prefetch: b
     t.elapsed().as_nanos() as f64 / actions as f64
 }
 
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    let m = v.len() / 2;
-    if v.len() % 2 == 0 {
-        (v[m - 1] + v[m]) / 2.0
-    } else {
-        v[m]
-    }
-}
-
 fn list(arg: &str, what: &str) -> Vec<usize> {
     let parsed: Result<Vec<usize>, _> = arg.split(',').map(|x| x.trim().parse::<usize>()).collect();
     match parsed {
@@ -244,6 +235,16 @@ fn main() {
         eprintln!("host_floor: --sizes: a size of 0 CPUs has no actions");
         std::process::exit(2);
     }
+    // The largest state a case allocates (split layout, largest size and line count), at most
+    // 4 GiB, so that a large argument is an error rather than an allocation failure.
+    let largest = sizes.iter().max().and_then(|&n| {
+        let l = *lines.iter().max()?;
+        n.checked_mul(spread)?.checked_add(17)?.checked_mul(l)?.checked_mul(64)
+    });
+    if largest.is_none_or(|b| b > 4 << 30) {
+        eprintln!("host_floor: --sizes x --lines x --spread needs more than 4 GiB of state: expected less");
+        std::process::exit(2);
+    }
     // The rows: layout, prefetching, lines, chased lines.
     let mut rows = Vec::new();
     for layout in [Layout::Block, Layout::Split] {
@@ -288,9 +289,9 @@ fn main() {
         let name = if layout == Layout::Block { "block" } else { "split" };
         print!("{:<6} {:<9} {:>5} {:>6}", name, if pf { "2 ahead" } else { "none" }, l, d);
         for per_size in &times[ri] {
-            print!(" {:>9.1}", median(&mut per_size.clone()));
+            print!(" {:>9.1}", median(per_size.clone()));
         }
-        let mut ratios: Vec<f64> = times[ri][last].iter().zip(&times[ri][0]).map(|(big, small)| big / small).collect();
-        println!(" {:>7.2}x", median(&mut ratios));
+        let ratios: Vec<f64> = times[ri][last].iter().zip(&times[ri][0]).map(|(big, small)| big / small).collect();
+        println!(" {:>7.2}x", median(ratios));
     }
 }

@@ -204,8 +204,8 @@ fn steady_ns_per_action(short: &Sample, long: &Sample) -> f64 {
 }
 
 /// The median of `v`, the mean of the middle two for an even count (`NaN` if it is empty or
-/// holds a `NaN`).
-fn median(mut v: Vec<f64>) -> f64 {
+/// holds a `NaN`). Also used by `examples/host_floor.rs`.
+pub fn median(mut v: Vec<f64>) -> f64 {
     if v.is_empty() || v.iter().any(|x| x.is_nan()) {
         return f64::NAN;
     }

@@ -80,9 +80,11 @@ pub fn create_pool(k: &mut Kernel, cpu: Option<CpuId>) -> u32 {
         None => format!("kworker/u{}:1", 2 * nr),
     };
     let w = k.new_task(crate::linux::kernel::sched::TaskKind::Kworker, comm, 0, 120, cpu);
+    // The pool this call makes; its worker knows it (`worker->pool`).
+    let pool = k.wq.pools.len() as u32;
     k.tasks[w as usize].state = TASK_IDLE;
     k.tasks[w as usize].saved = vec![
-        Frame::Worker(WorkerThread { at: WorkerAt::Woken, work: 0, pool: 0 }),
+        Frame::Worker(WorkerThread { at: WorkerAt::Woken, work: 0, pool }),
         Frame::ScheduleCaller(ScheduleCaller::asleep_in_schedule()),
         Frame::Schedule(crate::linux::kernel::sched::core::Schedule::switched_out()),
     ];
@@ -90,7 +92,6 @@ pub fn create_pool(k: &mut Kernel, cpu: Option<CpuId>) -> u32 {
         // An unbound worker starts on the node's first CPU.
         k.tasks[w as usize].cpu = 0;
     }
-    let pool = k.wq.pools.len() as u32;
     k.wq.pools.push(WorkerPool { cpu, worklist: VecDeque::new(), worker: w });
     match cpu {
         Some(c) => {
@@ -101,10 +102,6 @@ pub fn create_pool(k: &mut Kernel, cpu: Option<CpuId>) -> u32 {
             k.wq.by_cpu[c] = pool;
         }
         None => k.wq.unbound = Some(pool),
-    }
-    // The worker knows its pool (`worker->pool`).
-    if let Some(Frame::Worker(wt)) = k.tasks[w as usize].saved.first_mut() {
-        wt.pool = pool;
     }
     pool
 }
