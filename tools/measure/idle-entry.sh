@@ -37,7 +37,7 @@ for r in $(seq 1 "$reps"); do
     echo 1 > $T/tracing_on
     taskset -c 0 "$dir/nsloop"
     echo 0 > $T/tracing_on
-    cat $T/trace > "$dir/$g-$r.trace"
+    cat $T/trace > "$dir/$g-$r.trace" || { echo "idle-entry.sh: cannot save the trace in $dir" >&2; exit 2; }
   done
 done
 python3 - "$dir" "$mhz" $govs <<'PY'
