@@ -658,7 +658,6 @@ impl Kernel {
         if let Some(c) = self.cpus.get(cpu) {
             // The running frame's slot: one line (a `Frame` is 64 bytes, the slot aligned).
             prefetch(self.tops.prefetch_addr(cpu));
-            prefetch(c.tick.sleepers.as_ptr());
             self.lines.prefetch(c.rq.lock_line);
             self.lines.prefetch(c.csq_line);
             // The frame below the running one (a return or a switch moves it).
@@ -666,6 +665,11 @@ impl Kernel {
             prefetch_bytes(st.as_ptr().wrapping_add(st.len().saturating_sub(1)), 64);
             let curr = c.rq.curr as usize;
             prefetch_lines::<2, _>(self.tasks.as_ptr().wrapping_add(curr));
+            // The task of the first sleep timer in its list: on an idle CPU with one sleeper
+            // the next action is often that timer's interrupt, which wakes the task.
+            if let Some(&(_, _, p)) = c.tick.sleepers.first() {
+                prefetch_lines::<2, _>(self.tasks.as_ptr().wrapping_add(p as usize));
+            }
             prefetch_bytes(
                 self.ents.as_ptr().wrapping_add(curr),
                 std::mem::size_of::<kernel::sched::fair_class::SchedEntity>(),

@@ -8,6 +8,14 @@
 use crate::linux::engine::Action;
 use crate::linux::{CpuId, Kernel, TaskId};
 use crate::sim::{Slot, Time, NSEC_PER_SEC};
+use smallvec::SmallVec;
+
+/// Sleep timers a CPU holds without a heap block of their own: a task sleeps on at most one,
+/// so this is the number of tasks sleeping on one CPU at once before the list moves to the
+/// heap. Inside the [`crate::linux::Cpu`], the list is in the lines the executor prefetches
+/// with the rest of the CPU's hot state, and its first task can be named for a prefetch one
+/// action ahead (a separate block was one more miss to wait for on large machines).
+const INLINE_SLEEPERS: usize = 2;
 
 /// Per-CPU tick state (`struct tick_sched` plus the hrtimer base).
 #[derive(Debug, Clone)]
@@ -18,12 +26,9 @@ pub struct TickSched {
     pub next_tick: Time,
     /// Armed task sleep timers: (hard expiry, soft expiry, task). A timer runs at the first
     /// timer interrupt at or after its soft expiry; the APIC is programmed for the hard one.
-    pub sleepers: Vec<(Time, Time, TaskId)>,
+    pub sleepers: SmallVec<[(Time, Time, TaskId); INLINE_SLEEPERS]>,
     /// Timers that expired in the current interrupt and still have a task to wake.
-    pub expired: Vec<TaskId>,
-    /// Scratch space of `hrtimer_interrupt()` for the sleepers it expires (kept between
-    /// interrupts so that an interrupt does not allocate).
-    fired: Vec<(Time, Time, TaskId)>,
+    pub expired: SmallVec<[TaskId; 2 * INLINE_SLEEPERS]>,
     /// Expiry programmed into the local APIC timer, and its generation.
     pub armed: Option<Time>,
     pub timer_gen: u32,
@@ -41,9 +46,8 @@ impl TickSched {
         TickSched {
             stopped: false,
             next_tick: 0,
-            sleepers: Vec::new(),
-            expired: Vec::new(),
-            fired: Vec::new(),
+            sleepers: SmallVec::new(),
+            expired: SmallVec::new(),
             armed: None,
             timer_gen: 0,
             was_stopped_once: false,
@@ -108,7 +112,7 @@ pub fn hrtimer_interrupt(k: &mut Kernel, cpu: CpuId) -> Time {
     ts.armed = None;
     // Expired sleepers, in expiry order.
     let mut i = 0;
-    let mut fired = std::mem::take(&mut ts.fired);
+    let mut fired = SmallVec::<[(Time, Time, TaskId); 2 * INLINE_SLEEPERS]>::new();
     while i < ts.sleepers.len() {
         if ts.sleepers[i].1 <= now {
             fired.push(ts.sleepers.swap_remove(i));
@@ -121,8 +125,6 @@ pub fn hrtimer_interrupt(k: &mut Kernel, cpu: CpuId) -> Time {
     for &(_, _, p) in fired.iter().rev() {
         ts.expired.push(p);
     }
-    fired.clear();
-    ts.fired = fired;
     let watchdog = ts.watchdog.filter(|&(t, _)| t <= now);
     if !ts.stopped && ts.next_tick <= now {
         ts.next_tick = nb;
