@@ -670,6 +670,11 @@ impl Kernel {
             if let Some(&(_, _, p)) = c.tick.sleepers.first() {
                 prefetch_lines::<2, _>(self.tasks.as_ptr().wrapping_add(p as usize));
             }
+            // The idle task, when the running task is the only one: if it blocks, the switch
+            // reads the idle task and takes its top frame.
+            if c.rq.curr != c.rq.idle && c.rq.nr_running <= 1 {
+                prefetch_lines::<2, _>(self.tasks.as_ptr().wrapping_add(c.rq.idle as usize));
+            }
             prefetch_bytes(
                 self.ents.as_ptr().wrapping_add(curr),
                 std::mem::size_of::<kernel::sched::fair_class::SchedEntity>(),
@@ -683,6 +688,12 @@ impl Kernel {
         if let Some(c) = self.cpus.get(cpu) {
             if let Some(t) = self.tasks.get(c.rq.curr as usize) {
                 self.lines.prefetch(t.ti_line);
+            }
+            // The idle task's top frame (its task was requested an action ahead, as above).
+            if c.rq.curr != c.rq.idle && c.rq.nr_running <= 1 {
+                if let Some(t) = self.tasks.get(c.rq.idle as usize) {
+                    crate::sim::prefetch::prefetch(t.saved.as_ptr().wrapping_add(t.saved.len()).wrapping_sub(1));
+                }
             }
         }
     }
