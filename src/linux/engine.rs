@@ -932,7 +932,7 @@ unsafe fn pop_frame(stack: &mut Vec<Frame>, dst: *mut Frame) -> bool {
 /// return copies into the running slot, and a task's stack buffer is often out of the host's
 /// caches when the task has just been switched in.
 #[inline(always)]
-fn prefetch_caller(stack: &[Frame]) {
+pub(crate) fn prefetch_caller(stack: &[Frame]) {
     // An empty stack gives an address before the buffer: harmless, a prefetch never faults.
     crate::sim::prefetch::prefetch(stack.as_ptr().wrapping_add(stack.len()).wrapping_sub(1));
 }

@@ -692,7 +692,7 @@ impl Kernel {
             // The idle task's top frame (its task was requested an action ahead, as above).
             if c.rq.curr != c.rq.idle && c.rq.nr_running <= 1 {
                 if let Some(t) = self.tasks.get(c.rq.idle as usize) {
-                    crate::sim::prefetch::prefetch(t.saved.as_ptr().wrapping_add(t.saved.len()).wrapping_sub(1));
+                    engine::prefetch_caller(&t.saved);
                 }
             }
         }

@@ -794,8 +794,7 @@ pub fn ttwu_do_activate(k: &mut Kernel, cpu: CpuId, rq_cpu: CpuId, p: TaskId, wa
     // Host cache hint, not a model of anything: a woken task is usually switched to within a
     // few steps of its CPU, which then takes the top frame of its saved stack, a block of its
     // own that is cold on a large machine.
-    let saved = &k.tasks[p as usize].saved;
-    crate::sim::prefetch::prefetch(saved.as_ptr().wrapping_add(saved.len()).wrapping_sub(1));
+    crate::linux::engine::prefetch_caller(&k.tasks[p as usize].saved);
     let (pid, prio) = (k.tasks[p as usize].pid, k.tasks[p as usize].prio);
     k.tp(cpu, Event::SchedWakeup { pid, prio, target_cpu: rq_cpu });
     // p->sched_class->task_woken() (RT: push it away if curr stays).
