@@ -8,6 +8,9 @@
 # deterministic measure of how many cold lines an action touches (prefetches are not
 # simulated, so they count as misses where the data is used). Needs valgrind. Slow: about 50
 # times the run's own time (CACHE=1: about 100).
+# With FUNCS=K, each size is followed by the K functions with the most instructions per action
+# (whole run or steady state), by function as compiled: what a function inlines counts as its
+# own (e.g. sched_balance_rq holds update_sd_lb_stats_cost and the line reads).
 set -euo pipefail
 bin=$1; w=$2; shift 2
 command -v valgrind >/dev/null || { echo "needs valgrind (apt install valgrind)" >&2; exit 2; }
@@ -27,7 +30,9 @@ count() { grep -oP "$1" "$2" | tr -d , ; }
 for n in "$@"; do
   "$bin" machine --scaled-epyc "$n" -o "$dir/m.toml"
   for l in 1 2; do
-    valgrind --tool=cachegrind "${sim[@]}" --cachegrind-out-file=/dev/null \
+    out=/dev/null
+    [ "${FUNCS:-0}" != 0 ] && out="$dir/cg$l"
+    valgrind --tool=cachegrind "${sim[@]}" --cachegrind-out-file="$out" \
       "$bin" bench --scaling-child "$w" "$n" "$dir/m.toml" "$l" > "$dir/out$l" 2> "$dir/err$l"
     grep -oP '"actions":\K[0-9]+' "$dir/out$l" > "$dir/a$l"
     count 'I\s+refs:\s+\K[0-9,]+' "$dir/err$l" > "$dir/i$l"
@@ -46,4 +51,31 @@ for n in "$@"; do
        if (cache == 1) printf " %12.2f %12.2f", (d2 - d1) / (a2 - a1), (l2 - l1) / (a2 - a1)
        printf "\n"
      }'
+  if [ "${FUNCS:-0}" != 0 ]; then
+    # cg_annotate's per-function rows ("  1,234  file:function"), summed over files by the
+    # function's last two path segments (Kernel::run, fair::sched_balance_rq); printed per
+    # action of each run and of the steady state.
+    for l in 1 2; do
+      cg_annotate --auto=no --threshold=0 --show-percs=no "$dir/cg$l" 2>/dev/null |
+        awk '$1 ~ /^[0-9,]+$/ && $2 ~ /:/ {
+               gsub(",", "", $1); f = $2; sub(/^[^:]*:/, "", f)
+               n = split(f, p, "::"); if (n >= 2) f = p[n - 1] "::" p[n]
+               s[f] += $1
+             }
+             END { for (f in s) print f, s[f] }' > "$dir/f$l"
+    done
+    awk -v a1="$(cat "$dir/a1")" -v a2="$(cat "$dir/a2")" -v k="$FUNCS" '
+      FNR == NR { i1[$1] = $2; all[$1] = 1; next }
+      { i2[$1] = $2; all[$1] = 1 }
+      END {
+        printf "  %-44s %12s %14s\n", "function", "instr/action", "steady instr"
+        for (f in all) { w = i1[f] / a1; st = (i2[f] - i1[f]) / (a2 - a1); key[f] = (w > st ? w : st) }
+        for (j = 0; j < k; j++) {
+          best = ""; for (f in key) if (best == "" || key[f] > key[best] || (key[f] == key[best] && f < best)) best = f
+          if (best == "") break
+          printf "  %-44s %12.1f %14.1f\n", best, i1[best] / a1, (i2[best] - i1[best]) / (a2 - a1)
+          delete key[best]
+        }
+      }' "$dir/f1" "$dir/f2"
+  fi
 done
