@@ -14,6 +14,9 @@
 set -euo pipefail
 bin=$1; w=$2; shift 2
 command -v valgrind >/dev/null || { echo "needs valgrind (apt install valgrind)" >&2; exit 2; }
+case "${FUNCS:-0}" in
+  ''|*[!0-9]*) echo "FUNCS must be a number of functions to list, got '$FUNCS'" >&2; exit 2 ;;
+esac
 dir=$(mktemp -d); trap 'rm -rf "$dir"' EXIT
 sim=(--cache-sim=no)
 if [ "${CACHE:-0}" = 1 ]; then

@@ -154,6 +154,13 @@ pub struct Cpu {
 pub const CPU_HOT_BYTES: usize =
     std::mem::offset_of!(Cpu, idle_dev) + std::mem::size_of::<drivers::cpuidle::CpuidleDevice>();
 
+/// The task `c` would switch to if its running task blocked now, when that is its idle task
+/// (the running task is the only one queued): a host prefetch target, not a model of anything.
+#[inline(always)]
+fn idle_after_block(c: &Cpu) -> Option<TaskId> {
+    (c.rq.curr != c.rq.idle && c.rq.nr_running <= 1).then_some(c.rq.idle)
+}
+
 /// Simulated time of a running [`Kernel::run`], stored every 2^20 actions for the command
 /// line's progress display (any run may store it; the model never reads it).
 pub static PROGRESS_NS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -672,8 +679,8 @@ impl Kernel {
             }
             // The idle task, when the running task is the only one: if it blocks, the switch
             // reads the idle task and takes its top frame.
-            if c.rq.curr != c.rq.idle && c.rq.nr_running <= 1 {
-                prefetch_lines::<2, _>(self.tasks.as_ptr().wrapping_add(c.rq.idle as usize));
+            if let Some(idle) = idle_after_block(c) {
+                prefetch_lines::<2, _>(self.tasks.as_ptr().wrapping_add(idle as usize));
             }
             prefetch_bytes(
                 self.ents.as_ptr().wrapping_add(curr),
@@ -690,10 +697,8 @@ impl Kernel {
                 self.lines.prefetch(t.ti_line);
             }
             // The idle task's top frame (its task was requested an action ahead, as above).
-            if c.rq.curr != c.rq.idle && c.rq.nr_running <= 1 {
-                if let Some(t) = self.tasks.get(c.rq.idle as usize) {
-                    engine::prefetch_caller(&t.saved);
-                }
+            if let Some(t) = idle_after_block(c).and_then(|idle| self.tasks.get(idle as usize)) {
+                engine::prefetch_caller(&t.saved);
             }
         }
     }
