@@ -139,6 +139,43 @@ pub fn render_grid(header: &[String], rows: &[Vec<String>]) -> String {
     s
 }
 
+/// `perf stat`'s default block for a program's run: task-clock, context switches, migrations
+/// and elapsed time.
+pub fn perf_stat_text(cmd: &str, task_clock_ns: u64, switches: u64, migrations: u64, elapsed_ns: u64) -> String {
+    let thousands = |n: u64| {
+        let d = n.to_string();
+        let mut o = String::new();
+        for (i, ch) in d.chars().enumerate() {
+            if i > 0 && (d.len() - i) % 3 == 0 {
+                o.push(',');
+            }
+            o.push(ch);
+        }
+        o
+    };
+    let msec = task_clock_ns as f64 / 1e6;
+    let (int, frac) = (task_clock_ns / 1_000_000, task_clock_ns % 1_000_000 / 10_000);
+    let per_sec = |n: u64| n as f64 / (task_clock_ns.max(1) as f64 / 1e9) / 1e3;
+    let mut o = format!("\n Performance counter stats for '{cmd}':\n\n");
+    o.push_str(&format!(
+        "{:>18} msec task-clock                       #  {:>7.3} CPUs utilized\n",
+        format!("{}.{frac:02}", thousands(int)),
+        msec / (elapsed_ns.max(1) as f64 / 1e6)
+    ));
+    o.push_str(&format!(
+        "{:>18}      context-switches                 #  {:>7.3} K/sec\n",
+        thousands(switches),
+        per_sec(switches)
+    ));
+    o.push_str(&format!(
+        "{:>18}      cpu-migrations                   #  {:>7.3} K/sec\n",
+        thousands(migrations),
+        per_sec(migrations)
+    ));
+    o.push_str(&format!("\n{:>18.9} seconds time elapsed\n", elapsed_ns as f64 / 1e9));
+    o
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

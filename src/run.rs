@@ -1,13 +1,17 @@
 //! One simulation run: resolve the inputs, build the machine, run it, collect the results.
 
+use crate::background::daemon::{self, Daemons};
 use crate::hw;
+use crate::input::read_input_file;
+use crate::linux::engine::Next;
+use crate::linux::programs::{Programs, TaskFrame};
 use crate::linux::stats::Stats;
-use crate::linux::{Kernel, KernelConfig};
+use crate::linux::{CpuId, Kernel, KernelConfig};
 use crate::sim::{Time, NSEC_PER_SEC};
 use crate::trace::{ftrace, Record};
-use crate::workload::ipistorm::{Ipistorm, IpistormParams};
 use crate::workload::params::Params;
-use crate::workload::Workload;
+use crate::workload::{RunFacts, Workload, FINISH};
+use crate::world::World;
 
 /// Everything that decides a run. [`RunSpec::to_args`] prints it as a `schedsim run` command
 /// line and `cli::parse_run_line` reads one back: a field that changes a run has one line in
@@ -204,56 +208,6 @@ pub fn shell_split(line: &str) -> Result<Vec<String>, String> {
     Ok(words)
 }
 
-pub const WORKLOADS: &[(&str, &str)] = &[
-    ("ipistorm", "Anton Blanchard's IPI stress module: kthreads issuing smp_call_function_single()"),
-    ("schbench", "Chris Mason's wakeup-latency benchmark (2021-12 version): message threads and workers on futexes"),
-    ("spinners", "N CPU-bound tasks started on chosen CPUs (tasks=, start=CPULIST, duration_ms=): overload setups"),
-    ("rt-push", "a SCHED_FIFO task woken onto a pinned RT task's CPU: where it runs (pinned_cpu=, hold_us=, wake_delay_us=, ..._prio=)"),
-    ("nanosleep", "N processes looping nanosleep(1 us) with timer slack (procs=, ns=, duration_ms=)"),
-    ("hackbench", "hackbench over pipes or AF_UNIX sockets (tool=rt-tests|old|perf, args=the tool's own arguments)"),
-    ("pingpong", "two threads pinned to two CPUs bouncing a byte through two pipes (iters=, sleep_us=, ping_cpu=, pong_cpu=)"),
-    ("perf-pipe", "perf bench sched pipe: two processes (threaded=1: threads) bouncing 4 bytes through two pipes (loops=)"),
-    ("idle", "nothing runs; the machine idles (ticks, idle states)"),
-    ("rtapp", "an rt-app JSON file (file=PATH, or `schedsim run --rtapp FILE.json`): rt-app's threads, events and per-thread log"),
-];
-
-/// The text of a user's input file (`what` names it in errors), at most `max` bytes after
-/// decoding `gz` (gunzip) when it is set: a larger or endless file (a device, a pipe) is an
-/// error naming the file and the limit rather than an unbounded read.
-pub fn read_input(path: &std::path::Path, what: &str, max: u64, gz: bool) -> Result<String, String> {
-    use std::io::Read;
-    let f = std::fs::File::open(path).map_err(|e| format!("cannot read {what} {}: {e}", path.display()))?;
-    let mut r: Box<dyn Read> = if gz { Box::new(flate2::read::GzDecoder::new(f)) } else { Box::new(f) };
-    let mut bytes = Vec::new();
-    (&mut r)
-        .take(max + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("cannot read {what} {}: {e}", path.display()))?;
-    if bytes.len() as u64 > max {
-        return Err(format!(
-            "{what} {} is larger than {} (schedsim reads at most that much)",
-            path.display(),
-            crate::workload::params::bytes_text(max)
-        ));
-    }
-    String::from_utf8(bytes).map_err(|e| format!("{what} {}: not UTF-8 text ({e})", path.display()))
-}
-
-/// Read a scenario, machine, background, rt-app or grid file: [`read_input`] with
-/// [`MAX_INPUT_FILE_BYTES`](crate::workload::params::MAX_INPUT_FILE_BYTES).
-pub fn read_input_file(path: impl AsRef<std::path::Path>, what: &str) -> Result<String, String> {
-    read_input(path.as_ref(), what, crate::workload::params::MAX_INPUT_FILE_BYTES, false)
-}
-
-/// The rt-app workload of a JSON file, checked against the machine. Errors name the file, the
-/// line and the JSON path.
-pub fn rtapp_workload(path: &str, m: &hw::Machine) -> Result<crate::workload::rtapp::RtApp, String> {
-    let text = read_input_file(path, "rt-app file")?;
-    let lim = crate::workload::rtapp_json::Limits { nr_cpus: m.topo.nr_cpus, nr_nodes: m.topo.nr_nodes() };
-    let cfg = crate::workload::rtapp_json::parse_rtapp(&text, path, lim).map_err(|e| e.to_string())?;
-    Ok(crate::workload::rtapp::RtApp::new(cfg))
-}
-
 /// The machine a spec names: a built-in preset, or a machine file (a name ending in `.toml`,
 /// in the presets' format; `schedsim list --machine NAME` prints one to start from). Errors
 /// name the file and line.
@@ -286,7 +240,7 @@ pub fn spec_notes(spec: &RunSpec) -> Vec<String> {
     let mut notes = Vec::new();
     let Ok(m) = machine(&spec.machine) else { return notes };
     if let (true, Some(f)) = (spec.workload == "rtapp", spec.params.get("file")) {
-        if let Ok(w) = rtapp_workload(f, &m) {
+        if let Ok(w) = crate::workload::rtapp::RtApp::from_file(f, &m) {
             notes.extend(w.inert_keys().into_iter().map(|n| format!("{f}: {n}")));
         }
     }
@@ -302,20 +256,9 @@ pub fn spec_notes(spec: &RunSpec) -> Vec<String> {
     notes
 }
 
-/// The CONFIG_HZ choices (kernel/Kconfig.hz), the same for `--hz`, a scenario's `hz` and a
-/// machine file's.
-pub const HZ_CHOICES: [u32; 4] = [100, 250, 300, 1000];
-
-/// `hz` is a CONFIG_HZ choice; the error names `what` (a flag or `file:line: hz`).
-pub fn check_hz(hz: u32, what: &str) -> Result<(), String> {
-    if HZ_CHOICES.contains(&hz) {
-        return Ok(());
-    }
-    Err(format!("{what} {hz} is not a CONFIG_HZ choice (100, 250, 300 or 1000)"))
-}
-
-/// Build the machine for a spec (validating every input).
-pub fn build(spec: &RunSpec) -> Result<Kernel, String> {
+/// Build the world of a spec (validating every input): the booted kernel with its background
+/// sources and its programs started, ready to run.
+pub fn build(spec: &RunSpec) -> Result<RunWorld, String> {
     let mut m = machine(&spec.machine)?;
     for (name, on) in &spec.idle_states {
         let Some(i) = m.idle_states.iter().position(|s| &s.name == name) else {
@@ -331,15 +274,15 @@ pub fn build(spec: &RunSpec) -> Result<Kernel, String> {
         }
         m.idle_states[i].disabled = !on;
     }
-    if spec.limit_ns == 0 || spec.limit_ns > crate::workload::params::MAX_SIM_NS {
+    if spec.limit_ns == 0 || spec.limit_ns > crate::limits::MAX_SIM_NS {
         return Err(format!(
             "time limit {} ns is out of range (1 ns ..= {} ns, one hour of simulated time)",
             spec.limit_ns,
-            crate::workload::params::MAX_SIM_NS
+            crate::limits::MAX_SIM_NS
         ));
     }
     if let Some(hz) = spec.hz {
-        check_hz(hz, "--hz")?;
+        crate::limits::check_hz(hz, "--hz")?;
     }
     let hz = spec.hz.unwrap_or(m.hz);
     let mut cfg = KernelConfig::resolve(&spec.kernel, &spec.patches, hz)?;
@@ -360,7 +303,7 @@ pub fn build(spec: &RunSpec) -> Result<Kernel, String> {
     })?;
     cfg.background = background(spec.background.as_deref().unwrap_or(&m.background))?;
     for s in &cfg.background.sources {
-        if let crate::background::Cpus::One(c) = s.cpus {
+        if let crate::linux::background::Cpus::One(c) = s.cpus {
             if c >= m.topo.nr_cpus {
                 return Err(format!(
                     "background '{}': source {} is bound to CPU {c}, but machine {} has {} CPUs",
@@ -370,54 +313,74 @@ pub fn build(spec: &RunSpec) -> Result<Kernel, String> {
         }
     }
     let nr = m.topo.nr_cpus;
-    let wl = match spec.workload.as_str() {
-        "ipistorm" => Workload::Ipistorm(Ipistorm::new(IpistormParams::parse(&spec.params, nr)?)),
-        "idle" => {
-            spec.params.check_known("idle", &[])?;
-            Workload::Idle
-        }
-        "spinners" => Workload::Spinners(crate::workload::spinners::Spinners::parse(&spec.params, nr)?),
-        "nanosleep" => Workload::Nanosleep(crate::workload::nanosleep::NanosleepLoop::parse(&spec.params, nr)?),
-        "rt-push" => Workload::RtPush(Box::new(crate::workload::rtpush::RtPush::parse(&spec.params, nr)?)),
-        "hackbench" => Workload::Hackbench(Box::new(crate::workload::hackbench::Hackbench::parse(&spec.params)?)),
-        "pingpong" => {
-            Workload::PipePair(Box::new(crate::workload::pipepair::PipePair::parse_pingpong(&spec.params, nr)?))
-        }
-        "perf-pipe" => {
-            Workload::PipePair(Box::new(crate::workload::pipepair::PipePair::parse_perf_pipe(&spec.params)?))
-        }
-        "rtapp" => {
-            spec.params.check_known("rtapp", &["file"])?;
-            let Some(f) = spec.params.get("file") else {
-                return Err(format!("{}: the rtapp workload needs file=PATH.json", spec.params.origin));
-            };
-            Workload::RtApp(Box::new(rtapp_workload(f, &m)?))
-        }
-        "schbench" => {
-            spec.params.check_known("schbench", &["args"])?;
-            let args = spec.params.get("args").unwrap_or("");
-            let argv: Vec<&str> = args.split_whitespace().collect();
-            let o = crate::workload::schbench_stats::SchbenchOpts::parse(&argv)
-                .map_err(|e| format!("{}: {e}", spec.params.origin))?;
-            Workload::Schbench(Box::new(crate::workload::schbench::Schbench::new(o)?))
-        }
-        w => {
-            let names: Vec<&str> = WORKLOADS.iter().map(|w| w.0).collect();
-            return Err(format!("unknown workload '{w}' (expected one of: {})", names.join(", ")));
-        }
-    };
+    let wl = Workload::parse(&spec.workload, &spec.params, &m)?;
     let (tasks, wl_bytes, flags) = wl.planned_size(nr);
-    crate::workload::params::check_memory(u64::from(nr), tasks, wl_bytes, flags)?;
-    let mut k = Kernel::new(m, cfg, spec.seed, wl);
-    k.trace.enabled = spec.trace;
+    crate::limits::check_memory(u64::from(nr), tasks, wl_bytes, flags)?;
+    // With background activity, the machine runs it alone for `WARMUP_NS` before the workload
+    // starts, so that the state it leaves behind (`rd->overloaded`, `avg_idle`, balance
+    // intervals, the nohz masks) is a running machine's, not a freshly booted one's; the
+    // measured window opens then. Without background (or without a workload), at once.
+    let warmup = if cfg.background.sources.is_empty() || matches!(wl, Workload::Idle(_)) {
+        0
+    } else {
+        crate::background::WARMUP_NS
+    };
+    let mut k = Kernel::new(m, cfg, spec.seed);
+    k.measure_from = warmup;
+    crate::linux::background::boot(&mut k);
+    let mut w = World::new(k, Userland { workload: wl, daemons: Daemons, finished: false });
+    w.start();
+    w.k.trace.enabled = spec.trace;
     if let Some(p) = &spec.replay {
-        crate::explore::apply(&mut k, p)?;
+        w.replay(p)?;
     }
     if spec.check {
-        k.enable_checks();
+        w.k.enable_checks();
     }
-    Ok(k)
+    Ok(w)
 }
+
+/// The programs of a run: its workload and the daemons of its background profile. A task's
+/// frame says which one it belongs to ([`TaskFrame::prog`]: 0 the workload's,
+/// [`daemon::PROG`] a daemon's).
+#[derive(Debug, Clone)]
+pub struct Userland {
+    pub workload: Workload,
+    pub daemons: Daemons,
+    /// The workload has ended the run (its [`FINISH`] action, or a step that ended it).
+    pub finished: bool,
+}
+
+impl Programs for Userland {
+    fn start(&mut self, k: &mut Kernel) {
+        self.daemons.start(k);
+        self.workload.start(k);
+    }
+
+    fn on_action(&mut self, k: &mut Kernel, what: u32) {
+        if what == FINISH {
+            self.finished = true;
+            return;
+        }
+        self.workload.on_action(k, what);
+    }
+
+    #[inline]
+    fn task_step(&mut self, k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
+        if s.prog == daemon::PROG {
+            return self.daemons.task_step(k, cpu, s);
+        }
+        self.workload.task_step(k, cpu, s, &mut self.finished)
+    }
+
+    #[inline]
+    fn finished(&self) -> bool {
+        self.finished
+    }
+}
+
+/// A run's world: the kernel and its programs.
+pub type RunWorld = World<Userland>;
 
 /// The outcome of a run.
 pub struct RunResult {
@@ -454,12 +417,26 @@ pub struct RunResult {
     pub checks: Option<Box<crate::linux::check::Checks>>,
 }
 
+impl RunResult {
+    /// What the workload's report needs of the run.
+    pub fn facts(&self) -> RunFacts<'_> {
+        RunFacts {
+            stats: &self.stats,
+            sim_ns: self.sim_ns,
+            warmup_ns: self.warmup_ns,
+            nr_cpus: self.nr_cpus,
+            task_clock_ns: self.task_clock_ns,
+            finished: self.finished,
+        }
+    }
+}
+
 /// Run a spec to completion.
 pub fn execute(spec: &RunSpec) -> Result<RunResult, String> {
-    let mut k = build(spec)?;
-    let line = reproduce_line(spec, &k);
-    crate::crash::run_guarded(&mut k, spec.limit_ns, line);
-    Ok(collect(k, spec))
+    let mut w = build(spec)?;
+    let line = reproduce_line(spec, &w);
+    crate::crash::run_guarded(&mut w, spec.limit_ns, line);
+    Ok(collect(w, spec))
 }
 
 /// The `# schedsim run ...` line of a built run, as `schedsim run` prints it at the top of its
@@ -468,13 +445,15 @@ pub fn execute(spec: &RunSpec) -> Result<RunResult, String> {
 /// The run's reproduce line for the panic report: the spec's own command line
 /// ([`RunSpec::command_line`]) with the background and preemption model in force written out,
 /// as `cli::run_header` prints it.
-fn reproduce_line(s: &RunSpec, k: &Kernel) -> String {
+fn reproduce_line(s: &RunSpec, k: &RunWorld) -> String {
     let background = s.background.clone().unwrap_or_else(|| k.cfg.background.name.clone());
     let shown = RunSpec { background: Some(background), preempt: Some(k.cfg.preempt.name()), ..s.clone() };
     format!("# {}", shown.command_line())
 }
 
-fn collect(mut k: Kernel, spec: &RunSpec) -> RunResult {
+fn collect(w: RunWorld, spec: &RunSpec) -> RunResult {
+    let finished = w.finished();
+    let World { mut k, progs, .. } = w;
     let comms = k.tasks.iter().filter(|t| t.pid != 0).map(|t| (t.pid, t.comm.clone())).collect();
     let now = k.now;
     let task_clock_ns = k
@@ -494,11 +473,11 @@ fn collect(mut k: Kernel, spec: &RunSpec) -> RunResult {
         warmup_ns: k.measure_from.min(k.now),
         actions: k.actions,
         stats: std::mem::take(&mut k.stats),
-        workload: k.wl.clone(),
+        workload: progs.workload,
         trace: std::mem::take(&mut k.trace.records),
         trace_masks: std::mem::take(&mut k.trace.masks),
         comms,
-        finished: k.finished,
+        finished,
         task_clock_ns,
         funcs: k.cfg.background.trace_funcs(),
         background: spec.background.clone().unwrap_or_else(|| k.cfg.background.name.clone()),
@@ -540,25 +519,25 @@ pub fn execute_with_sink(
     sink: Box<dyn crate::trace::TraceSink>,
     chunk: usize,
 ) -> Result<(RunResult, std::io::Result<u64>), String> {
-    let mut k = build(spec)?;
-    k.trace.enabled = true;
-    k.trace.chunk = chunk;
+    let mut w = build(spec)?;
+    w.k.trace.enabled = true;
+    w.k.trace.chunk = chunk;
     let mut sink = sink;
-    sink.funcs(&k.cfg.background.trace_funcs());
-    k.trace.sink = Some(sink);
-    let line = reproduce_line(spec, &k);
-    crate::crash::run_guarded(&mut k, spec.limit_ns, line);
-    k.flush_trace();
-    let sink = k.trace.sink.take().expect("attached above");
-    let n = match k.trace.error.take() {
+    sink.funcs(&w.k.cfg.background.trace_funcs());
+    w.k.trace.sink = Some(sink);
+    let line = reproduce_line(spec, &w);
+    crate::crash::run_guarded(&mut w, spec.limit_ns, line);
+    w.k.flush_trace();
+    let sink = w.k.trace.sink.take().expect("attached above");
+    let n = match w.k.trace.error.take() {
         Some(e) => {
             sink.abort();
             Err(e)
         }
         None => sink.finish(),
     };
-    k.trace.enabled = false;
-    Ok((collect(k, spec), n))
+    w.k.trace.enabled = false;
+    Ok((collect(w, spec), n))
 }
 
 /// Task names for the ftrace writer.
@@ -650,30 +629,6 @@ impl TraceHasher {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_machine_file_is_read_and_its_errors_name_it() {
-        let dir = std::env::temp_dir().join(format!("schedsim-machine-file-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        // A preset's text, renamed and with one cost changed, is a valid machine file.
-        let text = hw::preset_text("smp-4").unwrap().replace("name = \"smp-4\"", "name = \"my-4\"");
-        let good = dir.join("my-4.toml");
-        std::fs::write(&good, &text).unwrap();
-        let m = machine(good.to_str().unwrap()).unwrap();
-        assert_eq!(m.name, "my-4");
-        assert_eq!(m.topo.nr_cpus, machine("smp-4").unwrap().topo.nr_cpus);
-        // A bad value: the error names the file and the line.
-        let bad = dir.join("bad.toml");
-        std::fs::write(&bad, text.replace("hz = 250", "hz = 123")).unwrap();
-        let e = machine(bad.to_str().unwrap()).unwrap_err();
-        let line = text.lines().position(|l| l.starts_with("hz = ")).unwrap() + 1;
-        assert!(e.starts_with(&format!("{}:{line}: hz = 123", bad.display())), "{e}");
-        // A missing file, and a name that is neither a preset nor a .toml path.
-        let e = machine(dir.join("none.toml").to_str().unwrap()).unwrap_err();
-        assert!(e.starts_with("cannot read machine file"), "{e}");
-        assert!(machine("smp-5").unwrap_err().contains("known presets: epyc-7763-2s"));
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
 
     #[test]
     fn disabling_a_state_under_the_haltpoll_governor_gets_a_note() {

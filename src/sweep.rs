@@ -29,7 +29,6 @@ use crate::experiments::{self, ExpOpts};
 use crate::report::{self, CompareRow, Comparison};
 use crate::run::{self, RunResult, RunSpec};
 use crate::workload::params::Params;
-use crate::workload::Workload;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -198,8 +197,8 @@ pub fn parse_grid(text: &str, origin: &str) -> Result<Vec<GridRun>, String> {
         let at = |m: String| format!("{origin}:{line}: {m}");
         let e = sp.get_ref();
         let seeds = e.seeds.or(g.seeds).unwrap_or(1);
-        if seeds == 0 || seeds > MAX_SEEDS {
-            return Err(at(format!("seeds = {seeds} is out of range (1..={MAX_SEEDS})")));
+        if seeds == 0 || seeds > crate::limits::MAX_RUNS {
+            return Err(at(format!("seeds = {seeds} is out of range (1..={})", crate::limits::MAX_RUNS)));
         }
         let first_seed = e.first_seed.or(g.first_seed).unwrap_or(1);
         if first_seed.checked_add(seeds as u64 - 1).is_none() {
@@ -210,7 +209,7 @@ pub fn parse_grid(text: &str, origin: &str) -> Result<Vec<GridRun>, String> {
         let background = e.background.clone().or(g.background.clone());
         let preempt = e.preempt.clone().or(g.preempt.clone());
         let limit_ns = match e.limit_ms.or(g.limit_ms) {
-            Some(l) => Some(crate::workload::params::limit_ms_to_ns(l, "limit_ms").map_err(&at)?),
+            Some(l) => Some(crate::limits::limit_ms_to_ns(l, "limit_ms").map_err(&at)?),
             None => None,
         };
         let mut params: Vec<(String, Vec<String>)> = Vec::new();
@@ -284,8 +283,8 @@ pub fn parse_grid(text: &str, origin: &str) -> Result<Vec<GridRun>, String> {
         let kernels = e.kernels.clone().unwrap_or_else(|| g.kernels.clone());
         let base = match (&e.workload, &e.scenario) {
             (Some(w), _) => {
-                if !run::WORKLOADS.iter().any(|(n, _)| n == w) {
-                    let names: Vec<&str> = run::WORKLOADS.iter().map(|(n, _)| *n).collect();
+                if !crate::workload::WORKLOADS.iter().any(|(n, _)| n == w) {
+                    let names: Vec<&str> = crate::workload::WORKLOADS.iter().map(|(n, _)| *n).collect();
                     return Err(at(format!("unknown workload '{w}' (expected one of: {})", names.join(", "))));
                 }
                 RunSpec::new(w)
@@ -293,7 +292,7 @@ pub fn parse_grid(text: &str, origin: &str) -> Result<Vec<GridRun>, String> {
             (None, Some(sc)) if sc.ends_with(".toml") => {
                 let dir = Path::new(origin).parent().unwrap_or(Path::new(""));
                 let path = dir.join(sc);
-                let t = crate::run::read_input_file(&path, "scenario file").map_err(&at)?;
+                let t = crate::input::read_input_file(&path, "scenario file").map_err(&at)?;
                 crate::cli::scenario::parse(&t, &path.display().to_string())?
             }
             (None, Some(sc)) => crate::cli::scenario::builtin(sc).map_err(&at)?,
@@ -400,40 +399,19 @@ pub fn parse_grid(text: &str, origin: &str) -> Result<Vec<GridRun>, String> {
     Ok(out)
 }
 
-/// The most seeds per [[run]] (as `--runs`).
-pub const MAX_SEEDS: usize = 1000;
 /// The most runs a grid may expand to.
 pub const MAX_GRID_RUNS: usize = 100_000;
 
 /// Read and expand a grid file.
 pub fn load_grid(path: &Path) -> Result<Vec<GridRun>, String> {
-    let text = crate::run::read_input_file(path, "grid file")?;
+    let text = crate::input::read_input_file(path, "grid file")?;
     parse_grid(&text, &path.display().to_string())
 }
 
 /// The workload's primary figure: (name, unit, lower is better, value).
 pub fn primary_metric(r: &RunResult) -> (&'static str, &'static str, bool, f64) {
-    match &r.workload {
-        Workload::Ipistorm(w) => ("time", "ms", true, w.total_ns() as f64 / 1e6),
-        Workload::Schbench(w) => {
-            ("p99_wakeup", "us", true, w.final_hist.as_ref().map_or(0, |h| h.percentile(990)) as f64)
-        }
-        Workload::Spinners(w) => ("time_to_fill", "ms", true, w.time_to_fill_ns().unwrap_or(r.sim_ns) as f64 / 1e6),
-        Workload::Nanosleep(_) => ("newidle_time", "ms", true, r.stats.newidle_ns as f64 / 1e6),
-        Workload::RtPush(w) => ("wakeup_to_run", "ms", true, w.wakeup_to_run_ns().unwrap_or(r.sim_ns) as f64 / 1e6),
-        Workload::Hackbench(w) => ("time", "ms", true, w.time_us().map_or(r.sim_ns / 1000, |t| t) as f64 / 1e3),
-        Workload::PipePair(w) => ("time", "ms", true, w.elapsed_ns().unwrap_or(r.sim_ns) as f64 / 1e6),
-        Workload::RtApp(w) => {
-            let rows: Vec<_> = w.threads.iter().flat_map(|t| t.rows.iter()).collect();
-            (
-                "wakeup_latency",
-                "ms",
-                true,
-                rows.iter().map(|r| r.wu_lat as f64).sum::<f64>() / rows.len().max(1) as f64 / 1e3,
-            )
-        }
-        Workload::Idle => ("time", "ms", true, r.sim_ns as f64 / 1e6),
-    }
+    let m = r.workload.metric(&r.facts());
+    (m.name, m.unit, m.lower_is_better, m.value)
 }
 
 /// The JSON line of a finished run (without the trailing newline).

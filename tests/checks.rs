@@ -101,7 +101,7 @@ use schedsim::linux::kernel::sched::core::raw_spin_rq_lock;
 use schedsim::linux::Kernel;
 
 /// Four spinners on smp-4 (quiet), checks on, run for `ms`.
-fn spinning(ms: u64) -> Kernel {
+fn spinning(ms: u64) -> schedsim::run::RunWorld {
     let mut k =
         schedsim::run::build(&spinners_spec("smp-4", "v6.10", "", 4, "0", 50, Some(false), false)).expect("valid spec");
     k.enable_checks();

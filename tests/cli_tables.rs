@@ -38,7 +38,7 @@ fn compare_labels_schbench_in_microseconds() {
     let (code, out, err) =
         schedsim(&["compare", "schbench", "--runs", "1", "--kernels", "v6.10", "--", "-m", "1", "-t", "2", "-r", "1"]);
     assert_eq!(code, 0, "{err}");
-    assert!(out.contains("wakeup p99(us)"), "{out}");
+    assert!(out.contains("p99_wakeup(us)"), "{out}");
     assert!(!out.contains("time(ms)"), "{out}");
 }
 

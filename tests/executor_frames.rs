@@ -21,7 +21,7 @@ fn frames_stay_whole_across_context_switches() {
     let mut k = build(&s).expect("valid spec");
     assert_eq!(k.tops.len(), k.cpus.len());
     let (mut t, mut switched_out) = (0, 0);
-    while !k.finished && t < 1_000_000_000 {
+    while !k.finished() && t < 1_000_000_000 {
         t += 20_000;
         k.run(t);
         let mut curr = vec![false; k.tasks.len()];
@@ -43,6 +43,6 @@ fn frames_stay_whole_across_context_switches() {
             }
         }
     }
-    assert!(k.finished, "hackbench did not finish");
+    assert!(k.finished(), "hackbench did not finish");
     assert!(switched_out > 0, "no task was seen switched out");
 }

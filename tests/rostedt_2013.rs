@@ -29,7 +29,7 @@ fn observe(patches: &str) -> (u64, u64, u64) {
     let mut k = build(&hackbench(patches, 1)).unwrap();
     no_run_ahead(&mut k);
     let (mut walks, mut irqs_on, mut nested) = (0, 0, 0);
-    while !k.finished && step_one(&mut k, u64::MAX) {
+    while !k.finished() && step_one(&mut k, u64::MAX) {
         for c in 0..k.m.topo.nr_cpus as usize {
             let st = &cpu_frames(&k, c);
             let Some(i) = st.iter().position(|f| matches!(f, Frame::NewidleBalance(n) if n.t0 != 0)) else { continue };

@@ -16,7 +16,7 @@ fn spec(file: &str) -> RunSpec {
     s
 }
 
-fn run(file: &str) -> (Box<RtApp>, schedsim::run::RunResult) {
+fn run(file: &str) -> (RtApp, schedsim::run::RunResult) {
     let r = execute(&spec(file)).unwrap();
     let Workload::RtApp(w) = &r.workload else { panic!("not rt-app") };
     (w.clone(), r)
@@ -97,8 +97,8 @@ fn the_lock_serialises_workers_and_affinity_moves_them() {
     sp.trace = true;
     let mut k = build(&sp).unwrap();
     k.run(sp.limit_ns);
-    assert!(k.finished);
-    let Workload::RtApp(w) = &k.wl else { panic!() };
+    assert!(k.finished());
+    let Workload::RtApp(w) = &k.progs.workload else { panic!() };
     let workers: Vec<_> = w.threads.iter().filter(|t| t.name == "worker").collect();
     assert_eq!(workers.len(), 4);
     // Contention: somebody had to sleep on the mutex's futex and be woken by an unlock.

@@ -7,10 +7,12 @@
 use proptest::prelude::*;
 use schedsim::cli::{parse_run_line, run_header, run_json, scenario};
 use schedsim::experiments::{self, ExpOpts};
+use schedsim::limits::HZ_CHOICES;
 use schedsim::linux::kernel::sched::features::SCHED_FEATURES;
 use schedsim::linux::patches::{KERNELS, PATCHES};
-use schedsim::run::{execute, shell_split, trace_hash, RunSpec, HZ_CHOICES, WORKLOADS};
+use schedsim::run::{execute, shell_split, trace_hash, RunSpec};
 use schedsim::workload::params::Params;
+use schedsim::workload::WORKLOADS;
 
 /// The words of a printed line, as a shell would split it, without the leading `schedsim`.
 fn words_of(line: &str) -> Vec<String> {

@@ -34,10 +34,10 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Cmd {
     /// Run one scenario and print the workload's output and perf-stat-style counters.
-    #[command(after_help = crate::workload::params::limits_help())]
+    #[command(after_help = crate::limits::limits_help())]
     Run(RunArgs),
     /// Run a scenario on several kernels over N seeds: an mmtests-style table.
-    #[command(after_help = crate::workload::params::limits_help())]
+    #[command(after_help = crate::limits::limits_help())]
     Compare(CompareArgs),
     /// Run built-in experiments with the published figures beside the simulated ones.
     Reproduce(ReproduceArgs),
@@ -71,7 +71,7 @@ fn scenario_help() -> String {
 }
 
 fn workload_help() -> String {
-    let names: Vec<&str> = run::WORKLOADS.iter().map(|w| w.0).collect();
+    let names: Vec<&str> = crate::workload::WORKLOADS.iter().map(|w| w.0).collect();
     format!(
         "The bare workload NAME with its own defaults instead of a scenario (what the `# schedsim run` header \
          of a run prints, so that it pastes back as the same run): {}",
@@ -106,7 +106,7 @@ fn feature_help() -> String {
 }
 
 fn hz_help() -> String {
-    let hz: Vec<String> = run::HZ_CHOICES.iter().map(|h| h.to_string()).collect();
+    let hz: Vec<String> = crate::limits::HZ_CHOICES.iter().map(|h| h.to_string()).collect();
     format!("CONFIG_HZ (default: the machine's): {}", hz.join(", "))
 }
 
@@ -306,12 +306,9 @@ struct BenchArgs {
     scaling_child: Vec<String>,
 }
 
-/// The most seeds `--runs` may ask for (each is a whole run).
-const MAX_RUNS: usize = 1000;
-
 fn check_runs(runs: usize) -> Result<(), String> {
-    if !(1..=MAX_RUNS).contains(&runs) {
-        return Err(format!("--runs {runs} is out of range (1..={MAX_RUNS})"));
+    if !(1..=crate::limits::MAX_RUNS).contains(&runs) {
+        return Err(format!("--runs {runs} is out of range (1..={})", crate::limits::MAX_RUNS));
     }
     Ok(())
 }
@@ -413,10 +410,10 @@ fn apply_spec_args(s: &mut RunSpec, a: &SpecArgs) -> Result<(), String> {
         s.idle_states.push((name.to_string(), on));
     }
     if let Some(l) = a.limit_ms {
-        s.limit_ns = crate::workload::params::limit_ms_to_ns(l, "--limit-ms")?;
+        s.limit_ns = crate::limits::limit_ms_to_ns(l, "--limit-ms")?;
     }
     if let Some(hz) = a.hz {
-        run::check_hz(hz, "--hz")?;
+        crate::limits::check_hz(hz, "--hz")?;
     }
     if a.preempt_rt {
         s.preempt_rt = true;
@@ -469,7 +466,7 @@ fn base_spec(name: &str, file: &Option<PathBuf>, params: &[String]) -> Result<Ru
     }
     let mut s = match file {
         Some(p) => {
-            let text = run::read_input_file(p, "scenario file")?;
+            let text = crate::input::read_input_file(p, "scenario file")?;
             scenario::parse(&text, &p.display().to_string())?
         }
         None => scenario::builtin(name)?,
@@ -649,100 +646,6 @@ fn latency_json(h: &hdrhistogram::Histogram<u64>) -> serde_json::Value {
     })
 }
 
-fn workload_json(r: &RunResult) -> serde_json::Value {
-    match &r.workload {
-        Workload::Ipistorm(w) => json!({
-            "name": "ipistorm",
-            "calls": w.calls(),
-            "total_ns": w.total_ns(),
-            "calls_polling": w.calls_polling,
-            "calls_ipi": w.calls_ipi,
-            "calls_coalesced": w.calls_coalesced,
-            "mean_call_ns_polling": w.ns_polling.checked_div(w.calls_polling),
-            "mean_call_ns_ipi": w.ns_ipi.checked_div(w.calls_ipi),
-        }),
-        Workload::Schbench(w) => {
-            let h = w.final_hist.clone().unwrap_or_else(|| w.combined());
-            let mut tail: serde_json::Map<String, serde_json::Value> =
-                w.tail.rows().iter().map(|(key, _, n)| (key.to_string(), json!(n))).collect();
-            tail.insert("threshold_us".into(), json!(crate::workload::schbench::TAIL_US));
-            let pct: serde_json::Map<String, serde_json::Value> = crate::workload::schbench_stats::PERCENTILES
-                .iter()
-                .map(|p| (format!("{}", p.permille as f64 / 10.0), json!(h.percentile(p.permille))))
-                .collect();
-            json!({
-                "name": "schbench",
-                "samples": h.nr_samples(),
-                "percentiles_us": pct,
-                "min_us": h.min(),
-                "max_us": h.max(),
-                "tail_samples": tail,
-                "output": w.output,
-            })
-        }
-        Workload::Spinners(w) => json!({
-            "name": "spinners",
-            "tasks": w.tasks,
-            "time_to_fill_ns": w.time_to_fill_ns(),
-        }),
-        Workload::Nanosleep(w) => json!({"name": "nanosleep", "procs": w.procs, "loops": w.loops}),
-        Workload::RtPush(w) => json!({
-            "name": "rt-push",
-            "pinned_cpu": w.pinned_cpu,
-            "woken_task_cpu": w.woken_ran_on,
-            "woken_task_cpu_is_pinned_cpu": w.woken_task_cpu_is_pinned_cpu(),
-            "pinned_task_preempted": w.pinned_preempted,
-            "wakeup_to_run_ns": w.wakeup_to_run_ns(),
-            "rt_pushes": r.stats.rt_pushes,
-            "rt_push_ipis": r.stats.rt_push_ipis,
-        }),
-        Workload::Hackbench(w) => json!({
-            "name": "hackbench",
-            "tool": w.o.tool.name(),
-            "command": w.o.command_line(),
-            "mode": if w.o.threads { "thread" } else { "process" },
-            "transport": if w.o.pipe { "pipe" } else { "socket" },
-            "groups": w.o.groups,
-            "fds": w.o.fds,
-            "loops": w.o.loops,
-            "datasize": w.o.datasize,
-            "tasks": w.o.tasks(),
-            "messages_expected": w.o.expected_messages(),
-            "messages_sent": w.messages_sent,
-            "messages_received": w.messages_received,
-            "bytes_received": w.bytes_received,
-            "time_us": w.time_us(),
-            "time": w.time_text(),
-            "elapsed_ns": w.elapsed_ns(),
-            "output": w.output,
-        }),
-        Workload::PipePair(w) => json!({
-            "name": w.name(),
-            "loops": w.loops,
-            "elapsed_ns": w.elapsed_ns(),
-            "us_per_op": w.us_per_op(),
-            "output": w.output,
-        }),
-        Workload::RtApp(w) => json!({
-            "name": "rtapp",
-            "p_load_ns": w.p_load,
-            "threads": w.threads.iter().map(|t| json!({
-                "name": t.name,
-                "ind": t.ind,
-                "forked": t.fork_id.is_some(),
-                "log_file": w.log_file_name(t),
-                "rows": t.rows.iter().map(|r| json!({
-                    "perf": r.perf, "run": r.run, "period": r.period, "start": r.start, "end": r.end,
-                    "rel_st": r.rel_st, "slack": r.slack, "c_duration": r.c_duration,
-                    "c_period": r.c_period, "wu_lat": r.wu_lat,
-                })).collect::<Vec<_>>(),
-            })).collect::<Vec<_>>(),
-            "notes": w.notes,
-        }),
-        Workload::Idle => json!({"name": "idle"}),
-    }
-}
-
 /// The `--json` document of one run (also each line of `schedsim sweep`).
 pub fn run_json(s: &RunSpec, r: &RunResult) -> serde_json::Value {
     let mut v = json!({
@@ -757,7 +660,7 @@ pub fn run_json(s: &RunSpec, r: &RunResult) -> serde_json::Value {
         "background": r.background,
         "preempt": r.preempt,
         "actions": r.actions,
-        "workload": workload_json(r),
+        "workload": r.workload.json(&r.facts()),
         "counters": counters_json(r),
     });
     if let Some(c) = &r.checks {
@@ -817,43 +720,6 @@ fn checks_text(c: &crate::linux::check::Checks) -> String {
     o
 }
 
-/// `perf stat`'s default block for a program's run: task-clock, context switches, migrations
-/// and elapsed time.
-fn perf_stat_text(cmd: &str, task_clock_ns: u64, switches: u64, migrations: u64, elapsed_ns: u64) -> String {
-    let thousands = |n: u64| {
-        let d = n.to_string();
-        let mut o = String::new();
-        for (i, ch) in d.chars().enumerate() {
-            if i > 0 && (d.len() - i) % 3 == 0 {
-                o.push(',');
-            }
-            o.push(ch);
-        }
-        o
-    };
-    let msec = task_clock_ns as f64 / 1e6;
-    let (int, frac) = (task_clock_ns / 1_000_000, task_clock_ns % 1_000_000 / 10_000);
-    let per_sec = |n: u64| n as f64 / (task_clock_ns.max(1) as f64 / 1e9) / 1e3;
-    let mut o = format!("\n Performance counter stats for '{cmd}':\n\n");
-    o.push_str(&format!(
-        "{:>18} msec task-clock                       #  {:>7.3} CPUs utilized\n",
-        format!("{}.{frac:02}", thousands(int)),
-        msec / (elapsed_ns.max(1) as f64 / 1e6)
-    ));
-    o.push_str(&format!(
-        "{:>18}      context-switches                 #  {:>7.3} K/sec\n",
-        thousands(switches),
-        per_sec(switches)
-    ));
-    o.push_str(&format!(
-        "{:>18}      cpu-migrations                   #  {:>7.3} K/sec\n",
-        thousands(migrations),
-        per_sec(migrations)
-    ));
-    o.push_str(&format!("\n{:>18.9} seconds time elapsed\n", elapsed_ns as f64 / 1e9));
-    o
-}
-
 /// The first line of `schedsim run`'s output: `# schedsim run ...`, the spec's own command
 /// line ([`RunSpec::command_line`]) with the background and preemption model in force written
 /// out. Pasted back (without the `# `), it is the same run.
@@ -864,61 +730,8 @@ pub fn run_header(s: &RunSpec, r: &RunResult) -> String {
 
 fn run_text(s: &RunSpec, r: &RunResult) -> String {
     let mut o = run_header(s, r);
-    match &r.workload {
-        Workload::Ipistorm(w) => {
-            for c in w.p.cpulist.iter() {
-                o.push_str(&format!("ipistorm: {c} -> {}\n", w.p.target(c, r.nr_cpus)));
-            }
-            o.push_str(&format!(
-                "ipistorm: {} calls in {:.3} ms ({:.0} ns per call)\n",
-                w.calls(),
-                w.total_ns() as f64 / 1e6,
-                w.total_ns() as f64 / w.calls().max(1) as f64
-            ));
-            let pct = |n: u64| 100.0 * n as f64 / w.calls().max(1) as f64;
-            o.push_str(&format!(
-                "ipistorm: {:.1}% of calls notified by polling (mean {} ns), {:.1}% by a real IPI (mean {} ns), {:.1}% coalesced\n",
-                pct(w.calls_polling),
-                w.ns_polling.checked_div(w.calls_polling).unwrap_or(0),
-                pct(w.calls_ipi),
-                w.ns_ipi.checked_div(w.calls_ipi).unwrap_or(0),
-                pct(w.calls_coalesced)
-            ));
-        }
-        Workload::Schbench(w) => {
-            o.push_str(&w.output);
-            let rows = w.tail.rows();
-            let causes: Vec<String> = rows[1..].iter().map(|(_, label, n)| format!("{label} {n}")).collect();
-            o.push_str(&format!(
-                "\nschedsim: {} samples of {} us or more, by what the wakeup found on its target CPU: {}\n",
-                rows[0].2,
-                crate::workload::schbench::TAIL_US,
-                causes.join(", ")
-            ));
-        }
-        Workload::Spinners(w) => o.push_str(&match w.time_to_fill_ns() {
-            Some(t) => {
-                format!("spinners: {} tasks; every CPU had at most one task after {:.3} ms\n", w.tasks, t as f64 / 1e6)
-            }
-            None => format!("spinners: {} tasks; some CPU still had several tasks at the end\n", w.tasks),
-        }),
-        Workload::Nanosleep(w) => o.push_str(&format!("nanosleep: {} processes, {} sleeps\n", w.procs, w.loops)),
-        Workload::RtPush(w) => o.push_str(&w.summary(&r.stats)),
-        Workload::Hackbench(w) => {
-            o.push_str(&w.output);
-            o.push_str(&perf_stat_text(
-                &w.o.command_line(),
-                r.task_clock_ns,
-                r.stats.context_switches,
-                r.stats.cpu_migrations,
-                if w.end_ns > 0 { w.elapsed_ns() } else { (r.sim_ns + r.warmup_ns).saturating_sub(w.exec_ns) },
-            ));
-        }
-        Workload::PipePair(w) => o.push_str(&w.output),
-        Workload::RtApp(w) => o.push_str(&w.summary()),
-        Workload::Idle => o.push_str(&format!("idle: {:.3} ms simulated\n", r.sim_ns as f64 / 1e6)),
-    }
-    if !r.finished && !matches!(r.workload, Workload::Idle) {
+    o.push_str(&r.workload.text(&r.facts()));
+    if !r.finished && r.workload.finishes() {
         o.push_str("warning: the workload did not finish before the time limit\n");
     }
     let st = &r.stats;
@@ -1039,28 +852,15 @@ fn cmd_compare(a: CompareArgs) -> Result<(), String> {
     }
     let results = experiments::run_all(&specs, a.jobs)?;
     // What each row's figure is (the values below): schbench's p99 wakeup latency is in us.
-    let (metric, unit) = if base.workload == "schbench" { ("wakeup p99", "us") } else { ("time", "ms") };
+    // Each row's figure is the workload's primary metric (`Program::metric`).
+    let (metric, unit) = results.first().map_or(("time", "ms"), |r| {
+        let m = r.workload.metric(&r.facts());
+        (m.name, m.unit)
+    });
     let mut rows = Vec::new();
     for (ki, kspec) in kernels.iter().enumerate() {
         let rs = &results[ki * a.runs..(ki + 1) * a.runs];
-        let v: Vec<f64> = rs
-            .iter()
-            .map(|r| match &r.workload {
-                Workload::Ipistorm(w) => w.total_ns() as f64 / 1e6,
-                Workload::Schbench(w) => w.final_hist.as_ref().map_or(0, |h| h.percentile(990)) as f64,
-                Workload::Spinners(w) => w.time_to_fill_ns().unwrap_or(r.sim_ns) as f64 / 1e6,
-                Workload::Nanosleep(_) => r.stats.newidle_ns as f64 / 1e6,
-                Workload::RtPush(w) => w.wakeup_to_run_ns().unwrap_or(r.sim_ns) as f64 / 1e6,
-                Workload::Hackbench(w) => w.time_us().map_or(r.sim_ns / 1000, |t| t) as f64 / 1e3,
-                Workload::PipePair(w) => w.elapsed_ns().unwrap_or(r.sim_ns) as f64 / 1e6,
-                Workload::RtApp(w) => {
-                    // Mean wakeup latency after timers, over every logged phase.
-                    let rows: Vec<_> = w.threads.iter().flat_map(|t| t.rows.iter()).collect();
-                    rows.iter().map(|r| r.wu_lat as f64).sum::<f64>() / rows.len().max(1) as f64 / 1e3
-                }
-                Workload::Idle => r.sim_ns as f64 / 1e6,
-            })
-            .collect();
+        let v: Vec<f64> = rs.iter().map(|r| r.workload.metric(&r.facts()).value).collect();
         let (mean, stddev) = report::mean_stddev(&v);
         let patches =
             crate::linux::KernelConfig::resolve(&specs[ki * a.runs].kernel, &specs[ki * a.runs].patches, 250)?;
@@ -1397,7 +1197,7 @@ pub fn list_json() -> serde_json::Value {
         })).collect::<Vec<_>>(),
         "patches": PATCHES.iter().map(|p| json!({"id": p.id, "merged": p.merged, "subject": p.subject})).collect::<Vec<_>>(),
         "sched_features": SCHED_FEATURES.iter().map(|f| json!({"name": f.name, "default": f.default, "modelled": f.modelled, "doc": f.doc.trim()})).collect::<Vec<_>>(),
-        "workloads": run::WORKLOADS.iter().map(|(n, d)| json!({"name": n, "description": d})).collect::<Vec<_>>(),
+        "workloads": crate::workload::WORKLOADS.iter().map(|(n, d)| json!({"name": n, "description": d})).collect::<Vec<_>>(),
         "scenarios": scenario::BUILTIN.iter().map(|(n, d, _)| json!({"name": n, "description": d})).collect::<Vec<_>>(),
         "experiments": experiments::EXPERIMENTS.iter().map(|e| json!({"name": e.name, "description": e.description})).collect::<Vec<_>>(),
     })
@@ -1495,7 +1295,7 @@ pub fn list_text() -> String {
         o.push_str(&format!("  {:<22} {:<5} {}\n", f.name, f.default, doc));
     }
     o.push_str("\nWorkloads:\n");
-    for (n, d) in run::WORKLOADS {
+    for (n, d) in crate::workload::WORKLOADS {
         o.push_str(&format!("  {n:<16} {d}\n"));
     }
     o.push_str("\nScenarios (schedsim run NAME):\n");

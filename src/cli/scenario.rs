@@ -108,7 +108,7 @@ pub fn parse(text: &str, origin: &str) -> Result<RunSpec, String> {
     s.features = f.features;
     if let Some(hz) = &f.hz {
         let line = line_of(text, hz.span().start);
-        crate::run::check_hz(*hz.get_ref(), &format!("{origin}:{line}: hz ="))?;
+        crate::limits::check_hz(*hz.get_ref(), &format!("{origin}:{line}: hz ="))?;
     }
     s.hz = f.hz.map(|h| h.into_inner());
     s.background = f.background;
@@ -118,8 +118,8 @@ pub fn parse(text: &str, origin: &str) -> Result<RunSpec, String> {
     }
     if let Some(l) = &f.limit_ms {
         let line = line_of(text, l.span().start);
-        s.limit_ns = crate::workload::params::limit_ms_to_ns(*l.get_ref(), "limit_ms")
-            .map_err(|e| format!("{origin}:{line}: {e}"))?;
+        s.limit_ns =
+            crate::limits::limit_ms_to_ns(*l.get_ref(), "limit_ms").map_err(|e| format!("{origin}:{line}: {e}"))?;
     }
     let mut pairs = Vec::new();
     for (k, v) in f.params {

@@ -18,7 +18,7 @@ use std::fmt;
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::workload::params::MAX_LATENCY_NS;
+use crate::limits::MAX_LATENCY_NS;
 
 use self::topology::{Distance, Topology, TopologySpec, RECLAIM_DISTANCE};
 
@@ -382,7 +382,7 @@ pub fn machine_from_toml(text: &str, origin: &str) -> Result<Machine, String> {
         at(offset, &e.message().trim_end().replace('\n', " "))
     })?;
 
-    crate::run::check_hz(*raw.hz.get_ref(), "hz =").map_err(|e| at(raw.hz.span().start, &e))?;
+    crate::limits::check_hz(*raw.hz.get_ref(), "hz =").map_err(|e| at(raw.hz.span().start, &e))?;
 
     // Topology.
     let rt = raw.topology.get_ref();

@@ -30,6 +30,7 @@ use super::kernel::sched::fair::{NewidleBalance, SchedBalanceSoftirq};
 use super::kernel::sched::idle::{CpuidleIdleCall, DoIdle};
 use super::kernel::smp::{FlushQueue, FlushSmpCallFunctionQueue, SmpCallFunction};
 use super::kernel::softirq::{HandleSoftirqs, Ksoftirqd};
+use super::programs::{Programs, TaskFrame};
 use super::{CpuId, Kernel};
 use crate::sim::{Slot, Time};
 use crate::trace::Vector;
@@ -39,7 +40,7 @@ use crate::trace::Vector;
 /// `repr(u8)`: the variant is a tag byte of its own at the start of the frame, so dispatching
 /// on it (and `phase_of`) is one load and a table index rather than decoding a niche inside the
 /// largest variant. The payloads are 8-byte aligned, so the tag takes a word and the largest,
-/// [`crate::workload::registry::TaskFrame`], is held to 56 bytes: a frame is 64, one host cache
+/// [`TaskFrame`], is held to 56 bytes: a frame is 64, one host cache
 /// line, so a CPU's running-frame slot in [`TopFrames`] is one line and a push or pop moves one.
 #[derive(Debug, Clone, Copy)]
 #[repr(u8)]
@@ -98,19 +99,20 @@ pub enum Frame {
     Wait4(super::kernel::exit::Wait4),
     /// `do_exit()`.
     DoExit(super::kernel::exit::DoExit),
-    /// A workload task's own code (kernel thread body or user program).
-    Workload(crate::workload::registry::TaskFrame),
+    /// A program task's own code (a user program, or a test module's kernel thread body):
+    /// [`super::programs`].
+    Program(TaskFrame),
     /// `worker_thread()` of a kworker.
     Worker(super::kernel::workqueue::WorkerThread),
     /// `run_timer_softirq()`.
     RunTimerSoftirq(super::kernel::time::timer::RunTimerSoftirq),
-    /// A background kernel thread's or daemon's own code.
-    Background(crate::background::task::BgTask),
+    /// A periodic kernel thread of the background profile (`kernel/kthread.rs`).
+    Kthread(super::kernel::kthread::PeriodicKthread),
 }
 
 // With its own tag word, a frame is 64 bytes only while its largest variant is at most 56.
 const _: () = assert!(
-    std::mem::size_of::<crate::workload::registry::TaskFrame>() <= 56,
+    std::mem::size_of::<TaskFrame>() <= 56,
     "TaskFrame grew beyond 56 bytes: Frame would grow beyond one 64-byte line"
 );
 
@@ -167,17 +169,17 @@ pub enum Action {
     Irq { cpu: CpuId, vector: Vector },
     /// The local APIC timer of `cpu` fires (the hrtimer hardware event).
     ApicTimer { cpu: CpuId, gen: u32 },
-    /// A workload-level action (e.g. the module's init wakes its threads).
-    Workload { what: u32 },
+    /// A program's own action (e.g. the module's init wakes its threads): [`Programs::on_action`].
+    Program { what: u32 },
 }
 
 impl Action {
-    /// The CPU this action belongs to (`u32::MAX` for a workload-level action): the "thread" of
+    /// The CPU this action belongs to (`u32::MAX` for a program's action): the "thread" of
     /// the interleaving explorer's per-CPU strategies (`ActionQueue::owner_of`).
     pub fn owner(&self) -> u32 {
         match *self {
             Action::Resume { cpu, .. } | Action::Irq { cpu, .. } | Action::ApicTimer { cpu, .. } => cpu,
-            Action::Workload { .. } => u32::MAX,
+            Action::Program { .. } => u32::MAX,
         }
     }
 }
@@ -436,8 +438,9 @@ fn highest_pending(p: u8) -> Option<Vector> {
     }
 }
 
-/// Process one action.
-pub fn dispatch(k: &mut Kernel, a: Action) {
+/// Process one action; a program's goes to `p`.
+#[inline]
+pub fn dispatch<P: Programs>(k: &mut Kernel, p: &mut P, a: Action) {
     let cpu = match a {
         Action::Resume { cpu, gen } => {
             let x = &mut k.cpus[cpu as usize].x;
@@ -463,10 +466,10 @@ pub fn dispatch(k: &mut Kernel, a: Action) {
             }
             cpu
         }
-        Action::Workload { what } => return crate::workload::registry::on_action(k, what),
+        Action::Program { what } => return p.on_action(k, what),
     };
     // The executor's one call site.
-    run_cpu(k, cpu);
+    run_cpu(k, p, cpu);
 }
 
 /// Disable local interrupts on `cpu` (`local_irq_disable()` / `local_irq_save()`).
@@ -657,9 +660,9 @@ fn phase_of(f: &Frame, waiting: bool) -> Phase {
         Frame::HandleSoftirqs(_) | Frame::SchedBalanceSoftirq(_) | Frame::RunTimerSoftirq(_) => {
             (Phase::Softirq, Phase::Softirq)
         }
-        Frame::Worker(_) | Frame::Background(_) => (Phase::Task, Phase::Task),
+        Frame::Worker(_) | Frame::Kthread(_) => (Phase::Task, Phase::Task),
         Frame::SmpCallFunction(_) | Frame::TryToWakeUp(_) | Frame::WakeUp(_) => (Phase::Task, Phase::Spin),
-        Frame::Ksoftirqd(_) | Frame::Workload(_) | Frame::Futex(_) | Frame::Nanosleep(_) | Frame::Stopper(_) => {
+        Frame::Ksoftirqd(_) | Frame::Program(_) | Frame::Futex(_) | Frame::Nanosleep(_) | Frame::Stopper(_) => {
             (Phase::Task, Phase::Task)
         }
         Frame::Pipe(_) | Frame::UnixStream(_) | Frame::Poll(_) | Frame::Wait4(_) | Frame::DoExit(_) => {
@@ -711,7 +714,7 @@ fn top_phase(x: &Exec, top: &Frame) -> Phase {
 /// own, goes on top of the previous task's saved stack, and the next task's top frame into the
 /// slot). An interrupt taken between steps ([`take_irq`]) pushes its handler, which this loop
 /// then runs as a fresh run of the CPU would (no recursion: [`dispatch`] is its one caller).
-pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
+pub fn run_cpu<P: Programs>(k: &mut Kernel, p: &mut P, cpu: CpuId) {
     let ci = cpu as usize;
     // The CPU table is built once by `Kernel::new` and never resized (no CPU hotplug), so this
     // check made once covers the unchecked lookups of this loop.
@@ -756,7 +759,7 @@ pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
         // through `Exec::caller_frame_mut`), so the frame aliases no other access during the
         // step, and it does not move (the context switch leaves the slot alone).
         let frame: &mut Frame = unsafe { &mut *top };
-        let next = step(k, cpu, frame);
+        let next = step(k, p, cpu, frame);
         let now = k.now;
         let x = exec_mut(&mut k.cpus, ci);
         // SAFETY (every `*top` below): the step has returned, so nothing else holds the frame.
@@ -866,10 +869,10 @@ pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
             // same-time action queued earlier goes first), take the step now instead of a
             // queue round trip. The processing order is exactly the queue's, so results are
             // identical; only FIFO ordering allows it (a chooser must see every action). The
-            // step must not cross the start of the measured window, which `Kernel::run` opens
-            // before the first action at or after it.
-            if k.q.is_fifo() && k.q.none_due_by(t) && t <= k.limit && !k.finished && (k.measuring || t < k.measure_from)
-            {
+            // step must not cross the run's horizon (`Kernel::horizon`: its limit, or the start
+            // of the measured window, which `World::run` opens before the first action at or
+            // after it), nor go on once the programs have finished.
+            if k.q.is_fifo() && k.q.none_due_by(t) && t <= k.horizon && !p.finished() {
                 k.now = t;
                 k.actions += 1;
                 x.gen = x.gen.wrapping_add(1);
@@ -955,7 +958,7 @@ fn exec_mut(cpus: &mut [super::Cpu], ci: usize) -> &mut Exec {
 /// unchanged by a `Cont`, and no time passes, so the accounting is the same. At most
 /// `ZERO_TIME_RUN` such steps run here in a row; then the executor's own zero-time guard
 /// counts them.
-fn step(k: &mut Kernel, cpu: CpuId, frame: &mut Frame) -> Next {
+fn step<P: Programs>(k: &mut Kernel, p: &mut P, cpu: CpuId, frame: &mut Frame) -> Next {
     use super::kernel::sched::{core, fair, idle};
     use super::kernel::{smp, softirq};
     const ZERO_TIME_RUN: u32 = 64;
@@ -998,10 +1001,13 @@ fn step(k: &mut Kernel, cpu: CpuId, frame: &mut Frame) -> Next {
         Frame::WakeUp(s) => run!(super::kernel::wait::wake_up(k, cpu, s)),
         Frame::Wait4(s) => run!(super::kernel::exit::do_wait(k, cpu, s)),
         Frame::DoExit(s) => run!(super::kernel::exit::do_exit(k, cpu, s)),
-        Frame::Workload(s) => run!(crate::workload::registry::task_step(k, cpu, s)),
+        Frame::Program(s) => run!(match super::kernel::entry::common::exit_to_user_mode_loop(k, s) {
+            Some(next) => next,
+            None => p.task_step(k, cpu, s),
+        }),
         Frame::Worker(s) => run!(super::kernel::workqueue::worker_thread(k, cpu, s)),
         Frame::RunTimerSoftirq(s) => run!(super::kernel::time::timer::run_timer_softirq(k, cpu, s)),
-        Frame::Background(s) => run!(crate::background::task::task_step(k, cpu, s)),
+        Frame::Kthread(s) => run!(super::kernel::kthread::periodic_kthread(k, cpu, s)),
     }
 }
 

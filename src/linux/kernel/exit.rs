@@ -25,7 +25,7 @@ use super::sched::core::{ScheduleCaller, TryToWakeUp};
 use super::sched::{TASK_DEAD, TASK_INTERRUPTIBLE, TASK_RUNNING};
 use super::wait::{add_wait_queue, init_waitqueue_head, remove_wait_queue, WakeFn, WakeUp, WqId};
 use crate::linux::engine::{Frame, Next};
-use crate::linux::kernel::entry::{syscall_enter, syscall_exit_to_user_mode};
+use crate::linux::kernel::entry::common::{syscall_enter, syscall_exit_to_user_mode};
 use crate::linux::{CpuId, Kernel, TaskId};
 use crate::sim::Time;
 

@@ -1266,13 +1266,9 @@ fn idle_cpu_like(k: &Kernel, c: CpuId) -> bool {
 #[cfg(test)]
 mod newidle_gate_tests {
     use super::*;
-    use crate::run::{build, RunSpec};
 
     fn kernel() -> Kernel {
-        let mut s = RunSpec::new("idle");
-        s.machine = "i7-4c8t".into();
-        s.background = Some("none".into());
-        let mut k = build(&s).expect("valid spec");
+        let mut k = Kernel::for_test("i7-4c8t");
         // A long uptime so that decay and blocked-load clocks are past their first period.
         k.now = 10 * crate::sim::NSEC_PER_SEC;
         k
