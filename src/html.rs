@@ -15,7 +15,8 @@ use plotters::prelude::*;
 
 use crate::linux::engine::Phase;
 use crate::report::Comparison;
-use crate::run::{RunResult, RunSpec};
+use crate::run::RunResult;
+use crate::spec::RunSpec;
 use crate::trace::{Event, Record, TaskInfo, TraceSink, Vector};
 
 /// Length of the timeline window.

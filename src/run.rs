@@ -7,206 +7,11 @@ use crate::linux::engine::Next;
 use crate::linux::programs::{Programs, TaskFrame};
 use crate::linux::stats::Stats;
 use crate::linux::{CpuId, Kernel, KernelConfig};
-use crate::sim::{Time, NSEC_PER_SEC};
+use crate::sim::Time;
+use crate::spec::RunSpec;
 use crate::trace::{ftrace, Record};
-use crate::workload::params::Params;
 use crate::workload::{RunFacts, Workload, FINISH};
 use crate::world::World;
-
-/// Everything that decides a run. [`RunSpec::to_args`] prints it as a `schedsim run` command
-/// line and `cli::parse_run_line` reads one back: a field that changes a run has one line in
-/// each (and a flag in `cli::SpecArgs`), and `tests/run_line.rs` checks `parse(print(spec)) ==
-/// spec` and that a printed line reruns bit-identically.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RunSpec {
-    pub machine: String,
-    pub kernel: String,
-    /// `+ID,-ID` on top of the named kernel.
-    pub patches: String,
-    /// Sched features (`NAME` / `NO_NAME`).
-    pub features: Vec<String>,
-    pub hz: Option<u32>,
-    pub seed: u64,
-    pub workload: String,
-    pub params: Params,
-    /// Idle states to enable or disable by name, e.g. ("C2", false).
-    pub idle_states: Vec<(String, bool)>,
-    /// Stop after this much simulated time even if the workload is not done.
-    pub limit_ns: Time,
-    /// Keep trace records. Not part of the command line: it changes what is kept, never the
-    /// run (`--trace FILE` is an output option).
-    pub trace: bool,
-    /// CONFIG_PREEMPT_RT.
-    pub preempt_rt: bool,
-    /// Background activity: a built-in profile name, `none`, or a profile file (`.toml`).
-    /// `None` takes the machine's default.
-    pub background: Option<String>,
-    /// The preemption model (`none`, `voluntary`, `full`, `dynamic-...`). `None` takes the
-    /// machine's default.
-    pub preempt: Option<String>,
-    /// A perturbation found by `schedsim explore` to replay (`--replay TOKEN`).
-    pub replay: Option<crate::explore::Perturbation>,
-    /// Run the invariant checkers (`--check`; `linux::check`). They only observe: the run is
-    /// the same with or without them.
-    pub check: bool,
-}
-
-impl RunSpec {
-    pub fn new(workload: &str) -> RunSpec {
-        RunSpec {
-            machine: "epyc-7763-2s".into(),
-            kernel: "v6.10".into(),
-            patches: String::new(),
-            features: Vec::new(),
-            hz: None,
-            seed: 1,
-            workload: workload.into(),
-            params: Params::default(),
-            idle_states: Vec::new(),
-            limit_ns: 120 * NSEC_PER_SEC,
-            trace: false,
-            preempt_rt: false,
-            background: None,
-            preempt: None,
-            replay: None,
-            check: false,
-        }
-    }
-
-    /// The command line of this spec, the words after `schedsim`: `run --workload NAME` (the bare
-    /// workload, no scenario defaults), its parameters as `key=value`, then a flag for every
-    /// field that changes a run. `cli::parse_run_line` reads them back into an equal spec.
-    /// The machine is shown as given (a machine file by its path); the kernel and its patch
-    /// deltas in the grammar `--kernel` and `--patch` accept. A time limit is shown in whole
-    /// milliseconds (every entry point sets it in milliseconds).
-    pub fn to_args(&self) -> Vec<String> {
-        let mut a = vec!["run".to_string(), "--workload".to_string(), self.workload.clone()];
-        a.extend(self.params.pairs().iter().map(|(k, v)| format!("{k}={v}")));
-        let mut flag = |name: &str, v: &str| {
-            // `--patch=-ID`: a value that starts with `-` stays glued to its flag.
-            if v.starts_with('-') {
-                a.push(format!("--{name}={v}"));
-            } else {
-                a.push(format!("--{name}"));
-                a.push(v.to_string());
-            }
-        };
-        flag("machine", &self.machine);
-        flag("kernel", &self.kernel);
-        if !self.patches.is_empty() {
-            flag("patch", &self.patches);
-        }
-        for f in &self.features {
-            flag("feature", f);
-        }
-        if let Some(hz) = self.hz {
-            flag("hz", &hz.to_string());
-        }
-        for (name, on) in &self.idle_states {
-            flag("cstate", &format!("{name}={}", if *on { "on" } else { "off" }));
-        }
-        if self.limit_ns != RunSpec::new(&self.workload).limit_ns {
-            flag("limit-ms", &self.limit_ns.div_ceil(crate::sim::NSEC_PER_MSEC).to_string());
-        }
-        if let Some(b) = &self.background {
-            flag("background", b);
-        }
-        if let Some(p) = &self.preempt {
-            flag("preempt", p);
-        }
-        flag("seed", &self.seed.to_string());
-        if let Some(p) = &self.replay {
-            flag("replay", &p.token());
-        }
-        if self.preempt_rt {
-            a.push("--preempt-rt".into());
-        }
-        if self.check {
-            a.push("--check".into());
-        }
-        a
-    }
-
-    /// The spec as one shell line, `schedsim run ...` (each word quoted for a POSIX shell
-    /// where it needs it).
-    pub fn command_line(&self) -> String {
-        let words: Vec<String> = self.to_args().iter().map(|w| shell_quote(w)).collect();
-        format!("schedsim {}", words.join(" "))
-    }
-}
-
-/// `w` as one word of a POSIX shell line: bare when it holds only characters no shell treats
-/// specially, else in single quotes (a `'` inside written `'\''`).
-pub fn shell_quote(w: &str) -> String {
-    let plain = |c: char| c.is_ascii_alphanumeric() || "_-+=.,/:@%".contains(c);
-    if !w.is_empty() && w.chars().all(plain) {
-        return w.to_string();
-    }
-    format!("'{}'", w.replace('\'', "'\\''"))
-}
-
-/// Split a shell line into words as a POSIX shell does for plain words, single quotes,
-/// double quotes (with `\"`, `\\`, `\$` and `` \` `` escapes) and backslash escapes; no
-/// expansion. The inverse of joining [`shell_quote`]d words with spaces.
-pub fn shell_split(line: &str) -> Result<Vec<String>, String> {
-    let mut words = Vec::new();
-    let mut cur = String::new();
-    let mut in_word = false;
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            c if c.is_whitespace() => {
-                if in_word {
-                    words.push(std::mem::take(&mut cur));
-                    in_word = false;
-                }
-            }
-            '\'' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('\'') => break,
-                        Some(c) => cur.push(c),
-                        None => return Err(format!("unterminated single quote in: {line}")),
-                    }
-                }
-            }
-            '"' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('"') => break,
-                        Some('\\') => match chars.next() {
-                            Some(c @ ('"' | '\\' | '$' | '`')) => cur.push(c),
-                            Some(c) => {
-                                cur.push('\\');
-                                cur.push(c);
-                            }
-                            None => return Err(format!("unterminated double quote in: {line}")),
-                        },
-                        Some(c) => cur.push(c),
-                        None => return Err(format!("unterminated double quote in: {line}")),
-                    }
-                }
-            }
-            '\\' => {
-                in_word = true;
-                match chars.next() {
-                    Some(c) => cur.push(c),
-                    None => return Err(format!("trailing backslash in: {line}")),
-                }
-            }
-            c => {
-                in_word = true;
-                cur.push(c);
-            }
-        }
-    }
-    if in_word {
-        words.push(cur);
-    }
-    Ok(words)
-}
 
 /// The machine a spec names: a built-in preset, or a machine file (a name ending in `.toml`,
 /// in the presets' format; `schedsim list --machine NAME` prints one to start from). Errors
@@ -444,7 +249,7 @@ pub fn execute(spec: &RunSpec) -> Result<RunResult, String> {
 /// are the same text; when `RunSpec` gets its printer they should both come from it.)
 /// The run's reproduce line for the panic report: the spec's own command line
 /// ([`RunSpec::command_line`]) with the background and preemption model in force written out,
-/// as `cli::run_header` prints it.
+/// as `output::run_header` prints it.
 fn reproduce_line(s: &RunSpec, k: &RunWorld) -> String {
     let background = s.background.clone().unwrap_or_else(|| k.cfg.background.name.clone());
     let shown = RunSpec { background: Some(background), preempt: Some(k.cfg.preempt.name()), ..s.clone() };
@@ -538,6 +343,35 @@ pub fn execute_with_sink(
     };
     w.k.trace.enabled = false;
     Ok((collect(w, spec), n))
+}
+
+/// Runs finished and runs queued by [`run_all`] since the program started, for the progress
+/// bar (read by the command line at coarse intervals; never read by a run).
+pub static RUNS_DONE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+pub static RUNS_QUEUED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Run many independent specs on `jobs` threads; results come back in input order. Each run
+/// is single-threaded and deterministic, so the result does not depend on `jobs`.
+pub fn run_all(specs: &[RunSpec], jobs: usize) -> Result<Vec<RunResult>, String> {
+    let jobs = jobs.max(1).min(specs.len().max(1));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut out: Vec<Option<Result<RunResult, String>>> = (0..specs.len()).map(|_| None).collect();
+    let slots = std::sync::Mutex::new(&mut out);
+    RUNS_QUEUED.fetch_add(specs.len(), std::sync::atomic::Ordering::Relaxed);
+    std::thread::scope(|sc| {
+        for _ in 0..jobs {
+            sc.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if i >= specs.len() {
+                    break;
+                }
+                let r = execute(&specs[i]);
+                slots.lock().expect("no panics hold the lock")[i] = Some(r);
+                RUNS_DONE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            });
+        }
+    });
+    out.into_iter().map(|r| r.expect("every spec ran")).collect()
 }
 
 /// Task names for the ftrace writer.

@@ -2,7 +2,8 @@
 //! ranking of the "busiest CPUs" table, schbench's unit in `compare`, and the sched-feature
 //! table reaching the fair class (and refusing what the model does not read).
 
-use schedsim::run::{execute, trace_hash, RunSpec};
+use schedsim::run::{execute, trace_hash};
+use schedsim::spec::RunSpec;
 use schedsim::workload::params::Params;
 use std::process::Command;
 

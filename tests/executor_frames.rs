@@ -4,7 +4,8 @@
 //! must be whole.
 
 use schedsim::linux::engine::{cpu_frames, Frame, Phase};
-use schedsim::run::{build, RunSpec};
+use schedsim::run::build;
+use schedsim::spec::RunSpec;
 use schedsim::workload::params::Params;
 
 /// Between actions: each CPU's running task has no saved frames left (they are the CPU's),

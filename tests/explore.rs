@@ -3,7 +3,8 @@
 // finding's replay token reproduces it byte for byte; the report does not depend on --jobs.
 
 use schedsim::explore::{self, strategy::Kind, Options, Perturbation, Report};
-use schedsim::run::{execute, trace_hash, RunSpec};
+use schedsim::run::{execute, trace_hash};
+use schedsim::spec::RunSpec;
 use schedsim::workload::params::Params;
 
 /// `schedsim reproduce rt-warn` made small: PREEMPT_RT, four spinners started on CPU 1 of a

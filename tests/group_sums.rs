@@ -4,7 +4,8 @@
 
 use schedsim::linux::kernel::sched::group_sums::{debug_check_group, debug_check_overloaded};
 use schedsim::linux::Kernel;
-use schedsim::run::{build, RunSpec, RunWorld};
+use schedsim::run::{build, RunWorld};
+use schedsim::spec::RunSpec;
 
 fn assert_matches_rescan(k: &Kernel) {
     for cpu in 0..k.m.topo.nr_cpus {

@@ -7,7 +7,8 @@
 use schedsim::linux::fs::Fd;
 use schedsim::linux::kernel::sched::WF_SYNC;
 use schedsim::linux::net::unix::{unix_skb_truesize, SK_WMEM_MAX};
-use schedsim::run::{build, execute, RunResult, RunSpec};
+use schedsim::run::{build, execute, RunResult};
+use schedsim::spec::RunSpec;
 use schedsim::workload::hackbench::Hackbench;
 use schedsim::workload::params::Params;
 use schedsim::workload::Workload;

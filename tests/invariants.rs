@@ -3,7 +3,8 @@
 //! runqueue's counts match the tasks queued on it).
 
 use proptest::prelude::*;
-use schedsim::run::{build, RunSpec};
+use schedsim::run::build;
+use schedsim::spec::RunSpec;
 use schedsim::workload::params::Params;
 
 fn spec(workload: u8, kernel: u8, seed: u64) -> RunSpec {

@@ -4,7 +4,8 @@
 //! (a million spinners pass it; a million schbench workers are refused).
 
 use schedsim::limits::{self as params, MAX_MEMORY_BYTES};
-use schedsim::run::{self, RunSpec};
+use schedsim::run;
+use schedsim::spec::RunSpec;
 use schedsim::workload::params::Params;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};

@@ -10,7 +10,8 @@ mod support;
 
 use schedsim::linux::engine::{cpu_frames, Frame};
 use schedsim::linux::kernel::sched::fair::IdleBalanceAt;
-use schedsim::run::{build, RunSpec};
+use schedsim::run::build;
+use schedsim::spec::RunSpec;
 use schedsim::workload::params::Params;
 use support::*;
 

@@ -5,12 +5,15 @@
 //! row of every experiment (`experiments::plan`, run briefly).
 
 use proptest::prelude::*;
-use schedsim::cli::{parse_run_line, run_header, run_json, scenario};
+use schedsim::cli::parse_run_line;
 use schedsim::experiments::{self, ExpOpts};
 use schedsim::limits::HZ_CHOICES;
 use schedsim::linux::kernel::sched::features::SCHED_FEATURES;
 use schedsim::linux::patches::{KERNELS, PATCHES};
-use schedsim::run::{execute, shell_split, trace_hash, RunSpec};
+use schedsim::output::{run_header, run_json};
+use schedsim::run::{execute, trace_hash};
+use schedsim::spec::scenario;
+use schedsim::spec::{shell_split, RunSpec};
 use schedsim::workload::params::Params;
 use schedsim::workload::WORKLOADS;
 
@@ -184,7 +187,7 @@ fn every_builtin_scenario_reruns_from_its_header() {
 fn every_experiment_row_reruns_from_its_header() {
     let o = ExpOpts { runs: 1, ..ExpOpts::default() };
     for e in experiments::EXPERIMENTS {
-        let rows = experiments::plan(e, &o).unwrap_or_else(|m| panic!("{}: {m}", e.name));
+        let rows = e.plan(&o).unwrap_or_else(|m| panic!("{}: {m}", e.name)).specs();
         assert!(!rows.is_empty(), "{}", e.name);
         for (v, spec) in rows {
             let mut s = spec.clone();

@@ -2,7 +2,7 @@
 
 use super::{apply_spec_args, base_spec, emit, SpecArgs};
 use crate::explore::{self, strategy::Kind, Options, Report};
-use crate::run::RunSpec;
+use crate::spec::RunSpec;
 use clap::Args;
 use std::path::PathBuf;
 

@@ -3,7 +3,8 @@
 //! [`crate::validate`] computes from both traces. Needs root and tracefs (exit code 2
 //! otherwise); tracefs settings are restored afterwards, whatever happens.
 
-use crate::run::{self, RunSpec};
+use crate::run;
+use crate::spec::RunSpec;
 use crate::validate::{self, Counts, Figures};
 use crate::workload::hackbench::{HackbenchOpts, Tool};
 use crate::workload::params::Params;

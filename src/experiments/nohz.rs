@@ -1,29 +1,20 @@
 //! The experiments of the 2024 series "Fixes and enhancements around spurious need_resched()
-//! and idle load balancing" (docs/kernel-model.md §5.1): ilb-polling, rt-warn, nanosleep.
+//! and idle load balancing" (docs/kernel-model.md §5.1): rt-warn and nanosleep here;
+//! ilb-polling is an experiment file (`experiments/ilb-polling.toml`).
 
-use super::{run_variants, ExpOpts};
+use super::{Analysis, ExpOpts, Plan, Variant};
 use crate::report::{mean_stddev, normalize, render_grid, CompareRow, Comparison};
-use crate::run::{RunResult, RunSpec};
+use crate::run::RunResult;
+use crate::spec::RunSpec;
 use crate::workload::params::Params;
-use crate::workload::Workload;
 use serde_json::json;
 
-fn spec(
-    workload: &str,
-    machine: &str,
-    kernel: &str,
-    patches: &str,
-    seed: u64,
-    params: &[(&str, &str)],
-    o: &ExpOpts,
-) -> RunSpec {
+fn spec(workload: &str, machine: &str, kernel: &str, patches: &str, params: &[(&str, &str)]) -> RunSpec {
     let mut s = RunSpec::new(workload);
     s.machine = machine.into();
     s.kernel = kernel.into();
     s.patches = patches.into();
-    s.seed = seed;
-    let mut pairs: Vec<(String, String)> = params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-    pairs.extend(o.params.iter().cloned());
+    let pairs: Vec<(String, String)> = params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
     s.params = Params::from_pairs(pairs, &format!("{workload} experiment"));
     s
 }
@@ -56,89 +47,30 @@ pub(super) fn row(
     })
 }
 
-/// (label, kernel, patches)
-pub const ILB_VARIANTS: &[(&str, &str, &str)] = &[
-    ("v6.10", "v6.10", ""),
-    ("patch1-only", "v6.10", "+ea9cffc0a154"),
-    ("patch1-softirq-fix", "v6.10", "+ea9cffc0a154,+e932c4ab38f0"),
-    ("v6.13", "v6.13", ""),
-];
-
-const ILB_PARAMS: &[(&str, &str)] = &[("tasks", "8"), ("start", "8"), ("duration_ms", "300")];
-
-fn ilb_spec(kernel: &str, patches: &str, seed: u64, o: &ExpOpts) -> RunSpec {
-    let mut s = spec("spinners", "epyc-7763-2s", kernel, patches, seed, ILB_PARAMS, o);
-    s.idle_states = vec![("C2".into(), false)];
-    s
-}
-
-/// `schedsim reproduce ilb-polling`: one overloaded CPU, the idle CPUs polling (C1 MWAIT).
-pub fn ilb_polling(o: &ExpOpts) -> Result<Comparison, String> {
-    let results = run_variants(o, ILB_VARIANTS.len(), o.runs, |v, seed| {
-        let (_, kernel, patches) = ILB_VARIANTS[v];
-        ilb_spec(kernel, patches, seed, o)
-    })?;
-    let mut rows = Vec::new();
-    let mut grid = Vec::new();
-    for (vi, (label, kernel, patches)) in ILB_VARIANTS.iter().enumerate() {
-        let rs = &results[vi];
-        let fill = |r: &RunResult| match &r.workload {
-            Workload::Spinners(w) => w.time_to_fill_ns().unwrap_or(r.sim_ns) as f64 / 1e6,
-            _ => unreachable!(),
-        };
-        let kicks = avg(rs, |r| r.stats.nohz_kicks as f64);
-        let raised = avg(rs, |r| r.stats.nohz_kicks_raised_softirq as f64);
-        let ksoft = avg(rs, |r| r.stats.ksoftirqd_wakeups as f64);
-        let aborts = avg(rs, |r| r.stats.nohz_balance_aborts as f64);
-        let mut extra = serde_json::Map::new();
-        extra.insert("kicks".into(), json!(kicks));
-        extra.insert("kicks_raised_softirq".into(), json!(raised));
-        extra.insert("ksoftirqd_wakeups".into(), json!(ksoft));
-        extra.insert("nohz_balance_aborts".into(), json!(aborts));
-        extra.insert("time_to_fill_ms".into(), json!(avg(rs, fill)));
-        rows.push(row(label, kernel, patches, rs, fill, extra)?);
-        grid.push(vec![
-            label.to_string(),
-            format!("{kicks:.0}"),
-            format!("{raised:.0}"),
-            format!("{:.0}", avg(rs, |r| r.stats.nohz_kicks_lost as f64)),
-            format!("{ksoft:.0}"),
-            format!("{aborts:.0}"),
-            format!("{:.3}", avg(rs, fill)),
-        ]);
-    }
-    normalize(&mut rows);
-    let h: Vec<String> =
-        ["kernel", "kicks", "raised SCHED", "lost", "ksoftirqd wakeups", "nohz aborts", "time to fill (ms)"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-    Ok(Comparison {
-        experiment: "ilb-polling".into(),
-        machine: "epyc-7763-2s".into(),
-        metric: "time_to_fill".into(),
-        unit: "ms".into(),
-        lower_is_better: true,
-        rows,
-        title: "spinners tasks=8 start=8 duration_ms=300 (8 tasks on CPU 8; idle CPUs poll in C1 MWAIT)".into(),
-        notes: vec![format!(
-            "Idle load balancer kicks and what became of them (means over seeds)\n{}",
-            render_grid(&h, &grid)
-        )],
-    })
-}
+/// (label, kernel, patches) of rt-warn.
+const RT_WARN_VARIANTS: &[(&str, &str, &str)] =
+    &[("patch1", "v6.10", "+ea9cffc0a154"), ("patch1-6675ce20046d", "v6.10", "+ea9cffc0a154,+6675ce20046d")];
 
 /// `schedsim reproduce rt-warn`: a PREEMPT_RT kernel with patch 1; with and without 6675ce20046d.
-pub fn rt_warn(o: &ExpOpts) -> Result<Comparison, String> {
-    let variants: &[(&str, &str, &str)] =
-        &[("patch1", "v6.10", "+ea9cffc0a154"), ("patch1-6675ce20046d", "v6.10", "+ea9cffc0a154,+6675ce20046d")];
-    let results = run_variants(o, variants.len(), o.runs, |v, seed| {
-        let (_, kernel, patches) = variants[v];
-        let mut s = ilb_spec(kernel, patches, seed, o);
-        s.preempt_rt = true;
-        s.params.set("duration_ms".into(), "100".into());
-        s
-    })?;
+/// The ilb-polling set-up (8 spinners on CPU 8 of the EPYC, idle CPUs polling in C1) for 100 ms.
+pub fn rt_warn(o: &ExpOpts) -> Result<Plan, String> {
+    let variants = RT_WARN_VARIANTS
+        .iter()
+        .map(|(label, kernel, patches)| {
+            let params = [("tasks", "8"), ("start", "8"), ("duration_ms", "100")];
+            let mut s = spec("spinners", "epyc-7763-2s", kernel, patches, &params);
+            s.idle_states = vec![("C2".into(), false)];
+            s.preempt_rt = true;
+            Variant { label: label.to_string(), spec: s, published: None }
+        })
+        .collect();
+    let title =
+        "PREEMPT_RT, spinners tasks=8 start=8 (idle CPUs poll): do_softirq_post_smp_call_flush WARN".to_string();
+    Plan::new("rt-warn", title, "epyc-7763-2s", variants, o.runs, o, Analysis::Code(analyze_rt_warn))
+}
+
+fn analyze_rt_warn(p: &Plan, results: &[Vec<RunResult>]) -> Result<Comparison, String> {
+    let variants = RT_WARN_VARIANTS;
     let mut rows = Vec::new();
     let mut grid = Vec::new();
     for (vi, (label, kernel, patches)) in variants.iter().enumerate() {
@@ -171,20 +103,31 @@ pub fn rt_warn(o: &ExpOpts) -> Result<Comparison, String> {
         unit: "count".into(),
         lower_is_better: true,
         rows,
-        title: "PREEMPT_RT, spinners tasks=8 start=8 (idle CPUs poll): do_softirq_post_smp_call_flush WARN".into(),
+        title: p.title.clone(),
         notes: vec![format!("Kernel warnings (means over seeds)\n{}", render_grid(&h, &grid))],
     })
 }
 
+/// (label, kernel, patches) of nanosleep.
+const NANOSLEEP_VARIANTS: &[(&str, &str, &str)] = &[("v6.10", "v6.10", ""), ("v6.13", "v6.13", "")];
+
 /// `schedsim reproduce nanosleep`: 240 processes looping nanosleep(1 us) on the 240-CPU Intel
 /// machine; the share of CPU time in newidle balance and in `update_sd_lb_stats()`.
-pub fn nanosleep(o: &ExpOpts) -> Result<Comparison, String> {
-    let variants: &[(&str, &str, &str)] = &[("v6.10", "v6.10", ""), ("v6.13", "v6.13", "")];
-    let results = run_variants(o, variants.len(), o.runs, |v, seed| {
-        let (_, kernel, patches) = variants[v];
-        let params = [("procs", "240"), ("ns", "1000"), ("duration_ms", "50")];
-        spec("nanosleep", "intel-240-2s", kernel, patches, seed, &params, o)
-    })?;
+pub fn nanosleep(o: &ExpOpts) -> Result<Plan, String> {
+    let variants = NANOSLEEP_VARIANTS
+        .iter()
+        .map(|(label, kernel, patches)| {
+            let params = [("procs", "240"), ("ns", "1000"), ("duration_ms", "50")];
+            let s = spec("nanosleep", "intel-240-2s", kernel, patches, &params);
+            Variant { label: label.to_string(), spec: s, published: None }
+        })
+        .collect();
+    let title = "nanosleep procs=240 ns=1000 duration_ms=50 (share of all CPU time)".to_string();
+    Plan::new("nanosleep", title, "intel-240-2s", variants, o.runs, o, Analysis::Code(analyze_nanosleep))
+}
+
+fn analyze_nanosleep(p: &Plan, results: &[Vec<RunResult>]) -> Result<Comparison, String> {
+    let variants = NANOSLEEP_VARIANTS;
     let mut rows = Vec::new();
     let mut grid = Vec::new();
     for (vi, (label, kernel, patches)) in variants.iter().enumerate() {
@@ -216,7 +159,7 @@ pub fn nanosleep(o: &ExpOpts) -> Result<Comparison, String> {
         unit: "fraction".into(),
         lower_is_better: true,
         rows,
-        title: "nanosleep procs=240 ns=1000 duration_ms=50 (share of all CPU time)".into(),
+        title: p.title.clone(),
         notes: vec![format!("Newidle balancing cost (means over seeds)\n{}", render_grid(&h, &grid))],
     })
 }

@@ -23,9 +23,10 @@
 pub mod strategy;
 
 use crate::linux::Kernel;
-use crate::run::{self, RunSpec, RunWorld};
+use crate::run::{self, RunWorld};
 pub use crate::sim::Perturbation;
 use crate::sim::Prng;
+use crate::spec::RunSpec;
 use strategy::{Explorer, Kind};
 
 /// A violated rule: what a finding reports.
