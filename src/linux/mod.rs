@@ -21,6 +21,7 @@ pub mod kernel;
 pub mod net;
 pub mod patches;
 pub mod stats;
+pub mod unknowns;
 
 use crate::hw::cacheline::{LineId, Lines};
 use crate::hw::Machine;
@@ -361,6 +362,10 @@ impl Kernel {
         }
         k.measure_from = k.workload_start_offset();
         k.measuring = k.measure_from == 0;
+        if k.measuring {
+            // No warm-up: the measured window opens at boot.
+            unknowns::open_window(&mut k);
+        }
         crate::background::start(&mut k);
         crate::workload::registry::start(&mut k);
         k
@@ -636,6 +641,7 @@ impl Kernel {
         if self.rd.overloaded {
             self.stats.overloaded_since = Some(self.now);
         }
+        unknowns::open_window(self);
     }
 
     /// Ask the host to cache the per-CPU state an action of `cpu` touches first, found
