@@ -13,11 +13,14 @@
 //! | `tick-softirq` | a softirq raised from the tick while the tick runs (RCU_SOFTIRQ from `rcu_sched_clock_irq()`) |
 //! | `kthread` | a kernel thread that sleeps (`schedule_timeout()`) and runs (e.g. `rcu_preempt`) |
 //! | `daemon` | a user task that sleeps (`nanosleep()`) and runs |
+//! | `pinned-hog` | a user task bound to one CPU (`sched_setaffinity()`) that never sleeps once woken (see `pinned.rs`) |
 //!
 //! Profiles are TOML (`src/background/profiles/*.toml`, embedded in the binary; a user's own
 //! file in the same format with `--background FILE`). Every number in a built-in profile
 //! carries its source in a comment.
 
+pub mod intensity;
+pub mod pinned;
 pub mod task;
 
 use crate::sim::{Prng, Time};
@@ -38,11 +41,12 @@ pub enum Kind {
     TickSoftirq,
     Kthread,
     Daemon,
+    PinnedHog,
 }
 
 impl Kind {
     pub const NAMES: &'static [&'static str] =
-        &["percpu-work", "unbound-work", "timer", "watchdog", "tick-softirq", "kthread", "daemon"];
+        &["percpu-work", "unbound-work", "timer", "watchdog", "tick-softirq", "kthread", "daemon", "pinned-hog"];
     fn parse(s: &str) -> Option<Kind> {
         Some(match s {
             "percpu-work" => Kind::PercpuWork,
@@ -52,6 +56,7 @@ impl Kind {
             "tick-softirq" => Kind::TickSoftirq,
             "kthread" => Kind::Kthread,
             "daemon" => Kind::Daemon,
+            "pinned-hog" => Kind::PinnedHog,
             _ => return None,
         })
     }
@@ -244,6 +249,9 @@ pub fn parse(text: &str, origin: &str) -> Result<Profile, String> {
         if kind == Kind::UnboundWork && cpus != Cpus::Any {
             return Err(at("an unbound-work source runs on any CPU: cpus must be \"any\"".into()));
         }
+        if kind == Kind::PinnedHog && !matches!(cpus, Cpus::One(_)) {
+            return Err(at("a pinned-hog source is bound to one CPU: cpus must be a CPU number".into()));
+        }
         if matches!(kind, Kind::Watchdog | Kind::TickSoftirq) && cpus != Cpus::All {
             return Err(at(format!("a {} source is per-CPU: cpus must be \"all\"", r.kind)));
         }
@@ -317,19 +325,23 @@ pub fn start(k: &mut crate::linux::Kernel) {
                     crate::linux::kernel::time::tick_sched::tick_program(k, c);
                 }
                 Kind::TickSoftirq => k.cpus[c as usize].tick.softirq_due.push((phase, src)),
-                Kind::Kthread | Kind::Daemon => {
+                Kind::Kthread | Kind::Daemon | Kind::PinnedHog => {
                     use crate::linux::kernel::sched::{TaskKind, TASK_IDLE, TASK_INTERRUPTIBLE};
                     let (tk, state) = if s.kind == Kind::Kthread {
                         (TaskKind::Kthread, TASK_IDLE)
                     } else {
                         (TaskKind::Daemon, TASK_INTERRUPTIBLE)
                     };
-                    let pinned = (s.cpus != Cpus::Any).then_some(c);
+                    // A hog is a user task: bound by its affinity mask (below), not kthread_bind().
+                    let pinned = (s.cpus != Cpus::Any && s.kind != Kind::PinnedHog).then_some(c);
                     let comm = if s.cpus == Cpus::All { format!("{}/{c}", s.name) } else { s.name.clone() };
                     let t = k.new_task(tk, comm, 0, 120, pinned);
                     k.tasks[t as usize].state = state;
                     k.tasks[t as usize].cpu = c;
                     k.tasks[t as usize].saved = task::initial_stack(s.kind, src);
+                    if s.kind == Kind::PinnedHog {
+                        pinned::bind(k, t, c);
+                    }
                     if s.kind == Kind::Kthread {
                         add_timer_on(k, c, phase, false, TimerFn::ProcessTimeout(t), src);
                     } else {

@@ -4,7 +4,8 @@
 //! then run for a draw of its run-time distribution. A kernel thread sleeps on a timer-wheel
 //! timer (`process_timeout()`), so an idle CPU wakes for it at a jiffy boundary; a daemon
 //! sleeps on an hrtimer with the default 50 us timer slack, and runs its share in user mode,
-//! where a return from interrupt may preempt it.
+//! where a return from interrupt may preempt it. A pinned hog (`pinned-hog`) is a daemon that,
+//! once its first timer has woken it, runs user code for ever (one run-time draw after another).
 //!
 //! Like the workloads, these tasks reach the kernel only through its entry points
 //! (`schedule_timeout`, `nanosleep`, `cond_resched`, `schedule`).
@@ -47,7 +48,7 @@ pub struct BgTask {
 /// The saved stack of a background task asleep at boot (its first wakeup is already armed).
 pub fn initial_stack(kind: Kind, src: u16) -> Vec<Frame> {
     let mut v = vec![Frame::Background(BgTask { at: BgTaskAt::Run, src, ..Default::default() })];
-    if kind == Kind::Daemon {
+    if matches!(kind, Kind::Daemon | Kind::PinnedHog) {
         v.push(Frame::Nanosleep(Nanosleep {
             ns: 0,
             slack_ns: 0,
@@ -91,8 +92,9 @@ pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut BgTask) -> Next {
         BgTaskAt::Run => {
             k.tasks[me as usize].state = TASK_RUNNING;
             let run = src.runtime.draw(&mut k.cpus[cpu as usize].bg_rng);
-            s.at = BgTaskAt::CondResched;
-            s.user = kind == Kind::Daemon;
+            // A pinned hog never sleeps again: one user-mode stretch after another.
+            s.at = if kind == Kind::PinnedHog { BgTaskAt::Run } else { BgTaskAt::CondResched };
+            s.user = matches!(kind, Kind::Daemon | Kind::PinnedHog);
             Next::Cont(run)
         }
         BgTaskAt::CondResched => {
