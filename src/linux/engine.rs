@@ -515,6 +515,16 @@ fn irq_arrive(k: &mut Kernel, cpu: CpuId, vector: Vector) -> bool {
     let c = &mut k.cpus[cpu as usize];
     c.x.pending |= vector_bit(vector);
     match c.x.waiting {
+        Some(WaitOn::Hlt { idx }) if k.m.host_halt_poll.is_some() => {
+            // A KVM guest's vCPU halted in HLT, its host polling: the wake costs what
+            // kvm_vcpu_halt() was doing when the interrupt came (see `hw::kvm`). A second
+            // interrupt while the vCPU is already being woken changes nothing.
+            if !c.x.busy {
+                let t = kvm_hlt_wake(k, cpu, idx);
+                wake_at(k, cpu, t);
+            }
+            false
+        }
         Some(WaitOn::Mwait { idx }) | Some(WaitOn::Hlt { idx }) | Some(WaitOn::IoPort { idx }) => {
             // Leave the idle state: the hardware exit latency, then the CPU resumes the idle
             // routine (and takes the interrupt once IRQs are on).
@@ -525,6 +535,22 @@ fn irq_arrive(k: &mut Kernel, cpu: CpuId, vector: Vector) -> bool {
         }
         _ => !c.x.irqs_off && take_irq(k, cpu),
     }
+}
+
+/// The wake latency of `cpu`, a KVM guest's vCPU halted in HLT in idle state `idx`, reached by
+/// an interrupt now, with the host halt-polling (`hw::kvm::HostHaltPoll`): the polled wake if
+/// the host's poll window still covers the time since the HLT, else the state's own (blocked)
+/// wake; then the end of `kvm_vcpu_halt()` adjusts the vCPU's window by the whole halt.
+#[cold]
+fn kvm_hlt_wake(k: &mut Kernel, cpu: CpuId, idx: u8) -> Time {
+    let Kernel { cpus, m, now, .. } = k;
+    let p = m.host_halt_poll.expect("host halt-polling is on");
+    let c = &mut cpus[cpu as usize];
+    let halted = *now - c.x.halted_since;
+    let w = if c.vcpu_halt_poll.polled(&p, halted) { p.polled_wake } else { m.idle_states[idx as usize].wake };
+    let t = c.rng.range(w.lo_ns, w.hi_ns);
+    c.vcpu_halt_poll.kvm_vcpu_halt_end(&p, halted + t);
+    t
 }
 
 /// Preempt whatever `cpu` is doing with its highest latched interrupt: push its handler's

@@ -149,6 +149,9 @@ pub struct Cpu {
     /// The CPU's stream for background activity (run times, periods), separate from the
     /// hardware jitter stream so that a machine without background draws exactly as before.
     pub bg_rng: Prng,
+    /// A KVM guest's vCPU: the host's halt-polling window for it (`hw::kvm`; used only when
+    /// the machine has `host_halt_poll`).
+    pub vcpu_halt_poll: crate::hw::kvm::VcpuHaltPoll,
 }
 
 /// The bytes of [`Cpu`] a step usually touches: up to the end of its cpuidle device.
@@ -321,6 +324,7 @@ impl Kernel {
                 timers: Default::default(),
                 softirq_work: [0; 10],
                 bg_rng: Prng::new(seed, 0xB6_0000 + c as u64),
+                vcpu_halt_poll: Default::default(),
             });
             k.tasks[idle as usize].on_cpu = true;
             k.tasks[idle as usize].on_rq = true;
