@@ -319,8 +319,10 @@ pub fn build(spec: &RunSpec) -> Result<Kernel, String> {
     build_with(spec, |_, _| Ok(()))
 }
 
-/// [`build`], with `set` editing the machine and the kernel configuration just before the
-/// machine boots (where a set-up unknown of issue 31 is put in: `linux::unknowns`).
+/// [`build`], with `set` editing the machine and the kernel configuration once they are
+/// resolved (where a set-up unknown of issue 31 is put in: `linux::unknowns`). What `set` leaves
+/// is checked as the rest is: background sources bound to CPUs the machine lacks, and a
+/// `StartState` a machine cannot be in (`StartState::validate`), are errors.
 pub fn build_with(
     spec: &RunSpec,
     set: impl FnOnce(&mut hw::Machine, &mut KernelConfig) -> Result<(), String>,
@@ -368,6 +370,11 @@ pub fn build_with(
         )
     })?;
     cfg.background = background(spec.background.as_deref().unwrap_or(&m.background))?;
+    set(&mut m, &mut cfg)?;
+    if !cfg.start.is_empty() {
+        let sd = crate::linux::kernel::sched::topology::build_sched_domains(&m.topo);
+        cfg.start.validate(&m.topo, &sd)?;
+    }
     for s in &cfg.background.sources {
         if let crate::background::Cpus::One(c) = s.cpus {
             if c >= m.topo.nr_cpus {
@@ -417,7 +424,6 @@ pub fn build_with(
     };
     let (tasks, wl_bytes, flags) = wl.planned_size(nr);
     crate::workload::params::check_memory(u64::from(nr), tasks, wl_bytes, flags)?;
-    set(&mut m, &mut cfg)?;
     let mut k = Kernel::new(m, cfg, spec.seed, wl);
     k.trace.enabled = spec.trace;
     if let Some(p) = &spec.replay {

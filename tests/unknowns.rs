@@ -265,3 +265,22 @@ fn the_guests_idle_mode_decides_what_waking_an_idle_vcpu_costs() {
         guest_ipistorm(Some(GuestIdle::GuestHaltPoll { params: HaltpollParams::default(), wake: preset })).0
     );
 }
+
+#[test]
+fn bad_unknowns_are_errors_before_boot() {
+    let s = ipistorm16(10);
+    let e = build_with(&s, |_, cfg| {
+        cfg.background = std::mem::take(&mut cfg.background).with_pinned_pair(300);
+        Ok(())
+    })
+    .err()
+    .expect("CPU 300 does not exist");
+    assert!(e.contains("source hog-a is bound to CPU 300"), "{e}");
+    let e = build_with(&s, |_, cfg| {
+        cfg.start.max_newidle_lb_cost = vec![(16, 9, 1)];
+        Ok(())
+    })
+    .err()
+    .expect("no level 9");
+    assert!(e.contains("at domain level 9"), "{e}");
+}
