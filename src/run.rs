@@ -64,6 +64,17 @@ pub fn spec_notes(spec: &RunSpec) -> Vec<String> {
 /// Build the world of a spec (validating every input): the booted kernel with its background
 /// sources and its programs started, ready to run.
 pub fn build(spec: &RunSpec) -> Result<RunWorld, String> {
+    build_with(spec, |_, _| Ok(()))
+}
+
+/// [`build`], with `set` editing the machine and the kernel configuration once they are
+/// resolved (where a set-up unknown of issue 31 is put in: `linux::unknowns`). What `set` leaves
+/// is checked as the rest is: background sources bound to CPUs the machine lacks, and a
+/// `StartState` a machine cannot be in (`StartState::validate`), are errors.
+pub fn build_with(
+    spec: &RunSpec,
+    set: impl FnOnce(&mut hw::Machine, &mut KernelConfig) -> Result<(), String>,
+) -> Result<RunWorld, String> {
     let mut m = machine(&spec.machine)?;
     for (name, on) in &spec.idle_states {
         let Some(i) = m.idle_states.iter().position(|s| &s.name == name) else {
@@ -107,6 +118,11 @@ pub fn build(spec: &RunSpec) -> Result<RunWorld, String> {
         )
     })?;
     cfg.background = background(spec.background.as_deref().unwrap_or(&m.background))?;
+    set(&mut m, &mut cfg)?;
+    if !cfg.start.is_empty() {
+        let sd = crate::linux::kernel::sched::topology::build_sched_domains(&m.topo);
+        cfg.start.validate(&m.topo, &sd)?;
+    }
     for s in &cfg.background.sources {
         if let crate::linux::background::Cpus::One(c) = s.cpus {
             if c >= m.topo.nr_cpus {
@@ -132,6 +148,10 @@ pub fn build(spec: &RunSpec) -> Result<RunWorld, String> {
     };
     let mut k = Kernel::new(m, cfg, spec.seed);
     k.measure_from = warmup;
+    if warmup == 0 {
+        // No warm-up: the measured window opens at boot.
+        crate::linux::unknowns::open_window(&mut k);
+    }
     crate::linux::background::boot(&mut k);
     let mut w = World::new(k, Userland { workload: wl, daemons: Daemons, finished: false });
     w.start();

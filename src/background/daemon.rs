@@ -1,7 +1,9 @@
-//! The one kind of background source that is a user program: `daemon` (a user task that sleeps
+//! The kinds of background source that are user programs: `daemon` (a user task that sleeps
 //! in `nanosleep()` with the default 50 us timer slack, then runs its share in user mode,
-//! where a return from interrupt may preempt it). [`Daemons`] boots every daemon source of the
-//! kernel's profile and runs their tasks' code; like a workload, it reaches the kernel only
+//! where a return from interrupt may preempt it) and `pinned-hog` (the same task bound to one
+//! CPU by `sched_setaffinity()`, which once its first timer has woken it runs user code for
+//! ever, one run-time draw after another: `pinned.rs`). [`Daemons`] boots every such source of
+//! the kernel's profile and runs their tasks' code; like a workload, it reaches the kernel only
 //! through its entry points.
 
 use super::{Kind, Source};
@@ -43,16 +45,21 @@ impl Daemons {
             .sources
             .iter()
             .enumerate()
-            .filter(|(_, s)| s.kind == Kind::Daemon)
+            .filter(|(_, s)| s.kind.is_program())
             .map(|(i, s)| (i, s.clone()))
             .collect();
         for (i, s) in sources {
             for c in instance_cpus(k, &s) {
                 let phase = first_phase(k, c, &s);
-                let pinned = (s.cpus != super::Cpus::Any).then_some(c);
+                let hog = s.kind == Kind::PinnedHog;
+                // A hog is bound by its affinity mask (below), not kthread_bind().
+                let pinned = (s.cpus != super::Cpus::Any && !hog).then_some(c);
                 let comm = if s.cpus == super::Cpus::All { format!("{}/{c}", s.name) } else { s.name.clone() };
                 let frame = TaskFrame { prog: PROG, at: DaemonAt::Run as u8, task: i as u32, ..Default::default() };
-                user_task_asleep_in_nanosleep(k, comm, pinned, c, frame, phase);
+                let t = user_task_asleep_in_nanosleep(k, comm, pinned, c, frame, phase);
+                if hog {
+                    super::pinned::bind(k, t, c);
+                }
             }
         }
     }
@@ -69,7 +76,8 @@ impl Daemons {
             }
             DaemonAt::Run => {
                 let run = src.runtime.draw(&mut k.cpus[cpu as usize].bg_rng);
-                s.at = DaemonAt::Done as u8;
+                // A pinned hog never sleeps again: one user-mode stretch after another.
+                s.at = if src.kind == Kind::PinnedHog { DaemonAt::Run } else { DaemonAt::Done } as u8;
                 s.user = true;
                 Next::Cont(run)
             }

@@ -4,14 +4,17 @@
 //! placement and run-time distribution, measured on a real machine (see docs/costs.md,
 //! "Background activity"). The types and the boot of the sources the kernel runs itself
 //! (kworkers, timers, the watchdog, tick softirqs, periodic kernel threads) are in
-//! `linux::background`; this module reads profiles and runs the one kind that is a user
-//! program, `daemon` ([`daemon`]).
+//! `linux::background`; this module reads profiles and runs the kinds that are user programs
+//! ([`daemon`]): `daemon`, and `pinned-hog` (a user task bound to one CPU by
+//! `sched_setaffinity()` that never sleeps once woken: [`pinned`]).
 //!
 //! Profiles are TOML (`src/background/profiles/*.toml`, embedded in the binary; a user's own
 //! file in the same format with `--background FILE`). Every number in a built-in profile
 //! carries its source in a comment.
 
 pub mod daemon;
+pub mod intensity;
+pub mod pinned;
 
 pub use crate::linux::background::{Cpus, Dist, Kind, Profile, Source, WARMUP_NS};
 use serde::Deserialize;
@@ -116,6 +119,9 @@ pub fn parse(text: &str, origin: &str) -> Result<Profile, String> {
                 s.parse::<u32>().map_err(|_| at(format!("cpus = \"{s}\" is not \"all\", \"any\" or a CPU number")))?,
             ),
         };
+        if kind == Kind::PinnedHog && !matches!(cpus, Cpus::One(_)) {
+            return Err(at("a pinned-hog source is bound to one CPU: cpus must be a CPU number".into()));
+        }
         if kind == Kind::UnboundWork && cpus != Cpus::Any {
             return Err(at("an unbound-work source runs on any CPU: cpus must be \"any\"".into()));
         }

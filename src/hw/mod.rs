@@ -11,6 +11,7 @@
 
 pub mod cacheline;
 pub mod cpumask;
+pub mod kvm;
 pub mod topology;
 
 use std::fmt;
@@ -155,6 +156,9 @@ pub struct Machine {
     pub preempt: String,
     /// The haltpoll governor's module parameters (read only when `governor` is haltpoll).
     pub haltpoll: HaltpollParams,
+    /// A KVM guest's host halt-polling (`kvm::HostHaltPoll`): `None` on bare metal, and on a
+    /// guest whose host does not poll (every preset; set by [`Machine::set_guest_idle`]).
+    pub host_halt_poll: Option<kvm::HostHaltPoll>,
 }
 
 /// The haltpoll governor's module parameters, as a guest is booted with them
@@ -531,6 +535,7 @@ pub fn machine_from_toml(text: &str, origin: &str) -> Result<Machine, String> {
         background: raw.background,
         preempt: raw.preempt,
         haltpoll: raw.haltpoll,
+        host_halt_poll: None,
     })
 }
 

@@ -13,6 +13,7 @@
 //! | `tick-softirq` | a softirq raised from the tick while the tick runs (RCU_SOFTIRQ from `rcu_sched_clock_irq()`) |
 //! | `kthread` | a kernel thread that sleeps (`schedule_timeout()`) and runs (e.g. `rcu_preempt`): `kernel/kthread.rs` |
 //! | `daemon` | a user task that sleeps (`nanosleep()`) and runs: a program (`crate::background`), not booted here |
+//! | `pinned-hog` | a user task bound to one CPU (`sched_setaffinity()`) that never sleeps once woken: a program too |
 
 use super::kernel::time::timer::{add_timer_on, TimerFn};
 use super::kernel::workqueue::{create_pool, init_delayed_work};
@@ -34,11 +35,17 @@ pub enum Kind {
     TickSoftirq,
     Kthread,
     Daemon,
+    PinnedHog,
 }
 
 impl Kind {
+    /// The kinds that are user programs (`crate::background::daemon`), not kernel code.
+    pub fn is_program(self) -> bool {
+        matches!(self, Kind::Daemon | Kind::PinnedHog)
+    }
+
     pub const NAMES: &'static [&'static str] =
-        &["percpu-work", "unbound-work", "timer", "watchdog", "tick-softirq", "kthread", "daemon"];
+        &["percpu-work", "unbound-work", "timer", "watchdog", "tick-softirq", "kthread", "daemon", "pinned-hog"];
     pub fn parse(s: &str) -> Option<Kind> {
         Some(match s {
             "percpu-work" => Kind::PercpuWork,
@@ -48,6 +55,7 @@ impl Kind {
             "tick-softirq" => Kind::TickSoftirq,
             "kthread" => Kind::Kthread,
             "daemon" => Kind::Daemon,
+            "pinned-hog" => Kind::PinnedHog,
             _ => return None,
         })
     }
@@ -157,12 +165,12 @@ pub fn first_phase(k: &mut Kernel, cpu: u32, s: &Source) -> Time {
 /// Boot the sources of the kernel's profile (`k.cfg.background`) that the kernel runs itself:
 /// create the worker pools, work items and periodic kernel threads, and arm every instance's
 /// first expiry ([`first_phase`]). Draws come from the CPUs' background streams only; with no
-/// sources nothing is created or drawn. `daemon` sources are user programs, booted by their
-/// program after these (in profile order, from the same streams).
+/// sources nothing is created or drawn. `daemon` and `pinned-hog` sources are user programs,
+/// booted by their program after these (in profile order, from the same streams).
 pub fn boot(k: &mut Kernel) {
     let sources = k.cfg.background.sources.clone();
     for (i, s) in sources.iter().enumerate() {
-        if s.kind == Kind::Daemon {
+        if s.kind.is_program() {
             continue;
         }
         let src = i as u16;
@@ -189,7 +197,7 @@ pub fn boot(k: &mut Kernel) {
                     let comm = if s.cpus == Cpus::All { format!("{}/{c}", s.name) } else { s.name.clone() };
                     super::kernel::kthread::kthread_create_asleep(k, comm, pinned, c, src, phase);
                 }
-                Kind::Daemon => unreachable!("skipped above"),
+                Kind::Daemon | Kind::PinnedHog => unreachable!("skipped above"),
             }
         }
     }

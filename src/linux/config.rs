@@ -20,6 +20,9 @@ pub struct KernelConfig {
     pub preempt: Preempt,
     /// The background activity the machine runs besides the workload.
     pub background: crate::linux::background::Profile,
+    /// The newidle state chosen CPUs are in when the measured window opens (an unknown of
+    /// issue 31; empty: the state the warm-up left).
+    pub start: super::unknowns::StartState,
 }
 
 /// A set of patches: one bit per [`Patch`], iterated in `Patch` order (the order a
@@ -256,6 +259,7 @@ impl KernelConfig {
             fair: if patches_has_eevdf { FairClass::Eevdf } else { FairClass::Cfs },
             preempt: Preempt { model: PreemptModel::Voluntary, dynamic: true },
             background: crate::linux::background::Profile::default(),
+            start: Default::default(),
         })
     }
 

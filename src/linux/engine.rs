@@ -154,6 +154,15 @@ pub enum WaitOn {
     Lock,
 }
 
+impl WaitOn {
+    /// The CPU is halted while it waits: MWAIT, HLT or an I/O-port C-state stop the core's
+    /// clock, so perf's `cycles` event does not count (a CPU in `poll_idle()` is running).
+    #[inline]
+    pub fn halts(self) -> bool {
+        matches!(self, WaitOn::Mwait { .. } | WaitOn::Hlt { .. } | WaitOn::IoPort { .. })
+    }
+}
+
 /// Simulator actions. A CPU's `Resume` lives in its [`Slot::Step`] and its `ApicTimer` in its
 /// [`Slot::Timer`] of the action queue: whenever what the CPU is doing changes (an interrupt
 /// preempts it, a wait ends, the timer is re-programmed) the slot is overwritten or emptied, so
@@ -369,6 +378,9 @@ pub struct Exec {
     /// above it is charged to it), or `None` outside interrupt context. Kept on push and pop of
     /// those frames and on a context switch, so the executor never walks the stack per step.
     pub irq_phase: Option<Phase>,
+    /// Since when the CPU has been halted, while `waiting` is a halting wait
+    /// ([`WaitOn::halts`]); the halted time is charged to `stats.halted_ns` when it ends.
+    pub halted_since: Time,
 }
 
 impl Exec {
@@ -387,6 +399,7 @@ impl Exec {
             acct_since: 0,
             acct_phase: Phase::IdleLoop,
             irq_phase: None,
+            halted_since: 0,
         }
     }
 }
@@ -446,8 +459,11 @@ pub fn dispatch<P: Programs>(k: &mut Kernel, p: &mut P, a: Action) {
             let x = &mut k.cpus[cpu as usize].x;
             assert_eq!(gen, x.gen, "cpu {cpu}: a stale Resume was queued");
             x.busy = false;
-            if x.waiting.take().is_some() {
+            if let Some(w) = x.waiting.take() {
                 x.gen = x.gen.wrapping_add(1);
+                if w.halts() {
+                    end_halt(k, cpu);
+                }
                 release_watch(k, cpu);
             }
             cpu
@@ -502,6 +518,16 @@ fn irq_arrive(k: &mut Kernel, cpu: CpuId, vector: Vector) -> bool {
     let c = &mut k.cpus[cpu as usize];
     c.x.pending |= vector_bit(vector);
     match c.x.waiting {
+        Some(WaitOn::Hlt { idx }) if k.m.host_halt_poll.is_some() => {
+            // A KVM guest's vCPU halted in HLT, its host polling: the wake costs what
+            // kvm_vcpu_halt() was doing when the interrupt came (see `hw::kvm`). A second
+            // interrupt while the vCPU is already being woken changes nothing.
+            if !c.x.busy {
+                let t = kvm_hlt_wake(k, cpu, idx);
+                wake_at(k, cpu, t);
+            }
+            false
+        }
         Some(WaitOn::Mwait { idx }) | Some(WaitOn::Hlt { idx }) | Some(WaitOn::IoPort { idx }) => {
             // Leave the idle state: the hardware exit latency, then the CPU resumes the idle
             // routine (and takes the interrupt once IRQs are on).
@@ -514,6 +540,22 @@ fn irq_arrive(k: &mut Kernel, cpu: CpuId, vector: Vector) -> bool {
     }
 }
 
+/// The wake latency of `cpu`, a KVM guest's vCPU halted in HLT in idle state `idx`, reached by
+/// an interrupt now, with the host halt-polling (`hw::kvm::HostHaltPoll`): the polled wake if
+/// the host's poll window still covers the time since the HLT, else the state's own (blocked)
+/// wake; then the end of `kvm_vcpu_halt()` adjusts the vCPU's window by the whole halt.
+#[cold]
+fn kvm_hlt_wake(k: &mut Kernel, cpu: CpuId, idx: u8) -> Time {
+    let Kernel { cpus, m, now, .. } = k;
+    let p = m.host_halt_poll.expect("host halt-polling is on");
+    let c = &mut cpus[cpu as usize];
+    let halted = *now - c.x.halted_since;
+    let w = if c.vcpu_halt_poll.polled(&p, halted) { p.polled_wake } else { m.idle_states[idx as usize].wake };
+    let t = c.rng.range(w.lo_ns, w.hi_ns);
+    c.vcpu_halt_poll.kvm_vcpu_halt_end(&p, halted + t);
+    t
+}
+
 /// Preempt whatever `cpu` is doing with its highest latched interrupt: push its handler's
 /// frame, which the caller then runs ([`run_cpu`]). Returns false if none is latched.
 fn take_irq(k: &mut Kernel, cpu: CpuId) -> bool {
@@ -524,9 +566,13 @@ fn take_irq(k: &mut Kernel, cpu: CpuId) -> bool {
     c.x.pending &= !vector_bit(vector);
     // A waiting CPU re-runs its wait step after the handler; a CPU in the middle of a step
     // resumes the rest of that step's time.
-    let was_waiting = c.x.waiting.take().is_some();
+    let was = c.x.waiting.take();
+    let was_waiting = was.is_some();
     let saved = if c.x.busy && !was_waiting { c.x.deadline.saturating_sub(now) } else { 0 };
     c.x.busy = false;
+    if was.is_some_and(WaitOn::halts) {
+        end_halt(k, cpu);
+    }
     if was_waiting {
         release_watch(k, cpu);
     }
@@ -625,6 +671,14 @@ fn set_phase(x: &mut Exec, phase_ns: &mut [u64; NR_PHASES], now: Time, p: Phase)
     }
 }
 
+/// A halting wait of `cpu` ends now: charge its halted time (see [`WaitOn::halts`]).
+#[inline]
+fn end_halt(k: &mut Kernel, cpu: CpuId) {
+    let x = &mut k.cpus[cpu as usize].x;
+    k.stats.halted_ns[cpu as usize] += k.now - x.halted_since;
+    x.halted_since = k.now;
+}
+
 /// Close the accounting of every CPU at the end of a run.
 pub fn account_all(k: &mut Kernel) {
     if let Some(t) = k.stats.overloaded_since {
@@ -633,6 +687,9 @@ pub fn account_all(k: &mut Kernel) {
     }
     for c in 0..k.cpus.len() as CpuId {
         account(k, c);
+        if k.cpus[c as usize].x.waiting.is_some_and(WaitOn::halts) {
+            end_halt(k, c);
+        }
         if k.cpus[c as usize].x.irqs_off {
             let s = k.cpus[c as usize].x.irqs_off_since;
             k.stats.irqs_off_ns[c as usize] += k.now - s;
@@ -830,6 +887,9 @@ pub fn run_cpu<P: Programs>(k: &mut Kernel, p: &mut P, cpu: CpuId) {
             }
             Next::Wait(on) => {
                 x.waiting = Some(on);
+                if on.halts() {
+                    x.halted_since = now;
+                }
                 let (irqs_off, pending) = (x.irqs_off, x.pending);
                 let p = top_phase(x, unsafe { &*top });
                 set_phase(x, &mut k.stats.phase_ns[ci], now, p);

@@ -26,6 +26,7 @@ pub mod net;
 pub mod patches;
 pub mod programs;
 pub mod stats;
+pub mod unknowns;
 
 use crate::hw::cacheline::{LineId, Lines};
 use crate::hw::Machine;
@@ -152,6 +153,9 @@ pub struct Cpu {
     /// The CPU's stream for background activity (run times, periods), separate from the
     /// hardware jitter stream so that a machine without background draws exactly as before.
     pub bg_rng: Prng,
+    /// A KVM guest's vCPU: the host's halt-polling window for it (`hw::kvm`; used only when
+    /// the machine has `host_halt_poll`).
+    pub vcpu_halt_poll: crate::hw::kvm::VcpuHaltPoll,
 }
 
 /// The bytes of [`Cpu`] a step usually touches: up to the end of its cpuidle device.
@@ -318,6 +322,7 @@ impl Kernel {
                 timers: Default::default(),
                 softirq_work: [0; 10],
                 bg_rng: Prng::new(seed, 0xB6_0000 + c as u64),
+                vcpu_halt_poll: Default::default(),
             });
             k.tasks[idle as usize].on_cpu = true;
             k.tasks[idle as usize].on_rq = true;
@@ -627,6 +632,7 @@ impl Kernel {
         if self.rd.overloaded {
             self.stats.overloaded_since = Some(self.now);
         }
+        unknowns::open_window(self);
     }
 
     /// Ask the host to cache the per-CPU state an action of `cpu` touches first, found

@@ -83,6 +83,10 @@ pub struct Stats {
     pub irqs_off_ns: Vec<u64>,
     /// Time per phase, per CPU (ns).
     pub phase_ns: Vec<[u64; NR_PHASES]>,
+    /// Halted time per CPU (ns): waiting in MWAIT, HLT or an I/O-port C-state, wake latency
+    /// included; not `poll_idle()`. perf's default `cycles` event counts unhalted cycles only,
+    /// so a `perf record -a` share is a share of the time outside this.
+    pub halted_ns: Vec<u64>,
 }
 
 impl Default for Stats {
@@ -139,6 +143,7 @@ impl Stats {
             first_warn_ns: None,
             irqs_off_ns: vec![0; nr_cpus as usize],
             phase_ns: vec![[0; NR_PHASES]; nr_cpus as usize],
+            halted_ns: vec![0; nr_cpus as usize],
         }
     }
 }

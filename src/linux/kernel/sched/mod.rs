@@ -10,6 +10,7 @@ pub mod features;
 pub mod group_sums;
 pub mod idle;
 pub mod rt;
+pub mod stats;
 pub mod stop_task;
 pub mod syscalls;
 pub mod topology;
