@@ -9,16 +9,19 @@
 //! machines = ["smp-4"]                        # presets or machine files
 //! seeds = 3                                   # seeds first_seed .. first_seed + seeds
 //! first_seed = 1
-//! background = "none"                         # optional: background, preempt, limit_ms
+//! background = "none"                         # optional: any run spec field by its file key
 //!
 //! [[run]]
 //! workload = "ipistorm"                       # or scenario = "NAME" / "FILE.toml"
 //! params = { numipi = 200, wait = [0, 1] }    # a list: one group per value (cartesian)
 //!
 //! [[run]]
-//! experiment = "rt-push"                      # a built-in experiment's variants and seeds
-//! seeds = 2
+//! experiment = "rt-push"                      # an experiment's variants and seeds (a built-in
+//! seeds = 2                                   # name or an experiment FILE.toml)
 //! ```
+//!
+//! Spec fields (`spec::FIELDS`, e.g. `hz`, `features`, `idle_states`) at the top level apply to
+//! every run, in a `[[run]]` to its runs; a grid says machines and seeds with its own lists.
 //!
 //! Every run has a stable key (a hash of its canonical description), so a sweep resumes by
 //! skipping the keys already in its output, and shard `I/N` takes the runs whose position in

@@ -1,4 +1,4 @@
-//! The executor's frames (ARCHITECTURE.md, "The executor"): a CPU's running frame lives in its
+//! The executor's frames (docs/design.md, "The executor"): a CPU's running frame lives in its
 //! slot of `engine::TopFrames` and the frames below it in `Exec::stack`, and a context switch
 //! is completed by the executor after the switch step. Between actions, every CPU's frames
 //! must be whole.

@@ -125,7 +125,7 @@ fn preempt_help() -> String {
 
 fn experiments_help() -> String {
     let names: Vec<&str> = experiments::EXPERIMENTS.iter().map(|e| e.name).collect();
-    format!("Experiments to run (default: all): {}", names.join(", "))
+    format!("Experiments to run (default: all): {}, or an experiment file FILE.toml", names.join(", "))
 }
 
 #[derive(Args, Debug)]

@@ -19,8 +19,8 @@
 //! Where the frames live is simulator machinery: a CPU's running (top) frame is in its slot of
 //! [`TopFrames`], apart from its `Cpu`, and the frames below it in [`Exec::stack`].
 //!
-//! Decision (see ARCHITECTURE.md): explicit state machines rather than async coroutines. They
-//! were measured faster (ARCHITECTURE.md, "The executor"), and a frame is plain `Copy` data that can be
+//! Decision (docs/design.md): explicit state machines rather than async coroutines. They
+//! were measured faster (docs/design.md, "The executor"), and a frame is plain `Copy` data that can be
 //! printed, hashed and compared.
 
 use super::arch::x86::HardIrq;

@@ -33,7 +33,7 @@
 //! `groups x fds x loops x fds` total.
 //!
 //! Simplifications: creating the objects and the children is not modelled as running code
-//! (ARCHITECTURE.md): the main task creates everything in its first step and the children are
+//! (docs/design.md): the main task creates everything in its first step and the children are
 //! placed by fork balancing from its CPU at that instant; fork/exit work is not charged.
 //! Thread and process mode differ in how the main task reaps (futex vs `wait()`), not in the
 //! cost of a context switch (no mm switch or TLB flush is modelled). The user code between

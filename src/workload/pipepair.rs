@@ -15,7 +15,7 @@
 //!   reads pipe 2, 4-byte messages. The parent reaps the child (`waitpid`; `pthread_join` twice
 //!   in thread mode), takes `gettimeofday()` again and prints perf's own lines.
 //!
-//! Simplifications as for hackbench (ARCHITECTURE.md): creating pipes, threads and processes
+//! Simplifications as for hackbench (docs/design.md): creating pipes, threads and processes
 //! is not modelled as running code (the tasks exist from the first step and are placed by fork
 //! balancing, or on their pinned CPU); `pthread_setaffinity_np()` is in force from the start;
 //! user code between syscalls costs `PathCosts::user_op`.

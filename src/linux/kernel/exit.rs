@@ -14,7 +14,7 @@
 //! first) for a zombie, reap the first found (`release_task()` unlinks it), else schedule.
 //!
 //! Costs: the exit work itself (`exit_mm`, `exit_files`, ...) is not charged, like task
-//! creation (ARCHITECTURE.md: creators are not modelled as running code). `wait4()` is
+//! creation (docs/design.md: creators are not modelled as running code). `wait4()` is
 //! [`WAIT4_NS`] = 150 ns beyond the syscall (tasklist lock, `wait_task_zombie()`, rusage) plus
 //! [`WAIT_PER_CHILD_NS`] = 10 ns per child `wait_consider_task()` looks at (a few loads of
 //! the child's `task_struct`, mostly cache hits). Estimates of the instruction counts, in

@@ -2,7 +2,7 @@
 //! `copy_process()` for a new user thread or process, or a kernel thread
 //! (`kthread_create_on_cpu()` binds it to a CPU), with `copy_thread()` setting up its first
 //! return (`ret_from_fork` into the program's code). Waking it is `wake_up_new_task()`
-//! (`kernel/sched/core.rs`). The creator is not modelled as running code (ARCHITECTURE.md,
+//! (`kernel/sched/core.rs`). The creator is not modelled as running code (docs/design.md,
 //! "What is simplified"), so creation costs nothing.
 
 use crate::linux::engine::Frame;
