@@ -186,6 +186,7 @@ impl Tables {
             metric: m0.name.into(),
             unit: m0.unit.into(),
             lower_is_better: m0.lower_is_better,
+            statistic: crate::report::MMTESTS_AMEAN.into(),
             rows,
             title: p.title.clone(),
             notes,

@@ -227,6 +227,7 @@ fn analyze(p: &Plan, results: &[Vec<RunResult>]) -> Result<Comparison, String> {
         metric: "time".into(),
         unit: "ms".into(),
         lower_is_better: true,
+        statistic: crate::report::MMTESTS_AMEAN.into(),
         rows,
         title: p.title.clone(),
         notes,

@@ -117,6 +117,7 @@ fn analyze(p: &Plan, results: &[Vec<RunResult>]) -> Result<Comparison, String> {
         metric: "time".into(),
         unit: "ms".into(),
         lower_is_better: true,
+        statistic: "AMean and Std (sample standard deviation) of the runs, as Chen Yu's reply prints them".into(),
         rows,
         title: p.title.clone(),
         notes: vec![

@@ -134,6 +134,7 @@ fn analyze(_p: &Plan, results: &[Vec<RunResult>]) -> Result<Comparison, String> 
         metric: "wakeup-to-run".into(),
         unit: "us".into(),
         lower_is_better: true,
+        statistic: crate::report::MMTESTS_AMEAN.into(),
         rows,
         title: setup,
         notes: vec![format!("where the woken task ran (pinned CPU = {pinned_cpu})\n{}", render_grid(&h, &grid))],

@@ -131,6 +131,7 @@ fn analyze(p: &Plan, results: &[Vec<RunResult>]) -> Result<Comparison, String> {
         metric: "p99.9".into(),
         unit: "us".into(),
         lower_is_better: true,
+        statistic: "AMean over seeds of schbench's own p99.9 (its percentile rule: workload/schbench_stats.rs)".into(),
         rows,
         title: p.title.clone(),
         notes: vec![
