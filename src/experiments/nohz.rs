@@ -66,7 +66,18 @@ pub fn rt_warn(o: &ExpOpts) -> Result<Plan, String> {
         .collect();
     let title =
         "PREEMPT_RT, spinners tasks=8 start=8 (idle CPUs poll): do_softirq_post_smp_call_flush WARN".to_string();
-    Plan::new("rt-warn", title, "epyc-7763-2s", variants, o.runs, o, Analysis::Code(analyze_rt_warn))
+    let mut p = Plan::new("rt-warn", title, "epyc-7763-2s", variants, o.runs, o, Analysis::Code(analyze_rt_warn))?;
+    p.focus = crate::focus::Focus {
+        cpus: crate::focus::Cpus::Listed(vec![8]),
+        instant: crate::focus::Moment {
+            what: crate::focus::Match::Warning,
+            cpu: None,
+            after: crate::focus::Anchor::FirstWarn,
+        },
+        span_ns: crate::focus::SPAN_NS,
+        why: "the WARN in do_softirq_post_smp_call_flush: the overloaded CPU 8 and the CPU that warned".into(),
+    };
+    Ok(p)
 }
 
 fn analyze_rt_warn(p: &Plan, results: &[Vec<RunResult>]) -> Result<Comparison, String> {

@@ -44,7 +44,20 @@ pub fn plan(o: &ExpOpts) -> Result<Plan, String> {
         })
         .collect();
     let title = format!("schbench {ARGS} (wakeup latency percentiles, us; means over seeds)");
-    Plan::new("schbench-ttwu", title, "icx-vm-32", variants, o.runs, o, Analysis::Code(analyze))
+    let mut p = Plan::new("schbench-ttwu", title, "icx-vm-32", variants, o.runs, o, Analysis::Code(analyze))?;
+    p.focus = crate::focus::Focus {
+        cpus: crate::focus::Cpus::Listed(Vec::new()),
+        instant: crate::focus::Moment {
+            what: crate::focus::Match::Any,
+            cpu: None,
+            after: crate::focus::Anchor::FirstStacking,
+        },
+        span_ns: crate::focus::SPAN_NS,
+        why: "the first stacking wakeup (a worker woken onto an idle CPU already chosen for another wakee, \
+              another CPU of its LLC idle), its CPU marked"
+            .into(),
+    };
+    Ok(p)
 }
 
 fn analyze(p: &Plan, results: &[Vec<RunResult>]) -> Result<Comparison, String> {
