@@ -5,7 +5,8 @@
 //! run on it, [`background`] what else the machine runs, [`run`] one run from its spec, [`trace`]
 //! the trace records and their writers, [`experiments`] the built-in experiments, [`explore`] the
 //! interleaving explorer, [`sweep`] grids of runs, [`validate`] the model-versus-kernel figures,
-//! [`report`] and [`html`] the output, and [`cli`] the command line.
+//! [`report`] and [`html`] the output, [`unknowns`] the named set-up unknowns, and [`cli`] the
+//! command line.
 
 pub mod background;
 pub mod cli;
@@ -24,6 +25,7 @@ pub mod sim;
 pub mod spec;
 pub mod sweep;
 pub mod trace;
+pub mod unknowns;
 pub mod validate;
 pub mod workload;
 pub mod world;

@@ -86,6 +86,9 @@ pub fn run_json(s: &RunSpec, r: &RunResult) -> serde_json::Value {
     if let Some(c) = &r.checks {
         v["checks"] = checks_json(c);
     }
+    if !r.unknowns.is_empty() {
+        v["unknowns"] = json!(r.unknowns);
+    }
     v
 }
 
@@ -148,8 +151,19 @@ pub fn run_header(s: &RunSpec, r: &RunResult) -> String {
     format!("# {}\n", shown.command_line())
 }
 
+/// The line under the header naming each set unknown with what it did and its mechanism
+/// (none when every unknown is at its default).
+pub fn unknowns_line(r: &RunResult) -> String {
+    if r.unknowns.is_empty() {
+        return String::new();
+    }
+    let items: Vec<String> = r.unknowns.iter().map(|a| format!("{}={}: {}", a.name, a.value, a.effect)).collect();
+    format!("# unknowns: {}\n", items.join("; "))
+}
+
 pub fn run_text(s: &RunSpec, r: &RunResult) -> String {
     let mut o = run_header(s, r);
+    o.push_str(&unknowns_line(r));
     o.push_str(&r.workload.text(&r.facts()));
     if !r.finished && r.workload.finishes() {
         o.push_str("warning: the workload did not finish before the time limit\n");

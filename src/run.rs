@@ -49,6 +49,18 @@ pub fn spec_notes(spec: &RunSpec) -> Vec<String> {
             notes.extend(w.inert_keys().into_iter().map(|n| format!("{f}: {n}")));
         }
     }
+    if !spec.unknowns.is_empty() {
+        if let Ok(bg) = background(spec.background.as_deref().unwrap_or(&m.background)) {
+            if let Ok((_, applied)) = crate::unknowns::resolve(&spec.unknowns, &m, &bg) {
+                notes.extend(
+                    applied
+                        .iter()
+                        .filter(|a| !a.active)
+                        .map(|a| format!("unknown {}={}: {}", a.name, a.value, a.effect)),
+                );
+            }
+        }
+    }
     let disabled: Vec<&str> = spec.idle_states.iter().filter(|(_, on)| !on).map(|(n, _)| n.as_str()).collect();
     if m.governor == hw::Governor::Haltpoll && !disabled.is_empty() {
         notes.push(format!(
@@ -68,13 +80,22 @@ pub fn build(spec: &RunSpec) -> Result<RunWorld, String> {
 }
 
 /// [`build`], with `set` editing the machine and the kernel configuration once they are
-/// resolved (where a set-up unknown of issue 31 is put in: `linux::unknowns`). What `set` leaves
-/// is checked as the rest is: background sources bound to CPUs the machine lacks, and a
-/// `StartState` a machine cannot be in (`StartState::validate`), are errors.
+/// resolved, after the spec's own named unknowns (`crate::unknowns::apply`; `set` is where a
+/// caller puts in a set-up of its own through the mechanisms' APIs). What they leave is checked
+/// as the rest is: background sources bound to CPUs the machine lacks, and a `StartState` a
+/// machine cannot be in (`StartState::validate`), are errors.
 pub fn build_with(
     spec: &RunSpec,
     set: impl FnOnce(&mut hw::Machine, &mut KernelConfig) -> Result<(), String>,
 ) -> Result<RunWorld, String> {
+    build_applied(spec, set).map(|(w, _)| w)
+}
+
+/// [`build_with`], also returning what each of the spec's unknowns did.
+fn build_applied(
+    spec: &RunSpec,
+    set: impl FnOnce(&mut hw::Machine, &mut KernelConfig) -> Result<(), String>,
+) -> Result<(RunWorld, Vec<crate::unknowns::Applied>), String> {
     let mut m = machine(&spec.machine)?;
     for (name, on) in &spec.idle_states {
         let Some(i) = m.idle_states.iter().position(|s| &s.name == name) else {
@@ -118,6 +139,7 @@ pub fn build_with(
         )
     })?;
     cfg.background = background(spec.background.as_deref().unwrap_or(&m.background))?;
+    let applied = crate::unknowns::apply(&spec.unknowns, &mut m, &mut cfg)?;
     set(&mut m, &mut cfg)?;
     if !cfg.start.is_empty() {
         let sd = crate::linux::kernel::sched::topology::build_sched_domains(&m.topo);
@@ -162,7 +184,7 @@ pub fn build_with(
     if spec.check {
         w.k.enable_checks();
     }
-    Ok(w)
+    Ok((w, applied))
 }
 
 /// The programs of a run: its workload and the daemons of its background profile. A task's
@@ -240,6 +262,8 @@ pub struct RunResult {
     pub workload_pids: Vec<u32>,
     /// The invariant checkers' findings (`--check`), `None` without checks.
     pub checks: Option<Box<crate::linux::check::Checks>>,
+    /// What each of the spec's named unknowns did (empty: none set).
+    pub unknowns: Vec<crate::unknowns::Applied>,
 }
 
 impl RunResult {
@@ -258,10 +282,10 @@ impl RunResult {
 
 /// Run a spec to completion.
 pub fn execute(spec: &RunSpec) -> Result<RunResult, String> {
-    let mut w = build(spec)?;
+    let (mut w, applied) = build_applied(spec, |_, _| Ok(()))?;
     let line = reproduce_line(spec, &w);
     crate::crash::run_guarded(&mut w, spec.limit_ns, line);
-    Ok(collect(w, spec))
+    Ok(collect(w, spec, applied))
 }
 
 /// The `# schedsim run ...` line of a built run, as `schedsim run` prints it at the top of its
@@ -276,7 +300,7 @@ fn reproduce_line(s: &RunSpec, k: &RunWorld) -> String {
     format!("# {}", shown.command_line())
 }
 
-fn collect(w: RunWorld, spec: &RunSpec) -> RunResult {
+fn collect(w: RunWorld, spec: &RunSpec, unknowns: Vec<crate::unknowns::Applied>) -> RunResult {
     let finished = w.finished();
     let World { mut k, progs, .. } = w;
     let comms = k.tasks.iter().filter(|t| t.pid != 0).map(|t| (t.pid, t.comm.clone())).collect();
@@ -309,6 +333,7 @@ fn collect(w: RunWorld, spec: &RunSpec) -> RunResult {
         preempt: k.cfg.preempt.name(),
         workload_pids,
         checks: k.checks.take(),
+        unknowns,
     }
 }
 
@@ -344,7 +369,7 @@ pub fn execute_with_sink(
     sink: Box<dyn crate::trace::TraceSink>,
     chunk: usize,
 ) -> Result<(RunResult, std::io::Result<u64>), String> {
-    let mut w = build(spec)?;
+    let (mut w, applied) = build_applied(spec, |_, _| Ok(()))?;
     w.k.trace.enabled = true;
     w.k.trace.chunk = chunk;
     let mut sink = sink;
@@ -362,7 +387,7 @@ pub fn execute_with_sink(
         None => sink.finish(),
     };
     w.k.trace.enabled = false;
-    Ok((collect(w, spec), n))
+    Ok((collect(w, spec, applied), n))
 }
 
 /// Runs finished and runs queued by [`run_all`] since the program started, for the progress

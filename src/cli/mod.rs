@@ -123,6 +123,15 @@ fn preempt_help() -> String {
     )
 }
 
+fn unknown_help() -> String {
+    let names: Vec<&str> = crate::unknowns::UNKNOWNS.iter().map(|u| u.name).collect();
+    format!(
+        "Set a named unknown, a set-up fact the published runs did not record (repeatable; `schedsim list \
+         --unknowns` gives each one's values, mechanism and range): {}",
+        names.join(", ")
+    )
+}
+
 fn experiments_help() -> String {
     let names: Vec<&str> = experiments::EXPERIMENTS.iter().map(|e| e.name).collect();
     format!("Experiments to run (default: all): {}", names.join(", "))
@@ -133,6 +142,10 @@ struct ListArgs {
     /// Print this machine preset's TOML file instead (a starting point for `--machine FILE.toml`).
     #[arg(long)]
     machine: Option<String>,
+    /// Print only the named unknowns: each one's values, mechanism, range with its sources,
+    /// default, and the measurement that would collapse it.
+    #[arg(long, conflicts_with = "machine")]
+    unknowns: bool,
     /// Print one JSON document instead of text.
     #[arg(long)]
     json: bool,
@@ -164,6 +177,8 @@ struct SpecArgs {
     background: Option<String>,
     #[arg(long, value_name = "MODEL", help = preempt_help())]
     preempt: Option<String>,
+    #[arg(long = "unknown", value_name = "NAME=VALUE", help = unknown_help())]
+    unknowns: Vec<String>,
 }
 
 #[derive(Args, Debug)]
@@ -268,6 +283,8 @@ struct ReproduceArgs {
     /// The named kernel the variants are built on (hackbench-2013 only; default v3.8).
     #[arg(long)]
     kernel: Option<String>,
+    #[arg(long = "unknown", value_name = "NAME=VALUE", help = unknown_help())]
+    unknowns: Vec<String>,
     /// Also write a self-contained HTML report with plots to FILE (re-runs each variant's first
     /// seed once more, keeping a trace window).
     #[arg(long, value_name = "FILE")]
@@ -333,6 +350,15 @@ pub fn main() -> i32 {
         Cmd::Compare(a) => cmd_compare(a),
         Cmd::Reproduce(a) => cmd_reproduce(a),
         Cmd::List(a) => match a.machine {
+            None if a.unknowns && a.json => {
+                let doc = crate::unknowns::table_json();
+                emit(&format!("{}\n", serde_json::to_string_pretty(&doc).expect("serializable")));
+                Ok(())
+            }
+            None if a.unknowns => {
+                emit(&crate::unknowns::table_text());
+                Ok(())
+            }
             None if a.json => {
                 emit(&format!("{}\n", serde_json::to_string_pretty(&list_json()).expect("serializable")));
                 Ok(())
@@ -406,6 +432,7 @@ fn spec_args_fields(a: &SpecArgs) -> Vec<(&'static str, String)> {
     };
     one("background", &a.background);
     one("preempt", &a.preempt);
+    v.extend(a.unknowns.iter().map(|u| ("unknown", u.clone())));
     if a.preempt_rt {
         v.push(("preempt-rt", "true".into()));
     }
@@ -658,6 +685,7 @@ fn cmd_reproduce(a: ReproduceArgs) -> Result<(), String> {
     if let Some(p) = &a.preempt {
         overrides.push(("preempt".to_string(), p.clone()));
     }
+    overrides.extend(a.unknowns.iter().map(|u| ("unknown".to_string(), u.clone())));
     let o = ExpOpts {
         runs: a.runs,
         seed: a.seed,
@@ -936,11 +964,12 @@ pub fn list_json() -> serde_json::Value {
         "workloads": crate::workload::WORKLOADS.iter().map(|(n, d)| json!({"name": n, "description": d})).collect::<Vec<_>>(),
         "scenarios": scenario::BUILTIN.iter().map(|(n, d, _)| json!({"name": n, "description": d})).collect::<Vec<_>>(),
         "experiments": experiments::EXPERIMENTS.iter().map(|e| json!({"name": e.name, "description": e.description()})).collect::<Vec<_>>(),
+        "unknowns": crate::unknowns::table_json(),
     })
 }
 
 /// README's reference tables (scenarios, experiments, kernels, patches, sched features,
-/// machines), generated from the tables in code; `tests/help_tables.rs` fails when README's
+/// named unknowns, machines), generated from the tables in code; `tests/help_tables.rs` fails when README's
 /// copy differs (`UPDATE_README=1` rewrites it).
 pub fn readme_tables() -> String {
     use crate::linux::kernel::sched::features::SCHED_FEATURES;
@@ -974,6 +1003,13 @@ pub fn readme_tables() -> String {
     for f in SCHED_FEATURES {
         let m = if f.modelled { "yes" } else { "no" };
         o.push_str(&format!("| `{}` | {} | {m} | {} |\n", f.name, f.default, cell(f.doc)));
+    }
+    o.push_str(
+        "\nNamed unknowns (`--unknown NAME=VALUE`; `schedsim list --unknowns` gives each one's mechanism, sources and \
+         collapsing measurement; docs/unknowns.md):\n\n| unknown | values | range |\n|---|---|---|\n",
+    );
+    for u in crate::unknowns::UNKNOWNS {
+        o.push_str(&format!("| `{}` | {} | {} |\n", u.name, cell(u.grammar), cell(u.range)));
     }
     o.push_str(
         "\nMachines (`--machine NAME`):\n\n| machine | what it is | background | preempt |\n|---|---|---|---|\n",
@@ -1041,6 +1077,10 @@ pub fn list_text() -> String {
     o.push_str("\nExperiments (schedsim reproduce NAME):\n");
     for e in experiments::EXPERIMENTS {
         o.push_str(&format!("  {:<16} {}\n", e.name, e.description()));
+    }
+    o.push_str("\nNamed unknowns (--unknown NAME=VALUE; `schedsim list --unknowns` describes them):\n");
+    for u in crate::unknowns::UNKNOWNS {
+        o.push_str(&format!("  {:<22} {}\n", u.name, u.grammar));
     }
     o
 }

@@ -48,6 +48,9 @@ pub struct RunSpec {
     /// Run the invariant checkers (`--check`; `linux::check`). They only observe: the run is
     /// the same with or without them.
     pub check: bool,
+    /// Named unknowns set (`--unknown NAME=VALUE`; `crate::unknowns`): (name, canonical
+    /// value), in the table's order, each at most once. Empty: every unknown at its default.
+    pub unknowns: Vec<(String, String)>,
 }
 
 /// One field of a run spec besides its workload and parameters: its name (the `--NAME` flag
@@ -194,6 +197,14 @@ pub const FIELDS: &[Field] = &[
         get: |s| s.preempt.clone().into_iter().collect(),
     },
     Field {
+        name: "unknown",
+        key: "unknowns",
+        switch: false,
+        repeats: true,
+        set: |s, v, what| crate::unknowns::set_in(&mut s.unknowns, v, what),
+        get: |s| s.unknowns.iter().map(|(n, v)| format!("{n}={v}")).collect(),
+    },
+    Field {
         name: "seed",
         key: "seed",
         switch: false,
@@ -277,6 +288,7 @@ impl RunSpec {
             preempt: None,
             replay: None,
             check: false,
+            unknowns: Vec::new(),
         }
     }
 
