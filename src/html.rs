@@ -679,6 +679,103 @@ pub fn section(c: &Comparison, details: &[Detail]) -> String {
     s
 }
 
+/// One row of a band plot: a variant's label, its value in the default state, its band
+/// (lowest and highest over the states) and, when the sources give one, the published figure.
+struct BandBar {
+    label: String,
+    point: Option<f64>,
+    lo: f64,
+    hi: f64,
+    published: Option<f64>,
+}
+
+/// Each variant's band as a horizontal bar from its lowest to its highest value over the
+/// states, its default state's value as a black tick, the published figure as a red diamond.
+fn band_chart(bars: &[BandBar], caption: &str, x_desc: &str) -> Plot {
+    let n = bars.len();
+    let mut svg = String::new();
+    {
+        let h = 80 + 34 * n as u32;
+        let root = SVGBackend::with_string(&mut svg, (900, h)).into_drawing_area();
+        root.fill(&WHITE).map_err(perr)?;
+        let xmax = bars.iter().map(|b| b.hi.max(b.published.unwrap_or(0.0))).fold(1e-9f64, f64::max) * 1.1;
+        let labels: Vec<String> = bars.iter().map(|b| b.label.clone()).collect();
+        let mut ch = ChartBuilder::on(&root)
+            .caption(caption, ("sans-serif", 16))
+            .margin(10)
+            .x_label_area_size(30)
+            .y_label_area_size(190)
+            .build_cartesian_2d(0f64..xmax, 0f64..n as f64)
+            .map_err(perr)?;
+        ch.configure_mesh()
+            .disable_y_mesh()
+            .y_labels(n * 2 + 1)
+            .y_label_formatter(&|y| row_label(&labels, *y))
+            .x_desc(x_desc)
+            .draw()
+            .map_err(perr)?;
+        for (i, b) in bars.iter().enumerate() {
+            let y = (n - 1 - i) as f64;
+            let w = (b.hi - b.lo).max(xmax * 0.003);
+            ch.draw_series(std::iter::once(Rectangle::new(
+                [(b.lo, y + 0.3), (b.lo + w, y + 0.7)],
+                color(i).mix(0.6).filled(),
+            )))
+            .map_err(perr)?;
+            if let Some(p) = b.point {
+                ch.draw_series(std::iter::once(PathElement::new(
+                    vec![(p, y + 0.15), (p, y + 0.85)],
+                    BLACK.stroke_width(3),
+                )))
+                .map_err(perr)?;
+            }
+            if let Some(p) = b.published {
+                ch.draw_series(std::iter::once(Polygon::new(
+                    vec![(p, y + 0.25), (p + xmax * 0.012, y + 0.5), (p, y + 0.75), (p - xmax * 0.012, y + 0.5)],
+                    RED.filled(),
+                )))
+                .map_err(perr)?;
+            }
+        }
+        root.present().map_err(perr)?;
+    }
+    Ok(svg)
+}
+
+/// The band of an experiment (`reproduce --band`): its tables as text, each row's band of its
+/// normalized figure, and the band of each variant's ratio to the baseline within one state.
+pub fn section_band(r: &crate::band::Report) -> String {
+    let mut s = String::new();
+    s.push_str(&format!("<section><h2>{} over its unknowns</h2>\n", esc(&r.experiment)));
+    s.push_str(&format!("<pre>{}</pre>\n", esc(&crate::band::render(r))));
+    let bars: Vec<BandBar> = r
+        .band
+        .iter()
+        .map(|b| BandBar { label: b.variant.clone(), point: b.point, lo: b.min, hi: b.max, published: None })
+        .collect();
+    let caption = format!(
+        "{} normalized to {} at s0 (bar: band over {} states, |: s0, the point answer)",
+        r.figure,
+        r.variants[0],
+        r.states.len()
+    );
+    figure(&mut s, "Band of each row", band_chart(&bars, &caption, &format!("normalized {}", r.figure)));
+    if !r.ratios.is_empty() {
+        let bars: Vec<BandBar> = r
+            .ratios
+            .iter()
+            .map(|x| BandBar { label: x.variant.clone(), point: x.point, lo: x.min, hi: x.max, published: x.published })
+            .collect();
+        let caption = format!(
+            "{} over {} within one state (bar: band over the states, |: s0, red ◆: published)",
+            r.figure, r.variants[0]
+        );
+        figure(&mut s, "Ratios within one state", band_chart(&bars, &caption, &format!("ratio of {}", r.figure)));
+    }
+    s.push_str("</section>\n");
+    s
+}
+
 /// The section of one `run`: its output, then the plots of its detail run.
 pub fn section_run(c: &Comparison, details: &[Detail]) -> String {
     let mut s = String::new();

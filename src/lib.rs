@@ -9,6 +9,7 @@
 //! command line.
 
 pub mod background;
+pub mod band;
 pub mod cli;
 pub mod crash;
 pub mod experiments;

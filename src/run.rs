@@ -398,9 +398,19 @@ pub static RUNS_QUEUED: std::sync::atomic::AtomicUsize = std::sync::atomic::Atom
 /// Run many independent specs on `jobs` threads; results come back in input order. Each run
 /// is single-threaded and deterministic, so the result does not depend on `jobs`.
 pub fn run_all(specs: &[RunSpec], jobs: usize) -> Result<Vec<RunResult>, String> {
+    run_all_map(specs, jobs, |_, r| r)
+}
+
+/// [`run_all`], each result turned into what the caller keeps by `f(index, result)` as soon
+/// as its run ends (so many runs need not all be held at once).
+pub fn run_all_map<T: Send>(
+    specs: &[RunSpec],
+    jobs: usize,
+    f: impl Fn(usize, RunResult) -> T + Sync,
+) -> Result<Vec<T>, String> {
     let jobs = jobs.max(1).min(specs.len().max(1));
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let mut out: Vec<Option<Result<RunResult, String>>> = (0..specs.len()).map(|_| None).collect();
+    let mut out: Vec<Option<Result<T, String>>> = (0..specs.len()).map(|_| None).collect();
     let slots = std::sync::Mutex::new(&mut out);
     RUNS_QUEUED.fetch_add(specs.len(), std::sync::atomic::Ordering::Relaxed);
     std::thread::scope(|sc| {
@@ -410,7 +420,7 @@ pub fn run_all(specs: &[RunSpec], jobs: usize) -> Result<Vec<RunResult>, String>
                 if i >= specs.len() {
                     break;
                 }
-                let r = execute(&specs[i]);
+                let r = execute(&specs[i]).map(|r| f(i, r));
                 slots.lock().expect("no panics hold the lock")[i] = Some(r);
                 RUNS_DONE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             });

@@ -334,3 +334,23 @@ fn a_machine_file_is_read_and_its_errors_name_it() {
     assert!(schedsim::run::machine("smp-5").unwrap_err().contains("known presets: epyc-7763-2s"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Named unknowns and bands: a bad name, value, CPU or machine, and a band of an experiment
+/// that names no unknowns, are one-line errors before anything runs.
+#[test]
+fn bad_unknowns_and_bands_are_clean_errors() {
+    rejected(&["run", "ipistorm", "--unknown", "nosuch=1"], &["--unknown 'nosuch=1': no unknown named 'nosuch'"]);
+    rejected(&["run", "ipistorm", "--unknown", "start-avg-idle"], &["expected NAME=VALUE"]);
+    rejected(&["run", "ipistorm", "--unknown", "start-avg-idle=5@16"], &["expected TIME@CPULIST"]);
+    rejected(&["run", "ipistorm", "--unknown", "overload-holder=999"], &["CPU 999 is not on machine epyc-7763-2s"]);
+    rejected(&["run", "ipistorm", "--unknown", "guest-idle=mwait"], &["is not a KVM guest"]);
+    rejected(&["run", "ipistorm", "--unknown", "start-avg-idle=2ms@16"], &["capped at 2 * max_idle_balance_cost"]);
+    rejected(&["reproduce", "ipistorm", "--unknown", "newidle-cost=1us@16/9"], &["has domain levels"]);
+    rejected(&["reproduce", "rt-push", "--band"], &["experiment 'rt-push' names no unknowns"]);
+    rejected(&["reproduce", "ipistorm", "--band", "--band-design", "lhs:0"], &["expected grid or lhs:N"]);
+    rejected(&["reproduce", "ipistorm", "--band", "--band-runs", "0"], &["--band-runs 0 is out of range"]);
+    let grid = tmp("band-grid.toml", "[[run]]\nworkload = \"ipistorm\"\nband = true\n");
+    rejected(&["sweep", grid.to_str().unwrap(), "--dry-run"], &["band = true is for experiment = NAME"]);
+    let grid = tmp("band-grid2.toml", "[[run]]\nexperiment = \"rt-push\"\nband = true\n");
+    rejected(&["sweep", grid.to_str().unwrap(), "--dry-run"], &[":1: experiment 'rt-push' names no unknowns"]);
+}

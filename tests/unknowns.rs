@@ -325,3 +325,27 @@ fn bad_unknowns_are_errors_before_boot() {
     .expect("no level 9");
     assert!(e.contains("at domain level 9"), "{e}");
 }
+
+/// The upper end of `newidle-cost` in the ipistorm bands is the model's own walk of CPU16's
+/// NUMA domain (docs/unknowns.md §2: no published figure for machines of this size): what
+/// `update_newidle_cost()` leaves there after a run in which CPU16 walks on every pass. If the
+/// model's walk moves (a cost changes), the constants must follow.
+#[test]
+fn the_bands_newidle_cost_ends_are_the_models_own_walk() {
+    for (machine, off, walk) in [
+        ("epyc-7763-2s", &["C2"][..], schedsim::experiments::ipistorm::NUMA_WALK_NS),
+        ("intel-240-2s", &["C1E", "C6"][..], schedsim::experiments::ipistorm_intel::NUMA_WALK_NS),
+    ] {
+        let mut s =
+            ipistorm_spec(machine, "v6.10", "", &["numipi=20000", "single=1", "offset=8", "cpulist=8"], None, false);
+        s.idle_states = off.iter().map(|n| (n.to_string(), false)).collect();
+        let k = run(&with(&s, &["overload-holder=same-llc@16"]));
+        let root = k.sd.domains(16).last().unwrap();
+        assert_eq!(root.name, "NUMA");
+        let got = root.max_newidle_lb_cost;
+        assert!(
+            got * 10 > walk * 9 && got * 10 < walk * 11,
+            "{machine}: the model walks {got} ns, the band says {walk}"
+        );
+    }
+}

@@ -285,6 +285,21 @@ struct ReproduceArgs {
     kernel: Option<String>,
     #[arg(long = "unknown", value_name = "NAME=VALUE", help = unknown_help())]
     unknowns: Vec<String>,
+    /// Also run every variant over the experiment's named unknowns (its band: the default
+    /// state, each unknown alone at each design value, and the design's points) and print each
+    /// row's band, the ratios between variants within one state, and which unknown moves which
+    /// row. The default state is the point answer (--runs seeds); every other state runs
+    /// --band-runs seeds.
+    #[arg(long)]
+    band: bool,
+    /// The band's design: grid (every combination of each unknown's sourced ends and
+    /// midpoint, or every value of an enumeration) or lhs:N (a Latin hypercube of N points
+    /// drawn from --seed).
+    #[arg(long, value_name = "grid|lhs:N", default_value = "grid", requires = "band")]
+    band_design: String,
+    /// Seeds per state of the band besides the default state (1..=--runs).
+    #[arg(long, value_name = "N", default_value_t = crate::band::DEFAULT_BAND_RUNS, requires = "band")]
+    band_runs: usize,
     /// Also write a self-contained HTML report with plots to FILE (re-runs each variant's first
     /// seed once more, keeping a trace window).
     #[arg(long, value_name = "FILE")]
@@ -672,6 +687,12 @@ fn cmd_reproduce(a: ReproduceArgs) -> Result<(), String> {
     if a.seed.checked_add(a.runs as u64).is_none() {
         return Err(format!("--seed {}: the runs use seeds seed..seed+runs, which overflows 64 bits", a.seed));
     }
+    let band = if a.band {
+        check_runs(a.band_runs).map_err(|e| e.replace("--runs", "--band-runs"))?;
+        Some(crate::band::BandOpts { design: crate::band::Design::parse(&a.band_design)?, runs: a.band_runs })
+    } else {
+        None
+    };
     let names: Vec<String> = if a.experiments.is_empty() {
         experiments::EXPERIMENTS.iter().map(|e| e.name.to_string()).collect()
     } else {
@@ -695,12 +716,29 @@ fn cmd_reproduce(a: ReproduceArgs) -> Result<(), String> {
         kernel: a.kernel.clone(),
     };
     // Every plan first: a bad name or option is an error before anything runs.
-    let plans: Vec<experiments::Plan> = names.iter().map(|n| experiments::plan_of(n, &o)).collect::<Result<_, _>>()?;
+    let mut plans: Vec<experiments::Plan> =
+        names.iter().map(|n| experiments::plan_of(n, &o)).collect::<Result<_, _>>()?;
+    if band.is_some() && a.experiments.is_empty() {
+        // All experiments with --band: those that name unknowns.
+        plans.retain(|p| !p.unknowns.is_empty());
+    }
+    // And every band's runs (each state's first run built once).
+    let bands: Vec<Option<Vec<crate::sweep::GridRun>>> = plans
+        .iter()
+        .map(|p| band.as_ref().map(|b| crate::band::runs(p, b, 0)).transpose())
+        .collect::<Result<_, _>>()?;
     let mut docs = Vec::new();
     let mut sections = Vec::new();
     let progress = Progress::start(a.quiet, Progress::RUNS);
-    for plan in &plans {
-        let c = plan.run(a.jobs)?;
+    for (plan, band_runs) in plans.iter().zip(&bands) {
+        let (c, report) = match band_runs {
+            None => (plan.run(a.jobs)?, None),
+            Some(runs) => {
+                let (point, lines) = crate::band::execute(plan, runs, a.jobs)?;
+                let refs: Vec<&serde_json::Value> = lines.iter().collect();
+                (plan.analyze(&point)?, Some(crate::band::analyze(&refs)?))
+            }
+        };
         if a.html.is_some() {
             // Each variant's first seed again, with a trace window.
             let mut details = Vec::new();
@@ -708,11 +746,17 @@ fn cmd_reproduce(a: ReproduceArgs) -> Result<(), String> {
                 details.push(crate::html::detail(&v.label, &v.spec)?);
             }
             sections.push(crate::html::section(&c, &details));
+            if let Some(r) = &report {
+                sections.push(crate::html::section_band(r));
+            }
         }
         if a.json {
-            docs.push(c);
+            docs.push(ReproduceDoc { comparison: c, band: report.as_ref().map(crate::band::json_fields) });
         } else {
             print_comparison(&c, false);
+            if let Some(r) = &report {
+                emit(&crate::band::render(r));
+            }
             emit("\n");
         }
     }
@@ -730,6 +774,16 @@ fn cmd_reproduce(a: ReproduceArgs) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// One experiment's `reproduce --json` document: its table, and with `--band` the band's
+/// fields (`band`, `ratios`, `sensitivity`).
+#[derive(serde::Serialize)]
+struct ReproduceDoc {
+    #[serde(flatten)]
+    comparison: Comparison,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    band: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// A progress display on stderr for long runs and experiments: only when stderr is a terminal
