@@ -264,6 +264,75 @@ pub struct RunResult {
     pub checks: Option<Box<crate::linux::check::Checks>>,
     /// What each of the spec's named unknowns did (empty: none set).
     pub unknowns: Vec<crate::unknowns::Applied>,
+    /// The load-balancing counters of `/proc/schedstat` for the CPUs of interest.
+    pub schedstat: Schedstat,
+}
+
+/// How many of the busiest CPUs a run's report shows (phases, `/proc/schedstat`).
+pub const BUSIEST_SHOWN: usize = 4;
+
+/// The busiest CPUs of a run, busiest first: by time out of idle (every phase but the idle
+/// state and the idle loop), ties by CPU id; CPUs with no such time and no IRQ-off time are
+/// left out. IRQ-off time is not the rank (an idle CPU in MWAIT has IRQs off).
+pub fn busiest_cpus(st: &Stats, n: usize) -> Vec<CpuId> {
+    use crate::linux::engine::Phase;
+    let busy_ns = |c: usize| -> u64 {
+        Phase::ALL
+            .iter()
+            .filter(|p| !matches!(p, Phase::IdleState | Phase::IdleLoop))
+            .map(|p| st.phase_ns[c][*p as usize])
+            .sum()
+    };
+    let mut busy: Vec<(usize, u64)> = st
+        .irqs_off_ns
+        .iter()
+        .enumerate()
+        .map(|(c, &off)| (c, off, busy_ns(c)))
+        .filter(|&(_, off, b)| off > 0 || b > 0)
+        .map(|(c, _, b)| (c, b))
+        .collect();
+    busy.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    busy.into_iter().take(n).map(|(c, _)| c as CpuId).collect()
+}
+
+/// One domain's lines of `/proc/schedstat` as numbers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DomainSchedstat {
+    pub level: usize,
+    /// Its topology level's name (SMT, MC, PKG, NUMA, ...).
+    pub name: &'static str,
+    /// The CPUs it spans, as a CPU list.
+    pub span: String,
+    /// The counters per `enum cpu_idle_type`, indexed as `stats::idx()` does.
+    pub lb: crate::linux::kernel::sched::stats::DomainLbCounters,
+}
+
+/// The load-balancing counters of `/proc/schedstat` (v16, as v6.10 prints them) for some CPUs:
+/// the kernel's text and the numbers, over the measured window.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Schedstat {
+    pub cpus: Vec<CpuId>,
+    /// `show_schedstat()`'s text for them.
+    pub text: String,
+    /// Per CPU (in `cpus` order), its domains bottom-up.
+    pub domains: Vec<Vec<DomainSchedstat>>,
+}
+
+impl Schedstat {
+    fn of(k: &Kernel, cpus: &[CpuId]) -> Schedstat {
+        use crate::linux::kernel::sched::stats::{show_schedstat, SchedstatVersion};
+        let domains = cpus
+            .iter()
+            .map(|&c| {
+                k.sd.domains(c)
+                    .iter()
+                    .enumerate()
+                    .map(|(level, d)| DomainSchedstat { level, name: d.name, span: d.span.to_string(), lb: d.lb })
+                    .collect()
+            })
+            .collect();
+        Schedstat { cpus: cpus.to_vec(), text: show_schedstat(k, cpus, SchedstatVersion::V16), domains }
+    }
 }
 
 impl RunResult {
@@ -313,6 +382,11 @@ fn collect(w: RunWorld, spec: &RunSpec, unknowns: Vec<crate::unknowns::Applied>)
         .sum();
     let workload_pids =
         k.tasks.iter().filter(|t| t.kind == crate::linux::kernel::sched::TaskKind::Workload).map(|t| t.pid).collect();
+    let cpus = match &spec.schedstat_cpus {
+        Some(c) => c.iter().copied().filter(|&c| c < k.m.topo.nr_cpus).collect(),
+        None => busiest_cpus(&k.stats, BUSIEST_SHOWN),
+    };
+    let schedstat = Schedstat::of(&k, &cpus);
     RunResult {
         kernel_label: k.cfg.label(),
         machine: k.m.name.clone(),
@@ -334,6 +408,7 @@ fn collect(w: RunWorld, spec: &RunSpec, unknowns: Vec<crate::unknowns::Applied>)
         workload_pids,
         checks: k.checks.take(),
         unknowns,
+        schedstat,
     }
 }
 

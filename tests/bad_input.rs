@@ -347,6 +347,8 @@ fn bad_unknowns_and_bands_are_clean_errors() {
     rejected(&["run", "ipistorm", "--unknown", "start-avg-idle=2ms@16"], &["capped at 2 * max_idle_balance_cost"]);
     rejected(&["reproduce", "ipistorm", "--unknown", "newidle-cost=1us@16/9"], &["has domain levels"]);
     rejected(&["reproduce", "rt-push", "--band"], &["experiment 'rt-push' names no unknowns"]);
+    rejected(&["run", "ipistorm", "--schedstat", "999"], &["--schedstat: cpulist `999`", "out of range"]);
+    rejected(&["run", "ipistorm", "--schedstat", ""], &["--schedstat: expected at least one CPU"]);
     rejected(&["reproduce", "ipistorm", "--band", "--band-design", "lhs:0"], &["expected grid or lhs:N"]);
     rejected(&["reproduce", "ipistorm", "--band", "--band-runs", "0"], &["--band-runs 0 is out of range"]);
     let grid = tmp("band-grid.toml", "[[run]]\nworkload = \"ipistorm\"\nband = true\n");

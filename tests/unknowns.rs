@@ -349,3 +349,54 @@ fn the_bands_newidle_cost_ends_are_the_models_own_walk() {
         );
     }
 }
+
+/// `run` prints the per-domain newidle counters as /proc/schedstat has them for the busiest
+/// CPUs (or `--schedstat CPULIST`), and `run --json` carries the numbers: with the pinned pair
+/// CPU16 walks every domain on each pass, and its counters say so.
+#[test]
+fn run_prints_the_schedstat_counters_of_the_cpus_of_interest() {
+    let bin = env!("CARGO_BIN_EXE_schedsim");
+    let base = [
+        "run",
+        "--workload",
+        "ipistorm",
+        "numipi=2000",
+        "single=1",
+        "offset=8",
+        "cpulist=8",
+        "--cstate",
+        "C2=off",
+        "--background",
+        "none",
+        "--unknown",
+        "overload-holder=same-llc@16",
+        "--quiet",
+    ];
+    let out = std::process::Command::new(bin).args(base).args(["--schedstat", "16", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let cpus = doc["schedstat"]["cpus"].as_array().unwrap();
+    assert_eq!(cpus.len(), 1);
+    assert_eq!(cpus[0]["cpu"], 16);
+    let walks = doc["counters"]["newidle_balances"].as_u64().unwrap();
+    assert!(walks > 500, "{walks}");
+    let domains = cpus[0]["domains"].as_array().unwrap();
+    let names: Vec<&str> = domains.iter().map(|d| d["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["SMT", "MC", "PKG", "NUMA"]);
+    for d in domains {
+        let n = d["newly_idle"]["lb_count"].as_u64().unwrap();
+        assert!(n + 5 >= walks && n <= walks + 5, "{}: {n} newidle balances, {walks} walks", d["name"]);
+        // Only pinned tasks to pull: every one balanced.
+        assert_eq!(d["newly_idle"]["lb_balanced"], d["newly_idle"]["lb_count"]);
+    }
+    assert_eq!(domains[1]["span"], "16-23,144-151");
+    // The text: the table for the busiest CPUs (those of the phase table), and the kernel's lines.
+    let out = std::process::Command::new(bin).args(base).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let table = text.split(" Newidle balancing per domain").nth(1).expect("the schedstat section");
+    assert!(table.contains("version 16\ntimestamp "), "{table}");
+    assert!(table.lines().any(|l| l.starts_with("cpu16 0 0 0 0 0 0 0 0 0")), "{table}");
+    let row16 = table.lines().find(|l| l.starts_with("16 ") && l.contains("NUMA")).expect("CPU16's NUMA row");
+    let fields: Vec<&str> = row16.split_whitespace().collect();
+    assert_eq!(fields[4], cpus[0]["domains"][3]["newly_idle"]["lb_count"].to_string(), "{row16}");
+}

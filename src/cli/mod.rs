@@ -232,6 +232,10 @@ struct RunArgs {
     /// re-seeded jitter streams) on this run.
     #[arg(long, value_name = "TOKEN")]
     replay: Option<String>,
+    /// The CPUs whose per-domain load-balancing counters the report prints, as /proc/schedstat
+    /// has them (default: the busiest CPUs it shows), e.g. 16 or 0-3,8.
+    #[arg(long, value_name = "CPULIST")]
+    schedstat: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -548,7 +552,15 @@ fn cmd_run(a: RunArgs) -> Result<(), String> {
     if let Some(ms) = a.panic_at_ms {
         crate::crash::set_panic_at(ms.saturating_mul(crate::sim::NSEC_PER_MSEC).max(1));
     }
-    let s = spec_from_run_args(&a)?;
+    let mut s = spec_from_run_args(&a)?;
+    if let Some(list) = &a.schedstat {
+        let nr = run::machine(&s.machine)?.topo.nr_cpus;
+        let mask = crate::hw::cpumask::parse_cpulist(list, nr).map_err(|e| format!("--schedstat: {e}"))?;
+        if mask.is_empty() {
+            return Err("--schedstat: expected at least one CPU".into());
+        }
+        s.schedstat_cpus = Some(mask.iter().collect());
+    }
     for n in run::spec_notes(&s) {
         eprintln!("schedsim: note: {n}");
     }

@@ -51,6 +51,10 @@ pub struct RunSpec {
     /// Named unknowns set (`--unknown NAME=VALUE`; `crate::unknowns`): (name, canonical
     /// value), in the table's order, each at most once. Empty: every unknown at its default.
     pub unknowns: Vec<(String, String)>,
+    /// The CPUs whose `/proc/schedstat` lines the result keeps (`run --schedstat CPULIST`);
+    /// `None`: the busiest CPUs the report shows. Not part of the command line: it changes
+    /// what is kept, never the run.
+    pub schedstat_cpus: Option<Vec<u32>>,
 }
 
 /// One field of a run spec besides its workload and parameters: its name (the `--NAME` flag
@@ -289,6 +293,7 @@ impl RunSpec {
             replay: None,
             check: false,
             unknowns: Vec::new(),
+            schedstat_cpus: None,
         }
     }
 
