@@ -1,8 +1,12 @@
-//! Per-code-path software costs (ns), shared by every kernel variant and machine.
+//! Per-code-path software costs (ns), shared by every kernel variant, scaled to each machine's
+//! core clock.
 //!
-//! These are the time a path's own instructions take on a ~3 GHz server core, excluding the
-//! cache-line transfers, IPI latencies and idle-state exit latencies that the hardware model
-//! ([`crate::hw`]) charges separately whenever the path touches a line another CPU owns.
+//! These are the time a path's own instructions take, excluding the cache-line transfers, IPI
+//! latencies, interrupt entry/exit and idle-state exit latencies that the hardware model
+//! ([`crate::hw`]) charges separately from the machine's own measured figures. Each row of the
+//! table records the clock its source ran at; a run's costs are the rows scaled by
+//! `row clock / machine clock` ([`PathCosts::for_machine`], docs/costs.md "The clock rule"),
+//! and a machine file's `[path_costs]` table replaces rows with values measured on it.
 //!
 //! Sources (see docs/costs.md for the arithmetic):
 //! - Zen 2 at 4 GHz (docs/workloads.md §9.2, Norbert 2021): FUTEX_WAKE until `futex_wait` returns
@@ -61,6 +65,13 @@ macro_rules! path_costs {
                 PathCosts { $($name: $ns,)* }
             }
 
+            /// The field called `name`.
+            fn field_mut(&mut self, name: &str) -> Option<&mut Time> {
+                match name {
+                    $(stringify!($name) => Some(&mut self.$name),)*
+                    _ => None,
+                }
+            }
         }
     };
 }
@@ -186,9 +197,122 @@ pub fn is_path_cost(name: &str) -> bool {
     PATH_COSTS.iter().any(|r| r.name == name)
 }
 
+/// Checks that every `[path_costs.NAME]` of a machine file names a row of the table: an error
+/// naming the file (`origin`), the entry's line, the name and the valid names. `run::machine`
+/// calls it where a machine file is read for a run (the hardware model's parser does not know
+/// the kernel model's costs).
+pub fn check_measured(m: &crate::hw::Machine, origin: &str) -> Result<(), String> {
+    match m.path_costs.iter().find(|mc| !is_path_cost(&mc.name)) {
+        None => Ok(()),
+        Some(mc) => Err(format!(
+            "{origin}:{}: [path_costs.{}]: unknown path cost `{}`; valid names: {}",
+            mc.line,
+            mc.name,
+            mc.name,
+            path_cost_names().collect::<Vec<_>>().join(", ")
+        )),
+    }
+}
+
+impl PathCosts {
+    /// The costs a run on `m` charges: every row scaled from its clock to the machine's
+    /// (`m.clock_mhz`), except the rows the machine file measured (`[path_costs]`), which are
+    /// that measurement scaled from its own clock. Built once per run (`Kernel::new`).
+    pub fn for_machine(m: &crate::hw::Machine) -> PathCosts {
+        let mut c = PathCosts::reference();
+        for r in PATH_COSTS {
+            let v = c.field_mut(r.name).expect("every row is a field");
+            *v = scale_to_clock(r.ns, r.clock_mhz, m.clock_mhz);
+        }
+        for mc in &m.path_costs {
+            // The parser accepts only the table's names.
+            // `check_measured` refused other names where the file was read.
+            if let Some(v) = c.field_mut(&mc.name) {
+                *v = scale_to_clock(mc.ns, mc.clock_mhz, m.clock_mhz);
+            }
+        }
+        c
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scaling_is_by_the_ratio_of_clocks_rounded() {
+        assert_eq!(scale_to_clock(250, 4000, 4000), 250);
+        assert_eq!(scale_to_clock(250, 4000, 1900), 526); // 526.3
+        assert_eq!(scale_to_clock(60, 4000, 3500), 69); // 68.6
+        assert_eq!(scale_to_clock(5, 4000, 8000), 3); // 2.5 rounds up
+        assert_eq!(scale_to_clock(1_000_000_000, 10_000, 100), 100_000_000_000);
+    }
+
+    #[test]
+    fn every_row_is_a_field_and_the_default_is_the_table() {
+        let mut c = PathCosts::default();
+        for r in PATH_COSTS {
+            assert_eq!(*c.field_mut(r.name).unwrap(), r.ns, "{}", r.name);
+            assert!(is_path_cost(r.name));
+        }
+        assert!(!is_path_cost("line_llc_ns"));
+        assert_eq!(PATH_COSTS.iter().filter(|r| r.name == "context_switch").count(), 1);
+    }
+
+    /// A machine's costs are the table scaled to its clock, except what it measured, which is
+    /// scaled from the measurement's own clock; its hardware costs are left alone.
+    #[test]
+    fn a_machines_costs_follow_its_clock_and_its_measurements() {
+        let mut m = crate::hw::preset("smp-4").unwrap();
+        assert_eq!(PathCosts::for_machine(&m), PathCosts::reference());
+        m.clock_mhz = 2000;
+        m.path_costs.push(crate::hw::MeasuredPathCost {
+            name: "syscall".into(),
+            line: 1,
+            ns: 300,
+            clock_mhz: 3000,
+            spread_ns: None,
+            samples: None,
+            method: None,
+        });
+        let hw_before = m.costs.clone();
+        let c = PathCosts::for_machine(&m);
+        let r = PathCosts::reference();
+        assert_eq!(c.context_switch, 2 * r.context_switch);
+        assert_eq!(c.pipe_write, 2 * r.pipe_write);
+        assert_eq!(c.syscall, 450);
+        assert_eq!(m.costs, hw_before);
+    }
+
+    /// A machine file without a clock runs the table unscaled.
+    #[test]
+    fn the_default_machine_clock_is_the_reference() {
+        assert_eq!(crate::hw::DEFAULT_CLOCK_MHZ, REFERENCE_MHZ);
+    }
+
+    /// A measured cost must name a row: the error names the file, the entry's line, the name
+    /// and every valid name. The presets measure none.
+    #[test]
+    fn a_measured_cost_of_no_row_is_refused_with_file_and_line() {
+        let text = format!(
+            "{}\n[path_costs.context_swtich]\nns = 5400\nclock_mhz = 2100\n",
+            crate::hw::preset_text("smp-4").unwrap()
+        );
+        let m = crate::hw::machine_from_toml(&text, "m.toml").unwrap();
+        let line = text.lines().position(|l| l == "[path_costs.context_swtich]").unwrap() + 1;
+        let err = check_measured(&m, "m.toml").unwrap_err();
+        assert!(
+            err.starts_with(&format!(
+                "m.toml:{line}: [path_costs.context_swtich]: unknown path cost `context_swtich`; valid names: "
+            )),
+            "{err}"
+        );
+        assert!(path_cost_names().all(|n| err.contains(n)), "{err}");
+        for name in crate::hw::preset_names() {
+            let m = crate::hw::preset(name).unwrap();
+            assert!(m.path_costs.is_empty() && check_measured(&m, name).is_ok());
+        }
+    }
 
     /// The wakee side of a polling wakeup stays within Norbert's Zen 2 bound (0.4-0.65 us).
     #[test]
