@@ -171,6 +171,18 @@ path_costs! {
     poll = 200 @ REFERENCE_MHZ;
     /// A repeated `vfs_poll()` after a wakeup.
     repoll = 30 @ REFERENCE_MHZ;
+    /// One task-group level of `enqueue_task_fair()`'s `for_each_sched_entity()` walk, per
+    /// level of `se->depth`: the group entity's `update_load_avg()` (with `UPDATE_TG`),
+    /// `se_update_runnable()`, `update_cfs_group()` (a reweight of a queued entity) and the
+    /// `h_nr_running` counts, or its `enqueue_entity()` when the parent was not queued. An
+    /// estimate, not measured (docs/costs.md, "Task groups").
+    enqueue_level = 40 @ REFERENCE_MHZ;
+    /// The same for `dequeue_task_fair()`.
+    dequeue_level = 40 @ REFERENCE_MHZ;
+    /// One more leaf `cfs_rq` in `__update_blocked_fair()`'s walk of `rq->leaf_cfs_rq_list`:
+    /// `update_cfs_rq_load_avg()`, `update_tg_load_avg()`, the group entity's
+    /// `update_load_avg()` and the decayed check. An estimate (docs/costs.md, "Task groups").
+    blocked_leaf = 40 @ REFERENCE_MHZ;
 }
 
 impl Default for PathCosts {

@@ -322,7 +322,13 @@ pub fn activate_task(k: &mut Kernel, cpu: CpuId, rq_cpu: CpuId, p: TaskId, flags
     let class = SchedClass::of(k, p);
     k.tasks[p as usize].cpu = rq_cpu;
     let r = class.enqueue_task(k, rq_cpu, p, flags);
-    let c = if class == SchedClass::Fair { super::rq_lines::cfs_written(k, cpu, rq_cpu) } else { 0 };
+    let c = if class == SchedClass::Fair {
+        // for_each_sched_entity(): one level per task group above the task.
+        let levels = Time::from(k.ents[p as usize].depth);
+        super::rq_lines::cfs_written(k, cpu, rq_cpu) + levels * k.costs.enqueue_level
+    } else {
+        0
+    };
     let rq = &mut k.cpus[rq_cpu as usize].rq;
     rq.nr_running += 1;
     if rq.nr_running >= 2 {
@@ -342,7 +348,12 @@ pub fn deactivate_task(k: &mut Kernel, cpu: CpuId, rq_cpu: CpuId, p: TaskId, fla
     crate::linux::check::on_dequeue(k, rq_cpu, p);
     let class = SchedClass::of(k, p);
     class.dequeue_task(k, rq_cpu, p, flags);
-    let c = if class == SchedClass::Fair { super::rq_lines::cfs_written(k, cpu, rq_cpu) } else { 0 };
+    let c = if class == SchedClass::Fair {
+        let levels = Time::from(k.ents[p as usize].depth);
+        super::rq_lines::cfs_written(k, cpu, rq_cpu) + levels * k.costs.dequeue_level
+    } else {
+        0
+    };
     k.cpus[rq_cpu as usize].rq.nr_running -= 1;
     super::group_sums::rq_changed(k, rq_cpu);
     k.tasks[p as usize].on_rq = false;

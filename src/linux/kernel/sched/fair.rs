@@ -86,15 +86,17 @@ fn update_sd_lb_stats_cost(k: &mut Kernel, cpu: CpuId, dst: CpuId, sd: usize) ->
 }
 
 /// Models `sched_balance_update_blocked_averages()` — kernel/sched/fair.c @ v6.10: decay the
-/// blocked PELT load of every leaf `cfs_rq` of `rq_cpu`'s rq (one here: no cgroups), plus the
-/// rt, dl and irq averages, run by `cpu` (the rq's own CPU, or an idle load balancer on its
+/// blocked PELT load of every leaf `cfs_rq` of `rq_cpu`'s rq (`__update_blocked_fair()` walks
+/// `rq->leaf_cfs_rq_list`: `KernelConfig::nr_leaf_cfs_rqs` of them, the root's included), plus
+/// the rt, dl and irq averages, run by `cpu` (the rq's own CPU, or an idle load balancer on its
 /// behalf): `rq_lock_irqsave()` writes the rq's `lock` line and `update_cfs_rq_load_avg()` its
-/// `pelt` line. Returns the cost.
+/// `pelt` line (the group cfs_rqs' lines are not modelled). Returns the cost:
+/// `update_blocked_averages` with the root's cfs_rq, `blocked_leaf` per other leaf.
 pub fn sched_balance_update_blocked_averages(k: &mut Kernel, cpu: CpuId, rq_cpu: CpuId) -> Time {
-    const NR_LEAF_CFS_RQS: Time = 1;
     let lock = k.cpus[rq_cpu as usize].rq.lock_line;
     let c = k.line_write(cpu, lock) + super::rq_lines::pelt_written(k, cpu, rq_cpu);
-    c + k.costs.update_blocked_averages * NR_LEAF_CFS_RQS
+    let others = Time::from(k.cfg.nr_leaf_cfs_rqs - 1);
+    c + k.costs.update_blocked_averages + others * k.costs.blocked_leaf
 }
 
 /// `enum cpu_idle_type`.
