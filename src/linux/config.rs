@@ -19,7 +19,10 @@ pub struct KernelConfig {
     /// The preemption model (CONFIG_PREEMPT_*, or PREEMPT_DYNAMIC with `preempt=`).
     pub preempt: Preempt,
     /// The background activity the machine runs besides the workload.
-    pub background: crate::background::Profile,
+    pub background: crate::linux::background::Profile,
+    /// The newidle state chosen CPUs are in when the measured window opens (an unknown of
+    /// issue 31; empty: the state the warm-up left).
+    pub start: super::unknowns::StartState,
     /// The depth of the workload's user tasks in the cpu controller's task-group hierarchy
     /// (their `se->depth`): 0 is the root group (kthreads, such as ipistorm's, are always
     /// there); systemd puts a service at 2 (`/system.slice/foo.service`) and an ssh session at
@@ -269,7 +272,8 @@ impl KernelConfig {
             // 147f3efaa241 (v6.6) is the EEVDF switch: a `-147f3efaa241` delta runs CFS.
             fair: if patches_has_eevdf { FairClass::Eevdf } else { FairClass::Cfs },
             preempt: Preempt { model: PreemptModel::Voluntary, dynamic: true },
-            background: crate::background::Profile::default(),
+            background: crate::linux::background::Profile::default(),
+            start: Default::default(),
             cgroup_depth: 0,
             nr_leaf_cfs_rqs: 1,
         })
