@@ -17,7 +17,7 @@ use schedsim::sim::Time;
 use support::*;
 
 fn kernel(depth: u32, leaves: u32) -> Kernel {
-    let mut k = build(&idle_spec("smp-4", "v6.10", "")).expect("valid spec");
+    let mut k = build(&idle_spec("smp-4", "v6.10", "")).expect("valid spec").k;
     k.cfg.set_task_groups(depth, leaves).expect("in range");
     k
 }
