@@ -139,14 +139,10 @@ pub fn update_sg_lb_stats_reads(
 mod tests {
     use super::*;
     use crate::linux::kernel::sched::group_sums::rq_changed;
-    use crate::run::{build, RunSpec};
 
     /// A quiet 4-CPU machine, every CPU in its idle task.
     fn kernel() -> Kernel {
-        let mut s = RunSpec::new("idle");
-        s.machine = "smp-4".into();
-        s.background = Some("none".into());
-        build(&s).expect("valid spec")
+        Kernel::for_test("smp-4")
     }
 
     /// The distances of the misses of CPU 0's `update_sg_lb_stats()` reads over every CPU.
