@@ -150,17 +150,6 @@ pub fn render_grid(header: &[String], rows: &[Vec<String>]) -> String {
 /// `perf stat`'s default block for a program's run: task-clock, context switches, migrations
 /// and elapsed time.
 pub fn perf_stat_text(cmd: &str, task_clock_ns: u64, switches: u64, migrations: u64, elapsed_ns: u64) -> String {
-    let thousands = |n: u64| {
-        let d = n.to_string();
-        let mut o = String::new();
-        for (i, ch) in d.chars().enumerate() {
-            if i > 0 && (d.len() - i) % 3 == 0 {
-                o.push(',');
-            }
-            o.push(ch);
-        }
-        o
-    };
     let msec = task_clock_ns as f64 / 1e6;
     let (int, frac) = (task_clock_ns / 1_000_000, task_clock_ns % 1_000_000 / 10_000);
     let per_sec = |n: u64| n as f64 / (task_clock_ns.max(1) as f64 / 1e9) / 1e3;
@@ -182,6 +171,116 @@ pub fn perf_stat_text(cmd: &str, task_clock_ns: u64, switches: u64, migrations: 
     ));
     o.push_str(&format!("\n{:>18.9} seconds time elapsed\n", elapsed_ns as f64 / 1e9));
     o
+}
+
+/// One counter of a [`PerfStat`] block: its mean over the runs and the standard error of that
+/// mean (what `perf stat -r` prints after `+-`, as a percentage of the mean).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PerfCounter {
+    pub mean: f64,
+    pub stderr: f64,
+}
+
+impl PerfCounter {
+    /// The mean and its standard error over `v` (0 with fewer than two values), as perf's
+    /// `stddev_stats()` computes them (tools/perf/util/stat.c).
+    pub fn of(v: &[f64]) -> PerfCounter {
+        let n = v.len() as f64;
+        if v.is_empty() {
+            return PerfCounter { mean: 0.0, stderr: 0.0 };
+        }
+        let mean = v.iter().sum::<f64>() / n;
+        let stderr = if v.len() < 2 {
+            0.0
+        } else {
+            let m2: f64 = v.iter().map(|x| (x - mean) * (x - mean)).sum();
+            (m2 / (n - 1.0) / n).sqrt()
+        };
+        PerfCounter { mean, stderr }
+    }
+
+    /// perf's `( +- P% )` column: empty for a single run or no spread, as perf leaves it.
+    fn noise(&self, runs: usize) -> String {
+        let pct = if self.mean != 0.0 { 100.0 * self.stderr / self.mean } else { 0.0 };
+        if runs > 1 && pct != 0.0 {
+            format!("  ( +-{pct:>6.2}% )")
+        } else {
+            String::new()
+        }
+    }
+}
+
+/// A `perf stat -a [-r N]` block (tools/perf/util/stat-display.c's standard output, as perf
+/// 6.x prints it): task-clock (msec, summed over the CPUs: with `-a` every CPU's clock runs
+/// for the whole run), context-switches, cpu-migrations, cycles (unhalted only, as the
+/// hardware event counts), then the elapsed time with its standard error when `runs` > 1.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PerfStat {
+    /// What the header names: `system wide` for `-a`.
+    pub target: String,
+    pub runs: usize,
+    pub task_clock_ns: PerfCounter,
+    pub context_switches: PerfCounter,
+    pub cpu_migrations: PerfCounter,
+    pub cycles: PerfCounter,
+    pub elapsed_ns: PerfCounter,
+}
+
+/// `n` with thousands separators (perf's `%'.0f` in a C locale with grouping).
+fn thousands(n: u64) -> String {
+    let d = n.to_string();
+    let mut o = String::new();
+    for (i, ch) in d.chars().enumerate() {
+        if i > 0 && (d.len() - i) % 3 == 0 {
+            o.push(',');
+        }
+        o.push(ch);
+    }
+    o
+}
+
+impl PerfStat {
+    pub fn text(&self) -> String {
+        let runs = if self.runs > 1 { format!(" ({} runs)", self.runs) } else { String::new() };
+        let mut o = format!("\n Performance counter stats for '{}'{runs}:\n\n", self.target);
+        let tc = self.task_clock_ns.mean;
+        let ns = tc.round() as u64;
+        let per_sec = |n: f64| n / (tc.max(1.0) / 1e9) / 1e3;
+        let metric = |m: String| format!("{m:<38}");
+        o.push_str(&format!(
+            "{:>18} msec task-clock                       #  {}{}\n",
+            format!("{}.{:02}", thousands(ns / 1_000_000), ns % 1_000_000 / 10_000),
+            metric(format!("{:>7.3} CPUs utilized", tc / self.elapsed_ns.mean.max(1.0))),
+            self.task_clock_ns.noise(self.runs)
+        ));
+        for (name, c) in [("context-switches", &self.context_switches), ("cpu-migrations", &self.cpu_migrations)] {
+            o.push_str(&format!(
+                "{:>18}      {name:<32} #  {}{}\n",
+                thousands(c.mean.round() as u64),
+                metric(format!("{:>7.3} K/sec", per_sec(c.mean))),
+                c.noise(self.runs)
+            ));
+        }
+        o.push_str(&format!(
+            "{:>18}      {:<32} #  {}{}\n",
+            thousands(self.cycles.mean.round() as u64),
+            "cycles",
+            metric(format!("{:>7.3} GHz", self.cycles.mean / tc.max(1.0))),
+            self.cycles.noise(self.runs)
+        ));
+        let (avg, sd) = (self.elapsed_ns.mean / 1e9, self.elapsed_ns.stderr / 1e9);
+        if self.runs > 1 && sd > 0.0 {
+            // perf shows at most two more digits than the standard error's first.
+            let prec = if sd > 1.0 { 2 } else { (-sd.log10()).ceil() as usize + 2 };
+            o.push_str(&format!(
+                "\n {avg:>17.prec$} +- {sd:.prec$} seconds time elapsed{}\n",
+                self.elapsed_ns.noise(self.runs)
+            ));
+        } else {
+            o.push_str(&format!("\n {avg:>17.9} seconds time elapsed\n"));
+        }
+        o
+    }
 }
 
 #[cfg(test)]
@@ -222,6 +321,35 @@ mod tests {
         assert!(t.contains("Statistic     : AMean"));
         assert!(t.contains("1.00 [baseline]"));
         assert!(t.contains("0.25 [75.00%]"));
+    }
+
+    #[test]
+    fn perf_stat_block_prints_the_runs_mean_and_standard_error_as_perf_does() {
+        let c = PerfCounter::of(&[1.0, 2.0, 3.0]);
+        assert_eq!(c.mean, 2.0);
+        assert!((c.stderr - (1.0f64 / 3.0).sqrt()).abs() < 1e-12, "the standard error of the mean");
+        let b = PerfStat {
+            target: "system wide".into(),
+            runs: 2,
+            task_clock_ns: PerfCounter::of(&[16e9, 16e9]),
+            context_switches: PerfCounter::of(&[5_000_000.0, 6_000_000.0]),
+            cpu_migrations: PerfCounter::of(&[150_000.0, 150_000.0]),
+            cycles: PerfCounter::of(&[30e9, 32e9]),
+            elapsed_ns: PerfCounter::of(&[1.9e9, 2.1e9]),
+        };
+        let t = b.text();
+        assert!(t.starts_with("\n Performance counter stats for 'system wide' (2 runs):\n\n"), "{t}");
+        assert!(t.contains("     16,000.00 msec task-clock "), "{t}");
+        assert!(t.contains("# 8.000 CPUs utilized") || t.contains("#    8.000 CPUs utilized"), "{t}");
+        assert!(t.contains("         5,500,000      context-switches"), "{t}");
+        assert!(t.contains("( +-  9.09% )"), "switches: stderr 500000 of 5.5 M: {t}");
+        assert!(!t.lines().any(|l| l.contains("cpu-migrations") && l.contains("+-")), "no spread, no column: {t}");
+        assert!(t.contains("    31,000,000,000      cycles"), "{t}");
+        // Elapsed: 2.0 s +- 0.1 s; perf shows two more digits than the error's first.
+        assert!(t.contains("\n             2.000 +- 0.100 seconds time elapsed  ( +-  5.00% )\n"), "{t}");
+        let one = PerfStat { runs: 1, elapsed_ns: PerfCounter::of(&[2e9]), ..b };
+        assert!(one.text().contains("\n       2.000000000 seconds time elapsed\n"), "{}", one.text());
+        assert!(!one.text().contains("+-"));
     }
 
     #[test]

@@ -21,7 +21,9 @@ pub fn machine(name: &str) -> Result<hw::Machine, String> {
         return hw::preset(name);
     }
     let text = read_input_file(name, "machine file")?;
-    hw::machine_from_toml(&text, name)
+    let m = hw::machine_from_toml(&text, name)?;
+    crate::linux::cost::check_measured(&m, name)?;
+    Ok(m)
 }
 
 /// The background profile a spec names: a built-in profile, `none`, or a profile file (a

@@ -19,6 +19,7 @@
 use crate::background::pinned::Placement;
 use crate::hw::kvm::{GuestIdle, HostHaltPoll};
 use crate::hw::{Governor, HaltpollParams, IdleKind, LatencyNs, Machine};
+use crate::linux::config::{MAX_CGROUP_DEPTH, MAX_LEAF_CFS_RQS};
 use crate::linux::unknowns::MAX_NEWIDLE_COST_NS;
 use crate::linux::{CpuId, KernelConfig};
 
@@ -64,6 +65,7 @@ enum Kind {
     Time,
     Wake,
     Percent,
+    Count,
 }
 
 macro_rules! unknowns {
@@ -202,6 +204,29 @@ unknowns! {
         collapse: "on the idle machine before the benchmark: perf stat -a -e sched:sched_wakeup,workqueue:workqueue_execute_start sleep 10, against the profile's rates",
         design: Design::Interval("100%", "386%"),
     }
+    /// The depth of the workload's user tasks in the cpu controller's hierarchy
+    /// (docs/unknowns.md §8).
+    CgroupDepth {
+        name: "cgroup-depth",
+        kind: Count,
+        mechanism: "se->depth of the workload's user tasks (KernelConfig::cgroup_depth, set by copy_process(); a workload's kthreads stay at 0): enqueue_task_fair() and dequeue_task_fair() walk one group sched_entity per level (for_each_sched_entity: enqueue_entity() or update_load_avg(), update_cfs_group() per level; kernel/sched/fair.c @ v6.10), charged PathCosts::enqueue_level and dequeue_level per level; the task's chain of group cfs_rqs joins each CPU's leaf_cfs_rq_list (cgroup-leaves at least depth + 1)",
+        grammar: "N, 0..=16",
+        range: "0 .. 3: 0 for a task in the root group (kthreads; a user task with the cpu controller not enabled below the root and autogroup off); 1 for a session's autogroup (CONFIG_SCHED_AUTOGROUP, kernel/sched/autogroup.c: a child of the root task group); 2 for a systemd service (/system.slice/foo.service), 3 for a login session (/user.slice/user-N.slice/session-M.scope) [docs/unknowns.md §8: Red Hat, RHEL 9 \"Viewing the systemd cgroups hierarchy\"; systemd.slice(5)]",
+        default: "not set: 0, the root group (the model without task groups)",
+        collapse: "on the real machine, the benchmark's /proc/PID/cgroup (the cpu controller's line; on cgroup v2 with cpu in cgroup.subtree_control down the path) and /proc/PID/autogroup: the number of path components, or 1 for an autogroup in the root cgroup",
+        design: Design::Interval("0", "3"),
+    }
+    /// The cfs_rqs with load on each CPU (docs/unknowns.md §8).
+    CgroupLeaves {
+        name: "cgroup-leaves",
+        kind: Count,
+        mechanism: "the length of each CPU's rq->leaf_cfs_rq_list, the cfs_rqs with load (the root's included) that __update_blocked_fair() walks in every sched_balance_update_blocked_averages() (update_cfs_rq_load_avg(), update_tg_load_avg() and the group entity's update_load_avg() per cfs_rq; kernel/sched/fair.c @ v6.10) (KernelConfig::nr_leaf_cfs_rqs), charged PathCosts::blocked_leaf per cfs_rq beyond the root's",
+        grammar: "N, 1..=10000 (the root's cfs_rq included; taken as at least cgroup-depth + 1)",
+        range: "1 .. 18: 1 with no task group holding load (every task in the root group, as on this project's guest); 18 when every group of a small systemd server (cgroup v1: the root, user, user/root, the session, system and 13 services) has run on the CPU within the blocked load's decay [docs/unknowns.md §8: a published systemd-cgls of such a server]",
+        default: "not set: 1 (the root's cfs_rq); with cgroup-depth D, at least D + 1 (the chain of the workload's tasks)",
+        collapse: "on the real machine, CONFIG_SCHED_DEBUG: the cfs_rq[N]:/... entries of /sys/kernel/debug/sched/debug (print_cfs_stats() walks the same leaf_cfs_rq_list), counted per CPU during the benchmark",
+        design: Design::Interval("1", "18"),
+    }
 }
 
 impl Unknown {
@@ -264,6 +289,7 @@ pub enum Value {
     Time(u64),
     Wake(LatencyNs),
     Percent(u32),
+    Count(u32),
 }
 
 /// The largest time a value may give: one second (far above every sourced range, but finite
@@ -314,6 +340,14 @@ pub fn format_time(ns: u64) -> String {
         n if n % 1_000_000 == 0 => format!("{}ms", n / 1_000_000),
         n if n % 1_000 == 0 => format!("{}us", n / 1_000),
         n => format!("{n}ns"),
+    }
+}
+
+/// The values a count unknown takes (the mechanism's own limits).
+fn count_range(u: Unknown) -> (u32, u32) {
+    match u {
+        Unknown::CgroupDepth => (0, u32::from(MAX_CGROUP_DEPTH)),
+        _ => (1, MAX_LEAF_CFS_RQS),
     }
 }
 
@@ -426,6 +460,14 @@ impl Value {
                 }
                 Value::Percent(n)
             }
+            Kind::Count => {
+                let n: u32 = text.parse().map_err(|_| bad())?;
+                let (lo, hi) = count_range(u);
+                if !(lo..=hi).contains(&n) {
+                    return Err(format!("{}={text}: expected {lo} to {hi}", info.name));
+                }
+                Value::Count(n)
+            }
         };
         let too_long =
             |ns: u64| (ns > MAX_TIME_NS).then(|| format!("{}={text}: at most {}", info.name, format_time(MAX_TIME_NS)));
@@ -462,6 +504,7 @@ impl Value {
             Value::Wake(l) if l.lo_ns == l.hi_ns => format_time(l.lo_ns),
             Value::Wake(l) => format!("{}-{}", format_time(l.lo_ns), format_time(l.hi_ns)),
             Value::Percent(p) => format!("{p}%"),
+            Value::Count(n) => n.to_string(),
         }
     }
 
@@ -485,6 +528,7 @@ impl Value {
                 Value::Wake(LatencyNs { lo_ns: at(a.lo_ns, b.lo_ns), hi_ns: at(a.hi_ns, b.hi_ns) })
             }
             (Value::Percent(a), Value::Percent(b)) => Value::Percent(at(u64::from(*a), u64::from(*b)) as u32),
+            (Value::Count(a), Value::Count(b)) => Value::Count(at(u64::from(*a), u64::from(*b)) as u32),
             _ => return None,
         })
     }
@@ -526,6 +570,9 @@ pub struct Effect {
     pub guest: Option<GuestIdle>,
     /// The background's intensity, if it scales any source.
     pub intensity: Option<u32>,
+    /// The workload's user tasks' depth and each CPU's cfs_rqs with load
+    /// (`KernelConfig::set_task_groups`), if either differs from the root group alone.
+    pub task_groups: Option<(u32, u32)>,
 }
 
 /// One set unknown as applied: its name and value, and what it did (for the run's header note).
@@ -712,6 +759,14 @@ fn effect_of(vals: &[(Unknown, Value)], m: &Machine, bg: &crate::background::Pro
             .any(|s| !matches!(s.kind, crate::background::Kind::Watchdog | crate::background::Kind::PinnedHog));
         e.intensity = (*p != 100 && scales).then_some(*p);
     }
+    let count = |u| match get(u) {
+        Some(Value::Count(n)) => Some(*n),
+        _ => None,
+    };
+    // A CPU the workload's tasks run on holds their chain of cfs_rqs, the root's included.
+    let depth = count(Unknown::CgroupDepth).unwrap_or(0);
+    let leaves = count(Unknown::CgroupLeaves).unwrap_or(1).max(depth + 1);
+    e.task_groups = (depth, leaves).ne(&(0, 1)).then_some((depth, leaves));
     Ok(e)
 }
 
@@ -729,6 +784,10 @@ fn describe(u: Unknown, v: &Value, e: &Effect, active: bool) -> String {
             }
             (Unknown::GuestHaltPollNs, _) => "the guest does not run cpuidle-haltpoll",
             (Unknown::BackgroundIntensity, _) => "100%, or nothing in the background to scale",
+            (Unknown::CgroupDepth, _) => "0 is the root group",
+            (Unknown::CgroupLeaves, _) => {
+                "no more than the root's cfs_rq and the chain of the workload's tasks (cgroup-depth + 1)"
+            }
             _ => "the machine is in that state without it",
         };
         return format!("no effect here: {why}");
@@ -755,6 +814,15 @@ fn describe(u: Unknown, v: &Value, e: &Effect, active: bool) -> String {
             (
                 format!("max_newidle_lb_cost of {} is {} as the window opens", at.join(", "), format_time(*ns)),
                 "linux::unknowns::StartState",
+            )
+        }
+        (Unknown::CgroupDepth | Unknown::CgroupLeaves, ..) => {
+            let (d, l) = e.task_groups.unwrap_or((0, 1));
+            (
+                format!(
+                    "the workload's user tasks sit {d} task-group levels below the root; {l} cfs_rqs with load per CPU"
+                ),
+                "linux::KernelConfig::set_task_groups",
             )
         }
         (Unknown::BackgroundIntensity, ..) => (
@@ -809,6 +877,9 @@ pub fn apply(set: &[(String, String)], m: &mut Machine, cfg: &mut KernelConfig) 
     }
     if let Some(p) = e.intensity {
         cfg.background = std::mem::take(&mut cfg.background).with_intensity(p)?;
+    }
+    if let Some((depth, leaves)) = e.task_groups {
+        cfg.set_task_groups(depth, leaves)?;
     }
     if e.start.overloaded.is_some() {
         cfg.start.overloaded = e.start.overloaded;

@@ -23,7 +23,7 @@ fn placed(kernel: &str, patches: &str) -> (u32, u32, u32) {
     for c in [0, 1] {
         let t = sleeper(&mut k, "busy", c, Some(c));
         k.tasks[t as usize].state = TASK_RUNNING;
-        activate_task(&mut k, c, t, EnqueueFlags::default());
+        activate_task(&mut k, c, c, t, EnqueueFlags::default());
     }
     for l in k.llc_shared.iter_mut() {
         l.has_idle_cores = false;

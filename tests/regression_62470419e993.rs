@@ -23,7 +23,7 @@ fn placed(kernel: &str, patches: &str) -> u32 {
     for c in 0..k.m.topo.nr_cpus {
         let t = sleeper(&mut k, "busy", c, Some(c));
         k.tasks[t as usize].state = TASK_RUNNING;
-        activate_task(&mut k, c, t, EnqueueFlags::default());
+        activate_task(&mut k, c, c, t, EnqueueFlags::default());
         if c == 0 {
             waker = t;
         }

@@ -25,7 +25,7 @@ fn placed(kernel: &str, patches: &str) -> u32 {
         for _ in 0..n {
             let t = sleeper(&mut k, "busy", c, Some(c));
             k.tasks[t as usize].state = TASK_RUNNING;
-            activate_task(&mut k, c, t, EnqueueFlags::default());
+            activate_task(&mut k, c, c, t, EnqueueFlags::default());
         }
     }
     k.cpus[0].rq.cfs.avg.load_avg = 2000;

@@ -36,7 +36,7 @@ fn make_busy(k: &mut Kernel, cpu: CpuId) -> TaskId {
     let before = k.cpus[cpu as usize].rq.nr_running;
     let t = sleeper(k, "busy", cpu, Some(cpu));
     k.tasks[t as usize].state = TASK_RUNNING;
-    activate_task(k, cpu, t, EnqueueFlags::default());
+    activate_task(k, cpu, cpu, t, EnqueueFlags::default());
     assert_eq!(k.cpus[cpu as usize].rq.nr_running, before + 1);
     t
 }

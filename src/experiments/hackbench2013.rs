@@ -7,7 +7,7 @@
 //! ~75 s of wall time, so the experiment uses at most 2 seeds.
 
 use super::{Analysis, ExpOpts, Plan, Variant};
-use crate::report::{mean_stddev, normalize, render_grid, CompareRow, Comparison};
+use crate::report::{mean_stddev, normalize, render_grid, CompareRow, Comparison, PerfCounter, PerfStat};
 use crate::run::RunResult;
 use crate::spec::RunSpec;
 use crate::unknowns::{Axis, Unknown};
@@ -54,12 +54,34 @@ pub fn plan(o: &ExpOpts) -> Result<Plan, String> {
         .collect();
     let title = format!("perf stat -a hackbench 500 (old hackbench, sockets, 100 loops) on an i7 4C/8T, {kernel}");
     let mut p = Plan::new("hackbench-2013", title, "i7-4c8t", variants, o.runs.min(2), o, Analysis::Code(analyze))?;
-    // The background's intensity (docs/unknowns.md §4). 20000 tasks on 8 CPUs hold
-    // rd->overloaded themselves and rewrite every CPU's avg_idle: the other unknowns do not
-    // apply.
-    p.unknowns = vec![Axis::of(Unknown::BackgroundIntensity, "")?];
+    // The background's intensity (docs/unknowns.md §4), and the task groups hackbench's user
+    // tasks ran in (§8). 20000 tasks on 8 CPUs hold rd->overloaded themselves and rewrite
+    // every CPU's avg_idle: the start-state unknowns do not apply.
+    p.unknowns = [Unknown::BackgroundIntensity, Unknown::CgroupDepth, Unknown::CgroupLeaves]
+        .into_iter()
+        .map(|u| Axis::of(u, ""))
+        .collect::<Result<_, _>>()?;
     p.figure = elapsed;
     Ok(p)
+}
+
+/// The `perf stat -a` block of a variant's runs (one per seed, as `perf stat -r`): with `-a`
+/// perf opens its counters on every CPU for the command's life, so task-clock is every CPU's
+/// clock over the measured window, context-switches and cpu-migrations are the machine's, and
+/// `cycles` counts unhalted cycles only (not while a CPU waits in HLT, MWAIT or an I/O-port
+/// C-state: `Stats::halted_ns`) at the machine's `clock_mhz`. The elapsed time is hackbench's.
+fn perf_stat_a(rs: &[RunResult], mhz: u32) -> PerfStat {
+    let over = |f: &dyn Fn(&RunResult) -> f64| PerfCounter::of(&rs.iter().map(f).collect::<Vec<f64>>());
+    let cpu_ns = |r: &RunResult| r.sim_ns as f64 * f64::from(r.nr_cpus);
+    PerfStat {
+        target: "system wide".into(),
+        runs: rs.len(),
+        task_clock_ns: over(&cpu_ns),
+        context_switches: over(&|r| r.stats.context_switches as f64),
+        cpu_migrations: over(&|r| r.stats.cpu_migrations as f64),
+        cycles: over(&|r| (cpu_ns(r) - r.stats.halted_ns.iter().sum::<u64>() as f64) * f64::from(mhz) / 1e3),
+        elapsed_ns: over(&|r| elapsed_s(r) * 1e9),
+    }
 }
 
 /// A run's figure, as a row of the table: hackbench's elapsed time (s).
@@ -73,8 +95,11 @@ fn analyze(p: &Plan, results: &[Vec<RunResult>]) -> Result<Comparison, String> {
     let mut rows = Vec::new();
     let mut grid = Vec::new();
     let mut paths = Vec::new();
+    let mut blocks = Vec::new();
+    let mhz = crate::run::machine(&p.variants[0].spec.machine)?.clock_mhz;
     for (vi, (label, patches)) in VARIANTS.iter().enumerate() {
         let rs = &results[vi];
+        blocks.push(format!("{label}:{}", perf_stat_a(rs, mhz).text()));
         let e: Vec<f64> = rs.iter().map(elapsed_s).collect();
         let (mean, stddev) = mean_stddev(&e);
         let avg = |f: &dyn Fn(&RunResult) -> f64| rs.iter().map(f).sum::<f64>() / rs.len() as f64;
@@ -162,6 +187,12 @@ fn analyze(p: &Plan, results: &[Vec<RunResult>]) -> Result<Comparison, String> {
             format!(
                 "where the switches come from (means over seeds; docs/rostedt-2013.md)\n{}",
                 render_grid(&h2, &paths)
+            ),
+            format!(
+                "perf stat -a -r {runs} hackbench 500, as perf prints it (one run per seed; +- is the standard \
+                 error of the mean over the seeds; task-clock is every CPU's clock over the window, cycles \
+                 its unhalted part at the preset's {mhz} MHz):\n\n{}",
+                blocks.join("\n")
             ),
         ],
     })

@@ -35,7 +35,7 @@ const TARGET: usize = 16;
 /// `max_newidle_lb_cost` `update_newidle_cost()` leaves there after a run in which CPU16 walks
 /// on every pass, the upper end of that unknown where no figure is published for a machine of
 /// this size (docs/unknowns.md §2; `tests/unknowns.rs` fails if the model's walk moves away).
-pub const NUMA_WALK_NS: u64 = 43_400;
+pub const NUMA_WALK_NS: u64 = 153_300;
 
 /// The unknowns ipistorm's answer depends on (docs/unknowns.md §1, §2, §4): what holds
 /// `rd->overloaded` (nothing, a pinned pair at each placement from CPU16, or a transient set as

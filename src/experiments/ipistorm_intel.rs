@@ -25,7 +25,7 @@ pub const PUBLISHED_RUNS: usize = 10;
 
 /// The model's own walk of CPU16's NUMA (root) domain on intel-240-2s, the upper end of its
 /// `max_newidle_lb_cost` (as `super::ipistorm::NUMA_WALK_NS`; docs/unknowns.md §2).
-pub const NUMA_WALK_NS: u64 = 17_800;
+pub const NUMA_WALK_NS: u64 = 63_200;
 
 /// The unknowns of the Intel runs: as ipistorm's, with the placements this machine has (a node
 /// is one LLC, so no CPU is "same node, other LLC"; docs/unknowns.md §1).

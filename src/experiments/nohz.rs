@@ -150,8 +150,15 @@ pub fn nanosleep(o: &ExpOpts) -> Result<Plan, String> {
     // placement stands for all. The start avg_idle and newidle costs are not: every CPU's own
     // wakeups, one per microsecond, overwrite them within the first few.
     let holder = ["none", "same-llc@0"].map(String::from).to_vec();
-    p.unknowns =
-        vec![Axis::of(Unknown::BackgroundIntensity, "")?, Axis::new(Unknown::OverloadHolder, Domain::Values(holder))?];
+    // The sleepers are user tasks: the task groups they ran in (docs/unknowns.md §8) set what
+    // each wakeup's enqueue, each sleep's dequeue and each newidle pass's blocked-load update
+    // walk.
+    p.unknowns = vec![
+        Axis::of(Unknown::BackgroundIntensity, "")?,
+        Axis::new(Unknown::OverloadHolder, Domain::Values(holder))?,
+        Axis::of(Unknown::CgroupDepth, "")?,
+        Axis::of(Unknown::CgroupLeaves, "")?,
+    ];
     p.figure = newidle_share;
     Ok(p)
 }

@@ -118,6 +118,15 @@ impl Shape {
     }
 }
 
+/// Per-CPU lines allocated together: CPU `c`'s block is the `width` lines from
+/// `first + stride * c` (see [`Lines::read_blocks`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PerCpuLines {
+    pub first: LineId,
+    pub stride: u32,
+    pub width: u32,
+}
+
 /// All modelled lines of a run.
 #[derive(Debug)]
 pub struct Lines {
@@ -229,25 +238,47 @@ impl Lines {
         topo: &Topology,
         miss: impl FnMut(Distance),
     ) {
+        self.read_blocks(PerCpuLines { first, stride: 1, width: 1 }, lo, words, |_| !0, reader, topo, miss)
+    }
+
+    /// [`Lines::read_each`] over per-CPU blocks of lines: for every CPU `c` but `reader` of the
+    /// mask (its stored words ANDed with `filter(word index)`, a word of another mask of the
+    /// same numbering), the lines `run.first + run.stride * c + j` for `j` in `0..run.width`,
+    /// CPU by CPU in ascending order, each line of a block in order.
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    pub fn read_blocks(
+        &mut self,
+        run: PerCpuLines,
+        lo: u32,
+        words: &[u64],
+        filter: impl Fn(usize) -> u64,
+        reader: u32,
+        topo: &Topology,
+        miss: impl FnMut(Distance),
+    ) {
         let Lines { lines, shape, by_lz } = self;
-        let run = &mut lines[first as usize..];
+        let lines = &mut lines[run.first as usize..];
         // One loop for each way of finding keys, so the choice is made once per run.
         match *shape {
-            Some(s) => Lines::read_run(run, lo, words, reader, |c| s.core(c), by_lz, miss),
+            Some(s) => Lines::read_run(lines, run, lo, words, filter, reader, |c| s.core(c), by_lz, miss),
             None => {
                 let places = topo.places();
-                Lines::read_run(run, lo, words, reader, |c| places[c as usize], by_lz, miss)
+                Lines::read_run(lines, run, lo, words, filter, reader, |c| places[c as usize], by_lz, miss)
             }
         }
     }
 
-    /// [`Lines::read_each`] on the run of lines from its first, with `key` giving a CPU's
+    /// [`Lines::read_blocks`] on the lines from the run's first, with `key` giving a CPU's
     /// distance key ([`Lines::key`]).
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     fn read_run(
-        run: &mut [Line],
+        lines: &mut [Line],
+        run: PerCpuLines,
         lo: u32,
         words: &[u64],
+        filter: impl Fn(usize) -> u64,
         reader: u32,
         key: impl Fn(u32) -> u64,
         by_lz: &[Distance; 65],
@@ -255,21 +286,24 @@ impl Lines {
     ) {
         let rp = key(reader);
         let r = reader as u16;
+        let (stride, width) = (run.stride as usize, run.width as usize);
         for (j, &w) in words.iter().enumerate() {
             let i = lo as usize + j;
             let base = i * 64;
-            // The reader's own line is not a remote read.
+            let w = w & filter(i);
+            // The reader's own lines are not remote reads.
             let mut rest = if reader as usize / 64 == i { w & !(1 << (reader % 64)) } else { w };
             while rest != 0 {
                 let c = base + rest.trailing_zeros() as usize;
                 rest &= rest - 1;
-                let l = &mut run[c];
-                if l.holds(r) {
-                    continue;
+                for l in &mut lines[c * stride..c * stride + width] {
+                    if l.holds(r) {
+                        continue;
+                    }
+                    let x = key(u32::from(l.w[0])) ^ rp;
+                    l.add_sharer(r);
+                    miss(Lines::apart(by_lz, x));
                 }
-                let x = key(u32::from(l.w[0])) ^ rp;
-                l.add_sharer(r);
-                miss(Lines::apart(by_lz, x));
             }
         }
     }
@@ -463,6 +497,54 @@ mod tests {
                         .collect();
                     assert_eq!(got, want);
                 }
+            }
+        }
+    }
+
+    /// Block reads (several lines per CPU, every `stride`-th block, filtered by a second mask)
+    /// give the same distances, in the same order, as plain reads of those lines.
+    #[test]
+    fn block_reads_match_plain_reads_line_by_line() {
+        let topo = Topology::new(&TopologySpec::new(2, 1, 16, 4, 2)).unwrap();
+        let nr = topo.nr_cpus;
+        let (stride, width, first) = (3u32, 2u32, 5u32);
+        for mut lines in [Lines::default(), Lines::for_topology(&topo)] {
+            let mut plain = Plain { sharers: Vec::new(), watcher: Vec::new() };
+            for i in 0..first + stride * nr {
+                let home = i % nr;
+                assert_eq!(lines.alloc(home) as usize, plain.sharers.len());
+                plain.sharers.push(vec![home]);
+                plain.watcher.push(None);
+            }
+            let n = plain.sharers.len() as u64;
+            let mut rng = crate::sim::rng::Prng::new(31, u64::from(nr));
+            for _ in 0..5_000 {
+                let cpu = rng.range(0, u64::from(nr) - 1) as u32;
+                if rng.range(0, 2) != 0 {
+                    let line = rng.range(0, n - 1) as usize;
+                    assert_eq!(lines.write(line as LineId, cpu, &topo), plain.write(line, cpu, &topo));
+                    continue;
+                }
+                let (mut span, mut other) = (CpuMask::new(nr), CpuMask::new(nr));
+                for c in 0..nr {
+                    if rng.range(0, 2) != 0 {
+                        span.set(c);
+                    }
+                    if rng.range(0, 1) != 0 {
+                        other.set(c);
+                    }
+                }
+                let (lo, ws) = span.stored_words();
+                let run = PerCpuLines { first, stride, width };
+                let mut got = Vec::new();
+                lines.read_blocks(run, lo, ws, |i| other.word(i as u32), cpu, &topo, |d| got.push(d));
+                let mut want = Vec::new();
+                for c in span.iter().filter(|&c| c != cpu && other.test(c)) {
+                    for j in 0..width {
+                        want.extend(plain.read((first + stride * c + j) as usize, cpu, &topo));
+                    }
+                }
+                assert_eq!(got, want);
             }
         }
     }

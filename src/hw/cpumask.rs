@@ -44,7 +44,7 @@ impl CpuMask {
 
     /// Word `index` of the dense mask (zero outside the window).
     #[inline]
-    fn word(&self, index: u32) -> u64 {
+    pub fn word(&self, index: u32) -> u64 {
         let j = index.wrapping_sub(self.lo) as usize;
         if j < self.win.len() {
             self.win[j]

@@ -23,7 +23,21 @@ pub struct KernelConfig {
     /// The newidle state chosen CPUs are in when the measured window opens (an unknown of
     /// issue 31; empty: the state the warm-up left).
     pub start: super::unknowns::StartState,
+    /// The depth of the workload's user tasks in the cpu controller's task-group hierarchy
+    /// (their `se->depth`): 0 is the root group (kthreads, such as ipistorm's, are always
+    /// there); systemd puts a service at 2 (`/system.slice/foo.service`) and an ssh session at
+    /// 3 (`/user.slice/user-N.slice/session-M.scope`). `enqueue_task_fair()` and
+    /// `dequeue_task_fair()` walk one `sched_entity` per level. Default 0 (no walk).
+    pub cgroup_depth: u8,
+    /// The number of leaf `cfs_rq`s with load on each CPU (`rq->leaf_cfs_rq_list`), which
+    /// `__update_blocked_fair()` walks in every blocked-load update. Default 1 (the root's).
+    pub nr_leaf_cfs_rqs: u32,
 }
+
+/// The deepest task group a run accepts (`KernelConfig::cgroup_depth`).
+pub const MAX_CGROUP_DEPTH: u8 = 16;
+/// The most leaf `cfs_rq`s with load per CPU a run accepts (`KernelConfig::nr_leaf_cfs_rqs`).
+pub const MAX_LEAF_CFS_RQS: u32 = 10_000;
 
 /// A set of patches: one bit per [`Patch`], iterated in `Patch` order (the order a
 /// `BTreeSet<Patch>` gave). [`KernelConfig::has`] runs on the hot paths of every step (the idle
@@ -260,7 +274,25 @@ impl KernelConfig {
             preempt: Preempt { model: PreemptModel::Voluntary, dynamic: true },
             background: crate::linux::background::Profile::default(),
             start: Default::default(),
+            cgroup_depth: 0,
+            nr_leaf_cfs_rqs: 1,
         })
+    }
+
+    /// Sets the task-group knobs: `depth` for the workload's user tasks (0..=16) and
+    /// `leaves` leaf `cfs_rq`s with load per CPU (1..=10000; the root's is one of them).
+    pub fn set_task_groups(&mut self, depth: u32, leaves: u32) -> Result<(), String> {
+        if depth > u32::from(MAX_CGROUP_DEPTH) {
+            return Err(format!("cgroup depth {depth}: expected 0..={MAX_CGROUP_DEPTH}"));
+        }
+        if !(1..=MAX_LEAF_CFS_RQS).contains(&leaves) {
+            return Err(format!(
+                "leaf cfs_rqs with load per CPU {leaves}: expected 1..={MAX_LEAF_CFS_RQS} (the root's is one)"
+            ));
+        }
+        self.cgroup_depth = depth as u8;
+        self.nr_leaf_cfs_rqs = leaves;
+        Ok(())
     }
 
     #[inline]

@@ -238,7 +238,7 @@ impl Kernel {
         let mut k = Kernel {
             now: 0,
             q: ActionQueue::with_cpus(nr as usize),
-            costs: cost::PathCosts::default(),
+            costs: cost::PathCosts::for_machine(&m),
             cpus: Vec::with_capacity(nr as usize),
             tops: engine::TopFrames::new(nr as usize),
             // The per-CPU idle, ksoftirqd and stopper tasks, without a doubling's slack.
@@ -272,7 +272,7 @@ impl Kernel {
         let tun = kernel::sched::fair_class::FairTunables::for_cpus_hz(nr, k.cfg.hz);
         // The runqueue lines first, in CPU order: the balancing models read a whole span of
         // them in a row (update_sd_lb_stats()), so they sit next to each other on the host.
-        let rq_lock_lines: Vec<LineId> = (0..nr).map(|c| k.lines.alloc(c)).collect();
+        let (rq_lock_lines, rq_pending_lines) = kernel::sched::rq_lines::alloc(&mut k.lines, nr);
         for c in 0..nr {
             let idle = k.new_task(TaskKind::Idle, format!("swapper/{c}"), 0, 120, Some(c));
             k.tasks[idle as usize].pid = 0;
@@ -286,13 +286,13 @@ impl Kernel {
             let csd_data = k.new_csd(CsdFunc::DoNothingIpi, csd_line, 0);
             let stack_line = k.lines.alloc(c);
             let stack_csd = k.new_csd(CsdFunc::DoNothingIpi, stack_line, 0);
-            let nohz_csd = k.new_csd(CsdFunc::NohzCsdFunc(c), rq_lock_line, 0);
+            let nohz_csd = k.new_csd(CsdFunc::NohzCsdFunc(c), rq_pending_lines[c as usize], 0);
             let tick = kernel::time::tick_sched::TickSched::new(k.m.hz, c);
             let rng = Prng::new(seed, 1 + c as u64);
             k.cpus.push(Cpu {
                 id: c,
                 x: engine::Exec::new(),
-                rq: Rq::new(c, idle, rq_lock_line, {
+                rq: Rq::new(c, idle, rq_lock_line, rq_pending_lines[c as usize], {
                     let mut cfs = kernel::sched::fair_class::CfsRq::new(policy, tun);
                     // The fair class's features are rows of the one sched_features! table.
                     cfs.feat = k.cfg.features.fair();

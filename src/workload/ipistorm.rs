@@ -157,7 +157,7 @@ pub fn start(w: &mut Ipistorm, k: &mut Kernel) {
     let mut threads = Vec::new();
     for c in cpus {
         // kthread_create_on_cpu(): bound to its CPU.
-        let t = crate::linux::kernel::fork::copy_process(k, format!("ipistorm/{c}"), 0, 120, Some(c), 0);
+        let t = crate::linux::kernel::fork::kthread_create(k, format!("ipistorm/{c}"), 0, 120, Some(c), 0);
         threads.push(t);
     }
     let nr_cpus = k.m.topo.nr_cpus;

@@ -18,7 +18,17 @@ use crate::sim::Time;
 /// bound to `bound` if given (`kthread_bind()`; the model also binds a user thread that its
 /// program pins to one CPU this way), whose first switch runs `ret_from_fork` and then its own
 /// code as role `role` of its workload (`TaskFrame::task`).
+/// A user task lands in its creator's task group: `KernelConfig::cgroup_depth` levels below
+/// the root (`se->depth`).
 pub fn copy_process(k: &mut Kernel, comm: String, policy: u32, prio: i32, bound: Option<CpuId>, role: u32) -> TaskId {
+    let t = kthread_create(k, comm, policy, prio, bound, role);
+    k.ents[t as usize].depth = k.cfg.cgroup_depth;
+    t
+}
+
+/// A workload's kernel thread (a module's `kthread_create_on_cpu()`, as ipistorm's): like
+/// [`copy_process`], in the root task group (`se->depth` 0) whatever the user tasks' depth.
+pub fn kthread_create(k: &mut Kernel, comm: String, policy: u32, prio: i32, bound: Option<CpuId>, role: u32) -> TaskId {
     let t = k.new_task(TaskKind::Workload, comm, policy, prio, bound);
     k.tasks[t as usize].saved =
         vec![Frame::Program(TaskFrame { task: role, ..Default::default() }), Frame::RetFromFork];

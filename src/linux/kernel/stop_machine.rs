@@ -63,7 +63,7 @@ pub fn stop_one_cpu_nowait(k: &mut Kernel, cpu: CpuId, target: CpuId, work: Stop
         // preemption.
         k.tasks[stopper as usize].state = TASK_RUNNING;
         let flags = super::sched::fair_class::EnqueueFlags { wakeup: true, migrated: false, initial: false };
-        super::sched::core::activate_task(k, target, stopper, flags);
+        c += super::sched::core::activate_task(k, cpu, target, stopper, flags).1;
         k.tp(cpu, crate::trace::Event::SchedWakeup { pid, prio, target_cpu: target });
         let line = k.cpus[target as usize].rq.lock_line;
         c += k.line_write(cpu, line);

@@ -118,7 +118,9 @@ impl SchedClass {
             }
             SchedClass::Fair => {
                 super::fair::set_next_task_fair(k, cpu, p);
-                0
+                // set_next_entity() (and the fast path's put_prev_entity()): update_curr(),
+                // __dequeue_entity(), update_load_avg().
+                super::rq_lines::cfs_written(k, cpu, cpu)
             }
             SchedClass::Idle => super::idle::set_next_task_idle(k, cpu),
         }
@@ -126,11 +128,23 @@ impl SchedClass {
 
     /// `class->put_prev_task(rq, prev)`: `prev` stops being the class's running task.
     #[inline]
-    pub fn put_prev_task(self, k: &mut Kernel, cpu: CpuId, prev: TaskId) {
+    pub fn put_prev_task(self, k: &mut Kernel, cpu: CpuId, prev: TaskId) -> Time {
         match self {
-            SchedClass::Stop | SchedClass::Idle => {}
-            SchedClass::Rt => super::rt::put_prev_task_rt(k, cpu, prev),
-            SchedClass::Fair => super::fair::put_prev_task_fair(k, cpu),
+            SchedClass::Stop | SchedClass::Idle => 0,
+            SchedClass::Rt => {
+                super::rt::put_prev_task_rt(k, cpu, prev);
+                0
+            }
+            SchedClass::Fair => {
+                super::fair::put_prev_task_fair(k, cpu);
+                // put_prev_entity() of a still queued prev: update_curr(), update_load_avg();
+                // a prev that blocked was dequeued already (and wrote them there).
+                if k.tasks[prev as usize].on_rq {
+                    super::rq_lines::cfs_written(k, cpu, cpu)
+                } else {
+                    0
+                }
+            }
         }
     }
 

@@ -314,13 +314,21 @@ impl Schedule {
 /// Models `activate_task()` -> `enqueue_task()` — kernel/sched/core.c @ v6.10: the task's
 /// class queues `p` on `rq_cpu`, then `add_nr_running()` (which each class's enqueue ends with
 /// in the kernel) sets `rd->overloaded` when the rq reaches two runnable tasks, and `p->on_rq`.
-/// The model also sets `task_cpu(p)` here. Returns true if the fair class asked for a resched
-/// of the current task.
-pub fn activate_task(k: &mut Kernel, rq_cpu: CpuId, p: TaskId, flags: EnqueueFlags) -> bool {
+/// The model also sets `task_cpu(p)` here. Performed by `cpu`, which writes the fair
+/// runqueue's lines (`rq_lines::cfs_written`). Returns (true if the fair class asked for a
+/// resched of the current task, the cost of those writes).
+pub fn activate_task(k: &mut Kernel, cpu: CpuId, rq_cpu: CpuId, p: TaskId, flags: EnqueueFlags) -> (bool, Time) {
     crate::linux::check::on_enqueue(k, rq_cpu, p);
     let class = SchedClass::of(k, p);
     k.tasks[p as usize].cpu = rq_cpu;
     let r = class.enqueue_task(k, rq_cpu, p, flags);
+    let c = if class == SchedClass::Fair {
+        // for_each_sched_entity(): one level per task group above the task.
+        let levels = Time::from(k.ents[p as usize].depth);
+        super::rq_lines::cfs_written(k, cpu, rq_cpu) + levels * k.costs.enqueue_level
+    } else {
+        0
+    };
     let rq = &mut k.cpus[rq_cpu as usize].rq;
     rq.nr_running += 1;
     if rq.nr_running >= 2 {
@@ -329,32 +337,43 @@ pub fn activate_task(k: &mut Kernel, rq_cpu: CpuId, p: TaskId, flags: EnqueueFla
     super::group_sums::rq_changed(k, rq_cpu);
     k.tasks[p as usize].on_rq = true;
     crate::linux::check::on_rq_changed(k, rq_cpu);
-    r
+    (r, c)
 }
 
 /// Models `deactivate_task()` -> `dequeue_task()` — kernel/sched/core.c @ v6.10: the task's
 /// class dequeues `p` (a running task going to sleep, DEQUEUE_SLEEP, or a queued task leaving
-/// for another CPU), then `sub_nr_running()` and `p->on_rq = 0`.
-pub fn deactivate_task(k: &mut Kernel, rq_cpu: CpuId, p: TaskId, flags: DequeueFlags) {
+/// for another CPU), then `sub_nr_running()` and `p->on_rq = 0`. Performed by `cpu`, which
+/// writes the fair runqueue's lines. Returns the cost of those writes.
+pub fn deactivate_task(k: &mut Kernel, cpu: CpuId, rq_cpu: CpuId, p: TaskId, flags: DequeueFlags) -> Time {
     crate::linux::check::on_dequeue(k, rq_cpu, p);
-    SchedClass::of(k, p).dequeue_task(k, rq_cpu, p, flags);
+    let class = SchedClass::of(k, p);
+    class.dequeue_task(k, rq_cpu, p, flags);
+    let c = if class == SchedClass::Fair {
+        let levels = Time::from(k.ents[p as usize].depth);
+        super::rq_lines::cfs_written(k, cpu, rq_cpu) + levels * k.costs.dequeue_level
+    } else {
+        0
+    };
     k.cpus[rq_cpu as usize].rq.nr_running -= 1;
     super::group_sums::rq_changed(k, rq_cpu);
     k.tasks[p as usize].on_rq = false;
     crate::linux::check::on_rq_changed(k, rq_cpu);
+    c
 }
 
 /// Models `move_queued_task_locked()` — kernel/sched/sched.h @ v6.10 (with both rq locks held):
 /// deactivate `p` on `src`, `set_task_cpu()` (a `sched_migrate_task` record and a migration),
-/// activate it on `dst`. Performed by `cpu`. Returns the fair enqueue's resched verdict; the
-/// caller decides how `dst`'s current task learns of it (`wakeup_preempt()` when the fair
-/// balancer attaches, an unconditional `resched_curr()` when RT pushes).
-pub fn move_queued_task_locked(k: &mut Kernel, cpu: CpuId, src: CpuId, dst: CpuId, p: TaskId) -> bool {
-    deactivate_task(k, src, p, DequeueFlags { sleep: false, migrating: true });
+/// activate it on `dst`. Performed by `cpu`. Returns the fair enqueue's resched verdict (the
+/// caller decides how `dst`'s current task learns of it: `wakeup_preempt()` when the fair
+/// balancer attaches, an unconditional `resched_curr()` when RT pushes) and the cost of the
+/// runqueue line writes.
+pub fn move_queued_task_locked(k: &mut Kernel, cpu: CpuId, src: CpuId, dst: CpuId, p: TaskId) -> (bool, Time) {
+    let c = deactivate_task(k, cpu, src, p, DequeueFlags { sleep: false, migrating: true });
     let (pid, prio) = (k.tasks[p as usize].pid, k.tasks[p as usize].prio);
     k.tp(cpu, Event::SchedMigrateTask { pid, prio, orig_cpu: src, dest_cpu: dst });
     k.stats.cpu_migrations += 1;
-    activate_task(k, dst, p, EnqueueFlags { wakeup: false, migrated: true, initial: false })
+    let (r, ca) = activate_task(k, cpu, dst, p, EnqueueFlags { wakeup: false, migrated: true, initial: false });
+    (r, c + ca)
 }
 
 /// Models `__schedule()` — kernel/sched/core.c @ v6.10, with SM_IDLE (3dcac251b066, v6.12).
@@ -385,8 +404,9 @@ pub fn __schedule(k: &mut Kernel, cpu: CpuId, s: &mut Schedule) -> Next {
                 SchedMode::RtlockWait => k.cfg.preempt_rt,
                 SchedMode::Preempt | SchedMode::Idle => false,
             };
+            let mut lc = lc;
             if deactivates && k.tasks[prev as usize].state != TASK_RUNNING && k.tasks[prev as usize].on_rq {
-                deactivate_task(k, cpu, prev, DequeueFlags { sleep: true, migrating: false });
+                lc += deactivate_task(k, cpu, cpu, prev, DequeueFlags { sleep: true, migrating: false });
             }
             if s.mode == SchedMode::Idle && k.cpus[cpu as usize].rq.nr_running == 0 {
                 // SM_IDLE fast path: nothing to pick, keep running the idle task.
@@ -445,11 +465,12 @@ pub fn __schedule(k: &mut Kernel, cpu: CpuId, s: &mut Schedule) -> Next {
             // The fast path's put_prev_task() (the slow path put prev before its class walk),
             // then pick_next_task_idle() -> set_next_task_idle().
             let prev_class = SchedClass::of(k, s.prev);
+            let mut c = 0;
             if !prev_class.above(SchedClass::Fair) {
-                prev_class.put_prev_task(k, cpu, s.prev);
+                c += prev_class.put_prev_task(k, cpu, s.prev);
             }
             let next = SchedClass::Idle.pick_task(k, cpu).expect("the idle class always has a task");
-            let c = SchedClass::Idle.set_next_task(k, cpu, next);
+            c += SchedClass::Idle.set_next_task(k, cpu, next);
             s.next = next;
             s.at = ScheduleAt::Picked;
             Next::Cont(k.costs.pick_idle + c)
@@ -499,6 +520,8 @@ pub fn __schedule(k: &mut Kernel, cpu: CpuId, s: &mut Schedule) -> Next {
             k.tp(cpu, Event::SchedSwitch { prev_pid, prev_prio, prev_state, next_pid, next_prio });
             k.cpus[cpu as usize].rq.curr = next;
             super::group_sums::rq_changed(k, cpu);
+            // rq->curr = next and ++rq->nr_switches: their lines.
+            c += super::rq_lines::switched(k, cpu);
             // context_switch(): save prev's stack, switch to next's.
             let now = k.now;
             k.tasks[prev as usize].sum_exec_runtime += now - k.tasks[prev as usize].exec_start;
@@ -570,7 +593,7 @@ fn __pick_next_task(k: &mut Kernel, cpu: CpuId, prev: TaskId) -> PickNext {
     if prev_class.above(SchedClass::Fair) || rq.nr_running != rq.cfs_h_nr_running {
         // restart: put_prev_task_balance().
         c += prev_class.balance(k, cpu, prev);
-        prev_class.put_prev_task(k, cpu, prev);
+        c += prev_class.put_prev_task(k, cpu, prev);
         for class in SCHED_CLASSES {
             if class == SchedClass::Fair {
                 break;
@@ -584,7 +607,7 @@ fn __pick_next_task(k: &mut Kernel, cpu: CpuId, prev: TaskId) -> PickNext {
     // pick_next_task_fair().
     match SchedClass::Fair.pick_task(k, cpu) {
         Some(next) => {
-            SchedClass::Fair.set_next_task(k, cpu, next);
+            c += SchedClass::Fair.set_next_task(k, cpu, next);
             PickNext::Task(next, c)
         }
         None => PickNext::FairEmpty(c),
@@ -760,8 +783,7 @@ pub fn ttwu_queue_wakelist(k: &mut Kernel, cpu: CpuId, p: TaskId, target: CpuId,
     k.tasks[p as usize].sched_remote_wakeup = wake_flags & WF_MIGRATED != 0;
     k.cpus[target as usize].rq.ttwu_pending = true;
     super::group_sums::rq_changed(k, target);
-    let line = k.cpus[target as usize].rq.lock_line;
-    let mut c = k.line_write(cpu, line);
+    let mut c = super::rq_lines::pending_written(k, cpu, target);
     let entry = k.tasks[p as usize].wake_entry;
     crate::linux::check::on_wakelist_queue(k, cpu, p, target);
     k.csds[entry as usize].flags = crate::linux::csd_flags::CSD_TYPE_TTWU;
@@ -785,8 +807,7 @@ pub fn ttwu_queue_wakelist(k: &mut Kernel, cpu: CpuId, p: TaskId, target: CpuId,
 pub fn ttwu_do_activate(k: &mut Kernel, cpu: CpuId, rq_cpu: CpuId, p: TaskId, wake_flags: u32) -> Time {
     assert_eq!(k.cpus[rq_cpu as usize].rq.lock_owner, Some(cpu), "ttwu_do_activate(): lockdep_assert_rq_held(rq)");
     let migrated = wake_flags & WF_MIGRATED != 0;
-    let resched = activate_task(k, rq_cpu, p, EnqueueFlags { wakeup: true, migrated, initial: false });
-    let mut c = 0;
+    let (resched, mut c) = activate_task(k, cpu, rq_cpu, p, EnqueueFlags { wakeup: true, migrated, initial: false });
     if wakeup_preempt(k, rq_cpu, p, resched) {
         c += resched_curr(k, cpu, rq_cpu, Sym::WakeupPreempt);
     }
@@ -1012,6 +1033,8 @@ pub fn sched_ttwu_pending(k: &mut Kernel, cpu: CpuId, s: &mut TtwuPending) -> Ne
                 // window where idle_cpu() says "idle" for a CPU about to receive tasks.
                 k.cpus[cpu as usize].rq.ttwu_pending = false;
                 super::group_sums::rq_changed(k, cpu);
+                s.at = TtwuPendingAt::Lock;
+                return Next::Cont(super::rq_lines::pending_written(k, cpu, cpu));
             }
             s.at = TtwuPendingAt::Lock;
             Next::Cont(0)
@@ -1048,11 +1071,13 @@ pub fn sched_ttwu_pending(k: &mut Kernel, cpu: CpuId, s: &mut TtwuPending) -> Ne
                 s.at = TtwuPendingAt::Activate;
                 return Next::Cont(k.line_read(cpu, entry_line) + k.costs.ttwu_activate);
             }
+            let mut c = 0;
             if k.cfg.has(crate::linux::patches::Patch::D6962c4fe8f9) {
                 k.cpus[cpu as usize].rq.ttwu_pending = false;
                 super::group_sums::rq_changed(k, cpu);
+                c += super::rq_lines::pending_written(k, cpu, cpu);
             }
-            let c = raw_spin_rq_unlock(k, cpu, cpu);
+            c += raw_spin_rq_unlock(k, cpu, cpu);
             Next::Ret(c)
         }
     }
@@ -1098,7 +1123,9 @@ pub fn wake_up_new_task(k: &mut Kernel, cpu: CpuId, p: TaskId) {
     let (target, _) = select_task_rq(k, cpu, p, prev_cpu, WF_FORK);
     k.tasks[p as usize].cpu = target;
     k.tasks[p as usize].state = TASK_RUNNING;
-    let r = activate_task(k, target, p, EnqueueFlags { wakeup: false, migrated: false, initial: true });
+    // The creator is not modelled as running code: the cost of the enqueue's line writes
+    // has no step to go to (ARCHITECTURE.md, "What is simplified").
+    let (r, _) = activate_task(k, cpu, target, p, EnqueueFlags { wakeup: false, migrated: false, initial: true });
     let (pid, prio) = (k.tasks[p as usize].pid, k.tasks[p as usize].prio);
     k.tp(cpu, Event::SchedWakeupNew { pid, prio, target_cpu: target });
     // wakeup_preempt(rq, p, WF_FORK).
@@ -1120,8 +1147,13 @@ pub fn sched_tick(k: &mut Kernel, cpu: CpuId) -> Time {
     // task's slice; resched if curr must go.
     let curr = k.cpus[cpu as usize].rq.curr;
     let class = SchedClass::of(k, curr);
+    let mut c = 0;
     if class.task_tick(k, cpu, curr) {
         resched_curr(k, cpu, cpu, Sym::ReschedCurr);
+    }
+    if class == SchedClass::Fair {
+        // entity_tick(): update_curr() and update_load_avg() of the running entity.
+        c += super::rq_lines::cfs_written(k, cpu, cpu);
     }
     if class != SchedClass::Fair {
         // Simplification: the fair runqueue's PELT average advances at every tick; with a
@@ -1131,7 +1163,7 @@ pub fn sched_tick(k: &mut Kernel, cpu: CpuId) -> Time {
     }
     let ib = idle_cpu(k, cpu);
     k.cpus[cpu as usize].rq.idle_balance = ib;
-    let c = crate::linux::kernel::sched::fair::sched_balance_trigger(k, cpu);
+    c += crate::linux::kernel::sched::fair::sched_balance_trigger(k, cpu);
     k.costs.sched_tick + c
 }
 
@@ -1147,8 +1179,8 @@ pub fn sched_tick(k: &mut Kernel, cpu: CpuId) -> Time {
 pub fn nohz_csd_func(k: &mut Kernel, cpu: CpuId) -> (Time, Option<Frame>) {
     use super::{NOHZ_KICK_MASK, NOHZ_NEWILB_KICK};
     use crate::linux::patches::Patch;
-    let line = k.cpus[cpu as usize].rq.lock_line;
-    let c = k.line_write(cpu, line);
+    // atomic_fetch_andnot() of nohz_flags: the `pending` line.
+    let c = super::rq_lines::pending_written(k, cpu, cpu);
     let rq = &mut k.cpus[cpu as usize].rq;
     let flags = rq.nohz_flags & (NOHZ_KICK_MASK | NOHZ_NEWILB_KICK);
     rq.nohz_flags &= !(NOHZ_KICK_MASK | NOHZ_NEWILB_KICK);

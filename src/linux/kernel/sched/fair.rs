@@ -59,15 +59,16 @@ pub fn update_newidle_cost(k: &mut Kernel, cpu: CpuId, sd: usize, cost: u64) -> 
 }
 
 /// The cost of `update_sd_lb_stats()` run by `cpu` over `dst`'s domain `sd`: for every group,
-/// `update_sg_lb_stats()` reads every CPU's runqueue and PELT fields. Each CPU's read is a
-/// modelled read of that runqueue's hot line (a transfer when another CPU wrote it since this
-/// CPU last read it, the same charge `select_idle_sibling()` pays for its `available_idle_cpu()`
-/// reads) plus `lb_stats_per_cpu` for the arithmetic on them. The reads are charged one after
-/// another: the model does not overlap misses (no memory-level parallelism).
+/// `update_sg_lb_stats()` reads every CPU's runqueue and PELT fields, several modelled lines per
+/// CPU (`rq_lines::update_sg_lb_stats_reads`: `nr_running`, the fair counts, the PELT averages,
+/// and what `idle_cpu()` reads of a CPU with no runnable task). Each read is a transfer when
+/// another CPU wrote that line since this CPU last read it, plus `lb_stats_per_cpu` for the
+/// arithmetic per CPU. The reads are charged one after another: the model does not overlap
+/// misses (no memory-level parallelism).
 fn update_sd_lb_stats_cost(k: &mut Kernel, cpu: CpuId, dst: CpuId, sd: usize) -> Time {
     let d = &k.sd.domains(dst)[sd];
     let mut stats = d.span_weight as Time * k.costs.lb_stats_per_cpu;
-    // peek_rq() of every other CPU of the span in CPU order, with the borrows split once.
+    // The reads of every other CPU of the span, with the borrows split once.
     let Kernel { sd: sds, lines, m, cpus, .. } = k;
     let (lo, ws) = sds.domains(dst)[sd].span.stored_words();
     // The stream is copied out for the loop (so it stays in registers) and stored back.
@@ -75,7 +76,7 @@ fn update_sd_lb_stats_cost(k: &mut Kernel, cpu: CpuId, dst: CpuId, sd: usize) ->
     // Per distance, `Prng::range(lo_ns, hi_ns)` as `lo_ns` and the width of `Prng::below` (0:
     // a fixed cost, which draws nothing); the ranges are not reversed (`LatencyNs::new`).
     let draw = m.costs.line.map(|r| (r.lo_ns, if r.hi_ns > r.lo_ns { r.hi_ns - r.lo_ns + 1 } else { 0 }));
-    lines.read_each(sds.sums.rq_line0, lo, ws, cpu, &m.topo, |dist| {
+    super::rq_lines::update_sg_lb_stats_reads(lines, &sds.sums, &m.topo, cpu, lo, ws, |dist| {
         let (lo_ns, width) = draw[dist as usize];
         stats += if width != 0 { lo_ns + rng.below(width) } else { lo_ns };
     });
@@ -85,11 +86,17 @@ fn update_sd_lb_stats_cost(k: &mut Kernel, cpu: CpuId, dst: CpuId, sd: usize) ->
 }
 
 /// Models `sched_balance_update_blocked_averages()` — kernel/sched/fair.c @ v6.10: decay the
-/// blocked PELT load of every leaf `cfs_rq` of the rq (one here: no cgroups), plus the rt, dl
-/// and irq averages. Returns the cost.
-pub fn sched_balance_update_blocked_averages(k: &Kernel, _cpu: CpuId) -> Time {
-    const NR_LEAF_CFS_RQS: Time = 1;
-    k.costs.update_blocked_averages * NR_LEAF_CFS_RQS
+/// blocked PELT load of every leaf `cfs_rq` of `rq_cpu`'s rq (`__update_blocked_fair()` walks
+/// `rq->leaf_cfs_rq_list`: `KernelConfig::nr_leaf_cfs_rqs` of them, the root's included), plus
+/// the rt, dl and irq averages, run by `cpu` (the rq's own CPU, or an idle load balancer on its
+/// behalf): `rq_lock_irqsave()` writes the rq's `lock` line and `update_cfs_rq_load_avg()` its
+/// `pelt` line (the group cfs_rqs' lines are not modelled). Returns the cost:
+/// `update_blocked_averages` with the root's cfs_rq, `blocked_leaf` per other leaf.
+pub fn sched_balance_update_blocked_averages(k: &mut Kernel, cpu: CpuId, rq_cpu: CpuId) -> Time {
+    let lock = k.cpus[rq_cpu as usize].rq.lock_line;
+    let c = k.line_write(cpu, lock) + super::rq_lines::pelt_written(k, cpu, rq_cpu);
+    let others = Time::from(k.cfg.nr_leaf_cfs_rqs - 1);
+    c + k.costs.update_blocked_averages + others * k.costs.blocked_leaf
 }
 
 /// `enum cpu_idle_type`.
@@ -247,8 +254,7 @@ pub fn sched_balance_rq(k: &mut Kernel, cpu: CpuId, dst: CpuId, sd: usize, idle:
         if hot && failed <= nice_tries {
             continue;
         }
-        move_queued_task(k, cpu, src, dst, p);
-        cost += k.costs.ttwu_activate;
+        cost += move_queued_task(k, cpu, src, dst, p) + k.costs.ttwu_activate;
         moved += 1;
         hot_moved += hot as u32;
     }
@@ -327,20 +333,22 @@ pub fn active_load_balance_cpu_stop(k: &mut Kernel, cpu: CpuId, push_cpu: CpuId)
         if !k.tasks[p as usize].cpu_allowed(push_cpu) {
             continue;
         }
-        move_queued_task(k, cpu, cpu, push_cpu, p);
-        return k.costs.balance_rq + k.costs.ttwu_activate;
+        let c = move_queued_task(k, cpu, cpu, push_cpu, p);
+        return k.costs.balance_rq + k.costs.ttwu_activate + c;
     }
     k.costs.balance_rq
 }
 
 /// `detach_task()` + `attach_task()`: move a queued task from `src` to `dst`, then
-/// `wakeup_preempt()` on `dst` (which sets NEED_RESCHED there, or IPIs it).
-fn move_queued_task(k: &mut Kernel, cpu: CpuId, src: CpuId, dst: CpuId, p: TaskId) {
+/// `wakeup_preempt()` on `dst` (which sets NEED_RESCHED there, or IPIs it). Returns the cost
+/// of the runqueue line writes (the resched's cost is not charged here, as before).
+fn move_queued_task(k: &mut Kernel, cpu: CpuId, src: CpuId, dst: CpuId, p: TaskId) -> Time {
     use crate::linux::kernel::sched::core::{move_queued_task_locked, resched_curr, wakeup_preempt};
-    let r = move_queued_task_locked(k, cpu, src, dst, p);
+    let (r, c) = move_queued_task_locked(k, cpu, src, dst, p);
     if wakeup_preempt(k, dst, p, r) {
         resched_curr(k, cpu, dst, crate::trace::Sym::WakeupPreempt);
     }
+    c
 }
 
 /// Models `sched_balance_newidle()` — kernel/sched/fair.c @ v6.10.
@@ -375,7 +383,7 @@ pub fn sched_balance_newidle(k: &mut Kernel, cpu: CpuId, s: &mut NewidleBalance)
             s.t0 = k.now;
             s.sd = 0;
             s.at = NewidleAt::Domain;
-            Next::Cont(c + k.costs.newidle_gated + sched_balance_update_blocked_averages(k, cpu))
+            Next::Cont(c + k.costs.newidle_gated + sched_balance_update_blocked_averages(k, cpu, cpu))
         }
         NewidleAt::Domain => {
             let nsd = k.sd.domains(cpu).len();
@@ -457,11 +465,13 @@ fn nohz_newidle_balance(k: &mut Kernel, cpu: CpuId) {
 }
 
 /// Models `nohz_balance_enter_idle()` — kernel/sched/fair.c @ v6.10, called at the first tick
-/// stop of an idle period.
-pub fn nohz_balance_enter_idle(k: &mut Kernel, cpu: CpuId) {
+/// stop of an idle period. Returns the cost (`rq->nohz_tick_stopped`'s line).
+pub fn nohz_balance_enter_idle(k: &mut Kernel, cpu: CpuId) -> Time {
+    let mut c = 0;
     let rq = &mut k.cpus[cpu as usize].rq;
     if !rq.nohz_tick_stopped {
         rq.nohz_tick_stopped = true;
+        c = super::rq_lines::pending_written(k, cpu, cpu);
         k.nohz.idle_cpus_mask.set(cpu);
         k.nohz.nr_cpus += 1;
         // set_cpu_sd_state_idle(): one busy CPU fewer in the LLC.
@@ -470,6 +480,7 @@ pub fn nohz_balance_enter_idle(k: &mut Kernel, cpu: CpuId) {
         k.nohz.needs_update = true;
     }
     k.nohz.has_blocked = true;
+    c
 }
 
 /// Models `get_sd_balance_interval()` — kernel/sched/fair.c @ v6.10, in jiffies.
@@ -592,7 +603,7 @@ pub fn sched_balance_softirq(k: &mut Kernel, cpu: CpuId, s: &mut SchedBalanceSof
                 s.at = SchedBalanceSoftirqAt::NohzIdleBalance;
                 return Next::Cont(0);
             }
-            let c = sched_balance_update_blocked_averages(k, cpu) + sched_balance_domains(k, cpu, cpu, idle);
+            let c = sched_balance_update_blocked_averages(k, cpu, cpu) + sched_balance_domains(k, cpu, cpu, idle);
             Next::Ret(c)
         }
         SchedBalanceSoftirqAt::NohzIdleBalance => _nohz_idle_balance_step(k, cpu, s),
@@ -634,7 +645,7 @@ fn _nohz_idle_balance_step(k: &mut Kernel, cpu: CpuId, s: &mut SchedBalanceSofti
         let mut c = 0;
         if s.flags & NOHZ_STATS_KICK != 0 {
             // update_nohz_stats(): the blocked-load decay of that CPU.
-            c += sched_balance_update_blocked_averages(k, cpu);
+            c += sched_balance_update_blocked_averages(k, cpu, b);
         }
         if k.jiffies() >= k.cpus[b as usize].rq.next_balance && s.flags & NOHZ_BALANCE_KICK != 0 {
             let line = k.cpus[b as usize].rq.lock_line;
@@ -653,17 +664,20 @@ fn _nohz_idle_balance_step(k: &mut Kernel, cpu: CpuId, s: &mut SchedBalanceSofti
 }
 
 /// Models `nohz_balance_exit_idle()` — kernel/sched/fair.c @ v6.10: on the first busy tick
-/// after idle, leave `nohz.idle_cpus_mask` and count as busy in the LLC.
-fn nohz_balance_exit_idle(k: &mut Kernel, cpu: CpuId) {
+/// after idle, leave `nohz.idle_cpus_mask` and count as busy in the LLC. Returns the cost
+/// (`rq->nohz_tick_stopped`'s line).
+fn nohz_balance_exit_idle(k: &mut Kernel, cpu: CpuId) -> Time {
     let rq = &mut k.cpus[cpu as usize].rq;
     if !rq.nohz_tick_stopped {
-        return;
+        return 0;
     }
     rq.nohz_tick_stopped = false;
+    let c = super::rq_lines::pending_written(k, cpu, cpu);
     k.nohz.idle_cpus_mask.clear(cpu);
     k.nohz.nr_cpus -= 1;
     let l = llc_of(k, cpu);
     k.llc_shared[l].nr_busy_cpus += 1;
+    c
 }
 
 /// Models `find_new_ilb()` — kernel/sched/fair.c @ v6.10: the first CPU of the nohz idle
@@ -683,8 +697,8 @@ fn kick_ilb(k: &mut Kernel, cpu: CpuId, flags: u32) -> Time {
     let Some(ilb) = find_new_ilb(k, cpu) else { return 0 };
     let old = k.cpus[ilb as usize].rq.nohz_flags;
     k.cpus[ilb as usize].rq.nohz_flags |= flags;
-    let line = k.cpus[ilb as usize].rq.lock_line;
-    let mut c = k.line_write(cpu, line);
+    // atomic_fetch_or() of the ILB's nohz_flags: its `pending` line.
+    let mut c = super::rq_lines::pending_written(k, cpu, ilb);
     if old & NOHZ_KICK_MASK != 0 {
         return c;
     }
@@ -708,9 +722,9 @@ pub fn nohz_balancer_kick(k: &mut Kernel, cpu: CpuId) -> Time {
     if k.cpus[cpu as usize].rq.idle_balance {
         return 0;
     }
-    nohz_balance_exit_idle(k, cpu);
+    let c = nohz_balance_exit_idle(k, cpu);
     if k.nohz.nr_cpus == 0 {
-        return 0;
+        return c;
     }
     let j = k.jiffies();
     let mut flags = 0;
@@ -728,9 +742,9 @@ pub fn nohz_balancer_kick(k: &mut Kernel, cpu: CpuId) -> Time {
         flags |= NOHZ_NEXT_KICK;
     }
     if flags == 0 {
-        return 0;
+        return c;
     }
-    kick_ilb(k, cpu, flags)
+    c + kick_ilb(k, cpu, flags)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -848,13 +862,11 @@ fn llc_of(k: &Kernel, cpu: CpuId) -> usize {
     k.sd.sd_llc_id[cpu as usize] as usize
 }
 
-/// Reading another CPU's runqueue fields costs a line transfer: returns that cost.
+/// `available_idle_cpu(other)` read by `cpu`: the runqueue lines `idle_cpu()` reads, each a
+/// transfer when another CPU wrote it since (`rq_lines::idle_cpu_reads`). Returns that cost.
 #[inline]
 fn peek_rq(k: &mut Kernel, cpu: CpuId, other: CpuId) -> Time {
-    // `other`'s rq.lock_line, without touching its runqueue on the host.
-    debug_assert_eq!(k.sd.sums.rq_line0 + other, k.cpus[other as usize].rq.lock_line);
-    let line = k.sd.sums.rq_line0 + other;
-    k.line_read(cpu, line)
+    super::rq_lines::idle_cpu_reads(k, cpu, other)
 }
 
 /// Models `record_wakee()` — kernel/sched/fair.c @ v6.10: the waker's `wakee_flips` count
@@ -1507,7 +1519,7 @@ pub fn idle_balance(k: &mut Kernel, cpu: CpuId, s: &mut IdleBalance) -> Next {
             s.next_balance = k.jiffies() + k.cfg.hz as u64;
             s.t0 = k.now;
             s.at = IdleBalanceAt::Domain;
-            Next::Cont(c + k.costs.newidle_gated + k.costs.update_blocked_averages)
+            Next::Cont(c + k.costs.newidle_gated + sched_balance_update_blocked_averages(k, cpu, cpu))
         }
         IdleBalanceAt::Domain => {
             let i = s.sd as usize;

@@ -298,6 +298,10 @@ pub struct SchedEntity {
     pub prev_sum_exec_runtime: u64,
     /// On a cfs_rq (queued or running).
     pub on_rq: bool,
+    /// `depth` (CONFIG_FAIR_GROUP_SCHED): the task's level in the cpu controller's hierarchy,
+    /// 0 in the root group. The model keeps one flat runqueue per CPU and charges the walk over
+    /// the group entities above it (`PathCosts::enqueue_level`, `dequeue_level`).
+    pub depth: u8,
     pub avg: SchedAvg,
     /// `avg` is attached to a cfs_rq's sums (the kernel: `avg.last_update_time != 0`).
     pub avg_attached: bool,

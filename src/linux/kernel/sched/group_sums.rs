@@ -29,6 +29,10 @@ struct Contrib {
     idle: bool,
     /// `nr_running >= 2`.
     overloaded: bool,
+    /// `nr_running == 0`.
+    empty: bool,
+    /// `curr == idle`.
+    curr_idle: bool,
 }
 
 /// One group's sums, kept together so an update touches one host cache line.
@@ -64,9 +68,16 @@ pub struct GroupSums {
     nr_overloaded: u32,
     /// The CPUs for which `idle_cpu()` holds.
     idle: CpuMask,
-    /// The runqueue line (`rq->lock` and the fields read with it) of CPU 0: CPU `c`'s is
-    /// `rq_line0 + c` (they are allocated together, in CPU order).
+    /// The CPUs with no runnable task, and those running their idle task: which runqueue
+    /// lines `idle_cpu()` reads (`rq_lines.rs`).
+    empty: CpuMask,
+    curr_idle: CpuMask,
+    /// The `lock` line (`rq->__lock` and `nr_running`) of CPU 0: CPU `c`'s is
+    /// `rq_line0 + rq_lines::BLOCK * c`, followed by its `cfs`, `pelt` and `curr` lines
+    /// (`rq_lines.rs`; allocated together, in CPU order).
     pub rq_line0: LineId,
+    /// The `pending` line of CPU 0: CPU `c`'s is `pending_line0 + c`.
+    pub pending_line0: LineId,
 }
 
 impl GroupSums {
@@ -75,7 +86,12 @@ impl GroupSums {
         let mut by_ptr: std::collections::BTreeMap<usize, u32> = Default::default();
         let mut masks: Vec<&CpuMask> = Vec::new();
         let mut lists: std::collections::BTreeMap<Vec<u32>, u32> = Default::default();
-        let mut s = GroupSums { idle: CpuMask::new(nr_cpus), ..Default::default() };
+        let mut s = GroupSums {
+            idle: CpuMask::new(nr_cpus),
+            empty: CpuMask::new(nr_cpus),
+            curr_idle: CpuMask::new(nr_cpus),
+            ..Default::default()
+        };
         for cpu in 0..nr_cpus {
             s.level_base.push(s.dom_start.len() as u32);
             for d in sd.domains(cpu) {
@@ -171,6 +187,18 @@ impl GroupSums {
         &self.idle
     }
 
+    /// The CPUs with `nr_running == 0`.
+    #[inline]
+    pub fn empty_mask(&self) -> &CpuMask {
+        &self.empty
+    }
+
+    /// The CPUs whose `curr` is their idle task.
+    #[inline]
+    pub fn curr_idle_mask(&self) -> &CpuMask {
+        &self.curr_idle
+    }
+
     /// Replace `cpu`'s contribution.
     #[inline]
     fn set(&mut self, cpu: CpuId, new: Contrib) {
@@ -192,11 +220,17 @@ impl GroupSums {
             g.nr_idle = g.nr_idle.wrapping_add(d_idle);
         }
         self.nr_overloaded = self.nr_overloaded - old.overloaded as u32 + new.overloaded as u32;
-        if old.idle != new.idle {
-            if new.idle {
-                self.idle.set(cpu);
-            } else {
-                self.idle.clear(cpu);
+        for (was, is, mask) in [
+            (old.idle, new.idle, &mut self.idle),
+            (old.empty, new.empty, &mut self.empty),
+            (old.curr_idle, new.curr_idle, &mut self.curr_idle),
+        ] {
+            if was != is {
+                if is {
+                    mask.set(cpu);
+                } else {
+                    mask.clear(cpu);
+                }
             }
         }
     }
@@ -206,12 +240,17 @@ impl GroupSums {
 pub fn init(k: &mut Kernel) {
     let nr = k.m.topo.nr_cpus;
     k.sd.sums = GroupSums::new(&k.sd, nr);
-    let rq_line0 = k.cpus[0].rq.lock_line;
+    let (rq_line0, pending_line0) = (k.cpus[0].rq.lock_line, k.cpus[0].rq.pending_line);
+    let block = super::rq_lines::BLOCK;
     assert!(
-        (0..nr).all(|c| k.cpus[c as usize].rq.lock_line == rq_line0 + c),
+        (0..nr).all(|c| {
+            let rq = &k.cpus[c as usize].rq;
+            rq.lock_line == rq_line0 + block * c && rq.pending_line == pending_line0 + c
+        }),
         "the runqueue lines are allocated together, in CPU order"
     );
     k.sd.sums.rq_line0 = rq_line0;
+    k.sd.sums.pending_line0 = pending_line0;
     for c in 0..nr {
         rq_changed(k, c);
     }
@@ -227,6 +266,8 @@ pub fn rq_changed(k: &mut Kernel, cpu: CpuId) {
         load: rq.nr_running + rq.ttwu_pending as u32,
         idle: super::idle_cpu(k, cpu),
         overloaded: rq.nr_running >= 2,
+        empty: rq.nr_running == 0,
+        curr_idle: rq.curr == rq.idle,
     };
     k.sd.sums.set(cpu, new);
 }
@@ -248,7 +289,10 @@ pub fn debug_check_group(k: &Kernel, cpu: CpuId, level: usize, gi: usize) {
             "group sums of CPU {cpu} level {level} group {gi}"
         );
         for c in g.iter() {
+            let rq = rq(c);
             assert_eq!(s.idle.test(c), super::idle_cpu(k, c), "idle mask, CPU {c}");
+            assert_eq!(s.empty.test(c), rq.nr_running == 0, "empty mask, CPU {c}");
+            assert_eq!(s.curr_idle.test(c), rq.curr == rq.idle, "curr-idle mask, CPU {c}");
         }
     }
 }

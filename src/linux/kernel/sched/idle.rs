@@ -110,8 +110,12 @@ pub fn do_idle(k: &mut Kernel, cpu: CpuId, s: &mut DoIdle) -> Next {
                 k.cpus[cpu as usize].rq.nohz_flags &= !super::NOHZ_NEWILB_KICK;
                 if flags & super::NOHZ_KICK_MASK == 0 && !need_resched(k, cpu) {
                     k.nohz.has_blocked = false;
-                    let n = k.nohz.idle_cpus_mask.weight() as u64;
-                    c += n * k.costs.update_blocked_averages;
+                    // The blocked-load update of every tickless CPU, each under its rq lock.
+                    let mut b = k.nohz.idle_cpus_mask.first();
+                    while let Some(x) = b {
+                        c += super::fair::sched_balance_update_blocked_averages(k, cpu, x);
+                        b = k.nohz.idle_cpus_mask.next_from(x + 1);
+                    }
                     k.nohz.next_blocked = k.jiffies() + (32 * k.cfg.hz as u64).div_ceil(1000);
                 }
             }

@@ -9,6 +9,7 @@ pub mod fair_class;
 pub mod features;
 pub mod group_sums;
 pub mod idle;
+pub mod rq_lines;
 pub mod rt;
 pub mod stats;
 pub mod stop_task;
@@ -300,7 +301,11 @@ pub struct Rq {
     /// `__lock`: the CPU holding it, waiters in arrival order, and its line.
     pub lock_owner: Option<CpuId>,
     pub lock_waiters: Vec<CpuId>,
+    /// The first line of this runqueue's block (`rq_lines.rs`): `lock`, then `cfs`, `pelt`
+    /// and `curr`.
     pub lock_line: LineId,
+    /// The `pending` line (`nohz_csd`, `nohz_flags`, `ttwu_pending`, `nr_switches`).
+    pub pending_line: LineId,
     /// `clock` (updated by `update_rq_clock`).
     pub clock: Time,
     /// `idle_stamp`, `avg_idle`, `max_idle_balance_cost` (ns).
@@ -324,7 +329,7 @@ pub struct Rq {
 }
 
 impl Rq {
-    pub fn new(cpu: CpuId, idle: TaskId, lock_line: LineId, cfs: fair_class::CfsRq) -> Rq {
+    pub fn new(cpu: CpuId, idle: TaskId, lock_line: LineId, pending_line: LineId, cfs: fair_class::CfsRq) -> Rq {
         Rq {
             cpu,
             curr: idle,
@@ -343,6 +348,7 @@ impl Rq {
             lock_owner: None,
             lock_waiters: Vec::new(),
             lock_line,
+            pending_line,
             clock: 0,
             idle_stamp: 0,
             // sched_init(): avg_idle = 2 * migration cost; max_idle_balance_cost = migration cost.

@@ -454,7 +454,7 @@ pub fn push_rt_task(k: &mut Kernel, cpu: CpuId, rq_cpu: CpuId) -> (bool, Time) {
     // double_lock_balance(): the other rq's lock line.
     c += k.line_write(cpu, k.cpus[dst as usize].rq.lock_line);
     k.cpus[dst as usize].rq.clock = k.now;
-    move_queued_task_locked(k, cpu, rq_cpu, dst, next);
+    c += move_queued_task_locked(k, cpu, rq_cpu, dst, next).1;
     c += k.costs.ttwu_activate + resched_curr(k, cpu, dst, Sym::ReschedCurr);
     k.stats.rt_pushes += 1;
     (true, c)
@@ -527,7 +527,7 @@ pub fn pull_rt_task(k: &mut Kernel, cpu: CpuId) -> Time {
         if pp < k.tasks[src_curr as usize].prio {
             continue;
         }
-        move_queued_task_locked(k, cpu, src, cpu, p);
+        c += move_queued_task_locked(k, cpu, src, cpu, p).1;
         c += k.costs.ttwu_activate;
         k.stats.rt_pulls += 1;
         resched = true;

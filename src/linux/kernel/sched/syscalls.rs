@@ -45,8 +45,8 @@ fn move_queued(k: &mut Kernel, cpu: CpuId, src: CpuId, dst: CpuId, p: TaskId) ->
     use super::core::{move_queued_task_locked, resched_curr, wakeup_preempt};
     let mut c = k.line_write(cpu, k.cpus[dst as usize].rq.lock_line);
     k.cpus[dst as usize].rq.clock = k.now;
-    let r = move_queued_task_locked(k, cpu, src, dst, p);
-    c += k.costs.ttwu_activate;
+    let (r, cm) = move_queued_task_locked(k, cpu, src, dst, p);
+    c += cm + k.costs.ttwu_activate;
     if wakeup_preempt(k, dst, p, r) {
         c += resched_curr(k, cpu, dst, crate::trace::Sym::ReschedCurr);
     }

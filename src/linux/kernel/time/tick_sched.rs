@@ -205,9 +205,9 @@ pub fn tick_nohz_idle_stop_tick(k: &mut Kernel, cpu: CpuId) -> Time {
     }
     k.cpus[cpu as usize].tick.stopped = true;
     k.stats.tick_stops += 1;
-    crate::linux::kernel::sched::fair::nohz_balance_enter_idle(k, cpu);
+    let c = crate::linux::kernel::sched::fair::nohz_balance_enter_idle(k, cpu);
     tick_program(k, cpu);
-    k.costs.tick_stop
+    k.costs.tick_stop + c
 }
 
 /// Models `tick_nohz_idle_exit()`: restart a stopped tick (hrtimer reprogram). Returns the
