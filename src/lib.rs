@@ -8,6 +8,7 @@
 //! [`report`] and [`html`] the output, and [`cli`] the command line.
 
 pub mod background;
+pub mod calibrate;
 pub mod cli;
 pub mod crash;
 pub mod experiments;

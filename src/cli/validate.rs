@@ -255,17 +255,19 @@ fn model_output(r: &run::RunResult) -> String {
 }
 
 /// tracefs settings saved before a capture and put back by `Drop`.
-struct Tracefs {
-    dir: PathBuf,
+pub(crate) struct Tracefs {
+    pub(crate) dir: PathBuf,
     mounted: bool,
     saved: Vec<(String, String)>,
     set_event: String,
+    /// Per-CPU buffer size of the captures (KB).
+    pub(crate) buffer_kb: u32,
 }
 
 impl Tracefs {
     /// Find (or mount) tracefs and save what a capture changes. Errors say why validate
     /// cannot trace.
-    fn open() -> Result<Tracefs, String> {
+    pub(crate) fn open() -> Result<Tracefs, String> {
         // SAFETY: geteuid() has no preconditions.
         if unsafe { libc::geteuid() } != 0 {
             return Err("validate runs the program under tracefs and needs root (run it with sudo)".into());
@@ -293,20 +295,31 @@ impl Tracefs {
                 saved.push((f.to_string(), v));
             }
         }
+        // The clock in force is the bracketed one.
+        if let Some(c) = read("trace_clock").ok().and_then(|v| bracketed(&v)) {
+            saved.push(("trace_clock".into(), c));
+        }
         if let Ok(v) = read("buffer_size_kb") {
             saved.push(("buffer_size_kb".into(), v.split_whitespace().next().unwrap_or("1408").to_string()));
         }
         let set_event = read("set_event").map_err(|e| format!("cannot read {}/set_event: {e}", dir.display()))?;
-        Ok(Tracefs { dir, mounted, saved, set_event })
+        Ok(Tracefs { dir, mounted, saved, set_event, buffer_kb: 16384 })
     }
 
-    fn write(&self, f: &str, v: &str) -> Result<(), String> {
+    /// The trace clocks this kernel offers.
+    pub(crate) fn clocks(&self) -> Vec<String> {
+        std::fs::read_to_string(self.dir.join("trace_clock"))
+            .map(|v| v.split_whitespace().map(|c| c.trim_matches(['[', ']']).to_string()).collect())
+            .unwrap_or_default()
+    }
+
+    pub(crate) fn write(&self, f: &str, v: &str) -> Result<(), String> {
         std::fs::write(self.dir.join(f), v)
             .map_err(|e| format!("cannot write '{v}' to {}/{f}: {e}", self.dir.display()))
     }
 
     /// Set the events; returns the ones this kernel does not have.
-    fn set_events(&self, events: &[&str]) -> Result<Vec<String>, String> {
+    pub(crate) fn set_events(&self, events: &[&str]) -> Result<Vec<String>, String> {
         use std::io::Write;
         let path = self.dir.join("set_event");
         let mut f = std::fs::OpenOptions::new()
@@ -325,20 +338,26 @@ impl Tracefs {
 
     /// Trace one run of `command`; returns (its stdout, the trace text, its pid).
     fn capture(&self, command: &[String]) -> Result<(String, String, u32), String> {
+        let ((stdout, pid), trace) = self.capture_with(|| run_child(command))?;
+        Ok((stdout, trace, pid))
+    }
+
+    /// Trace while `f` runs; returns what it returned and the trace text.
+    pub(crate) fn capture_with<T>(&self, f: impl FnOnce() -> Result<T, String>) -> Result<(T, String), String> {
         self.write("tracing_on", "0")?;
         self.write("current_tracer", "nop")?;
         let _ = self.write("options/record-tgid", "0");
         let _ = self.write("options/irq-info", "1");
-        self.write("buffer_size_kb", "16384")?;
+        self.write("buffer_size_kb", &self.buffer_kb.to_string())?;
         self.write("trace", "")?;
         self.write("tracing_on", "1")?;
-        let out = run_child(command);
+        let out = f();
         self.write("tracing_on", "0")?;
-        let (stdout, pid) = out?;
+        let out = out?;
         let trace = std::fs::read_to_string(self.dir.join("trace"))
             .map_err(|e| format!("cannot read {}/trace: {e}", self.dir.display()))?;
         self.write("trace", "")?;
-        Ok((stdout, trace, pid))
+        Ok((out, trace))
     }
 }
 
@@ -357,9 +376,14 @@ impl Drop for Tracefs {
     }
 }
 
+/// The bracketed word of a tracefs choice file (`[local] global x86-tsc` -> `local`).
+fn bracketed(v: &str) -> Option<String> {
+    v.split_whitespace().find_map(|w| w.strip_prefix('[')?.strip_suffix(']')).map(str::to_string)
+}
+
 /// Run a command with Ctrl-C going to it (validate itself ignores SIGINT meanwhile, so that it
 /// can restore tracefs). Returns its stdout and pid.
-fn run_child(command: &[String]) -> Result<(String, u32), String> {
+pub(crate) fn run_child(command: &[String]) -> Result<(String, u32), String> {
     use std::os::unix::process::CommandExt;
     let mut cmd = std::process::Command::new(&command[0]);
     cmd.args(&command[1..]).stdout(std::process::Stdio::piped());
@@ -386,7 +410,7 @@ fn run_child(command: &[String]) -> Result<(String, u32), String> {
     res
 }
 
-fn gzip(text: &str) -> Vec<u8> {
+pub(crate) fn gzip(text: &str) -> Vec<u8> {
     use std::io::Write;
     let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
     e.write_all(text.as_bytes()).expect("writing to memory");

@@ -53,6 +53,13 @@ pub struct Line<'a> {
 impl<'a> Line<'a> {
     /// Parse one line; None for headers, blank lines and anything else that is not an event.
     pub fn parse(line: &'a str) -> Option<Line<'a>> {
+        Self::parse_clock(line, None)
+    }
+
+    /// [`Line::parse`] for a trace of either kind of clock: seconds with a fraction (the
+    /// default clocks), or, with `tsc_khz`, the raw counts the `x86-tsc` clock prints, turned
+    /// into ns at that rate.
+    pub fn parse_clock(line: &'a str, tsc_khz: Option<u64>) -> Option<Line<'a>> {
         if line.starts_with('#') {
             return None;
         }
@@ -73,18 +80,29 @@ impl<'a> Line<'a> {
             return None;
         }
         let (ts, rest) = rest.trim_start().split_once(": ")?;
-        let (secs, frac) = ts.split_once('.')?;
-        // Seconds and up to nine digits of fraction; anything else is not a timestamp.
-        if frac.is_empty() || frac.len() > 9 || !frac.bytes().all(|b| b.is_ascii_digit()) {
-            return None;
-        }
-        let sub: u64 = frac.parse::<u64>().ok()? * 10u64.pow(9 - frac.len() as u32);
-        let ts_ns = secs.parse::<u64>().ok()?.checked_mul(1_000_000_000)?.checked_add(sub)?;
+        let ts_ns = match (ts.split_once('.'), tsc_khz) {
+            (Some((secs, frac)), _) => Self::seconds_ns(secs, frac)?,
+            (None, Some(khz)) if khz > 0 && !ts.is_empty() && ts.bytes().all(|b| b.is_ascii_digit()) => {
+                let counts: u64 = ts.parse().ok()?;
+                u64::try_from(counts as u128 * 1_000_000 / khz as u128).ok()?
+            }
+            _ => return None,
+        };
         let (event, args) = match rest.split_once(": ") {
             Some((e, a)) => (e, a),
             None => (rest.trim_end_matches(':'), ""),
         };
         Some(Line { comm, pid, cpu, flags: flags.as_bytes(), ts_ns, event, args })
+    }
+
+    /// `SECONDS.FRACTION` in ns.
+    fn seconds_ns(secs: &str, frac: &str) -> Option<u64> {
+        // Seconds and up to nine digits of fraction; anything else is not a timestamp.
+        if frac.is_empty() || frac.len() > 9 || !frac.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let sub: u64 = frac.parse::<u64>().ok()? * 10u64.pow(9 - frac.len() as u32);
+        secs.parse::<u64>().ok()?.checked_mul(1_000_000_000)?.checked_add(sub)
     }
 
     /// The value of `key=` in the arguments.
@@ -104,7 +122,7 @@ impl<'a> Line<'a> {
         None
     }
 
-    fn num(&self, key: &str) -> Option<u64> {
+    pub fn num(&self, key: &str) -> Option<u64> {
         self.arg(key)?.parse().ok()
     }
 
