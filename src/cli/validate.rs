@@ -15,7 +15,8 @@ use std::path::{Path, PathBuf};
 /// `schedsim validate`.
 #[derive(clap::Args, Debug)]
 pub struct ValidateArgs {
-    /// The program: pingpong, perf-pipe, messaging or nanosleep.
+    /// The program: pingpong, perf-pipe, messaging, nanosleep or rtapp (file=PATH.json, run
+    /// with Debian's rt-app).
     pub workload: String,
     /// Its parameters, key=value as for `schedsim run` (messaging: perf's options after --).
     pub params: Vec<String>,
@@ -221,8 +222,28 @@ impl Program {
                     comms: vec!["nanosleep".into()],
                 })
             }
+            "rtapp" => {
+                let pairs = kv(&[])?;
+                let Some(file) = pairs.iter().find(|(k, _)| k == "file").map(|(_, v)| v.clone()) else {
+                    return Err("validate rtapp: give the rt-app JSON file as file=PATH.json".into());
+                };
+                if let Some((k, _)) = pairs.iter().find(|(k, _)| k != "file") {
+                    return Err(format!("validate rtapp: unknown parameter `{k}` (expected file=PATH.json)"));
+                }
+                // rt-app runs in a directory of its own (its logs go to the file's logdir, "./").
+                let abs = std::fs::canonicalize(&file).map_err(|e| format!("validate rtapp: {file}: {e}"))?;
+                Ok(Program {
+                    label: label(&pairs),
+                    workload: name.into(),
+                    command: vec![RTAPP.into(), abs.to_string_lossy().into_owned()],
+                    params: pairs,
+                    own_name: "program: mean wakeup latency (wu_lat, us)",
+                    scale: 1.0,
+                    comms: vec!["rt-app".into()],
+                })
+            }
             other => Err(format!(
-                "validate: unknown workload '{other}' (expected one of: pingpong, perf-pipe, messaging, nanosleep)"
+                "validate: unknown workload '{other}' (expected one of: pingpong, perf-pipe, messaging, nanosleep, rtapp)"
             )),
         }
     }
@@ -239,6 +260,7 @@ impl Program {
             "program: usecs/op" => before("usecs/op"),
             "program: us per message" => before("[sec]").map(|s| s * 1e6 / self.scale),
             "program: loops per second" => before("sleeps").map(|n| n / self.scale),
+            "program: mean wakeup latency (wu_lat, us)" => before("us mean wu_lat"),
             _ => None,
         }
     }
@@ -250,8 +272,48 @@ fn model_output(r: &run::RunResult) -> String {
         Workload::PipePair(w) => w.output.clone(),
         Workload::Hackbench(w) => w.output.clone(),
         Workload::Nanosleep(w) => format!("nanosleep: {} processes, {} sleeps\n", w.procs, w.loops),
+        Workload::RtApp(w) => rtapp_summary(w.threads.iter().map(|th| w.log_text(th)).collect::<Vec<_>>().iter()),
         _ => String::new(),
     }
+}
+
+/// Debian's rt-app.
+const RTAPP: &str = "rt-app";
+
+/// The mean of the `wu_lat` column (the last one, us) over every row of rt-app's per-thread
+/// logs, as one line: `rt-app: X us mean wu_lat over N rows`.
+fn rtapp_summary<'a>(logs: impl Iterator<Item = &'a String>) -> String {
+    let (mut sum, mut n) = (0u64, 0u64);
+    for log in logs {
+        for l in log.lines().filter(|l| !l.starts_with('#')) {
+            if let Some(v) = l.split_whitespace().last().and_then(|v| v.parse::<u64>().ok()) {
+                sum += v;
+                n += 1;
+            }
+        }
+    }
+    if n == 0 {
+        return "rt-app: no log rows\n".into();
+    }
+    format!("rt-app: {:.3} us mean wu_lat over {n} rows\n", sum as f64 / n as f64)
+}
+
+/// Run rt-app in `dir` (its logs go there), and append the mean wu_lat of its logs to what it
+/// printed.
+fn run_rtapp(command: &[String], dir: &Path) -> Result<(String, u32), String> {
+    for e in std::fs::read_dir(dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?.flatten() {
+        if e.path().extension().is_some_and(|x| x == "log") {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+    let (out, pid) = run_child_in(command, Some(dir))?;
+    let mut logs = Vec::new();
+    for e in std::fs::read_dir(dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?.flatten() {
+        if e.path().extension().is_some_and(|x| x == "log") {
+            logs.push(std::fs::read_to_string(e.path()).map_err(|err| format!("cannot read {}: {err}", e.path().display()))?);
+        }
+    }
+    Ok((format!("{out}{}", rtapp_summary(logs.iter())), pid))
 }
 
 /// tracefs settings saved before a capture and put back by `Drop`.
@@ -384,9 +446,17 @@ fn bracketed(v: &str) -> Option<String> {
 /// Run a command with Ctrl-C going to it (validate itself ignores SIGINT meanwhile, so that it
 /// can restore tracefs). Returns its stdout and pid.
 pub(crate) fn run_child(command: &[String]) -> Result<(String, u32), String> {
+    run_child_in(command, None)
+}
+
+/// [`run_child`] in directory `dir`.
+fn run_child_in(command: &[String], dir: Option<&Path>) -> Result<(String, u32), String> {
     use std::os::unix::process::CommandExt;
     let mut cmd = std::process::Command::new(&command[0]);
     cmd.args(&command[1..]).stdout(std::process::Stdio::piped());
+    if let Some(d) = dir {
+        cmd.current_dir(d);
+    }
     // SAFETY: the hook only calls signal(), which is async-signal-safe.
     unsafe {
         cmd.pre_exec(|| {
@@ -408,6 +478,19 @@ pub(crate) fn run_child(command: &[String]) -> Result<(String, u32), String> {
     // SAFETY: as above.
     unsafe { libc::signal(libc::SIGINT, old) };
     res
+}
+
+/// A program's figures on a machine file calibrated on `calibrated` (the `# calibrated-program:`
+/// and `# calibration-covers:` lines; empty: not calibrated, no status).
+pub fn figure_status(workload: &str, calibrated: &[String]) -> Option<validate::Status> {
+    if calibrated.is_empty() {
+        return None;
+    }
+    Some(if calibrated.iter().any(|c| c == workload) {
+        validate::Status::Calibrated
+    } else {
+        validate::Status::Predicted
+    })
 }
 
 pub(crate) fn gzip(text: &str) -> Vec<u8> {
@@ -494,7 +577,12 @@ pub fn cmd_validate(a: ValidateArgs) -> Result<(), String> {
         let mut attempts = 0;
         while real_traces.len() < a.repeat && attempts < 4 * a.repeat {
             attempts += 1;
-            let (out, trace, pid) = tracefs.capture(&prog.command)?;
+            let (out, trace, pid) = if prog.workload == "rtapp" {
+                let ((out, pid), trace) = tracefs.capture_with(|| run_rtapp(&prog.command, &work))?;
+                (out, trace, pid)
+            } else {
+                tracefs.capture(&prog.command)?
+            };
             if let Some(max) = a.max_foreign {
                 let who = validate::Program::Pids { roots: &[pid], follow_forks: true };
                 let share = validate::analyze(&trace, &who, &BTreeSet::new()).foreign_share();
@@ -600,7 +688,26 @@ pub fn cmd_validate(a: ValidateArgs) -> Result<(), String> {
             ));
         }
     }
-    let rows = validate::rows(&real.figures, &model.figures, tol);
+    let mut rows = validate::rows(&real.figures, &model.figures, tol);
+    // A calibrated machine file lists the programs its calibration read.
+    let calibrated = if machine_path.ends_with(".toml") {
+        crate::calibrate::calibrated_programs(&run::read_input_file(&machine_path, "machine file")?)
+    } else {
+        Vec::new()
+    };
+    let status = figure_status(&a.workload, &calibrated);
+    validate::mark(&mut rows, status);
+    if let Some(st) = status {
+        notes.push(format!(
+            "the machine file is calibrated (on {}): this program's figures are {}",
+            calibrated.join(", "),
+            if st == validate::Status::Calibrated {
+                "calibrated (the calibration read this program, or one whose paths it uses alone)"
+            } else {
+                "predictions (the calibration never ran this program)"
+            }
+        ));
+    }
 
     if let Some(dir) = &a.save {
         for (i, (t, _)) in real_traces.iter().enumerate() {
@@ -659,6 +766,20 @@ pub fn cmd_validate(a: ValidateArgs) -> Result<(), String> {
         real.counts.iter().map(|c| c.wakeups.to_string()).collect::<Vec<_>>().join(", "),
         model.counts.iter().map(|c| c.wakeups.to_string()).collect::<Vec<_>>().join(", ")
     ));
+    if status.is_some() {
+        let count = |structure: bool| {
+            let v: Vec<&validate::Row> =
+                rows.iter().filter(|r| (r.kind == validate::RowKind::Structure) == structure).collect();
+            (v.iter().filter(|r| r.target_met == Some(true)).count(), v.len())
+        };
+        let (sm, sn) = count(true);
+        let (fm, fnn) = count(false);
+        o.push_str(&format!(
+            "Targets: {sm} of {sn} structural ratios within {:.0}% of the real median, {fm} of {fnn} rates and program figures within {:.0}%.\n",
+            validate::TARGET_STRUCTURE * 100.0,
+            validate::TARGET_FIGURE * 100.0
+        ));
+    }
     for n in &notes {
         o.push_str(&format!("note: {n}\n"));
     }

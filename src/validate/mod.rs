@@ -375,6 +375,21 @@ pub fn figures(c: &Counts, idle_state_names: &[String], own: Option<(&str, f64)>
 /// essentially never do it).
 pub const STRUCTURE_FLOOR: f64 = 0.01;
 
+/// With a calibrated machine file: whether a figure's program was an input of the
+/// calibration (its figures, or those of a program using only its paths, are calibrated) or
+/// not (its figures are predictions).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Calibrated,
+    Predicted,
+}
+
+/// The targets on a calibrated machine: a structural ratio within 15% of the real median, a
+/// rate or the program's own figure within 25%.
+pub const TARGET_STRUCTURE: f64 = 0.15;
+pub const TARGET_FIGURE: f64 = 0.25;
+
 /// One row of the side-by-side table.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Row {
@@ -385,6 +400,12 @@ pub struct Row {
     pub real_mean: Option<f64>,
     pub real_min: Option<f64>,
     pub real_max: Option<f64>,
+    /// Real: the median over the repeats (the targets' reference).
+    pub real_median: Option<f64>,
+    /// With a calibrated machine file: calibrated or predicted, and whether the model is within
+    /// its target ([`TARGET_STRUCTURE`], [`TARGET_FIGURE`]) of the real median.
+    pub status: Option<Status>,
+    pub target_met: Option<bool>,
     /// Model: mean over its seeds.
     pub model: f64,
     /// model / real mean (None when the real mean is 0 or unknown).
@@ -424,18 +445,50 @@ pub fn rows(real: &[Figures], model: &[Figures], tolerance: f64) -> Vec<Row> {
                 (None, Some(_)) => model == 0.0,
                 (None, None) => false,
             };
+            let real_median = (!r.is_empty()).then(|| {
+                let mut v = r.clone();
+                v.sort_by(f64::total_cmp);
+                let n = v.len();
+                if n % 2 == 1 {
+                    v[n / 2]
+                } else {
+                    (v[n / 2 - 1] + v[n / 2]) / 2.0
+                }
+            });
             Row {
                 kind,
                 name,
                 real_mean,
                 real_min: r.iter().copied().reduce(f64::min),
                 real_max: r.iter().copied().reduce(f64::max),
+                real_median,
+                status: None,
+                target_met: None,
                 model,
                 ratio,
                 within,
             }
         })
         .collect()
+}
+
+/// Mark every row with the program's status (None: the machine file was not calibrated) and
+/// whether it meets its target.
+pub fn mark(rows: &mut [Row], status: Option<Status>) {
+    for r in rows.iter_mut() {
+        r.status = status;
+        r.target_met = status.map(|_| {
+            let Some(m) = r.real_median else { return false };
+            if r.kind == RowKind::Structure && (r.model - m).abs() <= STRUCTURE_FLOOR {
+                return true;
+            }
+            let tol = if r.kind == RowKind::Structure { TARGET_STRUCTURE } else { TARGET_FIGURE };
+            if m == 0.0 {
+                return r.model == 0.0;
+            }
+            (r.model / m - 1.0).abs() <= tol
+        });
+    }
 }
 
 /// The table as text.
@@ -451,16 +504,25 @@ pub fn render(rows: &[Row], tolerance: f64) -> String {
             format!("{v:.3}")
         }
     };
-    let header: Vec<String> =
+    let marked = rows.iter().any(|r| r.status.is_some());
+    let mut header: Vec<String> =
         ["figure", "real", "real min-max", "model", "model/real", &format!("within {:.0}%", tolerance * 100.0)]
             .iter()
             .map(|s| s.to_string())
             .collect();
+    if marked {
+        header.push("status".into());
+        header.push(format!(
+            "target ({:.0}%/{:.0}% of median)",
+            TARGET_STRUCTURE * 100.0,
+            TARGET_FIGURE * 100.0
+        ));
+    }
     let opt = |v: Option<f64>| v.map_or_else(|| "n/a".to_string(), fmt);
     let body: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
-            vec![
+            let mut row = vec![
                 r.name.clone(),
                 opt(r.real_mean),
                 format!("{}-{}", opt(r.real_min), opt(r.real_max)),
@@ -471,7 +533,20 @@ pub fn render(rows: &[Row], tolerance: f64) -> String {
                     _ => "n/a".into(),
                 },
                 if r.within { "yes".into() } else { "no".into() },
-            ]
+            ];
+            if marked {
+                row.push(match r.status {
+                    Some(Status::Calibrated) => "calibrated".into(),
+                    Some(Status::Predicted) => "predicted".into(),
+                    None => String::new(),
+                });
+                row.push(match r.target_met {
+                    Some(true) => "met".into(),
+                    Some(false) => "MISS".into(),
+                    None => String::new(),
+                });
+            }
+            row
         })
         .collect();
     crate::report::render_grid(&header, &body)
