@@ -262,7 +262,9 @@ pub fn machine(name: &str) -> Result<hw::Machine, String> {
         return hw::preset(name);
     }
     let text = read_input_file(name, "machine file")?;
-    hw::machine_from_toml(&text, name)
+    let m = hw::machine_from_toml(&text, name)?;
+    crate::linux::cost::check_measured(&m, name)?;
+    Ok(m)
 }
 
 /// A machine file's relative background file (`background = "NAME.toml"`, as `machine

@@ -160,6 +160,7 @@ fn machine_files_bound_every_latency() {
         ("exit_latency_ns", "9223372036854775807"),
         ("target_residency_ns", "9223372036854775807"),
         ("hz", "251"),
+        ("clock_mhz", "99"),
     ] {
         let mut line_no = 0;
         let edited: Vec<String> = text
@@ -178,6 +179,29 @@ fn machine_files_bound_every_latency() {
         let p = tmp(&format!("m-{key}.toml"), &edited.join("\n"));
         let ps = p.display().to_string();
         rejected(&["run", "idle", "--machine", &ps], &[&format!("{ps}:{line_no}:")]);
+    }
+}
+
+/// A measured path cost in a machine file names a row of the cost table, with a value and a
+/// clock in range; the error names the file and the entry's line.
+#[test]
+fn machine_files_check_their_measured_path_costs() {
+    let o = Command::new(bin()).args(["list", "--machine", "smp-4"]).output().unwrap();
+    let text = String::from_utf8(o.stdout).unwrap();
+    let line_no = text.lines().count() + 2;
+    // The entry starts on the line after the preset's text and one blank line.
+    for (entry, offset, expect) in [
+        (
+            "[path_costs.context_swich]\nns = 10\nclock_mhz = 2000",
+            0,
+            "unknown path cost `context_swich`; valid names: ",
+        ),
+        ("[path_costs.context_switch]\nns = 0\nclock_mhz = 2000", 1, "path_costs.context_switch.ns = 0"),
+        ("[path_costs.context_switch]\nns = 10\nclock_mhz = 0", 2, "path_costs.context_switch.clock_mhz = 0"),
+    ] {
+        let p = tmp("m-path-costs.toml", &format!("{text}\n{entry}\n"));
+        let ps = p.display().to_string();
+        rejected(&["run", "idle", "--machine", &ps], &[&format!("{ps}:{}:", line_no + offset), expect]);
     }
 }
 

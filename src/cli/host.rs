@@ -520,6 +520,7 @@ pub fn machine_toml_from_host(fs: &HostFs, name: &str) -> Result<String, String>
         ))
     );
     t.push_str(&hz_line);
+    t.push_str(&clock_line(fs, &cpuinfo));
     let polling = !matches!(std::env::consts::ARCH, "aarch64" | "arm");
     t.push_str(&kv(
         "polling_idle",
@@ -676,6 +677,37 @@ fn state_block(
     s
 }
 
+/// The `clock_mhz = ...` line: the highest clock CPU 0's cpufreq policy allows (what a busy CPU
+/// runs at under the performance governor), else `cpu MHz` of /proc/cpuinfo (a guest without
+/// cpufreq reports its TSC clock there), else the default, marked as a guess.
+fn clock_line(fs: &HostFs, cpuinfo: &str) -> String {
+    let policy = "/sys/devices/system/cpu/cpu0/cpufreq/scaling_max_freq";
+    let from_policy = fs.read_u64(policy).map(|khz| (khz.div_ceil(1000), format!("{policy} ({khz} kHz)")));
+    let from_cpuinfo = || {
+        let v = cpuinfo.lines().find_map(|l| l.strip_prefix("cpu MHz").and_then(|r| r.split_once(':')))?.1.trim();
+        let mhz = v.parse::<f64>().ok().filter(|f| f.is_finite() && *f >= 0.0)?.round() as u64;
+        Some((mhz, format!("/proc/cpuinfo `cpu MHz` of CPU 0 ({v})")))
+    };
+    let range = hw::CLOCK_MHZ_RANGE;
+    match from_policy.or_else(from_cpuinfo) {
+        Some((mhz, from)) if range.contains(&(mhz.min(u64::from(u32::MAX)) as u32)) => {
+            kv("clock_mhz", &mhz.to_string(), &format!("{from}; the software path costs are scaled to it"))
+        }
+        found => kv(
+            "clock_mhz",
+            &hw::DEFAULT_CLOCK_MHZ.to_string(),
+            &format!(
+                "guess: {}; the software cost table's reference clock (docs/costs.md)",
+                found.map_or("no cpufreq policy or `cpu MHz`".to_string(), |(m, from)| format!(
+                    "{from} gives {m} MHz, outside {}..={}",
+                    range.start(),
+                    range.end()
+                ))
+            ),
+        ),
+    }
+}
+
 /// One `key = value` line with its comment in a column.
 fn kv(key: &str, value: &str, comment: &str) -> String {
     format!("{:<37} # {comment}\n", format!("{key} = {value}"))
@@ -738,7 +770,10 @@ mod tests {
         };
         w("/proc/sys/kernel/osrelease", "6.18.44-test");
         w("/proc/sys/kernel/hostname", "vm");
-        w("/proc/cpuinfo", "vendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC\nflags\t\t: fpu ht hypervisor\n");
+        w(
+            "/proc/cpuinfo",
+            "vendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC\ncpu MHz\t\t: 2595.998\nflags\t\t: fpu ht hypervisor\n",
+        );
         w(
             "/boot/config-6.18.44-test",
             "CONFIG_HZ_250=y\nCONFIG_HZ=250\nCONFIG_NO_HZ_IDLE=y\nCONFIG_PREEMPT_NONE=y\nCONFIG_PREEMPT_DYNAMIC=y\n",
@@ -789,6 +824,7 @@ mod tests {
         assert_eq!(m.topo.nr_llcs(), 1);
         assert_eq!(m.topo.nr_cores(), 2, "no SMT: two cores");
         assert_eq!(m.hz, 250);
+        assert_eq!(m.clock_mhz, 2596, "cpu MHz, rounded: the guest has no cpufreq");
         assert_eq!(m.governor, Governor::Haltpoll);
         assert_eq!(m.haltpoll.guest_halt_poll_ns, 0);
         assert_eq!(m.haltpoll.guest_halt_poll_grow_start, 50_000);
@@ -808,6 +844,26 @@ mod tests {
         assert!(text.contains("guess: preset icx-vm-32"), "{text}");
         assert_eq!(m.costs.ipi_send_ns, hw::preset("icx-vm-32").unwrap().costs.ipi_send_ns);
         assert!(!text.contains("warning:"), "{text}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// With cpufreq, the policy's highest clock; with neither source, the default, as a guess.
+    #[test]
+    fn the_clock_comes_from_cpufreq_then_cpuinfo_then_the_default() {
+        let dir = std::env::temp_dir().join(format!("schedsim-fromhost-clock-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        fake_guest(&dir, "0");
+        let policy = dir.join("sys/devices/system/cpu/cpu0/cpufreq");
+        std::fs::create_dir_all(&policy).unwrap();
+        std::fs::write(policy.join("scaling_max_freq"), "3500000\n").unwrap();
+        let fs = HostFs { root: dir.clone() };
+        let text = machine_toml_from_host(&fs, "vm").unwrap();
+        assert_eq!(hw::machine_from_toml(&text, "t").unwrap().clock_mhz, 3500, "{text}");
+        std::fs::remove_dir_all(&policy).unwrap();
+        std::fs::write(dir.join("proc/cpuinfo"), "model name\t: X\n").unwrap();
+        let text = machine_toml_from_host(&fs, "vm").unwrap();
+        assert_eq!(hw::machine_from_toml(&text, "t").unwrap().clock_mhz, hw::DEFAULT_CLOCK_MHZ);
+        assert!(text.lines().any(|l| l.starts_with("clock_mhz = ") && l.contains("# guess:")), "{text}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -155,6 +155,39 @@ pub struct Machine {
     pub preempt: String,
     /// The haltpoll governor's module parameters (read only when `governor` is haltpoll).
     pub haltpoll: HaltpollParams,
+    /// The core clock the machine's software paths run at (MHz): the software path costs are
+    /// scaled to it from the clocks they were measured at (`linux::cost`). A file without
+    /// `clock_mhz` gets [`DEFAULT_CLOCK_MHZ`].
+    pub clock_mhz: u32,
+    /// Software path costs measured on this machine (`[path_costs]`), overriding the table's.
+    pub path_costs: Vec<MeasuredPathCost>,
+}
+
+/// The clock of a machine file without `clock_mhz`: the software cost table's reference clock
+/// (the kernel model's `cost::REFERENCE_MHZ`, equal by a test there), so such a file runs the
+/// table's values unscaled, as every machine did before machines had a clock.
+pub const DEFAULT_CLOCK_MHZ: u32 = 4000;
+
+/// The clocks a machine file may give (MHz), for `clock_mhz` and a measured cost's clock.
+pub const CLOCK_MHZ_RANGE: std::ops::RangeInclusive<u32> = 100..=10_000;
+
+/// One `[path_costs.NAME]` entry of a machine file: a software path cost measured on that
+/// machine. `spread_ns`, `samples` and `method` are kept for the reader; the model uses `ns`
+/// and `clock_mhz` only. The name is checked against the kernel model's cost table where a
+/// machine file is read for a run (`run::machine`); the hardware model does not know it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MeasuredPathCost {
+    /// The `PathCosts` field it replaces.
+    pub name: String,
+    /// The line of its `[path_costs.NAME]` header in the machine file, for errors.
+    pub line: usize,
+    /// The measured value (ns), 1 ns to one second.
+    pub ns: u64,
+    /// The clock it was measured at (MHz); it is scaled from there to the machine's clock.
+    pub clock_mhz: u32,
+    pub spread_ns: Option<[u64; 2]>,
+    pub samples: Option<u64>,
+    pub method: Option<String>,
 }
 
 /// The haltpoll governor's module parameters, as a guest is booted with them
@@ -302,6 +335,11 @@ struct RawMachine {
     /// The haltpoll governor's module parameters (defaults: the kernel's).
     #[serde(default)]
     haltpoll: HaltpollParams,
+    /// The core clock the software paths run at (MHz; default [`DEFAULT_CLOCK_MHZ`]).
+    clock_mhz: Option<Spanned<u32>>,
+    /// Measured software path costs, by `PathCosts` field name.
+    #[serde(default)]
+    path_costs: std::collections::BTreeMap<Spanned<String>, Spanned<RawMeasuredPathCost>>,
     topology: Spanned<RawTopology>,
     #[serde(default)]
     numa: RawNuma,
@@ -342,6 +380,16 @@ struct RawCosts {
     ipi_delivery_ns: Spanned<[u64; 2]>,
     irq_entry_ns: Spanned<u64>,
     irq_exit_ns: Spanned<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMeasuredPathCost {
+    ns: Spanned<u64>,
+    clock_mhz: Spanned<u32>,
+    spread_ns: Option<Spanned<[u64; 2]>>,
+    samples: Option<u64>,
+    method: Option<String>,
 }
 
 #[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
@@ -452,6 +500,48 @@ pub fn machine_from_toml(text: &str, origin: &str) -> Result<Machine, String> {
         irq_exit_ns: *c.irq_exit_ns.get_ref(),
     };
 
+    // The clock and the measured software costs.
+    let clock = |v: &Spanned<u32>, key: &str| -> Result<u32, String> {
+        let mhz = *v.get_ref();
+        if !CLOCK_MHZ_RANGE.contains(&mhz) {
+            return Err(at(
+                v.span().start,
+                &format!(
+                    "{key} = {mhz}: expected a core clock in {}..={} MHz",
+                    CLOCK_MHZ_RANGE.start(),
+                    CLOCK_MHZ_RANGE.end()
+                ),
+            ));
+        }
+        Ok(mhz)
+    };
+    let clock_mhz = raw.clock_mhz.as_ref().map_or(Ok(DEFAULT_CLOCK_MHZ), |v| clock(v, "clock_mhz"))?;
+    let mut path_costs = Vec::with_capacity(raw.path_costs.len());
+    for (name, entry) in &raw.path_costs {
+        let key = format!("path_costs.{}", name.get_ref());
+        let e = entry.get_ref();
+        let ns = *e.ns.get_ref();
+        if ns == 0 || ns > MAX_LATENCY_NS {
+            return Err(at(
+                e.ns.span().start,
+                &format!("{key}.ns = {ns}: expected 1..={MAX_LATENCY_NS} ns (one second)"),
+            ));
+        }
+        path_costs.push(MeasuredPathCost {
+            name: name.get_ref().clone(),
+            line: line_of(text, name.span().start),
+            ns,
+            clock_mhz: clock(&e.clock_mhz, &format!("{key}.clock_mhz"))?,
+            spread_ns: e
+                .spread_ns
+                .as_ref()
+                .map(|v| range(v, &format!("{key}.spread_ns")).map(|r| [r.lo_ns, r.hi_ns]))
+                .transpose()?,
+            samples: e.samples,
+            method: e.method.clone(),
+        });
+    }
+
     // Idle states.
     let states = raw.idle_states.get_ref();
     if states.is_empty() {
@@ -531,6 +621,8 @@ pub fn machine_from_toml(text: &str, origin: &str) -> Result<Machine, String> {
         background: raw.background,
         preempt: raw.preempt,
         haltpoll: raw.haltpoll,
+        clock_mhz,
+        path_costs,
     })
 }
 
@@ -680,6 +772,75 @@ mod tests {
         let line = line_number_of(&text, "kind = \"mwiat\"");
         assert!(err.starts_with(&format!("m.toml:{line}: ")), "{err}");
         assert!(err.contains("mwiat"), "{err}");
+    }
+
+    #[test]
+    fn the_clock_is_the_presets_own_or_the_reference() {
+        assert_eq!(preset("intel-240-2s").unwrap().clock_mhz, 1900);
+        assert_eq!(preset("smp-4").unwrap().clock_mhz, DEFAULT_CLOCK_MHZ);
+        let text = edit("clock_mhz", "");
+        let m = machine_from_toml(&text, "m.toml").unwrap();
+        assert_eq!(m.clock_mhz, DEFAULT_CLOCK_MHZ);
+        assert!(m.path_costs.is_empty());
+        let text = edit("clock_mhz", "clock_mhz = 50");
+        let err = machine_from_toml(&text, "m.toml").unwrap_err();
+        let line = line_number_of(&text, "clock_mhz");
+        assert!(
+            err.starts_with(&format!("m.toml:{line}: clock_mhz = 50: expected a core clock in 100..=10000 MHz")),
+            "{err}"
+        );
+    }
+
+    /// The `[path_costs]` format another tool writes: one table per measured field.
+    const MEASURED: &str = "\n[path_costs.context_switch]\nns = 5400\nclock_mhz = 2100\nspread_ns = [4800, 6100]\nsamples = 1203\nmethod = \"pipe ping-pong, sched_switch pairs\"\n\n[path_costs.syscall]\nns = 120\nclock_mhz = 2596\n";
+
+    #[test]
+    fn measured_path_costs_are_read_with_their_clocks() {
+        let text = format!("{}{MEASURED}", smp4_text());
+        let m = machine_from_toml(&text, "m.toml").unwrap();
+        let cs = MeasuredPathCost {
+            name: "context_switch".into(),
+            line: line_number_of(&text, "[path_costs.context_switch]"),
+            ns: 5400,
+            clock_mhz: 2100,
+            spread_ns: Some([4800, 6100]),
+            samples: Some(1203),
+            method: Some("pipe ping-pong, sched_switch pairs".into()),
+        };
+        let sc = MeasuredPathCost {
+            name: "syscall".into(),
+            line: line_number_of(&text, "[path_costs.syscall]"),
+            ns: 120,
+            clock_mhz: 2596,
+            spread_ns: None,
+            samples: None,
+            method: None,
+        };
+        assert_eq!(m.path_costs, [cs, sc]);
+    }
+
+    #[test]
+    fn a_bad_measured_path_cost_names_file_line_and_what_was_expected() {
+        let bad = |from: &str, to: &str| {
+            let text = format!("{}{}", smp4_text(), MEASURED.replace(from, to));
+            let err = machine_from_toml(&text, "m.toml").unwrap_err();
+            (text, err)
+        };
+        let (text, err) = bad("ns = 5400", "ns = 0");
+        let line = line_number_of(&text, "ns = 0");
+        assert!(err.starts_with(&format!("m.toml:{line}: path_costs.context_switch.ns = 0: expected 1..=")), "{err}");
+        let (_, err) = bad("ns = 5400", "ns = 1000000001");
+        assert!(err.contains("path_costs.context_switch.ns = 1000000001: expected 1..=1000000000 ns"), "{err}");
+        let (text, err) = bad("clock_mhz = 2100", "clock_mhz = 20000");
+        let line = line_number_of(&text, "clock_mhz = 20000");
+        assert!(err.starts_with(&format!("m.toml:{line}: path_costs.context_switch.clock_mhz = 20000")), "{err}");
+        let (_, err) = bad("clock_mhz = 2100\n", "");
+        assert!(err.contains("missing field `clock_mhz`"), "{err}");
+        let (text, err) = bad("samples = 1203", "samples = 1203\nsource = \"x\"");
+        let line = line_number_of(&text, "source = ");
+        assert!(err.starts_with(&format!("m.toml:{line}: ")) && err.contains("unknown field `source`"), "{err}");
+        let (_, err) = bad("[4800, 6100]", "[6100, 4800]");
+        assert!(err.contains("path_costs.context_switch.spread_ns = [6100, 4800]: expected [lo, hi]"), "{err}");
     }
 
     #[test]

@@ -232,7 +232,7 @@ impl Kernel {
         let mut k = Kernel {
             now: 0,
             q: ActionQueue::with_cpus(nr as usize),
-            costs: cost::PathCosts::default(),
+            costs: cost::PathCosts::for_machine(&m),
             cpus: Vec::with_capacity(nr as usize),
             tops: engine::TopFrames::new(nr as usize),
             // The per-CPU idle, ksoftirqd and stopper tasks, without a doubling's slack.

@@ -22,7 +22,7 @@
 //! are free.
 //!
 //! Costs (per call, beyond the syscall entry/exit of `PathCosts::syscall`):
-//! - [`PIPE_WRITE_NS`], [`PIPE_READ_NS`] = 300 ns each. From `perf bench sched pipe` with both
+//! - `PathCosts::pipe_write`, `pipe_read` = 300 ns each. From `perf bench sched pipe` with both
 //!   tasks on one CPU: 2.79 us per loop, i.e. ~1.4 us per half (docs/workloads.md §9.4, Ingo Molnar
 //!   2025, KVM guest). A half is a write + a read (2 x 80 ns syscall), a wakeup (`ttwu` 120 +
 //!   `ttwu_activate` 100) and a switch (`schedule_enter` 60 + `pick_fair_task` 60 +
@@ -54,12 +54,6 @@ pub const PAGE_SIZE: u32 = 4096;
 /// `PIPE_DEF_BUFFERS`: the default ring size (16 pages, 64 KiB).
 pub const PIPE_DEF_BUFFERS: usize = 16;
 
-/// Fixed cost of `pipe_write()` beyond the syscall (see the module doc).
-pub const PIPE_WRITE_NS: Time = 300;
-/// Fixed cost of `pipe_read()` beyond the syscall (see the module doc).
-pub const PIPE_READ_NS: Time = 300;
-/// Re-taking `pipe->mutex` after a sleep and re-checking the ring.
-pub const PIPE_RELOCK_NS: Time = 40;
 /// Copy bandwidth for user copies (see the module doc).
 pub const COPY_BYTES_PER_NS: u64 = 16;
 
@@ -204,7 +198,8 @@ pub fn pipe_write(k: &mut Kernel, cpu: CpuId, s: &mut PipeOp) -> Next {
     let p = s.pipe;
     match s.at {
         PipeAt::Enter => {
-            let mut c = syscall_enter(k) + PIPE_WRITE_NS + pipe_lock(k, cpu, p, PIPE_WRITE_NS);
+            let hold = k.costs.pipe_write;
+            let mut c = syscall_enter(k) + hold + pipe_lock(k, cpu, p, hold);
             let pipe = &mut k.ipc.pipes[p as usize];
             s.was = pipe.is_empty();
             // Merge the sub-page remainder into the last slot when it fits.
@@ -277,7 +272,8 @@ fn wait_event_step(k: &mut Kernel, cpu: CpuId, s: &mut PipeOp, wq: WqId, ready: 
 }
 
 fn relocked(k: &mut Kernel, cpu: CpuId, s: &mut PipeOp) -> Next {
-    let c = pipe_lock(k, cpu, s.pipe, PIPE_RELOCK_NS) + PIPE_RELOCK_NS;
+    let hold = k.costs.pipe_relock;
+    let c = pipe_lock(k, cpu, s.pipe, hold) + hold;
     let pipe = &k.ipc.pipes[s.pipe as usize];
     s.was = if s.write { pipe.is_empty() } else { pipe.is_full() };
     s.wake_next = true;
@@ -318,7 +314,8 @@ pub fn pipe_read(k: &mut Kernel, cpu: CpuId, s: &mut PipeOp) -> Next {
     let p = s.pipe;
     match s.at {
         PipeAt::Enter => {
-            let c = syscall_enter(k) + PIPE_READ_NS + pipe_lock(k, cpu, p, PIPE_READ_NS);
+            let hold = k.costs.pipe_read;
+            let c = syscall_enter(k) + hold + pipe_lock(k, cpu, p, hold);
             s.was = k.ipc.pipes[p as usize].is_full();
             s.at = PipeAt::Loop;
             read_loop(k, s, c)

@@ -9,7 +9,7 @@
 //! `poll_freewait()` on the way out, so later wakeups of that queue still visit them (and find
 //! the task running).
 //!
-//! Cost: [`POLL_NS`] = 200 ns beyond the syscall: copying the pollfd array in and out,
+//! Cost: `PathCosts::poll` = 200 ns beyond the syscall: copying the pollfd array in and out,
 //! `poll_initwait()`/`poll_freewait()` (a poll_table_entry page) and one `vfs_poll()`; a few
 //! hundred instructions, estimated at 2.5x the bare syscall of `PathCosts::syscall`.
 
@@ -20,12 +20,6 @@ use crate::linux::kernel::sched::core::ScheduleCaller;
 use crate::linux::kernel::sched::{TASK_INTERRUPTIBLE, TASK_RUNNING};
 use crate::linux::kernel::wait::{add_wait_queue, remove_wait_queue, WakeFn, EPOLLERR, EPOLLHUP, EPOLLIN};
 use crate::linux::{CpuId, Kernel};
-use crate::sim::Time;
-
-/// `do_sys_poll()` fixed cost beyond the syscall (see the module doc).
-pub const POLL_NS: Time = 200;
-/// A repeated `vfs_poll()` after a wakeup.
-pub const REPOLL_NS: Time = 30;
 
 /// The key of a `poll()` entry for POLLIN: `do_pollfd()` sets `_key` to
 /// `demangle_poll(events) | EPOLLERR | EPOLLHUP`; `pollwake()` ignores wakeups whose key does
@@ -61,7 +55,7 @@ pub fn do_sys_poll(k: &mut Kernel, cpu: CpuId, s: &mut PollOp) -> Next {
     let line = k.ipc.wqs[wq as usize].line;
     let mut c = k.line_read(cpu, line);
     if s.at == PollAt::Enter {
-        c += syscall_enter(k) + POLL_NS;
+        c += syscall_enter(k) + k.costs.poll;
         // vfs_poll() with the table: queue the entry first, then test.
         if let Some(p) = super::pipe::pipe_of(s.fd) {
             k.ipc.pipes[p as usize].poll_usage = true;
@@ -70,7 +64,7 @@ pub fn do_sys_poll(k: &mut Kernel, cpu: CpuId, s: &mut PollOp) -> Next {
         c += k.line_write(cpu, line);
         s.at = PollAt::Repoll;
     } else {
-        c += REPOLL_NS;
+        c += k.costs.repoll;
     }
     if ready {
         // poll_freewait().

@@ -15,8 +15,8 @@
 //!
 //! Costs: the exit work itself (`exit_mm`, `exit_files`, ...) is not charged, like task
 //! creation (ARCHITECTURE.md: creators are not modelled as running code). `wait4()` is
-//! [`WAIT4_NS`] = 150 ns beyond the syscall (tasklist lock, `wait_task_zombie()`, rusage) plus
-//! [`WAIT_PER_CHILD_NS`] = 10 ns per child `wait_consider_task()` looks at (a few loads of
+//! `PathCosts::wait4` = 150 ns beyond the syscall (tasklist lock, `wait_task_zombie()`, rusage) plus
+//! `PathCosts::wait_per_child` = 10 ns per child `wait_consider_task()` looks at (a few loads of
 //! the child's `task_struct`, mostly cache hits). Estimates of the instruction counts, in
 //! line with `PathCosts::futex` (100 ns) for a comparable hash/list walk.
 
@@ -35,9 +35,6 @@ pub type SigId = u32;
 /// No parent to notify / no `clear_child_tid`.
 pub const NONE: u32 = u32::MAX;
 
-/// `wait4()` fixed cost beyond the syscall, and per child examined (see the module doc).
-pub const WAIT4_NS: Time = 150;
-pub const WAIT_PER_CHILD_NS: Time = 10;
 /// `-ECHILD`.
 pub const ECHILD: i64 = -10;
 
@@ -277,7 +274,7 @@ pub fn do_wait(k: &mut Kernel, cpu: CpuId, s: &mut Wait4) -> Next {
     let wq = k.ipc.signals[s.sig as usize].wait_chldexit;
     let mut c = 0;
     if s.at == Wait4At::Enter {
-        c = syscall_enter(k) + WAIT4_NS;
+        c = syscall_enter(k) + k.costs.wait4;
         add_wait_queue(k, wq, me, WakeFn::ChildWait);
         s.at = Wait4At::Scan;
     }
@@ -285,7 +282,7 @@ pub fn do_wait(k: &mut Kernel, cpu: CpuId, s: &mut Wait4) -> Next {
     let sig = &mut k.ipc.signals[s.sig as usize];
     // wait_consider_task() on each child from the oldest until a zombie.
     let found = sig.first_zombie();
-    c += WAIT_PER_CHILD_NS * found.map_or(sig.nr_children() as u32, |(_, looked)| looked) as Time;
+    c += k.costs.wait_per_child * found.map_or(sig.nr_children() as u32, |(_, looked)| looked) as Time;
     let ret = match found {
         Some((pos, _)) => {
             let t = sig.reap(pos);

@@ -393,12 +393,6 @@ impl WaitQueues {
     }
 }
 
-/// Cost of `__wake_up_common_lock()` around the walk: irqsave, the lock, the unlock (ns;
-/// the line transfer is charged separately).
-pub const WAKE_UP_LOCK_NS: Time = 20;
-/// Cost of calling one entry's wake function before `try_to_wake_up()` (ns).
-pub const WAKE_ENTRY_NS: Time = 5;
-
 /// Allocate a wait queue head whose lock line is homed on `cpu`.
 pub fn init_waitqueue_head(k: &mut Kernel, cpu: CpuId) -> WqId {
     let line = k.lines.alloc(cpu);
@@ -552,7 +546,7 @@ pub fn wake_up(k: &mut Kernel, cpu: CpuId, s: &mut WakeUp) -> Next {
             }
             debug_assert!(!k.ipc.wqs.walking(s.wq), "two walks of wait queue {} at once", s.wq);
             let line = k.ipc.wqs[s.wq as usize].line;
-            let c = k.line_write(cpu, line) + WAKE_UP_LOCK_NS;
+            let c = k.line_write(cpu, line) + k.costs.wake_up_lock;
             k.ipc.wq_walks += 1;
             s.walk = k.ipc.wq_walks;
             s.start_seq = k.ipc.wq_seq + 1;
@@ -565,7 +559,7 @@ pub fn wake_up(k: &mut Kernel, cpu: CpuId, s: &mut WakeUp) -> Next {
             while s.nr_exclusive > 0 {
                 let Some(i) = k.ipc.wqs.walk_next(s.wq, s.walk, s.start_seq) else { break };
                 let e = *k.ipc.wqs.entry(i);
-                c += WAKE_ENTRY_NS;
+                c += k.costs.wake_entry;
                 if let WakeFn::Poll { events } = e.func {
                     if s.key != 0 && s.key & events == 0 {
                         continue;

@@ -28,9 +28,9 @@
 //! uncontended (one reader per socket). The state and queue locks are one modelled line per
 //! socket with an optimistic-spin section (see `fs/pipe.rs`).
 //!
-//! Costs (beyond the syscall entry/exit): [`UNIX_SENDMSG_NS`] 250 per call + [`UNIX_SKB_NS`] 350
+//! Costs (beyond the syscall entry/exit; `PathCosts::unix_*`): `unix_sendmsg` 250 per call + `unix_skb` 350
 //! per skb (skb head and data allocation, the queueing, `sock_def_readable`);
-//! [`UNIX_RECVMSG_NS`] 250 per call + [`UNIX_SKB_FREE_NS`] 250 per skb consumed (unlink,
+//! `unix_recvmsg` 250 per call + `unix_skb_free` 250 per skb consumed (unlink,
 //! `consume_skb`, `sock_wfree`); plus the copy at `fs::pipe::copy_cost`. That is 600 + 500 ns
 //! for a 100-byte message, about twice the pipe's 300 + 300: LKP's hackbench (docs/workloads.md
 //! §3.4) moves the same number of 100-byte messages 2.1-2.2x slower over sockets than over
@@ -65,14 +65,6 @@ pub const SKB_SMALL_HEAD_CACHE_SIZE: u32 = 640;
 pub const SKB_MAX_HEAD0: u32 = crate::linux::fs::pipe::PAGE_SIZE - SKB_SHINFO_SIZE;
 /// `UNIX_SKB_FRAGS_SZ` = `PAGE_SIZE << get_order(32768)`.
 pub const UNIX_SKB_FRAGS_SZ: u32 = 32_768;
-
-/// Per-call and per-skb costs (see the module doc).
-pub const UNIX_SENDMSG_NS: Time = 250;
-pub const UNIX_SKB_NS: Time = 350;
-pub const UNIX_RECVMSG_NS: Time = 250;
-pub const UNIX_SKB_FREE_NS: Time = 250;
-/// The `unix_state_lock()` + receive-queue lock section.
-pub const UNIX_LOCK_HOLD_NS: Time = 40;
 
 /// The truesize of an skb carrying `size` bytes as `unix_stream_sendmsg()` allocates it: a
 /// kmalloc'ed head for the first `SKB_MAX_HEAD(0)` bytes (the small-head cache, else the next
@@ -362,7 +354,7 @@ pub fn unix_socketpair(k: &mut Kernel, cpu: CpuId) -> (SockId, SockId) {
 /// another CPU's section.
 fn sock_lock(k: &mut Kernel, cpu: CpuId, sk: SockId) -> Time {
     let sock = &k.ipc.socks[sk as usize];
-    let (c, free_at) = crate::linux::fs::lock_section(k, cpu, sock.line, sock.lock_free_at, UNIX_LOCK_HOLD_NS);
+    let (c, free_at) = crate::linux::fs::lock_section(k, cpu, sock.line, sock.lock_free_at, k.costs.unix_lock_hold);
     k.ipc.socks[sk as usize].lock_free_at = free_at;
     c
 }
@@ -419,7 +411,7 @@ pub fn unix_stream_sendmsg(k: &mut Kernel, cpu: CpuId, s: &mut UnixStreamOp) -> 
     let mut c = 0;
     match s.at {
         UnixAt::Enter => {
-            c = syscall_enter(k) + UNIX_SENDMSG_NS;
+            c = syscall_enter(k) + k.costs.unix_sendmsg;
             s.at = UnixAt::Loop;
         }
         UnixAt::Wait => {
@@ -454,7 +446,7 @@ pub fn unix_stream_sendmsg(k: &mut Kernel, cpu: CpuId, s: &mut UnixStreamOp) -> 
     // skb_set_owner_w(): charge the sender (an atomic on its line).
     let own_line = so.line;
     k.ipc.socks[sk as usize].wmem_alloc += truesize;
-    c += k.line_write(cpu, own_line) + UNIX_SKB_NS + copy_cost(size);
+    c += k.line_write(cpu, own_line) + k.costs.unix_skb + copy_cost(size);
     // unix_state_lock(other); skb_queue_tail(&other->sk_receive_queue); unlock.
     let other = unix_peer(sk);
     c += sock_lock(k, cpu, other);
@@ -478,7 +470,7 @@ pub fn unix_stream_recvmsg(k: &mut Kernel, cpu: CpuId, s: &mut UnixStreamOp) -> 
     let mut c = 0;
     match s.at {
         UnixAt::Enter => {
-            c = syscall_enter(k) + UNIX_RECVMSG_NS + sock_lock(k, cpu, sk);
+            c = syscall_enter(k) + k.costs.unix_recvmsg + sock_lock(k, cpu, sk);
         }
         UnixAt::Wait => {
             // unix_stream_data_wait(): prepare_to_wait(); re-check; schedule().
@@ -517,7 +509,7 @@ pub fn unix_stream_recvmsg(k: &mut Kernel, cpu: CpuId, s: &mut UnixStreamOp) -> 
             let (owner, truesize) = (unix_peer(sk), unix_skb_truesize(len));
             // consume_skb() -> sock_wfree(): uncharge the sender, then its sk_write_space.
             let oline = k.ipc.socks[owner as usize].line;
-            c += k.line_write(cpu, oline) + UNIX_SKB_FREE_NS;
+            c += k.line_write(cpu, oline) + k.costs.unix_skb_free;
             let o = &mut k.ipc.socks[owner as usize];
             o.wmem_alloc -= truesize;
             let writable = o.wmem_alloc as u64 * 4 <= SK_SNDBUF;
