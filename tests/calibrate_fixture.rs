@@ -39,24 +39,16 @@ fn a_saved_capture_turns_into_the_same_machine_file_every_time() {
     assert_eq!(o.profile, again.profile);
     expect("expected-machine.toml", &o.machine);
     expect("expected-background.toml", &o.profile);
-    // The profile reads back; the machine file reads back without the [path_costs] tables and
-    // clock_mhz (the reader of those is hw's), and with them it is TOML in the agreed format.
+    // The profile and the machine file read back, [path_costs] and all.
     schedsim::background::parse(&o.profile, "profile").unwrap();
-    let bare: String = o
-        .machine
-        .split("\n[path_costs.")
-        .next()
-        .unwrap()
-        .lines()
-        .filter(|l| !l.starts_with("clock_mhz"))
-        .map(|l| format!("{l}\n"))
-        .collect();
-    let m = schedsim::hw::machine_from_toml(&bare, "machine").unwrap();
+    let m = schedsim::hw::machine_from_toml(&o.machine, "machine").unwrap();
+    schedsim::linux::cost::check_measured(&m, "machine").unwrap();
     assert_eq!(m.topo.nr_cpus, 2);
+    assert_eq!(m.path_costs.len(), schedsim::linux::cost::PATH_COSTS.len());
     let doc: toml::Table = o.machine.parse().unwrap();
     assert!(doc["clock_mhz"].as_integer().unwrap() > 0);
     let pc = doc["path_costs"].as_table().unwrap();
-    let fields: Vec<&str> = calibrate::solve::defaults().iter().map(|(n, _)| *n).collect();
+    let fields: Vec<&str> = schedsim::linux::cost::path_cost_names().collect();
     assert_eq!(pc.len(), fields.len(), "every PathCosts field has a row");
     for (k, v) in pc {
         assert!(fields.contains(&k.as_str()), "{k} is not a PathCosts field");

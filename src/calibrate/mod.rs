@@ -204,7 +204,8 @@ pub fn analyze(b: &Bundle, profile_file: &str) -> Result<Output, String> {
         }
         out.captures.push((c.name.clone(), r));
     }
-    let ctx = solve::Context { nr_cpus: host.topo.nr_cpus as u64, irq_entry_ns: host.costs.irq_entry_ns };
+    let clock_mhz = if top_level_clock(&b.host).is_some() { host.clock_mhz } else { b.meta.clock_mhz as u32 };
+    let ctx = solve::Context { nr_cpus: host.topo.nr_cpus as u64, irq_entry_ns: host.costs.irq_entry_ns, clock_mhz };
     out.solution = solve::solve(&pooled, ctx);
     if let Some(text) = b.capture("idle") {
         out.background = background::analyze(text, tsc, host.hz as u64, &["schedsim", "sleep"]);

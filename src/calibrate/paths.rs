@@ -59,6 +59,11 @@ pub enum Path {
     /// A `getppid()` loop: `sys_enter` -> the next `sys_enter` of the same task, one
     /// `sys_exit` between.
     Syscall,
+    /// A pipe `write(2)` of the program that wakes nobody: `sys_enter` -> `sys_exit`, no record
+    /// between.
+    PipeWrite,
+    /// A pipe `read(2)` of the program that finds data: the same.
+    PipeRead,
     /// `sched_waking` -> `sched_wakeup` of the same task on one CPU, the wakee queued there.
     WakingToWakeupLocal,
     /// `sched_waking` -> the `sched_switch` that runs the wakee, by where it ran.
@@ -69,7 +74,7 @@ pub enum Path {
 }
 
 impl Path {
-    pub const ALL: [Path; 24] = [
+    pub const ALL: [Path; 26] = [
         Path::Gap,
         Path::Reschedule,
         Path::CsdTtwuPending,
@@ -89,6 +94,8 @@ impl Path {
         Path::IdleExitTickKept,
         Path::SoftirqSched,
         Path::Syscall,
+        Path::PipeWrite,
+        Path::PipeRead,
         Path::WakingToWakeupLocal,
         Path::WakeToRunSameBusy,
         Path::WakeToRunSameIdle,
@@ -118,6 +125,8 @@ impl Path {
             Path::IdleExitTickKept => "cpu_idle exit -> switch from idle, tick running",
             Path::SoftirqSched => "softirq SCHED entry -> exit",
             Path::Syscall => "getppid(): sys_enter -> next sys_enter",
+            Path::PipeWrite => "pipe write(2) waking nobody: sys_enter -> sys_exit",
+            Path::PipeRead => "pipe read(2) finding data: sys_enter -> sys_exit",
             Path::WakingToWakeupLocal => "sched_waking -> sched_wakeup, same CPU",
             Path::WakeToRunSameBusy => "sched_waking -> switch-in, same CPU, busy",
             Path::WakeToRunSameIdle => "sched_waking -> switch-in, same CPU, idle",
@@ -166,8 +175,10 @@ impl CaptureResult {
 /// `MSR_IA32_TSC_DEADLINE` and the x2APIC ICR, as `write_msr` prints them.
 const MSR_TSC_DEADLINE: &str = "6e0";
 const MSR_X2APIC_ICR: &str = "830";
-/// x86-64 `getppid`.
+/// x86-64 `getppid`, `read`, `write`.
 const NR_GETPPID: u64 = 110;
+const NR_READ: u64 = 0;
+const NR_WRITE: u64 = 1;
 /// Gaps at or above this are not record costs.
 const GAP_MAX_NS: u64 = 2000;
 /// An ICR write this long after its `ipi_send_cpu` is not the send's.
@@ -315,6 +326,14 @@ pub fn collect(text: &str, roots: &[u32], tsc_khz: Option<u64>) -> CaptureResult
                 && b == (l.pid, H_EXIT, NR_GETPPID, b.3)
             {
                 add(&mut r, Path::Syscall, ts - a.3, 2);
+            }
+            // A read or write with no record between its enter and exit.
+            if hev == H_EXIT && r.pids.contains(&l.pid) && b.0 == l.pid && b.1 == H_ENTER && hnr == Some(b.2) {
+                match b.2 {
+                    NR_READ => add(&mut r, Path::PipeRead, ts - b.3, 1),
+                    NR_WRITE => add(&mut r, Path::PipeWrite, ts - b.3, 1),
+                    _ => {}
+                }
             }
             c.hist = [b, (l.pid, hev, hnr.unwrap_or(u64::MAX), ts)];
         }

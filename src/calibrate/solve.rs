@@ -32,48 +32,17 @@
 //! next rule (a difference to its single reprogram, or default x k) and a note says so.
 
 use super::paths::{Path, Sample};
-use crate::linux::cost::PathCosts;
+use crate::linux::cost::{scale_to_clock, PATH_COSTS};
 use std::collections::BTreeMap;
 
 /// Fewer samples than this and a path is not used.
 pub const MIN_SAMPLES: usize = 20;
 
-/// Every field of [`PathCosts`] with its default, in declaration order.
-pub fn defaults() -> Vec<(&'static str, u64)> {
-    let c = PathCosts::default();
-    vec![
-        ("schedule_enter", c.schedule_enter),
-        ("pick_fair_empty", c.pick_fair_empty),
-        ("newidle_gated", c.newidle_gated),
-        ("pick_idle", c.pick_idle),
-        ("pick_fair_task", c.pick_fair_task),
-        ("schedule_exit", c.schedule_exit),
-        ("context_switch", c.context_switch),
-        ("do_idle_exit", c.do_idle_exit),
-        ("do_idle_enter", c.do_idle_enter),
-        ("governor_select", c.governor_select),
-        ("cpuidle_enter", c.cpuidle_enter),
-        ("cpuidle_exit", c.cpuidle_exit),
-        ("tick_stop", c.tick_stop),
-        ("tick_restart", c.tick_restart),
-        ("flush", c.flush),
-        ("csd_call", c.csd_call),
-        ("smp_call_setup", c.smp_call_setup),
-        ("ttwu", c.ttwu),
-        ("ttwu_activate", c.ttwu_activate),
-        ("softirq", c.softirq),
-        ("sched_tick", c.sched_tick),
-        ("update_blocked_averages", c.update_blocked_averages),
-        ("balance_rq", c.balance_rq),
-        ("lb_stats_per_cpu", c.lb_stats_per_cpu),
-        ("cond_resched", c.cond_resched),
-        ("scheduler_ipi", c.scheduler_ipi),
-        ("syscall", c.syscall),
-        ("futex", c.futex),
-        ("user_op", c.user_op),
-        ("hrtimer_start", c.hrtimer_start),
-        ("queue_work", c.queue_work),
-    ]
+/// Every software path cost of the model (`linux::cost::PATH_COSTS`) with its default at a
+/// machine clock of `clock_mhz` (what an uncalibrated run on that machine charges), in the
+/// table's order.
+pub fn defaults(clock_mhz: u32) -> Vec<(&'static str, u64)> {
+    PATH_COSTS.iter().map(|r| (r.name, scale_to_clock(r.ns, r.clock_mhz, clock_mhz))).collect()
 }
 
 /// A path's corrected samples (sorted) and their order statistics.
@@ -173,6 +142,8 @@ pub struct Context {
     pub nr_cpus: u64,
     /// The machine file's `irq_entry_ns`.
     pub irq_entry_ns: u64,
+    /// The core clock the samples were taken at (MHz): the defaults are compared at it.
+    pub clock_mhz: u32,
 }
 
 /// Solve from every capture's samples, pooled per path.
@@ -219,7 +190,7 @@ pub fn solve(samples: &BTreeMap<Path, Vec<Sample>>, ctx: Context) -> Solution {
     }
     let empty = Measured::default();
     let m = |p: Path| -> &Measured { sol.paths.get(&p).unwrap_or(&empty) };
-    let defaults = defaults();
+    let defaults = defaults(ctx.clock_mhz);
     let def = |n: &str| defaults.iter().find(|(f, _)| *f == n).map_or(0, |(_, v)| *v);
     let mut solved: BTreeMap<&'static str, Solved> = BTreeMap::new();
     let mut notes = Vec::new();
@@ -476,6 +447,23 @@ pub fn solve(samples: &BTreeMap<Path, Vec<Sample>>, ctx: Context) -> Solution {
         0,
         format!("median of a getppid() loop's sys_enter -> next sys_enter, its two records ({rn}) off"),
     );
+    // 12. A pipe's read and write, the system call's entry and exit outside the pair.
+    one(
+        &mut solved,
+        &mut notes,
+        "pipe_write",
+        Path::PipeWrite,
+        0,
+        format!("median of a pipe write(2) that wakes nobody, sys_enter -> sys_exit, its record ({rn}) off"),
+    );
+    one(
+        &mut solved,
+        &mut notes,
+        "pipe_read",
+        Path::PipeRead,
+        0,
+        format!("median of a pipe read(2) that finds data, sys_enter -> sys_exit, its record ({rn}) off"),
+    );
     // k: the measured software paths against their defaults (paths with a VM exit left out).
     const VM_EXIT: [&str; 3] = ["hrtimer_start", "tick_stop", "tick_restart"];
     let mut ratios: Vec<u64> = solved
@@ -581,13 +569,13 @@ mod tests {
     }
 
     #[test]
-    fn the_defaults_list_every_field_of_pathcosts() {
-        let debug = format!("{:?}", PathCosts::default());
-        let fields = debug.matches(": ").count();
-        assert_eq!(defaults().len(), fields, "{debug}");
-        for (n, v) in defaults() {
-            assert!(debug.contains(&format!("{n}: {v}")), "{n}: {debug}");
-        }
+    fn the_defaults_are_the_table_at_the_machines_clock() {
+        let d = defaults(crate::linux::cost::REFERENCE_MHZ);
+        assert_eq!(d.len(), PATH_COSTS.len());
+        let r = crate::linux::cost::PathCosts::reference();
+        assert!(d.contains(&("context_switch", r.context_switch)));
+        let half = defaults(crate::linux::cost::REFERENCE_MHZ / 2);
+        assert!(half.contains(&("context_switch", 2 * r.context_switch)));
     }
 
     #[test]
@@ -603,7 +591,7 @@ mod tests {
         s.insert(Path::IpiSend, samples(9100, 1, 40));
         s.insert(Path::IpiDeliverBusy, samples(7000, 0, 40));
         s.insert(Path::IpiDeliverIdle, samples(12000, 0, 40));
-        let sol = solve(&s, Context { nr_cpus: 2, irq_entry_ns: 270 });
+        let sol = solve(&s, Context { nr_cpus: 2, irq_entry_ns: 270, clock_mhz: crate::linux::cost::REFERENCE_MHZ });
         assert_eq!(sol.record_ns, 100);
         let c = |n: &str| sol.cost(n).unwrap();
         assert_eq!((c("ttwu_activate").ns, c("ttwu_activate").how), (1100, How::Measured));
@@ -620,6 +608,6 @@ mod tests {
         assert_eq!(hw("wake_ns").median, 5000);
         // Paths with too few samples say so.
         assert!(sol.notes.iter().any(|n| n.starts_with("sched_tick:")), "{:?}", sol.notes);
-        assert_eq!(sol.costs.len(), defaults().len());
+        assert_eq!(sol.costs.len(), PATH_COSTS.len());
     }
 }
