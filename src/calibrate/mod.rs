@@ -175,7 +175,9 @@ pub fn calibrated_programs(machine_text: &str) -> Vec<String> {
 #[derive(Debug, Clone, Default)]
 pub struct Output {
     pub machine: String,
-    pub profile: String,
+    /// The background profile's text (None: no quiet idle capture; the machine file keeps
+    /// `machine --from-host`'s background and says so).
+    pub profile: Option<String>,
     pub summary: String,
     pub solution: solve::Solution,
     pub background: background::Background,
@@ -205,26 +207,40 @@ pub fn analyze(b: &Bundle, profile_file: &str) -> Result<Output, String> {
         out.captures.push((c.name.clone(), r));
     }
     let clock_mhz = if top_level_clock(&b.host).is_some() { host.clock_mhz } else { b.meta.clock_mhz as u32 };
-    let ctx = solve::Context { nr_cpus: host.topo.nr_cpus as u64, irq_entry_ns: host.costs.irq_entry_ns, clock_mhz };
+    // The ping-pongs run on CPUs 0 and 1: the line between them.
+    let line_key = if host.topo.smt_mask(0).iter().any(|c| c == 1) {
+        "line_smt_ns"
+    } else if host.topo.llc_mask(0).iter().any(|c| c == 1) {
+        "line_llc_ns"
+    } else {
+        "line_socket_ns"
+    };
+    let ctx = solve::Context {
+        nr_cpus: host.topo.nr_cpus as u64,
+        irq_entry_ns: host.costs.irq_entry_ns,
+        clock_mhz,
+        line_key,
+    };
     out.solution = solve::solve(&pooled, ctx);
     if let Some(text) = b.capture("idle") {
         out.background = background::analyze(text, tsc, host.hz as u64, &["schedsim", "sleep"]);
+        let profile = background::profile_text(
+            &out.background,
+            &format!("{}-background", host.name),
+            &format!(
+                "schedsim machine --from-host --calibrate: {}.{:03} s idle capture, trace clock {}, Linux {}",
+                out.background.seconds_milli / 1000,
+                out.background.seconds_milli % 1000,
+                b.meta.clock,
+                b.meta.kernel
+            ),
+        );
+        crate::background::parse(&profile, profile_file)
+            .map_err(|e| format!("the measured background profile does not read back: {e}"))?;
+        out.profile = Some(profile);
     }
-    let profile_name = format!("{}-background", host.name);
-    out.profile = background::profile_text(
-        &out.background,
-        &profile_name,
-        &format!(
-            "schedsim machine --from-host --calibrate: {}.{:03} s idle capture, trace clock {}, Linux {}",
-            out.background.seconds_milli / 1000,
-            out.background.seconds_milli % 1000,
-            b.meta.clock,
-            b.meta.kernel
-        ),
-    );
-    crate::background::parse(&out.profile, profile_file)
-        .map_err(|e| format!("the measured background profile does not read back: {e}"))?;
-    out.machine = machine_text(b, &out.solution, &out.background, profile_file)?;
+    let measured_bg = out.profile.as_ref().map(|_| (&out.background, profile_file));
+    out.machine = machine_text(b, &out.solution, measured_bg)?;
     out.summary = summary(b, &out);
     Ok(out)
 }
@@ -251,8 +267,7 @@ fn kv(key: &str, value: &str, comment: &str) -> String {
 pub fn machine_text(
     b: &Bundle,
     sol: &solve::Solution,
-    bg: &background::Background,
-    profile_file: &str,
+    bg: Option<(&background::Background, &str)>,
 ) -> Result<String, String> {
     let m = &b.meta;
     let clock = top_level_clock(&b.host).unwrap_or(m.clock_mhz);
@@ -260,10 +275,17 @@ pub fn machine_text(
     let mut t = String::new();
     let _ = writeln!(t, "# Calibrated on this host by `schedsim machine --from-host --calibrate` (src/calibrate/;");
     let _ = writeln!(t, "# the method: docs/costs.md, \"Calibration\"). Measured here: the software path costs in");
+    let _ = writeln!(t, "# [path_costs] (end of file), the IPI send and delivery and the line transfer between the");
+    let _ = writeln!(
+        t,
+        "# ping-pongs' CPUs in [costs], the halted-CPU wake of the HLT idle state, and {}.",
+        match bg {
+            Some((_, f)) => format!("the background profile {f}"),
+            None => "not the background (no idle capture was quiet enough)".to_string(),
+        }
+    );
     let _ =
-        writeln!(t, "# [path_costs] (end of file), the IPI send and delivery in [costs], the halted-CPU wake of the");
-    let _ = writeln!(t, "# HLT idle state, and the background profile {profile_file}. Everything else is what");
-    let _ = writeln!(t, "# `machine --from-host` read or guessed (its comments below say which).");
+        writeln!(t, "# Everything else is what `machine --from-host` read or guessed (its comments below say which).");
     let _ = writeln!(
         t,
         "# Trace clock: {} ({}); counter rate {} kHz measured against CLOCK_MONOTONIC_RAW. {}",
@@ -321,10 +343,10 @@ pub fn machine_text(
             hlt_block = false;
         }
         let key = trimmed.split(['=', ' ']).next().unwrap_or("");
-        if section.is_empty() && key == "background" {
+        if let (true, "background", Some((bg, file))) = (section.is_empty(), key, bg) {
             t.push_str(&kv(
                 "background",
-                &background::toml_string(profile_file),
+                &background::toml_string(file),
                 &format!(
                     "measured here: {} sources from a {}.{:03} s idle capture",
                     bg.sources.len(),
@@ -333,6 +355,16 @@ pub fn machine_text(
                 ),
             ));
             continue;
+        }
+        if section == "[costs]" && key.starts_with("line_") {
+            if let Some(h) = sol.hw.iter().find(|h| h.key == key) {
+                t.push_str(&kv(
+                    key,
+                    &format!("[{}, {}]", h.lo, h.hi),
+                    &format!("measured ({} samples): {}", h.samples, h.method),
+                ));
+                continue;
+            }
         }
         if section == "[costs]" && key == "ipi_send_ns" {
             if let Some(h) = hw("ipi_send_ns") {
@@ -475,13 +507,20 @@ pub fn summary(b: &Bundle, o: &Output) -> String {
             m.q(900)
         );
     }
-    let _ = writeln!(
-        s,
-        "background: {} sources from {}.{:03} s idle",
-        o.background.sources.len(),
-        o.background.seconds_milli / 1000,
-        o.background.seconds_milli % 1000
-    );
+    match &o.profile {
+        Some(_) => {
+            let _ = writeln!(
+                s,
+                "background: {} sources from {}.{:03} s idle",
+                o.background.sources.len(),
+                o.background.seconds_milli / 1000,
+                o.background.seconds_milli % 1000
+            );
+        }
+        None => {
+            let _ = writeln!(s, "background: not measured (no quiet idle capture); the machine file keeps its guess");
+        }
+    }
     for n in &sol.notes {
         let _ = writeln!(s, "note: {n}");
     }

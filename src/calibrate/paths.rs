@@ -17,8 +17,11 @@ use std::collections::{BTreeMap, BTreeSet};
 pub enum Path {
     /// Two consecutive records of one CPU (nonzero gaps under 2 us): a bound on one record.
     Gap,
-    /// `reschedule_entry` -> `reschedule_exit`: `scheduler_ipi()`, a handful of instructions
-    /// between two records: the null pair.
+    /// `csd_function_exit` followed at once by `call_function_single_exit` on one CPU: between
+    /// them the flush finds its list empty and the vector returns, a few instructions: the null
+    /// pair, whose interval is one record's write.
+    NullPair,
+    /// `reschedule_entry` -> `reschedule_exit`: `scheduler_ipi()` and the irq statistics.
     Reschedule,
     /// `csd_function_entry` -> `_exit` of `sched_ttwu_pending`.
     CsdTtwuPending,
@@ -74,8 +77,9 @@ pub enum Path {
 }
 
 impl Path {
-    pub const ALL: [Path; 26] = [
+    pub const ALL: [Path; 27] = [
         Path::Gap,
+        Path::NullPair,
         Path::Reschedule,
         Path::CsdTtwuPending,
         Path::CallFunctionSingleFlush,
@@ -107,7 +111,8 @@ impl Path {
     pub fn label(self) -> &'static str {
         match self {
             Path::Gap => "gap between two records of one CPU",
-            Path::Reschedule => "reschedule_entry -> exit (null pair)",
+            Path::NullPair => "csd_function_exit -> call_function_single_exit (null pair)",
+            Path::Reschedule => "reschedule_entry -> exit",
             Path::CsdTtwuPending => "csd sched_ttwu_pending entry -> exit",
             Path::CallFunctionSingleFlush => "call_function_single entry -> exit minus its csd",
             Path::CallFunctionSingle => "call_function_single entry -> exit",
@@ -231,6 +236,8 @@ struct CpuState {
     waking: Option<(u32, u64, u64)>,
     /// The last two records of this CPU: (pid, event, syscall nr, ts).
     hist: [(u32, u8, u64, u64); 2],
+    /// The last record of this CPU was a `csd_function_exit`, at this time.
+    after_csd_exit: Option<u64>,
 }
 
 /// `hist` event codes.
@@ -346,6 +353,9 @@ pub fn collect(text: &str, roots: &[u32], tsc_khz: Option<u64>) -> CaptureResult
             }
             "call_function_single_entry" => cpus[cpu].cfs = Some((ts, idx, None, 0)),
             "call_function_single_exit" => {
+                if let Some(s) = cpus[cpu].after_csd_exit {
+                    add(&mut r, Path::NullPair, ts - s, 1);
+                }
                 if let Some((s, i, csd, n)) = cpus[cpu].cfs.take() {
                     add(&mut r, Path::CallFunctionSingle, ts - s, idx - i);
                     if let (Some((cns, crec)), 1) = (csd, n) {
@@ -547,6 +557,7 @@ pub fn collect(text: &str, roots: &[u32], tsc_khz: Option<u64>) -> CaptureResult
             }
             _ => {}
         }
+        cpus[cpu].after_csd_exit = (l.event == "csd_function_exit").then_some(ts);
         // A vector entry closes the ICR writes in flight to this CPU of its kind.
         let vk = match l.event {
             "call_function_single_entry" => Some(IpiKind::Csd),
@@ -631,6 +642,7 @@ mod tests {
         assert_eq!(one(Path::CallFunctionSingleFlush), Sample { ns: 513, records: 2 });
         assert_eq!(one(Path::Syscall), Sample { ns: 500, records: 2 });
         assert_eq!(one(Path::Reschedule), Sample { ns: 93, records: 1 });
+        assert_eq!(one(Path::NullPair), Sample { ns: 71, records: 1 });
         // The idle exit after an idle period whose entry was not seen: tick state unknown,
         // taken as running.
         assert_eq!(one(Path::IdleExitTickKept), Sample { ns: 482, records: 1 });

@@ -106,7 +106,8 @@ pub struct Solved {
 /// One solved hardware cost of the machine file.
 #[derive(Debug, Clone)]
 pub struct HwSolved {
-    /// `ipi_send_ns`, `ipi_delivery_ns`, or `wake_ns` (of every halting idle state).
+    /// `ipi_send_ns`, `ipi_delivery_ns`, a line transfer key, or `wake_ns` (of every halting
+    /// idle state).
     pub key: &'static str,
     pub lo: u64,
     pub hi: u64,
@@ -144,25 +145,28 @@ pub struct Context {
     pub irq_entry_ns: u64,
     /// The core clock the samples were taken at (MHz): the defaults are compared at it.
     pub clock_mhz: u32,
+    /// The machine file's line-transfer key between the two CPUs of the ping-pongs
+    /// (`line_smt_ns`, `line_llc_ns` or `line_socket_ns`).
+    pub line_key: &'static str,
 }
 
 /// Solve from every capture's samples, pooled per path.
 pub fn solve(samples: &BTreeMap<Path, Vec<Sample>>, ctx: Context) -> Solution {
     let mut sol = Solution::default();
     // The null pair.
-    let resched: Vec<u64> = samples
-        .get(&Path::Reschedule)
+    let null: Vec<u64> = samples
+        .get(&Path::NullPair)
         .map_or(Vec::new(), |v| v.iter().filter(|s| s.records == 1).map(|s| s.ns).collect());
     let gaps: Vec<u64> = samples.get(&Path::Gap).map_or(Vec::new(), |v| v.iter().map(|s| s.ns).collect());
     let med = |mut v: Vec<u64>| -> u64 {
         v.sort_unstable();
         v.get(v.len().saturating_sub(1) / 2).copied().unwrap_or(0)
     };
-    if resched.len() >= MIN_SAMPLES {
-        sol.record_ns = med(resched.clone());
+    if null.len() >= MIN_SAMPLES {
+        sol.record_ns = med(null.clone());
         sol.record_method = format!(
-            "median of the null pair reschedule_entry -> exit ({} samples; it brackets scheduler_ipi(), a few instructions, so it is one record's write)",
-            resched.len()
+            "median of the null pair csd_function_exit -> call_function_single_exit ({} samples: the flush finds its list empty and the vector returns, a few instructions, so the interval is one record's write)",
+            null.len()
         );
     } else {
         let mut g = gaps.clone();
@@ -171,13 +175,13 @@ pub fn solve(samples: &BTreeMap<Path, Vec<Sample>>, ctx: Context) -> Solution {
         sol.record_method = format!(
             "p1 of the gaps between two records of one CPU ({} gaps; the null pair had {} samples, fewer than {MIN_SAMPLES})",
             g.len(),
-            resched.len()
+            null.len()
         );
     }
     let r = sol.record_ns;
     for p in Path::ALL {
         let Some(v) = samples.get(&p) else { continue };
-        let mut sorted: Vec<u64> = if p == Path::Gap {
+        let mut sorted: Vec<u64> = if p == Path::Gap || p == Path::NullPair {
             v.iter().map(|s| s.ns).collect()
         } else {
             v.iter().map(|s| s.ns.saturating_sub(s.records as u64 * r)).collect()
@@ -279,16 +283,25 @@ pub fn solve(samples: &BTreeMap<Path, Vec<Sample>>, ctx: Context) -> Solution {
         }
     };
     let rn = format!("{r} ns per record");
-    // 1. The wakee's activation in the csd.
+    // 1. The wakee's activation, on the waker's own CPU (its lines are hot there).
     one(
         &mut solved,
         &mut notes,
         "ttwu_activate",
-        Path::CsdTtwuPending,
+        Path::WakingToWakeupLocal,
         0,
-        format!("median of csd sched_ttwu_pending entry -> exit, its entry and inner records ({rn}) off"),
+        format!("median of sched_waking -> sched_wakeup of a wakee queued on the waker's own CPU (lock, enqueue, wakeup_preempt), records ({rn}) off"),
     );
     let ttwu_activate = solved.get("ttwu_activate").map(|s| s.ns);
+    // The interrupt's own statistics and scheduler_ipi().
+    one(
+        &mut solved,
+        &mut notes,
+        "scheduler_ipi",
+        Path::Reschedule,
+        0,
+        format!("median of reschedule_entry -> exit, its record ({rn}) off"),
+    );
     // 2. The flush around the csd.
     group(
         &mut solved,
@@ -492,7 +505,33 @@ pub fn solve(samples: &BTreeMap<Path, Vec<Sample>>, ctx: Context) -> Solution {
         });
         sol.costs.push(s);
     }
-    // Hardware: the IPI's send, its delivery, the halted vCPU's wake.
+    // Hardware: the line transfer, the IPI's send, its delivery, the halted vCPU's wake.
+    let csd = m(Path::CsdTtwuPending);
+    if let (Some(a), true) = (ttwu_activate, csd.usable()) {
+        // The same activation from the other CPU's csd pulls two lines the model transfers:
+        // the rq lock and the wake entry (sched_ttwu_pending()).
+        let per = |v: u64| v.saturating_sub(a) / 2;
+        if per(csd.median()) > 0 {
+            sol.hw.push(HwSolved {
+                key: ctx.line_key,
+                lo: per(csd.q(250)),
+                hi: per(csd.q(750)),
+                median: per(csd.median()),
+                samples: csd.n(),
+                path: Path::CsdTtwuPending,
+                method: format!(
+                    "(p25..p75 of csd sched_ttwu_pending, records off: {}..{}, minus the local activation {a}) / 2: the model's csd path takes two lines from the waker's CPU (the rq lock, the wake entry)",
+                    csd.q(250),
+                    csd.q(750)
+                ),
+            });
+        } else {
+            notes.push(format!(
+                "{}: the remote activation was not slower than the local one; kept the file's guess",
+                ctx.line_key
+            ));
+        }
+    }
     let send = m(Path::IpiSend);
     if send.usable() {
         sol.hw.push(HwSolved {
@@ -581,9 +620,11 @@ mod tests {
     #[test]
     fn composites_subtract_what_is_known_and_split_the_rest() {
         let mut s = BTreeMap::new();
-        s.insert(Path::Reschedule, samples(100, 1, 40));
-        // 1300 - 2 records = 1100.
-        s.insert(Path::CsdTtwuPending, samples(1300, 2, 40));
+        s.insert(Path::NullPair, samples(100, 1, 40));
+        // 1200 - 1 record = 1100.
+        s.insert(Path::WakingToWakeupLocal, samples(1200, 1, 40));
+        // 1700 - 2 records = 1500: 400 more than local, two lines of 200.
+        s.insert(Path::CsdTtwuPending, samples(1700, 2, 40));
         // 650 - 2 records = 450: flush 300, csd_call 150.
         s.insert(Path::CallFunctionSingleFlush, samples(650, 2, 40));
         // 2000 - 3 records - 1100 = 600.
@@ -591,7 +632,15 @@ mod tests {
         s.insert(Path::IpiSend, samples(9100, 1, 40));
         s.insert(Path::IpiDeliverBusy, samples(7000, 0, 40));
         s.insert(Path::IpiDeliverIdle, samples(12000, 0, 40));
-        let sol = solve(&s, Context { nr_cpus: 2, irq_entry_ns: 270, clock_mhz: crate::linux::cost::REFERENCE_MHZ });
+        let sol = solve(
+            &s,
+            Context {
+                nr_cpus: 2,
+                irq_entry_ns: 270,
+                clock_mhz: crate::linux::cost::REFERENCE_MHZ,
+                line_key: "line_llc_ns",
+            },
+        );
         assert_eq!(sol.record_ns, 100);
         let c = |n: &str| sol.cost(n).unwrap();
         assert_eq!((c("ttwu_activate").ns, c("ttwu_activate").how), (1100, How::Measured));
@@ -604,6 +653,7 @@ mod tests {
         assert!(c("futex").method.contains("not measured"));
         let hw = |k: &str| sol.hw.iter().find(|h| h.key == k).unwrap();
         assert_eq!(hw("ipi_send_ns").median, 9000);
+        assert_eq!(hw("line_llc_ns").median, 200);
         assert_eq!(hw("ipi_delivery_ns").median, 7000 - 270);
         assert_eq!(hw("wake_ns").median, 5000);
         // Paths with too few samples say so.

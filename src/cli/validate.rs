@@ -310,7 +310,10 @@ fn run_rtapp(command: &[String], dir: &Path) -> Result<(String, u32), String> {
     let mut logs = Vec::new();
     for e in std::fs::read_dir(dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?.flatten() {
         if e.path().extension().is_some_and(|x| x == "log") {
-            logs.push(std::fs::read_to_string(e.path()).map_err(|err| format!("cannot read {}: {err}", e.path().display()))?);
+            logs.push(
+                std::fs::read_to_string(e.path())
+                    .map_err(|err| format!("cannot read {}: {err}", e.path().display()))?,
+            );
         }
     }
     Ok((format!("{out}{}", rtapp_summary(logs.iter())), pid))

@@ -512,11 +512,7 @@ pub fn render(rows: &[Row], tolerance: f64) -> String {
             .collect();
     if marked {
         header.push("status".into());
-        header.push(format!(
-            "target ({:.0}%/{:.0}% of median)",
-            TARGET_STRUCTURE * 100.0,
-            TARGET_FIGURE * 100.0
-        ));
+        header.push(format!("target ({:.0}%/{:.0}% of median)", TARGET_STRUCTURE * 100.0, TARGET_FIGURE * 100.0));
     }
     let opt = |v: Option<f64>| v.map_or_else(|| "n/a".to_string(), fmt);
     let body: Vec<Vec<String>> = rows
