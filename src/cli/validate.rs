@@ -811,5 +811,14 @@ mod tests {
         assert_eq!(p.command, ["s", "host-run", "pingpong", "sleep_us=100", "iters=10000"]);
         assert_eq!(p.own_figure(&crate::workload::pipepair::pingpong_output(10, 25_000)), Some(2.5));
         assert!(Program::resolve("hackbench", &[], true, "s").unwrap_err().contains("expected one of"));
+        // rt-app: the file as given to the model, its absolute path to Debian's rt-app; the
+        // program's figure is the mean of the logs' last column (wu_lat, us).
+        let p = Program::resolve("rtapp", &["file=scenarios/rtapp/periodic.json".to_string()], true, "s").unwrap();
+        assert_eq!(p.params, vec![("file".to_string(), "scenarios/rtapp/periodic.json".to_string())]);
+        assert_eq!(p.command[0], RTAPP);
+        assert!(p.command[1].ends_with("/scenarios/rtapp/periodic.json"), "{:?}", p.command);
+        let logs = ["# Policy : SCHED_OTHER priority : 0\n#idx perf run period start end rel_st slack c_duration c_period wu_lat\n0 1 2 3 4 5 6 7 8 9 30\n0 1 2 3 4 5 6 7 8 9 50\n".to_string()];
+        assert_eq!(p.own_figure(&rtapp_summary(logs.iter())), Some(40.0));
+        assert!(Program::resolve("rtapp", &[], true, "s").unwrap_err().contains("file=PATH.json"));
     }
 }

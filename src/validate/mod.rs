@@ -640,4 +640,30 @@ mod tests {
         assert!(r[0].within && r[0].ratio.unwrap() > 3.9);
         assert_eq!((r[1].real_mean, r[1].within), (None, false));
     }
+
+    #[test]
+    fn calibrated_tables_mark_status_and_judge_targets_on_the_median() {
+        let f = |s: f64, rate: f64, us: f64| {
+            vec![
+                (RowKind::Structure, 0, "s".to_string(), s),
+                (RowKind::Rate, 0, "r".to_string(), rate),
+                (RowKind::Speed, 0, "us".to_string(), us),
+            ]
+        };
+        // Real medians: s 1.0, r 100, us 10 (the means are pulled by the outlier).
+        let real = vec![f(1.0, 100.0, 10.0), f(0.9, 100.0, 10.0), f(1.5, 300.0, 40.0)];
+        let model = vec![f(1.1, 124.0, 12.6)];
+        let mut r = rows(&real, &model, 0.15);
+        assert!(!render(&r, 0.15).contains("status"), "an uncalibrated table has no status column");
+        mark(&mut r, Some(Status::Predicted));
+        let get = |n: &str| r.iter().find(|x| x.name == n).unwrap();
+        assert_eq!(get("s").real_median, Some(1.0));
+        assert_eq!(get("s").target_met, Some(true), "1.1 is within 15% of 1.0");
+        assert_eq!(get("r").target_met, Some(true), "124 is within 25% of 100");
+        assert_eq!(get("us").target_met, Some(false), "12.6 is 26% above 10");
+        let text = render(&r, 0.15);
+        assert!(text.contains("predicted") && text.contains("MISS"), "{text}");
+        mark(&mut r, None);
+        assert!(r.iter().all(|x| x.status.is_none() && x.target_met.is_none()));
+    }
 }
