@@ -53,7 +53,8 @@ pub enum Path {
     /// The same with a successful `tick_stop` inside.
     IdleEntryTickStopped,
     /// `cpu_idle` exit -> the idle task's `sched_switch` away, after an idle period that
-    /// stopped the tick (so the exit restarts it); only `write_msr` records inside.
+    /// stopped the tick (so the exit restarts it); only the restart's `hrtimer_start` and
+    /// `write_msr` records inside.
     IdleExitTickRestart,
     /// The same after an idle period that kept the tick.
     IdleExitTickKept,
@@ -311,8 +312,9 @@ pub fn collect(text: &str, roots: &[u32], tsc_khz: Option<u64>) -> CaptureResult
             cpus[cpu].curr = Some(l.pid);
             cpus[cpu].since = ts.max(first);
         }
-        // A `cpu_idle` exit waits for the switch away; anything but a write_msr spoils it.
-        if l.event != "sched_switch" && l.event != "write_msr" {
+        // A `cpu_idle` exit waits for the switch away; anything but the tick's restart (its
+        // hrtimer_start and the clockevent write_msr) spoils it.
+        if !matches!(l.event, "sched_switch" | "write_msr" | "hrtimer_start") {
             if let Some(e) = cpus[cpu].idle_exit.as_mut() {
                 e.3 = false;
             }

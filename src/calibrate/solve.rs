@@ -479,11 +479,16 @@ pub fn solve(samples: &BTreeMap<Path, Vec<Sample>>, ctx: Context) -> Solution {
     );
     // k: the measured software paths against their defaults (paths with a VM exit left out).
     const VM_EXIT: [&str; 3] = ["hrtimer_start", "tick_stop", "tick_restart"];
-    let mut ratios: Vec<u64> = solved
-        .values()
-        .filter(|s| !VM_EXIT.contains(&s.name) && s.default_ns > 0)
-        .map(|s| s.ns * 1000 / s.default_ns)
-        .collect();
+    // One ratio per path: a group's fields share theirs.
+    let mut per_path: BTreeMap<Path, (u64, u64)> = BTreeMap::new();
+    for s in solved.values().filter(|s| !VM_EXIT.contains(&s.name) && s.default_ns > 0) {
+        if let Some(p) = s.path {
+            let e = per_path.entry(p).or_default();
+            e.0 += s.ns;
+            e.1 += s.default_ns;
+        }
+    }
+    let mut ratios: Vec<u64> = per_path.values().map(|(ns, d)| ns * 1000 / d).collect();
     ratios.sort_unstable();
     sol.k_permille = ratios.get(ratios.len().saturating_sub(1) / 2).copied().unwrap_or(1000);
     let k = sol.k_permille;
@@ -497,7 +502,7 @@ pub fn solve(samples: &BTreeMap<Path, Vec<Sample>>, ctx: Context) -> Solution {
             how: How::Scaled,
             path: None,
             method: format!(
-                "not measured: default {d} ns x k = {}.{:03} (k: median ratio measured / default over the {} measured fields without a VM exit)",
+                "not measured: default {d} ns x k = {}.{:03} (k: median ratio measured / default over the {} measured paths without a VM exit)",
                 k / 1000,
                 k % 1000,
                 ratios.len()
@@ -647,7 +652,7 @@ mod tests {
         assert_eq!((c("flush").ns, c("csd_call").ns), (300, 150));
         assert_eq!(c("flush").how, How::Composite);
         assert_eq!(c("ttwu").ns, 600);
-        // k = median of 11, 10, 10, 5 (x1000).
+        // k = median over the paths: 11, 10 (flush and csd_call together), 5 (x1000).
         assert_eq!(sol.k_permille, 10_000);
         assert_eq!((c("futex").ns, c("futex").how), (1000, How::Scaled));
         assert!(c("futex").method.contains("not measured"));
