@@ -32,7 +32,7 @@ pub fn cmd_calibrate(a: &MachineArgs) -> Result<(), String> {
     let b = match &a.from_capture {
         Some(p) => {
             let gz = p.extension().is_some_and(|e| e == "gz");
-            let text = crate::run::read_input(p, "calibration bundle", MAX_BUNDLE_BYTES, gz)?;
+            let text = crate::input::read_input(p, "calibration bundle", MAX_BUNDLE_BYTES, gz)?;
             bundle::read(&text, &p.display().to_string())?
         }
         None => capture(a)?,

@@ -2,13 +2,16 @@
 //! `copy_process()` for a new user thread or process, or a kernel thread
 //! (`kthread_create_on_cpu()` binds it to a CPU), with `copy_thread()` setting up its first
 //! return (`ret_from_fork` into the program's code). Waking it is `wake_up_new_task()`
-//! (`kernel/sched/core.rs`). The creator is not modelled as running code (ARCHITECTURE.md,
+//! (`kernel/sched/core.rs`). The creator is not modelled as running code (docs/design.md,
 //! "What is simplified"), so creation costs nothing.
 
 use crate::linux::engine::Frame;
-use crate::linux::kernel::sched::TaskKind;
+use crate::linux::kernel::futex::{Nanosleep, NanosleepAt, DEFAULT_TIMER_SLACK_NS};
+use crate::linux::kernel::sched::core::{Schedule, ScheduleCaller};
+use crate::linux::kernel::sched::{TaskKind, TASK_INTERRUPTIBLE};
+use crate::linux::programs::TaskFrame;
 use crate::linux::{CpuId, Kernel, TaskId};
-use crate::workload::registry::TaskFrame;
+use crate::sim::Time;
 
 /// Models `copy_process()` + `copy_thread()` — kernel/fork.c, arch/x86/kernel/process.c @
 /// v6.10: a new workload task `comm` with scheduling `policy` and kernel priority `prio`,
@@ -18,7 +21,33 @@ use crate::workload::registry::TaskFrame;
 pub fn copy_process(k: &mut Kernel, comm: String, policy: u32, prio: i32, bound: Option<CpuId>, role: u32) -> TaskId {
     let t = k.new_task(TaskKind::Workload, comm, policy, prio, bound);
     k.tasks[t as usize].saved =
-        vec![Frame::Workload(TaskFrame { task: role, ..Default::default() }), Frame::RetFromFork];
+        vec![Frame::Program(TaskFrame { task: role, ..Default::default() }), Frame::RetFromFork];
+    t
+}
+
+/// A user task that has run since before the machine's modelled history began (a daemon of
+/// the background profile, `TaskKind::Daemon`), asleep on `cpu` in `nanosleep()` with the
+/// default timer slack until `wake`: its saved stack returns from the sleep into its own code
+/// at `frame`, and its sleeper hrtimer is armed. Bound to `bound` if given.
+pub fn user_task_asleep_in_nanosleep(
+    k: &mut Kernel,
+    comm: String,
+    bound: Option<CpuId>,
+    cpu: CpuId,
+    frame: TaskFrame,
+    wake: Time,
+) -> TaskId {
+    let t = k.new_task(TaskKind::Daemon, comm, 0, 120, bound);
+    let task = &mut k.tasks[t as usize];
+    task.state = TASK_INTERRUPTIBLE;
+    task.cpu = cpu;
+    task.saved = vec![
+        Frame::Program(frame),
+        Frame::Nanosleep(Nanosleep { ns: 0, slack_ns: 0, from_user: true, abs: false, at: NanosleepAt::Woken }),
+        Frame::ScheduleCaller(ScheduleCaller::asleep_in_schedule()),
+        Frame::Schedule(Schedule::switched_out()),
+    ];
+    crate::linux::kernel::time::tick_sched::hrtimer_start_sleeper(k, cpu, wake, wake + DEFAULT_TIMER_SLACK_NS, t);
     t
 }
 
