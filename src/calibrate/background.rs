@@ -224,11 +224,9 @@ pub fn analyze(text: &str, tsc_khz: Option<u64>, hz: u64, exclude_comms: &[&str]
                     work_runs.entry(f).or_default().push((l.cpu, s, ts.saturating_sub(s), bound));
                 }
             }
-            "timer_start" => {
-                if l.arg("function") == Some("delayed_work_timer_fn") {
-                    if let (Some(t), Some(f)) = (l.arg("timer"), l.arg("flags")) {
-                        timer_flags.insert(t.to_string(), f.split('|').any(|x| x == "D"));
-                    }
+            "timer_start" if l.arg("function") == Some("delayed_work_timer_fn") => {
+                if let (Some(t), Some(f)) = (l.arg("timer"), l.arg("flags")) {
+                    timer_flags.insert(t.to_string(), f.split('|').any(|x| x == "D"));
                 }
             }
             "timer_expire_entry" => {
@@ -262,12 +260,10 @@ pub fn analyze(text: &str, tsc_khz: Option<u64>, hz: u64, exclude_comms: &[&str]
                 in_hr[cpu] = None;
                 tick_cb[cpu] = false;
             }
-            "softirq_raise" => {
-                if tick_cb[cpu] {
-                    if let Some(v) = l.num("vec") {
-                        let busy = curr[cpu].as_ref().is_some_and(|c| c.0 != 0);
-                        tick_raise.entry(v).or_default()[busy as usize] += 1;
-                    }
+            "softirq_raise" if tick_cb[cpu] => {
+                if let Some(v) = l.num("vec") {
+                    let busy = curr[cpu].as_ref().is_some_and(|c| c.0 != 0);
+                    tick_raise.entry(v).or_default()[busy as usize] += 1;
                 }
             }
             "softirq_entry" => in_softirq[cpu] = l.num("vec").map(|v| (v, ts)),

@@ -203,6 +203,10 @@ enum HrKind {
     Other,
 }
 
+/// An open `call_function_single` vector: (ts, idx, the `sched_ttwu_pending` csd inside it as
+/// (ns, records), csds seen).
+type OpenCfs = (u64, u64, Option<(u64, u64)>, u32);
+
 /// Per-CPU state of the pass.
 #[derive(Debug, Clone, Default)]
 struct CpuState {
@@ -216,7 +220,7 @@ struct CpuState {
     /// Open csd functions: (sched_ttwu_pending?, ts, idx).
     csd: Vec<(bool, u64, u64)>,
     /// Open call_function_single: (ts, idx, csd samples inside: (ns, records), csds seen).
-    cfs: Option<(u64, u64, Option<(u64, u64)>, u32)>,
+    cfs: Option<OpenCfs>,
     /// Open local_timer: (ts, idx, callbacks' ns, callbacks' records).
     lt: Option<(u64, u64, u64, u64)>,
     /// Open hrtimer callbacks: (address, kind, ts, idx).
@@ -423,10 +427,8 @@ pub fn collect(text: &str, roots: &[u32], tsc_khz: Option<u64>) -> CaptureResult
                     }
                 }
             }
-            "hrtimer_start" => {
-                if task_ctx && l.arg("function") == Some("hrtimer_wakeup") && r.pids.contains(&l.pid) {
-                    cpus[cpu].arm = Some((ts, idx));
-                }
+            "hrtimer_start" if task_ctx && l.arg("function") == Some("hrtimer_wakeup") && r.pids.contains(&l.pid) => {
+                cpus[cpu].arm = Some((ts, idx));
             }
             "write_msr" => {
                 let msr = l.args.split(',').next().unwrap_or("").trim();
@@ -457,12 +459,10 @@ pub fn collect(text: &str, roots: &[u32], tsc_khz: Option<u64>) -> CaptureResult
                     _ => None,
                 };
             }
-            "tick_stop" => {
-                if l.num("success") == Some(1) {
-                    cpus[cpu].tick_stopped = true;
-                    if let Some(e) = cpus[cpu].idle_entry.as_mut() {
-                        e.2 = true;
-                    }
+            "tick_stop" if l.num("success") == Some(1) => {
+                cpus[cpu].tick_stopped = true;
+                if let Some(e) = cpus[cpu].idle_entry.as_mut() {
+                    e.2 = true;
                 }
             }
             "cpu_idle" => {

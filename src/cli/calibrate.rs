@@ -9,7 +9,6 @@ use super::host::{machine_toml_from_host, write_atomically, HostFs, MachineArgs}
 use super::validate::{gzip, run_child, Tracefs};
 use crate::calibrate::bundle::{self, Bundle, CaptureMeta, Discarded, Meta};
 use crate::calibrate::{self, CaptureSpec, CAPTURES, IDLE_SECONDS};
-use std::path::{Path, PathBuf};
 
 /// Attempts per capture before giving up on a quiet one.
 const ATTEMPTS: usize = 3;
@@ -307,10 +306,4 @@ fn capture(a: &MachineArgs) -> Result<Bundle, String> {
     }
     drop(t);
     Ok(Bundle { meta, host, captures })
-}
-
-/// The profile file beside `machine` (for tests and docs).
-pub fn profile_path(machine: &Path) -> PathBuf {
-    let stem = machine.file_stem().map_or("host".into(), |s| s.to_string_lossy().into_owned());
-    machine.with_file_name(format!("{stem}-background.toml"))
 }
