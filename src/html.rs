@@ -1064,3 +1064,133 @@ fn row_label(labels: &[String], y: f64) -> String {
         String::new()
     }
 }
+
+/// The calibration report (`machine --from-host --calibrate --html FILE`): the summary, every
+/// software cost of this host beside the model's default, and each measured path's
+/// distribution (tracing overhead removed) with its median and p10..p90.
+pub fn calibration_page(b: &crate::calibrate::bundle::Bundle, o: &crate::calibrate::Output) -> String {
+    let mut s = String::new();
+    s.push_str("<section><h2>Summary</h2>\n");
+    s.push_str(&format!("<pre>{}</pre>\n", esc(&o.summary)));
+    figure(&mut s, "Software path costs: the model's default and this host's (log scale)", cost_bars(o));
+    s.push_str("</section>\n<section><h2>Measured paths</h2>\n");
+    let sol = &o.solution;
+    for (p, m) in &sol.paths {
+        if m.n() == 0 {
+            continue;
+        }
+        let fields: Vec<String> = sol
+            .costs
+            .iter()
+            .filter(|c| c.path == Some(*p))
+            .map(|c| format!("{} {} ns (default {})", c.name, c.ns, c.default_ns))
+            .chain(sol.hw.iter().filter(|h| h.path == *p).map(|h| format!("[costs] {} {}..{} ns", h.key, h.lo, h.hi)))
+            .collect();
+        let title = format!(
+            "{}: n {}, median {} ns (raw {}), p10-p90 {}-{} ns{}",
+            p.label(),
+            m.n(),
+            m.median(),
+            m.raw_median,
+            m.q(100),
+            m.q(900),
+            if fields.is_empty() {
+                " (a check: no cost solved from it)".to_string()
+            } else {
+                format!("; solves {}", fields.join(", "))
+            }
+        );
+        figure(&mut s, &title, path_histogram(m));
+    }
+    s.push_str("</section>\n");
+    page(&format!("Calibration of this host (Linux {})", b.meta.kernel), &[s])
+}
+
+fn cost_bars(o: &crate::calibrate::Output) -> Plot {
+    let costs = &o.solution.costs;
+    let n = costs.len();
+    let mut svg = String::new();
+    {
+        let h = 60 + 22 * n as u32;
+        let root = SVGBackend::with_string(&mut svg, (900, h)).into_drawing_area();
+        root.fill(&WHITE).map_err(perr)?;
+        let hi = costs.iter().map(|c| c.ns.max(c.default_ns)).max().unwrap_or(1).max(10) as f64 * 2.0;
+        let labels: Vec<String> = costs.iter().map(|c| c.name.to_string()).collect();
+        let mut ch = ChartBuilder::on(&root)
+            .margin(10)
+            .x_label_area_size(30)
+            .y_label_area_size(170)
+            .build_cartesian_2d((1f64..hi).log_scale(), 0f64..n as f64)
+            .map_err(perr)?;
+        ch.configure_mesh()
+            .disable_y_mesh()
+            .y_labels(n * 2 + 1)
+            .y_label_formatter(&|y| row_label(&labels, *y))
+            .x_desc("ns (blue: model default, orange: this host; hatched: default x k, not measured)")
+            .draw()
+            .map_err(perr)?;
+        for (i, c) in costs.iter().enumerate() {
+            let y = (n - 1 - i) as f64;
+            let d = c.default_ns.max(1) as f64;
+            let v = c.ns.max(1) as f64;
+            ch.draw_series(std::iter::once(Rectangle::new([(1.0, y + 0.52), (d, y + 0.88)], color(0).filled())))
+                .map_err(perr)?;
+            let style = if c.how == crate::calibrate::solve::How::Scaled {
+                color(1).stroke_width(2)
+            } else {
+                color(1).filled()
+            };
+            ch.draw_series(std::iter::once(Rectangle::new([(1.0, y + 0.12), (v, y + 0.48)], style))).map_err(perr)?;
+        }
+        root.present().map_err(perr)?;
+    }
+    Ok(svg)
+}
+
+fn path_histogram(m: &crate::calibrate::solve::Measured) -> Plot {
+    let lo = m.q(10) as f64;
+    let hi = (m.q(990) as f64).max(lo + 1.0);
+    const BINS: usize = 60;
+    let w = (hi - lo) / BINS as f64;
+    let mut counts = [0u64; BINS];
+    for &v in &m.sorted {
+        let x = v as f64;
+        if x < lo || x > hi {
+            continue;
+        }
+        let i = (((x - lo) / w) as usize).min(BINS - 1);
+        counts[i] += 1;
+    }
+    let top = counts.iter().copied().max().unwrap_or(1).max(1) as f64 * 1.1;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (900, 220)).into_drawing_area();
+        root.fill(&WHITE).map_err(perr)?;
+        let mut ch = ChartBuilder::on(&root)
+            .margin(10)
+            .x_label_area_size(30)
+            .y_label_area_size(50)
+            .build_cartesian_2d(lo..hi, 0f64..top)
+            .map_err(perr)?;
+        ch.configure_mesh()
+            .x_desc("ns (p1..p99; black: median, grey: p10 and p90)")
+            .y_desc("samples")
+            .draw()
+            .map_err(perr)?;
+        ch.draw_series(counts.iter().enumerate().map(|(i, &c)| {
+            let x0 = lo + i as f64 * w;
+            Rectangle::new([(x0, 0.0), (x0 + w, c as f64)], color(0).filled())
+        }))
+        .map_err(perr)?;
+        for (q, style) in [
+            (500, BLACK.stroke_width(2)),
+            (100, RGBColor(150, 150, 150).stroke_width(1)),
+            (900, RGBColor(150, 150, 150).stroke_width(1)),
+        ] {
+            let x = m.q(q) as f64;
+            ch.draw_series(std::iter::once(PathElement::new(vec![(x, 0.0), (x, top)], style))).map_err(perr)?;
+        }
+        root.present().map_err(perr)?;
+    }
+    Ok(svg)
+}

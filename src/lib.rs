@@ -10,6 +10,7 @@
 //! command line.
 
 pub mod background;
+pub mod calibrate;
 pub mod cli;
 pub mod crash;
 pub mod experiments;

@@ -26,6 +26,19 @@ pub fn machine(name: &str) -> Result<hw::Machine, String> {
     Ok(m)
 }
 
+/// A machine file's relative background file (`background = "NAME.toml"`, as `machine
+/// --from-host --calibrate` writes it) is relative to the machine file's directory.
+fn machine_relative(machine: &str, background: &str) -> String {
+    let b = std::path::Path::new(background);
+    if !machine.ends_with(".toml") || !background.ends_with(".toml") || b.is_absolute() {
+        return background.to_string();
+    }
+    match std::path::Path::new(machine).parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.join(b).to_string_lossy().into_owned(),
+        _ => background.to_string(),
+    }
+}
+
 /// The background profile a spec names: a built-in profile, `none`, or a profile file (a
 /// name ending in `.toml`). Errors name the file and line.
 pub fn background(name: &str) -> Result<crate::background::Profile, String> {
@@ -140,7 +153,12 @@ fn build_applied(
             crate::linux::config::Preempt::NAMES.join(", ")
         )
     })?;
-    cfg.background = background(spec.background.as_deref().unwrap_or(&m.background))?;
+    let bg = spec.background.clone().unwrap_or_else(|| machine_relative(&spec.machine, &m.background));
+    cfg.background = background(&bg)?;
+    if spec.background.is_none() && bg != m.background {
+        // A profile file beside the machine file: reproduce lines name it by its path.
+        cfg.background.name = bg;
+    }
     let applied = crate::unknowns::apply(&spec.unknowns, &mut m, &mut cfg)?;
     set(&mut m, &mut cfg)?;
     if !cfg.start.is_empty() {

@@ -336,6 +336,30 @@ fn the_builtin_ipistorm_on_a_small_machine_says_how_to_fit_it() {
 }
 
 #[test]
+fn calibration_inputs_are_checked() {
+    rejected(&["machine", "--from-host", "--calibrate"], &["give -o FILE.toml"]);
+    rejected(&["machine", "--from-host", "--calibrate", "-o", "x.txt"], &["must end in .toml"]);
+    rejected(&["machine", "--calibrate", "-o", "x.toml"], &["--from-host"]);
+    let out = std::env::temp_dir().join(format!("schedsim-bad-input-{}-cal.toml", std::process::id()));
+    let out = out.to_str().unwrap();
+    rejected(
+        &["machine", "--from-host", "--calibrate", "-o", out, "--from-capture", "/nonexistent/bundle.gz"],
+        &["cannot read calibration bundle /nonexistent/bundle.gz"],
+    );
+    let b = tmp("bundle.txt", "#schedsim-calibration v1\n#section meta - 5\nclock\n");
+    rejected(
+        &["machine", "--from-host", "--calibrate", "-o", out, "--from-capture", b.to_str().unwrap()],
+        &["bundle.txt:3:"],
+    );
+    let b = tmp("notabundle.txt", "hello\n");
+    rejected(
+        &["machine", "--from-host", "--calibrate", "-o", out, "--from-capture", b.to_str().unwrap()],
+        &["notabundle.txt:1: expected `#schedsim-calibration v1`"],
+    );
+    assert!(!std::path::Path::new(out).exists(), "nothing is written on an error");
+}
+
+#[test]
 fn a_machine_file_is_read_and_its_errors_name_it() {
     let dir = std::env::temp_dir().join(format!("schedsim-machine-file-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

@@ -183,6 +183,7 @@ const LAYERS: &[&[&str]] = &[
     &["spec", "crash"],
     &["run"],
     &["output", "explore", "focus", "validate"],
+    &["calibrate"],
     &["html"],
     &["experiments"],
     &["sweep"],

@@ -32,10 +32,31 @@ pub struct MachineArgs {
     /// Write the file here (completely or not at all) instead of standard output.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// With --from-host: also measure this host's path costs and background under tracefs
+    /// (root; about half a minute) and write them into the file, the background profile beside
+    /// it as FILE-background.toml (docs/costs.md, "Calibration").
+    #[arg(long, requires = "from_host")]
+    pub calibrate: bool,
+    /// With --calibrate: a report of each measured cost beside the model's default.
+    #[arg(long, value_name = "FILE", requires = "calibrate")]
+    pub html: Option<PathBuf>,
+    /// With --calibrate: keep everything captured in this bundle (gzipped text).
+    #[arg(long, value_name = "FILE", requires = "calibrate")]
+    pub save: Option<PathBuf>,
+    /// With --calibrate: analyze a saved bundle instead of capturing (no root needed).
+    #[arg(long, value_name = "FILE", requires = "calibrate")]
+    pub from_capture: Option<PathBuf>,
+    /// With --calibrate: discard a capture in which other tasks used more than this share of
+    /// the CPUs (percent; default 5), and try again.
+    #[arg(long, value_name = "PCT", requires = "calibrate")]
+    pub max_foreign: Option<u64>,
 }
 
 /// `schedsim machine --from-host | --scaled-epyc N [-o FILE]`.
 pub fn cmd_machine(a: MachineArgs) -> Result<(), String> {
+    if a.calibrate {
+        return super::calibrate::cmd_calibrate(&a);
+    }
     let text = match a.scaled_epyc {
         Some(n) => super::bench::scaled_machine_toml(n)?,
         None if a.from_host => machine_toml_from_host(&HostFs::real(), &a.name)?,

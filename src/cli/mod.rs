@@ -3,6 +3,7 @@
 //! (input files), `trace::sink` (trace files) and `sweep` (grid and result files) touch files.
 
 pub mod bench;
+pub mod calibrate;
 pub mod explore;
 pub mod host;
 pub mod host_run;

@@ -16,7 +16,8 @@ use std::path::{Path, PathBuf};
 /// `schedsim validate`.
 #[derive(clap::Args, Debug)]
 pub struct ValidateArgs {
-    /// The program: pingpong, perf-pipe, messaging or nanosleep.
+    /// The program: pingpong, perf-pipe, messaging, nanosleep or rtapp (file=PATH.json, run
+    /// with Debian's rt-app).
     pub workload: String,
     /// Its parameters, key=value as for `schedsim run` (messaging: perf's options after --).
     pub params: Vec<String>,
@@ -222,8 +223,28 @@ impl Program {
                     comms: vec!["nanosleep".into()],
                 })
             }
+            "rtapp" => {
+                let pairs = kv(&[])?;
+                let Some(file) = pairs.iter().find(|(k, _)| k == "file").map(|(_, v)| v.clone()) else {
+                    return Err("validate rtapp: give the rt-app JSON file as file=PATH.json".into());
+                };
+                if let Some((k, _)) = pairs.iter().find(|(k, _)| k != "file") {
+                    return Err(format!("validate rtapp: unknown parameter `{k}` (expected file=PATH.json)"));
+                }
+                // rt-app runs in a directory of its own (its logs go to the file's logdir, "./").
+                let abs = std::fs::canonicalize(&file).map_err(|e| format!("validate rtapp: {file}: {e}"))?;
+                Ok(Program {
+                    label: label(&pairs),
+                    workload: name.into(),
+                    command: vec![RTAPP.into(), abs.to_string_lossy().into_owned()],
+                    params: pairs,
+                    own_name: "program: mean wakeup latency (wu_lat, us)",
+                    scale: 1.0,
+                    comms: vec!["rt-app".into()],
+                })
+            }
             other => Err(format!(
-                "validate: unknown workload '{other}' (expected one of: pingpong, perf-pipe, messaging, nanosleep)"
+                "validate: unknown workload '{other}' (expected one of: pingpong, perf-pipe, messaging, nanosleep, rtapp)"
             )),
         }
     }
@@ -240,6 +261,7 @@ impl Program {
             "program: usecs/op" => before("usecs/op"),
             "program: us per message" => before("[sec]").map(|s| s * 1e6 / self.scale),
             "program: loops per second" => before("sleeps").map(|n| n / self.scale),
+            "program: mean wakeup latency (wu_lat, us)" => before("us mean wu_lat"),
             _ => None,
         }
     }
@@ -251,22 +273,67 @@ fn model_output(r: &run::RunResult) -> String {
         Workload::Pingpong(w) | Workload::PerfPipe(w) => w.output.clone(),
         Workload::Hackbench(w) => w.output.clone(),
         Workload::Nanosleep(w) => format!("nanosleep: {} processes, {} sleeps\n", w.procs, w.loops),
+        Workload::RtApp(w) => rtapp_summary(w.threads.iter().map(|th| w.log_text(th)).collect::<Vec<_>>().iter()),
         _ => String::new(),
     }
 }
 
+/// Debian's rt-app.
+const RTAPP: &str = "rt-app";
+
+/// The mean of the `wu_lat` column (the last one, us) over every row of rt-app's per-thread
+/// logs, as one line: `rt-app: X us mean wu_lat over N rows`.
+fn rtapp_summary<'a>(logs: impl Iterator<Item = &'a String>) -> String {
+    let (mut sum, mut n) = (0u64, 0u64);
+    for log in logs {
+        for l in log.lines().filter(|l| !l.starts_with('#')) {
+            if let Some(v) = l.split_whitespace().last().and_then(|v| v.parse::<u64>().ok()) {
+                sum += v;
+                n += 1;
+            }
+        }
+    }
+    if n == 0 {
+        return "rt-app: no log rows\n".into();
+    }
+    format!("rt-app: {:.3} us mean wu_lat over {n} rows\n", sum as f64 / n as f64)
+}
+
+/// Run rt-app in `dir` (its logs go there), and append the mean wu_lat of its logs to what it
+/// printed.
+fn run_rtapp(command: &[String], dir: &Path) -> Result<(String, u32), String> {
+    for e in std::fs::read_dir(dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?.flatten() {
+        if e.path().extension().is_some_and(|x| x == "log") {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+    let (out, pid) = run_child_in(command, Some(dir))?;
+    let mut logs = Vec::new();
+    for e in std::fs::read_dir(dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?.flatten() {
+        if e.path().extension().is_some_and(|x| x == "log") {
+            logs.push(
+                std::fs::read_to_string(e.path())
+                    .map_err(|err| format!("cannot read {}: {err}", e.path().display()))?,
+            );
+        }
+    }
+    Ok((format!("{out}{}", rtapp_summary(logs.iter())), pid))
+}
+
 /// tracefs settings saved before a capture and put back by `Drop`.
-struct Tracefs {
-    dir: PathBuf,
+pub(crate) struct Tracefs {
+    pub(crate) dir: PathBuf,
     mounted: bool,
     saved: Vec<(String, String)>,
     set_event: String,
+    /// Per-CPU buffer size of the captures (KB).
+    pub(crate) buffer_kb: u32,
 }
 
 impl Tracefs {
     /// Find (or mount) tracefs and save what a capture changes. Errors say why validate
     /// cannot trace.
-    fn open() -> Result<Tracefs, String> {
+    pub(crate) fn open() -> Result<Tracefs, String> {
         // SAFETY: geteuid() has no preconditions.
         if unsafe { libc::geteuid() } != 0 {
             return Err("validate runs the program under tracefs and needs root (run it with sudo)".into());
@@ -294,20 +361,31 @@ impl Tracefs {
                 saved.push((f.to_string(), v));
             }
         }
+        // The clock in force is the bracketed one.
+        if let Some(c) = read("trace_clock").ok().and_then(|v| bracketed(&v)) {
+            saved.push(("trace_clock".into(), c));
+        }
         if let Ok(v) = read("buffer_size_kb") {
             saved.push(("buffer_size_kb".into(), v.split_whitespace().next().unwrap_or("1408").to_string()));
         }
         let set_event = read("set_event").map_err(|e| format!("cannot read {}/set_event: {e}", dir.display()))?;
-        Ok(Tracefs { dir, mounted, saved, set_event })
+        Ok(Tracefs { dir, mounted, saved, set_event, buffer_kb: 16384 })
     }
 
-    fn write(&self, f: &str, v: &str) -> Result<(), String> {
+    /// The trace clocks this kernel offers.
+    pub(crate) fn clocks(&self) -> Vec<String> {
+        std::fs::read_to_string(self.dir.join("trace_clock"))
+            .map(|v| v.split_whitespace().map(|c| c.trim_matches(['[', ']']).to_string()).collect())
+            .unwrap_or_default()
+    }
+
+    pub(crate) fn write(&self, f: &str, v: &str) -> Result<(), String> {
         std::fs::write(self.dir.join(f), v)
             .map_err(|e| format!("cannot write '{v}' to {}/{f}: {e}", self.dir.display()))
     }
 
     /// Set the events; returns the ones this kernel does not have.
-    fn set_events(&self, events: &[&str]) -> Result<Vec<String>, String> {
+    pub(crate) fn set_events(&self, events: &[&str]) -> Result<Vec<String>, String> {
         use std::io::Write;
         let path = self.dir.join("set_event");
         let mut f = std::fs::OpenOptions::new()
@@ -326,20 +404,26 @@ impl Tracefs {
 
     /// Trace one run of `command`; returns (its stdout, the trace text, its pid).
     fn capture(&self, command: &[String]) -> Result<(String, String, u32), String> {
+        let ((stdout, pid), trace) = self.capture_with(|| run_child(command))?;
+        Ok((stdout, trace, pid))
+    }
+
+    /// Trace while `f` runs; returns what it returned and the trace text.
+    pub(crate) fn capture_with<T>(&self, f: impl FnOnce() -> Result<T, String>) -> Result<(T, String), String> {
         self.write("tracing_on", "0")?;
         self.write("current_tracer", "nop")?;
         let _ = self.write("options/record-tgid", "0");
         let _ = self.write("options/irq-info", "1");
-        self.write("buffer_size_kb", "16384")?;
+        self.write("buffer_size_kb", &self.buffer_kb.to_string())?;
         self.write("trace", "")?;
         self.write("tracing_on", "1")?;
-        let out = run_child(command);
+        let out = f();
         self.write("tracing_on", "0")?;
-        let (stdout, pid) = out?;
+        let out = out?;
         let trace = std::fs::read_to_string(self.dir.join("trace"))
             .map_err(|e| format!("cannot read {}/trace: {e}", self.dir.display()))?;
         self.write("trace", "")?;
-        Ok((stdout, trace, pid))
+        Ok((out, trace))
     }
 }
 
@@ -358,12 +442,25 @@ impl Drop for Tracefs {
     }
 }
 
+/// The bracketed word of a tracefs choice file (`[local] global x86-tsc` -> `local`).
+fn bracketed(v: &str) -> Option<String> {
+    v.split_whitespace().find_map(|w| w.strip_prefix('[')?.strip_suffix(']')).map(str::to_string)
+}
+
 /// Run a command with Ctrl-C going to it (validate itself ignores SIGINT meanwhile, so that it
 /// can restore tracefs). Returns its stdout and pid.
-fn run_child(command: &[String]) -> Result<(String, u32), String> {
+pub(crate) fn run_child(command: &[String]) -> Result<(String, u32), String> {
+    run_child_in(command, None)
+}
+
+/// [`run_child`] in directory `dir`.
+fn run_child_in(command: &[String], dir: Option<&Path>) -> Result<(String, u32), String> {
     use std::os::unix::process::CommandExt;
     let mut cmd = std::process::Command::new(&command[0]);
     cmd.args(&command[1..]).stdout(std::process::Stdio::piped());
+    if let Some(d) = dir {
+        cmd.current_dir(d);
+    }
     // SAFETY: the hook only calls signal(), which is async-signal-safe.
     unsafe {
         cmd.pre_exec(|| {
@@ -387,7 +484,20 @@ fn run_child(command: &[String]) -> Result<(String, u32), String> {
     res
 }
 
-fn gzip(text: &str) -> Vec<u8> {
+/// A program's figures on a machine file calibrated on `calibrated` (the `# calibrated-program:`
+/// and `# calibration-covers:` lines; empty: not calibrated, no status).
+pub fn figure_status(workload: &str, calibrated: &[String]) -> Option<validate::Status> {
+    if calibrated.is_empty() {
+        return None;
+    }
+    Some(if calibrated.iter().any(|c| c == workload) {
+        validate::Status::Calibrated
+    } else {
+        validate::Status::Predicted
+    })
+}
+
+pub(crate) fn gzip(text: &str) -> Vec<u8> {
     use std::io::Write;
     let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
     e.write_all(text.as_bytes()).expect("writing to memory");
@@ -471,7 +581,12 @@ pub fn cmd_validate(a: ValidateArgs) -> Result<(), String> {
         let mut attempts = 0;
         while real_traces.len() < a.repeat && attempts < 4 * a.repeat {
             attempts += 1;
-            let (out, trace, pid) = tracefs.capture(&prog.command)?;
+            let (out, trace, pid) = if prog.workload == "rtapp" {
+                let ((out, pid), trace) = tracefs.capture_with(|| run_rtapp(&prog.command, &work))?;
+                (out, trace, pid)
+            } else {
+                tracefs.capture(&prog.command)?
+            };
             if let Some(max) = a.max_foreign {
                 let who = validate::Program::Pids { roots: &[pid], follow_forks: true };
                 let share = validate::analyze(&trace, &who, &BTreeSet::new()).foreign_share();
@@ -577,7 +692,26 @@ pub fn cmd_validate(a: ValidateArgs) -> Result<(), String> {
             ));
         }
     }
-    let rows = validate::rows(&real.figures, &model.figures, tol);
+    let mut rows = validate::rows(&real.figures, &model.figures, tol);
+    // A calibrated machine file lists the programs its calibration read.
+    let calibrated = if machine_path.ends_with(".toml") {
+        crate::calibrate::calibrated_programs(&crate::input::read_input_file(&machine_path, "machine file")?)
+    } else {
+        Vec::new()
+    };
+    let status = figure_status(&a.workload, &calibrated);
+    validate::mark(&mut rows, status);
+    if let Some(st) = status {
+        notes.push(format!(
+            "the machine file is calibrated (on {}): this program's figures are {}",
+            calibrated.join(", "),
+            if st == validate::Status::Calibrated {
+                "calibrated (the calibration read this program, or one whose paths it uses alone)"
+            } else {
+                "predictions (the calibration never ran this program)"
+            }
+        ));
+    }
 
     if let Some(dir) = &a.save {
         for (i, (t, _)) in real_traces.iter().enumerate() {
@@ -636,6 +770,20 @@ pub fn cmd_validate(a: ValidateArgs) -> Result<(), String> {
         real.counts.iter().map(|c| c.wakeups.to_string()).collect::<Vec<_>>().join(", "),
         model.counts.iter().map(|c| c.wakeups.to_string()).collect::<Vec<_>>().join(", ")
     ));
+    if status.is_some() {
+        let count = |structure: bool| {
+            let v: Vec<&validate::Row> =
+                rows.iter().filter(|r| (r.kind == validate::RowKind::Structure) == structure).collect();
+            (v.iter().filter(|r| r.target_met == Some(true)).count(), v.len())
+        };
+        let (sm, sn) = count(true);
+        let (fm, fnn) = count(false);
+        o.push_str(&format!(
+            "Targets: {sm} of {sn} structural ratios within {:.0}% of the real median, {fm} of {fnn} rates and program figures within {:.0}%.\n",
+            validate::TARGET_STRUCTURE * 100.0,
+            validate::TARGET_FIGURE * 100.0
+        ));
+    }
     for n in &notes {
         o.push_str(&format!("note: {n}\n"));
     }
@@ -664,5 +812,14 @@ mod tests {
         assert_eq!(p.command, ["s", "host-run", "pingpong", "sleep_us=100", "iters=10000"]);
         assert_eq!(p.own_figure(&crate::workload::pipepair::pingpong_output(10, 25_000)), Some(2.5));
         assert!(Program::resolve("hackbench", &[], true, "s").unwrap_err().contains("expected one of"));
+        // rt-app: the file as given to the model, its absolute path to Debian's rt-app; the
+        // program's figure is the mean of the logs' last column (wu_lat, us).
+        let p = Program::resolve("rtapp", &["file=scenarios/rtapp/periodic.json".to_string()], true, "s").unwrap();
+        assert_eq!(p.params, vec![("file".to_string(), "scenarios/rtapp/periodic.json".to_string())]);
+        assert_eq!(p.command[0], RTAPP);
+        assert!(p.command[1].ends_with("/scenarios/rtapp/periodic.json"), "{:?}", p.command);
+        let logs = ["# Policy : SCHED_OTHER priority : 0\n#idx perf run period start end rel_st slack c_duration c_period wu_lat\n0 1 2 3 4 5 6 7 8 9 30\n0 1 2 3 4 5 6 7 8 9 50\n".to_string()];
+        assert_eq!(p.own_figure(&rtapp_summary(logs.iter())), Some(40.0));
+        assert!(Program::resolve("rtapp", &[], true, "s").unwrap_err().contains("file=PATH.json"));
     }
 }

@@ -53,6 +53,13 @@ pub struct Line<'a> {
 impl<'a> Line<'a> {
     /// Parse one line; None for headers, blank lines and anything else that is not an event.
     pub fn parse(line: &'a str) -> Option<Line<'a>> {
+        Self::parse_clock(line, None)
+    }
+
+    /// [`Line::parse`] for a trace of either kind of clock: seconds with a fraction (the
+    /// default clocks), or, with `tsc_khz`, the raw counts the `x86-tsc` clock prints, turned
+    /// into ns at that rate.
+    pub fn parse_clock(line: &'a str, tsc_khz: Option<u64>) -> Option<Line<'a>> {
         if line.starts_with('#') {
             return None;
         }
@@ -73,18 +80,29 @@ impl<'a> Line<'a> {
             return None;
         }
         let (ts, rest) = rest.trim_start().split_once(": ")?;
-        let (secs, frac) = ts.split_once('.')?;
-        // Seconds and up to nine digits of fraction; anything else is not a timestamp.
-        if frac.is_empty() || frac.len() > 9 || !frac.bytes().all(|b| b.is_ascii_digit()) {
-            return None;
-        }
-        let sub: u64 = frac.parse::<u64>().ok()? * 10u64.pow(9 - frac.len() as u32);
-        let ts_ns = secs.parse::<u64>().ok()?.checked_mul(1_000_000_000)?.checked_add(sub)?;
+        let ts_ns = match (ts.split_once('.'), tsc_khz) {
+            (Some((secs, frac)), _) => Self::seconds_ns(secs, frac)?,
+            (None, Some(khz)) if khz > 0 && !ts.is_empty() && ts.bytes().all(|b| b.is_ascii_digit()) => {
+                let counts: u64 = ts.parse().ok()?;
+                u64::try_from(counts as u128 * 1_000_000 / khz as u128).ok()?
+            }
+            _ => return None,
+        };
         let (event, args) = match rest.split_once(": ") {
             Some((e, a)) => (e, a),
             None => (rest.trim_end_matches(':'), ""),
         };
         Some(Line { comm, pid, cpu, flags: flags.as_bytes(), ts_ns, event, args })
+    }
+
+    /// `SECONDS.FRACTION` in ns.
+    fn seconds_ns(secs: &str, frac: &str) -> Option<u64> {
+        // Seconds and up to nine digits of fraction; anything else is not a timestamp.
+        if frac.is_empty() || frac.len() > 9 || !frac.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let sub: u64 = frac.parse::<u64>().ok()? * 10u64.pow(9 - frac.len() as u32);
+        secs.parse::<u64>().ok()?.checked_mul(1_000_000_000)?.checked_add(sub)
     }
 
     /// The value of `key=` in the arguments.
@@ -104,7 +122,7 @@ impl<'a> Line<'a> {
         None
     }
 
-    fn num(&self, key: &str) -> Option<u64> {
+    pub fn num(&self, key: &str) -> Option<u64> {
         self.arg(key)?.parse().ok()
     }
 
@@ -357,6 +375,21 @@ pub fn figures(c: &Counts, idle_state_names: &[String], own: Option<(&str, f64)>
 /// essentially never do it).
 pub const STRUCTURE_FLOOR: f64 = 0.01;
 
+/// With a calibrated machine file: whether a figure's program was an input of the
+/// calibration (its figures, or those of a program using only its paths, are calibrated) or
+/// not (its figures are predictions).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Calibrated,
+    Predicted,
+}
+
+/// The targets on a calibrated machine: a structural ratio within 15% of the real median, a
+/// rate or the program's own figure within 25%.
+pub const TARGET_STRUCTURE: f64 = 0.15;
+pub const TARGET_FIGURE: f64 = 0.25;
+
 /// One row of the side-by-side table.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Row {
@@ -367,6 +400,12 @@ pub struct Row {
     pub real_mean: Option<f64>,
     pub real_min: Option<f64>,
     pub real_max: Option<f64>,
+    /// Real: the median over the repeats (the targets' reference).
+    pub real_median: Option<f64>,
+    /// With a calibrated machine file: calibrated or predicted, and whether the model is within
+    /// its target ([`TARGET_STRUCTURE`], [`TARGET_FIGURE`]) of the real median.
+    pub status: Option<Status>,
+    pub target_met: Option<bool>,
     /// Model: mean over its seeds.
     pub model: f64,
     /// model / real mean (None when the real mean is 0 or unknown).
@@ -406,18 +445,50 @@ pub fn rows(real: &[Figures], model: &[Figures], tolerance: f64) -> Vec<Row> {
                 (None, Some(_)) => model == 0.0,
                 (None, None) => false,
             };
+            let real_median = (!r.is_empty()).then(|| {
+                let mut v = r.clone();
+                v.sort_by(f64::total_cmp);
+                let n = v.len();
+                if n % 2 == 1 {
+                    v[n / 2]
+                } else {
+                    (v[n / 2 - 1] + v[n / 2]) / 2.0
+                }
+            });
             Row {
                 kind,
                 name,
                 real_mean,
                 real_min: r.iter().copied().reduce(f64::min),
                 real_max: r.iter().copied().reduce(f64::max),
+                real_median,
+                status: None,
+                target_met: None,
                 model,
                 ratio,
                 within,
             }
         })
         .collect()
+}
+
+/// Mark every row with the program's status (None: the machine file was not calibrated) and
+/// whether it meets its target.
+pub fn mark(rows: &mut [Row], status: Option<Status>) {
+    for r in rows.iter_mut() {
+        r.status = status;
+        r.target_met = status.map(|_| {
+            let Some(m) = r.real_median else { return false };
+            if r.kind == RowKind::Structure && (r.model - m).abs() <= STRUCTURE_FLOOR {
+                return true;
+            }
+            let tol = if r.kind == RowKind::Structure { TARGET_STRUCTURE } else { TARGET_FIGURE };
+            if m == 0.0 {
+                return r.model == 0.0;
+            }
+            (r.model / m - 1.0).abs() <= tol
+        });
+    }
 }
 
 /// The table as text.
@@ -433,16 +504,21 @@ pub fn render(rows: &[Row], tolerance: f64) -> String {
             format!("{v:.3}")
         }
     };
-    let header: Vec<String> =
+    let marked = rows.iter().any(|r| r.status.is_some());
+    let mut header: Vec<String> =
         ["figure", "real", "real min-max", "model", "model/real", &format!("within {:.0}%", tolerance * 100.0)]
             .iter()
             .map(|s| s.to_string())
             .collect();
+    if marked {
+        header.push("status".into());
+        header.push(format!("target ({:.0}%/{:.0}% of median)", TARGET_STRUCTURE * 100.0, TARGET_FIGURE * 100.0));
+    }
     let opt = |v: Option<f64>| v.map_or_else(|| "n/a".to_string(), fmt);
     let body: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
-            vec![
+            let mut row = vec![
                 r.name.clone(),
                 opt(r.real_mean),
                 format!("{}-{}", opt(r.real_min), opt(r.real_max)),
@@ -453,7 +529,20 @@ pub fn render(rows: &[Row], tolerance: f64) -> String {
                     _ => "n/a".into(),
                 },
                 if r.within { "yes".into() } else { "no".into() },
-            ]
+            ];
+            if marked {
+                row.push(match r.status {
+                    Some(Status::Calibrated) => "calibrated".into(),
+                    Some(Status::Predicted) => "predicted".into(),
+                    None => String::new(),
+                });
+                row.push(match r.target_met {
+                    Some(true) => "met".into(),
+                    Some(false) => "MISS".into(),
+                    None => String::new(),
+                });
+            }
+            row
         })
         .collect();
     crate::report::render_grid(&header, &body)
@@ -550,5 +639,31 @@ mod tests {
         let r = rows(&real, &model, 0.15);
         assert!(r[0].within && r[0].ratio.unwrap() > 3.9);
         assert_eq!((r[1].real_mean, r[1].within), (None, false));
+    }
+
+    #[test]
+    fn calibrated_tables_mark_status_and_judge_targets_on_the_median() {
+        let f = |s: f64, rate: f64, us: f64| {
+            vec![
+                (RowKind::Structure, 0, "s".to_string(), s),
+                (RowKind::Rate, 0, "r".to_string(), rate),
+                (RowKind::Speed, 0, "us".to_string(), us),
+            ]
+        };
+        // Real medians: s 1.0, r 100, us 10 (the means are pulled by the outlier).
+        let real = vec![f(1.0, 100.0, 10.0), f(0.9, 100.0, 10.0), f(1.5, 300.0, 40.0)];
+        let model = vec![f(1.1, 124.0, 12.6)];
+        let mut r = rows(&real, &model, 0.15);
+        assert!(!render(&r, 0.15).contains("status"), "an uncalibrated table has no status column");
+        mark(&mut r, Some(Status::Predicted));
+        let get = |n: &str| r.iter().find(|x| x.name == n).unwrap();
+        assert_eq!(get("s").real_median, Some(1.0));
+        assert_eq!(get("s").target_met, Some(true), "1.1 is within 15% of 1.0");
+        assert_eq!(get("r").target_met, Some(true), "124 is within 25% of 100");
+        assert_eq!(get("us").target_met, Some(false), "12.6 is 26% above 10");
+        let text = render(&r, 0.15);
+        assert!(text.contains("predicted") && text.contains("MISS"), "{text}");
+        mark(&mut r, None);
+        assert!(r.iter().all(|x| x.status.is_none() && x.target_met.is_none()));
     }
 }
