@@ -45,6 +45,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 
 pub mod band;
+pub mod calibrate;
 use std::path::Path;
 
 /// One run of a grid: its spec and where it belongs in the merged tables.
