@@ -142,23 +142,18 @@ impl<'a> Runner<'a> {
         Ok(Runner { base, controls, seeds, jobs, machine, background, done: Vec::new(), runs: 0, names: Vec::new() })
     }
 
-    /// The state a point puts the machine in, and which of its values apply there.
-    fn effect(&self, values: &[String]) -> Result<(Effect, Vec<bool>), String> {
+    /// The state a point puts the machine in.
+    fn effect(&self, values: &[String]) -> Result<Effect, String> {
         let mut set = self.base.unknowns.clone();
         for nv in values {
             crate::unknowns::set_in(&mut set, nv, "calibrate")?;
         }
-        let (e, applied) = crate::unknowns::resolve(&set, &self.machine, &self.background)?;
-        let active = values
-            .iter()
-            .map(|nv| applied.iter().any(|a| a.active && nv.split_once('=').is_some_and(|(n, _)| n == a.name)))
-            .collect();
-        Ok((e, active))
+        Ok(crate::unknowns::resolve(&set, &self.machine, &self.background)?.0)
     }
 
     /// The control means at each point (run in parallel, the states not run before).
     fn eval(&mut self, points: &[Vec<String>]) -> Result<Vec<Vec<f64>>, String> {
-        let effects: Vec<Effect> = points.iter().map(|p| self.effect(p).map(|x| x.0)).collect::<Result<_, _>>()?;
+        let effects: Vec<Effect> = points.iter().map(|p| self.effect(p)).collect::<Result<_, _>>()?;
         let mut new: Vec<usize> = Vec::new();
         for (i, e) in effects.iter().enumerate() {
             if !self.done.iter().any(|(d, _)| d == e) && !new.iter().any(|&j| effects[j] == *e) {
@@ -311,9 +306,20 @@ pub fn search(
             }
         }
     }
-    let values = if chosen.is_empty() { Vec::new() } else { at(&best.0) };
-    let (_, active) = r.effect(&values)?;
-    let (fitted, inert): (Vec<_>, Vec<_>) = values.iter().zip(&active).partition(|(_, a)| **a);
+    // The fitted values without those that change nothing, last first: each is dropped only if
+    // the state without it is the same (two values can each be redundant given the other, as a
+    // halted guest and a haltpoll guest that polls 0 ns, so never both).
+    let mut fitted = if chosen.is_empty() { Vec::new() } else { at(&best.0) };
+    let state = r.effect(&fitted)?;
+    let mut inert = Vec::new();
+    for i in (0..fitted.len()).rev() {
+        let mut without = fitted.clone();
+        let v = without.remove(i);
+        if r.effect(&without)? == state {
+            fitted = without;
+            inert.insert(0, v);
+        }
+    }
     let controls_fit = controls
         .iter()
         .enumerate()
@@ -339,8 +345,8 @@ pub fn search(
         rounds: ROUNDS,
         selection,
         controls: controls_fit,
-        fitted: fitted.into_iter().map(|(v, _)| v.clone()).collect(),
-        inert: inert.into_iter().map(|(v, _)| v.clone()).collect(),
+        fitted,
+        inert,
         loss: best.2,
         default_loss: loss(&default),
         points,
