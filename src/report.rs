@@ -44,7 +44,41 @@ pub struct Comparison {
 /// standard deviation (what mmtests' compare-kernels prints as AMean and its stddev).
 pub const MMTESTS_AMEAN: &str = "AMean (mmtests: mean over seeds; stddev is the sample standard deviation)";
 
-/// Arithmetic mean and sample standard deviation.
+/// lkp-tests' stddev column of its `compare` table: the population standard deviation (divided
+/// by n) in percent of the mean, truncated to a whole percent; `None` with fewer than two values
+/// or a zero mean. The table prints `± N%` (N its magnitude) only when N is not 0, so a
+/// deviation under 1% shows nothing (`get_values()` and `format_stddev_percent()`,
+/// lib/compare_matrixes.rb of lkp-tests' compare, as compass-ci carries it; docs/unknowns.md §9).
+pub fn lkp_stddev_percent(v: &[f64]) -> Option<i64> {
+    let n = v.len() as f64;
+    let mean = v.iter().sum::<f64>() / n;
+    if v.len() < 2 || mean == 0.0 {
+        return None;
+    }
+    let var = v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n;
+    Some((var.sqrt() * 100.0 / mean) as i64)
+}
+
+/// lkp-tests' `%change`: `100 * mean / base - 100` rounded to one decimal; `None` for a zero
+/// base (`get_compare_value()`, the same file).
+pub fn lkp_change(base: f64, mean: f64) -> Option<f64> {
+    (base != 0.0).then(|| ((100.0 * mean / base - 100.0) * 10.0).round() / 10.0)
+}
+
+/// perf stat `-r N`'s `+-`: the standard error of the mean (the sample standard deviation over
+/// sqrt(n)) in percent of the mean (tools/perf/util/stat.c: `stddev_stats()`, and
+/// `print_noise_pct()` in stat-display.c); 0 with fewer than two runs or a zero mean.
+pub fn perf_stat_noise_pct(v: &[f64]) -> f64 {
+    let (mean, sd) = mean_stddev(v);
+    if v.len() < 2 || mean == 0.0 {
+        return 0.0;
+    }
+    100.0 * sd / (v.len() as f64).sqrt() / mean
+}
+
+/// Arithmetic mean and sample standard deviation (mmtests' `calc_amean` and `calc_stddev`,
+/// bin/lib/MMTests/Stat.pm: the sum of squared deviations over n - 1; mmtests prints NaN for a
+/// single value, this 0).
 pub fn mean_stddev(v: &[f64]) -> (f64, f64) {
     if v.is_empty() {
         return (0.0, 0.0);
@@ -350,6 +384,29 @@ mod tests {
         let one = PerfStat { runs: 1, elapsed_ns: PerfCounter::of(&[2e9]), ..b };
         assert!(one.text().contains("\n       2.000000000 seconds time elapsed\n"), "{}", one.text());
         assert!(!one.text().contains("+-"));
+    }
+
+    #[test]
+    fn the_published_tools_statistics_on_hand_computed_data() {
+        // 2 4 4 4 5 5 7 9: mean 5, squared deviations sum to 32.
+        let v = [2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0];
+        // mmtests: sample stddev sqrt(32/7) = 2.13809.
+        let (m, sd) = mean_stddev(&v);
+        assert_eq!(m, 5.0);
+        assert!((sd - (32.0f64 / 7.0).sqrt()).abs() < 1e-12);
+        // LKP: population stddev sqrt(32/8) = 2, 40% of 5.
+        assert_eq!(lkp_stddev_percent(&v), Some(40));
+        // Truncated, not rounded: 10, 11.9 -> mean 10.95, population sd 0.95, 8.67%.
+        assert_eq!(lkp_stddev_percent(&[10.0, 11.9]), Some(8));
+        // Under 1%: 0, which the table does not print.
+        assert_eq!(lkp_stddev_percent(&[100.0, 101.0]), Some(0));
+        assert_eq!(lkp_stddev_percent(&[3.0]), None);
+        assert_eq!(lkp_change(8.0, 9.0), Some(12.5));
+        assert_eq!(lkp_change(3.0, 2.0), Some(-33.3));
+        assert_eq!(lkp_change(0.0, 2.0), None);
+        // perf stat: standard error sqrt(32/7)/sqrt(8) = 0.75593, 15.119% of 5.
+        assert!((perf_stat_noise_pct(&v) - 100.0 * (32.0f64 / 7.0 / 8.0).sqrt() / 5.0).abs() < 1e-9);
+        assert_eq!(perf_stat_noise_pct(&[3.0]), 0.0);
     }
 
     #[test]

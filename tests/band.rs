@@ -147,7 +147,10 @@ fn design_and_experiment_errors_are_clear() {
     let o = ExpOpts { overrides: vec![("unknown".into(), "overload-holder=same-llc@16".into())], ..ExpOpts::default() };
     let band::Layout { axes, states, notes } = band::states(&plan("ipistorm", &o), Design::Grid).unwrap();
     assert_eq!(axes.len(), 4);
-    assert_eq!(notes, ["overload-holder is fixed at same-llc@16 (--unknown): not a dimension of the band"]);
+    assert_eq!(
+        notes,
+        ["overload-holder is fixed at same-llc@16 (--unknown or a calibration): not a dimension of the band"]
+    );
     assert_eq!(states.iter().flat_map(|s| &s.points).filter(|p| p.kind == "grid").count(), 2 * 3 * 3 * 3);
     // An experiment file's [[unknown]] errors name the file and line.
     let bad = TINY.replace("values = [\"none\", \"2\"]", "values = [\"none\", \"2\"]\nlo = \"1\"");

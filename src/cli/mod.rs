@@ -310,6 +310,12 @@ struct ReproduceArgs {
     /// Seeds per state of the band besides the default state (1..=--runs).
     #[arg(long, value_name = "N", default_value_t = crate::sweep::band::DEFAULT_BAND_RUNS, requires = "band")]
     band_runs: usize,
+    /// Fit the experiment's named unknowns to its controls (published figures of its baseline
+    /// row that no variant changes: docs/unknowns.md §8) by a stated search on the baseline row
+    /// alone, print each control's residual, then every variant's prediction at the fitted
+    /// values with its band (the default band design) over the unknowns not fitted.
+    #[arg(long, conflicts_with = "band")]
+    calibrate: bool,
     /// Also write a self-contained HTML report with plots to FILE (re-runs each variant's first
     /// seed once more, keeping a trace window at the experiment's instant of interest).
     #[arg(long, value_name = "FILE")]
@@ -715,7 +721,9 @@ fn cmd_reproduce(a: ReproduceArgs) -> Result<(), String> {
     if a.seed.checked_add(a.runs as u64).is_none() {
         return Err(format!("--seed {}: the runs use seeds seed..seed+runs, which overflows 64 bits", a.seed));
     }
-    let band = if a.band {
+    let band = if a.calibrate {
+        Some(crate::sweep::band::BandOpts::default())
+    } else if a.band {
         check_runs(a.band_runs).map_err(|e| e.replace("--runs", "--band-runs"))?;
         Some(crate::sweep::band::BandOpts {
             design: crate::sweep::band::Design::parse(&a.band_design)?,
@@ -749,9 +757,28 @@ fn cmd_reproduce(a: ReproduceArgs) -> Result<(), String> {
     // Every plan first: a bad name or option is an error before anything runs.
     let mut plans: Vec<experiments::Plan> =
         names.iter().map(|n| experiments::plan_of(n, &o)).collect::<Result<_, _>>()?;
-    if band.is_some() && a.experiments.is_empty() {
+    if a.calibrate && a.experiments.is_empty() {
+        // All experiments with --calibrate: those that name controls.
+        plans.retain(|p| !p.controls.is_empty());
+    } else if band.is_some() && a.experiments.is_empty() {
         // All experiments with --band: those that name unknowns.
         plans.retain(|p| !p.unknowns.is_empty());
+    }
+    if let Some(p) = plans.iter().find(|p| a.calibrate && p.controls.is_empty()) {
+        return Err(format!(
+            "experiment '{}' names no controls: nothing to calibrate on (docs/unknowns.md §8 says which experiments have controls)",
+            p.experiment
+        ));
+    }
+    let progress = Progress::start(a.quiet, Progress::RUNS);
+    // With --calibrate, each plan's fit on its controls, and the plan of its predictions.
+    let mut calibrations = Vec::new();
+    if a.calibrate {
+        for p in &mut plans {
+            let c = crate::sweep::calibrate::calibrate(p, a.jobs)?;
+            *p = crate::sweep::calibrate::fixed(p, &c)?;
+            calibrations.push(c);
+        }
     }
     // And every band's runs (each state's first run built once).
     let bands: Vec<Option<Vec<crate::sweep::GridRun>>> = plans
@@ -760,8 +787,8 @@ fn cmd_reproduce(a: ReproduceArgs) -> Result<(), String> {
         .collect::<Result<_, _>>()?;
     let mut docs = Vec::new();
     let mut sections = Vec::new();
-    let progress = Progress::start(a.quiet, Progress::RUNS);
-    for (plan, band_runs) in plans.iter().zip(&bands) {
+    for (i, (plan, band_runs)) in plans.iter().zip(&bands).enumerate() {
+        let calibration = calibrations.get(i);
         let (results, report) = match band_runs {
             None => (plan.results(a.jobs)?, None),
             Some(runs) => {
@@ -789,8 +816,15 @@ fn cmd_reproduce(a: ReproduceArgs) -> Result<(), String> {
             }
         }
         if a.json {
-            docs.push(ReproduceDoc { comparison: c, band: report.as_ref().map(crate::sweep::band::json_fields) });
+            docs.push(ReproduceDoc {
+                comparison: c,
+                band: report.as_ref().map(crate::sweep::band::json_fields),
+                calibration: calibration.map(crate::sweep::calibrate::json_value),
+            });
         } else {
+            if let Some(cal) = calibration {
+                emit(&crate::sweep::calibrate::render(cal));
+            }
             print_comparison(&c, false);
             if let Some(r) = &report {
                 emit(&crate::sweep::band::render(r));
@@ -814,14 +848,17 @@ fn cmd_reproduce(a: ReproduceArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// One experiment's `reproduce --json` document: its table, and with `--band` the band's
-/// fields (`band`, `ratios`, `sensitivity`).
+/// One experiment's `reproduce --json` document: its table, with `--band` the band's fields
+/// (`band`, `ratios`, `sensitivity`), and with `--calibrate` the `calibration`.
 #[derive(serde::Serialize)]
 struct ReproduceDoc {
     #[serde(flatten)]
     comparison: Comparison,
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     band: Option<serde_json::Map<String, serde_json::Value>>,
+    /// With `--calibrate`: the fit on the controls (the table and band are the predictions).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    calibration: Option<serde_json::Value>,
 }
 
 /// A progress display on stderr for long runs and experiments: only when stderr is a terminal

@@ -8,6 +8,7 @@
 //! a file of this directory) or data: a TOML experiment file ([`file`]; the built-in ones in
 //! `experiments/` at the repository's root, or a user's own with `reproduce FILE.toml`).
 
+pub mod controls;
 pub mod file;
 pub mod hackbench2013;
 pub mod ipistorm;
@@ -17,6 +18,7 @@ pub mod plan;
 pub mod rtpush;
 pub mod schbench_ttwu;
 
+pub use controls::Control;
 pub use plan::{Analysis, Plan, Variant};
 
 /// Options shared by all experiments.

@@ -49,6 +49,10 @@ pub struct Plan {
     /// One run's figure: what a row of the table averages (by default the workload's primary
     /// metric, `Program::metric`). A band is a band of this figure.
     pub figure: fn(&RunResult) -> Metric,
+    /// Published figures of the baseline row (the first variant) that no variant changes in
+    /// the model: what `reproduce --calibrate` fits the unknowns to (docs/unknowns.md §8).
+    /// Empty: the experiment has none.
+    pub controls: Vec<super::Control>,
 }
 
 /// The workload's primary metric, the default figure of a plan.
@@ -80,6 +84,7 @@ impl Plan {
             focus: Default::default(),
             unknowns: Vec::new(),
             figure: workload_metric,
+            controls: Vec::new(),
         };
         for v in &mut p.variants {
             v.spec.seed = o.seed;

@@ -65,14 +65,58 @@ pub fn plan(o: &ExpOpts) -> Result<Plan, String> {
         .map(|u| Axis::of(u, ""))
         .collect::<Result<_, _>>()?;
     p.figure = p999;
+    p.controls = controls();
     Ok(p)
+}
+
+/// Where the controls' published values come from.
+const CONTROL_SOURCE: &str = "d6962c4fe8f9's changelog (\"sched: Clear ttwu_pending after enqueue_task()\"), \
+     its table's v6.1 row";
+
+/// Why the controls' spread is 1 us.
+const CONTROL_SPREAD: &str =
+    "the source prints one run and no spread; 1 us is the figure's resolution (schbench prints \
+     whole microseconds and its histogram keeps every value below 512 us exactly), the smallest spread the figure can \
+     have";
+
+/// The controls (docs/unknowns.md §8): the v6.1 row's p50, p75 and p90, which no variant of
+/// the model moves (the fix and the revert change how a stacked wakee waits, which reaches
+/// only the tail); never p99 or above, never a patched row.
+pub fn controls() -> Vec<crate::experiments::Control> {
+    let [p50v, p75v, p90v, ..] = VARIANTS[0].3;
+    [(p50 as fn(&RunResult) -> Metric, p50v), (p75, p75v), (p90, p90v)]
+        .into_iter()
+        .map(|(figure, v)| crate::experiments::Control {
+            figure,
+            published: v as f64,
+            spread: 1.0,
+            spread_source: CONTROL_SPREAD,
+            source: CONTROL_SOURCE,
+        })
+        .collect()
+}
+
+/// A percentile (per mille) of a schbench run's final histogram, in us.
+fn percentile(r: &RunResult, permille: u16) -> f64 {
+    let Workload::Schbench(w) = &r.workload else { unreachable!("a schbench plan") };
+    w.final_hist.as_ref().map_or(0, |h| h.percentile(permille)) as f64
+}
+
+fn p50(r: &RunResult) -> Metric {
+    Metric { name: "p50", unit: "us", lower_is_better: true, value: percentile(r, 500) }
+}
+
+fn p75(r: &RunResult) -> Metric {
+    Metric { name: "p75", unit: "us", lower_is_better: true, value: percentile(r, 750) }
+}
+
+fn p90(r: &RunResult) -> Metric {
+    Metric { name: "p90", unit: "us", lower_is_better: true, value: percentile(r, 900) }
 }
 
 /// A run's figure, as a row of the table: the p99.9 wakeup latency of the final histogram (us).
 fn p999(r: &RunResult) -> Metric {
-    let Workload::Schbench(w) = &r.workload else { unreachable!("a schbench plan") };
-    let value = w.final_hist.as_ref().map_or(0, |h| h.percentile(999)) as f64;
-    Metric { name: "p99.9", unit: "us", lower_is_better: true, value }
+    Metric { name: "p99.9", unit: "us", lower_is_better: true, value: percentile(r, 999) }
 }
 
 fn analyze(p: &Plan, results: &[Vec<RunResult>]) -> Result<Comparison, String> {

@@ -98,14 +98,17 @@ pub struct State {
 }
 
 /// The axes a band runs over: the plan's unknowns but those every variant already sets
-/// (`--unknown`, which fixes them), with a note for each one left out.
-fn axes(plan: &Plan) -> (Vec<Axis>, Vec<String>) {
+/// (`--unknown`, which fixes them, or a calibration's fitted values), with a note for each one
+/// left out.
+pub fn axes(plan: &Plan) -> (Vec<Axis>, Vec<String>) {
     let mut notes = Vec::new();
     let mut out = Vec::new();
     for a in &plan.unknowns {
         let name = a.unknown.name();
         match plan.variants.first().and_then(|v| v.spec.unknowns.iter().find(|(n, _)| n == name)) {
-            Some((_, v)) => notes.push(format!("{name} is fixed at {v} (--unknown): not a dimension of the band")),
+            Some((_, v)) => {
+                notes.push(format!("{name} is fixed at {v} (--unknown or a calibration): not a dimension of the band"))
+            }
             None => out.push(a.clone()),
         }
     }

@@ -45,6 +45,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 
 pub mod band;
+pub mod calibrate;
 use std::path::Path;
 
 /// One run of a grid: its spec and where it belongs in the merged tables.
@@ -651,7 +652,9 @@ pub const CHANGE_COUNTERS: &[&str] = &[
 #[derive(Debug, Clone, serde::Serialize, PartialEq)]
 pub struct Change {
     pub metric: String,
-    /// (variant, mean, stddev % of the mean, %change against the baseline).
+    /// (variant, mean, stddev % of the mean as lkp-tests takes it, whole and truncated
+    /// ([`report::lkp_stddev_percent`]; 0 for none), `%change` against the baseline
+    /// ([`report::lkp_change`])).
     pub variants: Vec<(String, f64, f64, Option<f64>)>,
 }
 
@@ -737,9 +740,12 @@ pub fn merge(lines: &[Value]) -> Vec<MergedGroup> {
         for (mi, mname) in names.iter().enumerate() {
             let value =
                 |l: &Value| if mi == 0 { num(&primary(l)["value"]) } else { num(&l["result"]["counters"][mname]) };
-            let stats: Vec<(f64, f64)> = vars
+            let stats: Vec<(f64, i64)> = vars
                 .iter()
-                .map(|(_, ls)| report::mean_stddev(&ls.iter().map(|l| value(l)).collect::<Vec<_>>()))
+                .map(|(_, ls)| {
+                    let v: Vec<f64> = ls.iter().map(|l| value(l)).collect();
+                    (report::mean_stddev(&v).0, report::lkp_stddev_percent(&v).unwrap_or(0))
+                })
                 .collect();
             if mi > 0 && stats.iter().all(|(m, _)| *m == 0.0) {
                 continue;
@@ -750,9 +756,8 @@ pub fn merge(lines: &[Value]) -> Vec<MergedGroup> {
                 .zip(&stats)
                 .enumerate()
                 .map(|(i, ((n, _), (mean, sd)))| {
-                    let sd_pct = if *mean != 0.0 { sd / mean.abs() * 100.0 } else { 0.0 };
-                    let change = (i > 0 && base != 0.0).then(|| (mean - base) / base.abs() * 100.0);
-                    (n.clone(), *mean, sd_pct, change)
+                    let change = if i > 0 { report::lkp_change(base, *mean) } else { None };
+                    (n.clone(), *mean, *sd as f64, change)
                 })
                 .collect();
             changes.push(Change { metric: mname.clone(), variants });
@@ -784,8 +789,9 @@ pub fn render_changes(g: &MergedGroup) -> String {
             a if a >= 1.0 => format!("{mean:.2}"),
             _ => format!("{mean:.4}"),
         };
-        if sd >= 0.5 {
-            format!("{m:>14} ±{sd:>3.0}%")
+        // lkp-tests prints the stddev only when its whole percent is not 0.
+        if sd != 0.0 {
+            format!("{m:>14} ±{:>3.0}%", sd.abs())
         } else {
             format!("{m:>14}      ")
         }
