@@ -334,10 +334,13 @@ pub fn activate_task(k: &mut Kernel, rq_cpu: CpuId, p: TaskId, flags: EnqueueFla
 
 /// Models `deactivate_task()` -> `dequeue_task()` — kernel/sched/core.c @ v6.10: the task's
 /// class dequeues `p` (a running task going to sleep, DEQUEUE_SLEEP, or a queued task leaving
-/// for another CPU), then `sub_nr_running()` and `p->on_rq = 0`.
+/// for another CPU), then `sub_nr_running()` and `p->on_rq = 0`. With DELAY_DEQUEUE (v6.12,
+/// `block_task()`) a fair task the class keeps queued stays `on_rq` and counted.
 pub fn deactivate_task(k: &mut Kernel, rq_cpu: CpuId, p: TaskId, flags: DequeueFlags) {
     crate::linux::check::on_dequeue(k, rq_cpu, p);
-    SchedClass::of(k, p).dequeue_task(k, rq_cpu, p, flags);
+    if !SchedClass::of(k, p).dequeue_task(k, rq_cpu, p, flags) {
+        return;
+    }
     k.cpus[rq_cpu as usize].rq.nr_running -= 1;
     super::group_sums::rq_changed(k, rq_cpu);
     k.tasks[p as usize].on_rq = false;
@@ -350,7 +353,10 @@ pub fn deactivate_task(k: &mut Kernel, rq_cpu: CpuId, p: TaskId, flags: DequeueF
 /// caller decides how `dst`'s current task learns of it (`wakeup_preempt()` when the fair
 /// balancer attaches, an unconditional `resched_curr()` when RT pushes).
 pub fn move_queued_task_locked(k: &mut Kernel, cpu: CpuId, src: CpuId, dst: CpuId, p: TaskId) -> bool {
-    deactivate_task(k, src, p, DequeueFlags { sleep: false, migrating: true });
+    // The model never moves a delayed (sleeping, still queued) task: the balancer skips them
+    // and affinity changes finish their dequeue first.
+    debug_assert!(!k.ents[p as usize].sched_delayed, "move_queued_task_locked() of a delayed task");
+    deactivate_task(k, src, p, DequeueFlags { migrating: true, ..Default::default() });
     let (pid, prio) = (k.tasks[p as usize].pid, k.tasks[p as usize].prio);
     k.tp(cpu, Event::SchedMigrateTask { pid, prio, orig_cpu: src, dest_cpu: dst });
     k.stats.cpu_migrations += 1;
@@ -386,7 +392,10 @@ pub fn __schedule(k: &mut Kernel, cpu: CpuId, s: &mut Schedule) -> Next {
                 SchedMode::Preempt | SchedMode::Idle => false,
             };
             if deactivates && k.tasks[prev as usize].state != TASK_RUNNING && k.tasks[prev as usize].on_rq {
-                deactivate_task(k, cpu, prev, DequeueFlags { sleep: true, migrating: false });
+                // try_to_block_task(): a state outside TASK_NORMAL is DEQUEUE_SPECIAL (v6.12).
+                let special =
+                    k.tasks[prev as usize].state & (super::TASK_INTERRUPTIBLE | super::TASK_UNINTERRUPTIBLE) == 0;
+                deactivate_task(k, cpu, prev, DequeueFlags { sleep: true, special, ..Default::default() });
             }
             if s.mode == SchedMode::Idle && k.cpus[cpu as usize].rq.nr_running == 0 {
                 // SM_IDLE fast path: nothing to pick, keep running the idle task.
@@ -480,7 +489,7 @@ pub fn __schedule(k: &mut Kernel, cpu: CpuId, s: &mut Schedule) -> Next {
                 k.stats.switches_to_idle += 1;
             } else if prev == idle {
                 k.stats.switches_from_idle += 1;
-            } else if k.tasks[prev as usize].on_rq {
+            } else if k.tasks[prev as usize].on_rq && !k.ents[prev as usize].sched_delayed {
                 k.stats.switches_preempt += 1;
             }
             k.cpus[cpu as usize].rq.curr = next;
@@ -705,6 +714,8 @@ fn task_state_index(p: &Task, mode: SchedMode) -> u32 {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TtwuAt {
     Start,
+    /// `ttwu_runnable()` for a delayed task (DELAY_DEQUEUE): lock its rq, requeue it there.
+    Runnable,
     /// Waiting for `p->on_cpu` to clear, then placement.
     WaitOnCpu,
     /// `ttwu_queue()` direct path: taking the target rq lock.
@@ -864,6 +875,12 @@ pub fn try_to_wake_up(k: &mut Kernel, cpu: CpuId, s: &mut TryToWakeUp) -> Next {
                 k.stats.ksoftirqd_wakeups += 1;
             }
             if k.tasks[p as usize].on_rq {
+                if k.ents[p as usize].sched_delayed {
+                    // Asleep but still queued (DELAY_DEQUEUE): ttwu_runnable() under its rq lock.
+                    s.target = k.tasks[p as usize].cpu;
+                    s.at = TtwuAt::Runnable;
+                    return Next::Cont(0);
+                }
                 // ttwu_runnable(): still queued, it has not scheduled out yet.
                 k.tasks[p as usize].state = TASK_RUNNING;
                 k.tasks[p as usize].woken_at = None;
@@ -871,19 +888,36 @@ pub fn try_to_wake_up(k: &mut Kernel, cpu: CpuId, s: &mut TryToWakeUp) -> Next {
                 s.at = TtwuAt::Done;
                 return Next::Cont(0);
             }
-            k.tasks[p as usize].state = TASK_WAKING;
-            crate::linux::check::on_waking(k, p);
-            let prev_cpu = k.tasks[p as usize].cpu;
-            if k.tasks[p as usize].on_cpu && k.cfg.has(crate::linux::patches::Patch::C6e7bd7afaeb) {
-                // Still switching out on its old CPU: queue there; it is activated when that
-                // CPU takes the IPI after the switch (c6e7bd7afaeb; before it, always spin).
-                if let Some(c) = ttwu_queue_wakelist(k, cpu, p, prev_cpu, s.wake_flags | WF_TTWU | WF_ON_CPU) {
-                    s.cost += c;
-                    s.at = TtwuAt::Done;
-                    return Next::Cont(0);
-                }
+            ttwu_not_queued(k, cpu, s)
+        }
+        TtwuAt::Runnable => {
+            let rq_cpu = s.target;
+            let Some(lc) = raw_spin_rq_lock(k, cpu, rq_cpu) else {
+                return Next::Wait(WaitOn::Lock);
+            };
+            s.cost += lc;
+            if !k.tasks[p as usize].on_rq || k.tasks[p as usize].cpu != rq_cpu {
+                // Its CPU finished the dequeue meanwhile (a pick): a plain wakeup after all.
+                s.cost += raw_spin_rq_unlock(k, cpu, rq_cpu);
+                return ttwu_not_queued(k, cpu, s);
             }
-            s.at = TtwuAt::WaitOnCpu;
+            k.cpus[rq_cpu as usize].rq.clock = k.now;
+            if k.ents[p as usize].sched_delayed {
+                // enqueue_task(ENQUEUE_DELAYED) -> requeue_delayed_entity().
+                super::fair::requeue_delayed_task(k, rq_cpu, p);
+                k.stats.wakeups_delayed += 1;
+            }
+            s.cost += k.costs.ttwu_activate;
+            if !k.tasks[p as usize].on_cpu && wakeup_preempt(k, rq_cpu, p, false) {
+                s.cost += resched_curr(k, cpu, rq_cpu, Sym::WakeupPreempt);
+            }
+            // ttwu_do_wakeup().
+            k.tasks[p as usize].state = TASK_RUNNING;
+            k.tasks[p as usize].wake_placement = super::WakePlacement::None;
+            let (pid, prio) = (k.tasks[p as usize].pid, k.tasks[p as usize].prio);
+            k.tp(cpu, Event::SchedWakeup { pid, prio, target_cpu: rq_cpu });
+            s.cost += raw_spin_rq_unlock(k, cpu, rq_cpu);
+            s.at = TtwuAt::Done;
             Next::Cont(0)
         }
         TtwuAt::WaitOnCpu => {
@@ -944,6 +978,27 @@ pub fn try_to_wake_up(k: &mut Kernel, cpu: CpuId, s: &mut TryToWakeUp) -> Next {
             Next::Ret(s.cost)
         }
     }
+}
+
+/// The part of `try_to_wake_up()` after `ttwu_runnable()` found `p` off its runqueue:
+/// TASK_WAKING, then the wakelist of a CPU it is still switching out on, or on to the wait for
+/// `p->on_cpu` and placement.
+fn ttwu_not_queued(k: &mut Kernel, cpu: CpuId, s: &mut TryToWakeUp) -> Next {
+    let p = s.p;
+    k.tasks[p as usize].state = TASK_WAKING;
+    crate::linux::check::on_waking(k, p);
+    let prev_cpu = k.tasks[p as usize].cpu;
+    if k.tasks[p as usize].on_cpu && k.cfg.has(crate::linux::patches::Patch::C6e7bd7afaeb) {
+        // Still switching out on its old CPU: queue there; it is activated when that
+        // CPU takes the IPI after the switch (c6e7bd7afaeb; before it, always spin).
+        if let Some(c) = ttwu_queue_wakelist(k, cpu, p, prev_cpu, s.wake_flags | WF_TTWU | WF_ON_CPU) {
+            s.cost += c;
+            s.at = TtwuAt::Done;
+            return Next::Cont(0);
+        }
+    }
+    s.at = TtwuAt::WaitOnCpu;
+    Next::Cont(0)
 }
 
 /// `sched_ttwu_pending()` resume points.
