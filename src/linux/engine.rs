@@ -98,6 +98,8 @@ pub enum Frame {
     Wait4(super::kernel::exit::Wait4),
     /// `do_exit()`.
     DoExit(super::kernel::exit::DoExit),
+    /// `fork()`/`clone()`: `kernel_clone()`.
+    KernelClone(super::kernel::fork::KernelClone),
     /// A workload task's own code (kernel thread body or user program).
     Workload(crate::workload::registry::TaskFrame),
     /// `worker_thread()` of a kworker.
@@ -665,6 +667,7 @@ fn phase_of(f: &Frame, waiting: bool) -> Phase {
         Frame::Pipe(_) | Frame::UnixStream(_) | Frame::Poll(_) | Frame::Wait4(_) | Frame::DoExit(_) => {
             (Phase::Task, Phase::Task)
         }
+        Frame::KernelClone(_) => (Phase::Task, Phase::Task),
     };
     if waiting {
         blocked
@@ -998,6 +1001,7 @@ fn step(k: &mut Kernel, cpu: CpuId, frame: &mut Frame) -> Next {
         Frame::WakeUp(s) => run!(super::kernel::wait::wake_up(k, cpu, s)),
         Frame::Wait4(s) => run!(super::kernel::exit::do_wait(k, cpu, s)),
         Frame::DoExit(s) => run!(super::kernel::exit::do_exit(k, cpu, s)),
+        Frame::KernelClone(s) => run!(super::kernel::fork::kernel_clone(k, cpu, s)),
         Frame::Workload(s) => run!(crate::workload::registry::task_step(k, cpu, s)),
         Frame::Worker(s) => run!(super::kernel::workqueue::worker_thread(k, cpu, s)),
         Frame::RunTimerSoftirq(s) => run!(super::kernel::time::timer::run_timer_softirq(k, cpu, s)),

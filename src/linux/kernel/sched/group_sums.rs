@@ -301,8 +301,9 @@ mod tests {
             assert_matches_rescan(&k);
             let mut checked = 0;
             let mut t = 0;
+            // Steps of 200 us: the main task spends its first ~23 ms forking (FORK_NS each).
             while !k.finished && checked < 400 {
-                t += 50_000;
+                t += 200_000;
                 k.run(t);
                 assert_matches_rescan(&k);
                 checked += 1;
