@@ -92,6 +92,17 @@ pub struct PathCosts {
     /// `__queue_work()` (pool lookup, insert, kick) and `process_one_work()`'s own bookkeeping
     /// around a work function, together: each charges half.
     pub queue_work: Time,
+    /// A process's creation and exit, from perf's process on this project's guest (docs/costs.md,
+    /// "hackbench's fork and exit"), divided by the guest's measured slowdown of 9.2
+    /// (docs/path-costs-check.md): `fork()`'s `copy_process()` (138 us there), a forked
+    /// child's copy-on-write faults up to its first syscall (79 us), `socketpair()` beyond the
+    /// syscall (4 us), and `do_exit()` before its `sched_process_exit` record (7 us) and from
+    /// the record to `exit_notify()` (`exit_mm()`, `exit_files()`: 155 us).
+    pub fork: Time,
+    pub fork_child_faults: Time,
+    pub socketpair: Time,
+    pub exit_head: Time,
+    pub exit_teardown: Time,
 }
 
 impl Default for PathCosts {
@@ -128,6 +139,11 @@ impl Default for PathCosts {
             hrtimer_start: 100,
             user_op: 20,
             queue_work: 150,
+            fork: 15_000,
+            fork_child_faults: 8_600,
+            socketpair: 430,
+            exit_head: 760,
+            exit_teardown: 16_800,
         }
     }
 }

@@ -34,13 +34,14 @@
 //!
 //! The main task creates the children one by one, as `group()` does: a receiver's fdpair,
 //! then `fork()` (the syscall [`crate::linux::kernel::fork::kernel_clone`], charged
-//! [`FORK_NS`] of `copy_process()`) or `pthread_create()`, the parent's `close()`s, the next.
+//! `PathCosts::fork` of `copy_process()`) or `pthread_create()`, the parent's `close()`s, the next.
 //! Each child starts when its creator's syscall wakes it (fork balancing from the creator's
-//! CPU), runs its start-up (a forked child's copy-on-write faults, [`CHILD_START_NS`]) and
+//! CPU), runs its start-up (a forked child's copy-on-write faults, `fork_child_faults`) and
 //! sleeps in `poll()` while the parent forks on: on a 2-CPU machine the CPU it lands on idles
 //! between forks, as the real program's does. A child process's exit charges `exit_mm()` and
-//! `exit_files()` ([`EXIT_MM_NS`], [`EXIT_FILES_NS`]). The costs are measured on this
-//! project's guest with perf's process (docs/costs.md); the other tools use the same figures.
+//! `exit_files()` (`exit_head`, `exit_teardown`). The costs are measured on this project's
+//! guest with perf's process and scaled to the model's bare-metal path costs (docs/costs.md);
+//! the other tools use the same figures.
 //!
 //! Simplifications: the objects (fdpairs, task structs) cost nothing beyond those syscalls;
 //! no page-fault, mm or TLB-shootdown activity is modelled beyond those charges (no
@@ -61,30 +62,6 @@ use crate::sim::{Time, NSEC_PER_USEC};
 use crate::workload::rtapp::PTHREAD_CREATE_NS;
 
 pub const PARAM_NAMES: &[&str] = &["tool", "args"];
-
-// The creation and exit of the children, as measured with tracefs on this project's 2-vCPU
-// KVM guest (Linux 6.18) in two runs of `perf bench sched messaging -g 1 -l 100` (docs/costs.md,
-// "hackbench's fork and exit"): medians of the intervals no switch interrupted. They are the
-// guest's own figures, like rt-app's `PTHREAD_CREATE_NS`, not scaled to the bare-metal path
-// costs of `PathCosts`.
-/// `fork()` of perf's process in the parent (`sys_clone` entry to exit: `kernel_clone()` ->
-/// `copy_process()`, most of it `copy_mm()`): 138 us (p10 116, p90 170; 79 forks).
-pub const FORK_NS: Time = 138_000;
-/// `socketpair(AF_UNIX, SOCK_STREAM)` beyond the syscall itself: 4 us (p10 3, p90 11; 44).
-/// `pipe()` (`-p`) was not measured: it is charged the same.
-pub const SOCKETPAIR_NS: Time = 4_000;
-pub const PIPE_NS: Time = SOCKETPAIR_NS;
-/// `close()` of one end: below the trace clock's 1 us (216 closes); only the syscall is charged.
-pub const CLOSE_NS: Time = 0;
-/// A forked child's first run up to its first syscall (a receiver's `close()`): the
-/// copy-on-write faults of the pages it touches, 79 us (p10 28, p90 101; 40 receivers).
-pub const CHILD_START_NS: Time = 79_000;
-/// A child process's exit: from `exit_group()`'s entry to its `sched_process_exit` record 7 us
-/// (p10 4, p90 13; 80 exits), and from the record to its wakeup of the waiting parent in
-/// `exit_notify()` 155 us (p10 121, p90 255; 71). On 6.18 the record comes before the
-/// address space is torn down, so `exit_mm()` is in the second figure with `exit_files()`.
-pub const EXIT_MM_NS: Time = 7_000;
-pub const EXIT_FILES_NS: Time = 155_000;
 
 /// Which hackbench.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -672,7 +649,8 @@ fn main_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
             s.i += 1;
             s.at = MainAt::Spawn as u8;
             s.user = true;
-            Next::Cont(k.costs.user_op + closes as Time * (k.costs.syscall + CLOSE_NS))
+            // close(): below the guest's trace clock (1 us) beyond the syscall.
+            Next::Cont(k.costs.user_op + closes as Time * k.costs.syscall)
         }
         MainAt::WaitReady => {
             // Wait for everyone to be ready: one byte per child.
@@ -757,7 +735,7 @@ fn child_role(o: &HackbenchOpts, n: u32) -> (bool, u32) {
 }
 
 /// Create child `n` (`create_worker()`): a receiver's fdpair first (`pipe()` or
-/// `socketpair()`), then `fork()` (the parent's [`KernelClone`] of [`FORK_NS`]) or
+/// `socketpair()`), then `fork()` (the parent's [`KernelClone`] of `PathCosts::fork`) or
 /// `pthread_create()` ([`PTHREAD_CREATE_NS`]); the child starts when the syscall wakes it.
 fn spawn_child(k: &mut Kernel, cpu: CpuId, n: u32) -> Next {
     let o = st(k).o.clone();
@@ -767,7 +745,8 @@ fn spawn_child(k: &mut Kernel, cpu: CpuId, n: u32) -> Next {
     if !sender {
         let p = fdpair(k, cpu, o.pipe);
         st(k).pairs.push(p);
-        c += k.costs.syscall + if o.pipe { PIPE_NS } else { SOCKETPAIR_NS };
+        // pipe() was not measured: charged as socketpair().
+        c += k.costs.syscall + k.costs.socketpair;
     }
     let task = new_task(k, o.tool.comm(), n + 1);
     let tid_futex = if o.threads {
@@ -779,7 +758,7 @@ fn spawn_child(k: &mut Kernel, cpu: CpuId, n: u32) -> Next {
         None
     };
     st(k).children.push(Child { task, sender, group, index, tid_futex });
-    let copy = if o.threads { PTHREAD_CREATE_NS } else { FORK_NS };
+    let copy = if o.threads { PTHREAD_CREATE_NS } else { k.costs.fork };
     Next::Call(c, KernelClone::frame(task, copy as u32))
 }
 
@@ -791,7 +770,8 @@ fn child_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, ci: usize) -> Next 
             // faults of the pages it touches.
             let w = st(k);
             let fd = w.ready.expect("set up").1;
-            let faults = if w.o.threads { 0 } else { CHILD_START_NS };
+            let threads = w.o.threads;
+            let faults = if threads { 0 } else { k.costs.fork_child_faults };
             s.at = ChildAt::WaitGo as u8;
             Next::Call(k.costs.user_op + faults, sys_write(fd, 1))
         }
@@ -820,7 +800,9 @@ fn child_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, ci: usize) -> Next 
             let total = o.loops as u64 * o.fds as u64;
             if s.i == total {
                 let f = match (w.parent_sig, w.children[ci].tid_futex) {
-                    (Some(sig), _) => DoExit::with_costs(DoExit::process(sig), EXIT_MM_NS as u32, EXIT_FILES_NS as u32),
+                    (Some(sig), _) => {
+                        DoExit::with_costs(DoExit::process(sig), k.costs.exit_head as u32, k.costs.exit_teardown as u32)
+                    }
                     (None, Some(f)) => DoExit::thread(f),
                     (None, None) => unreachable!(),
                 };

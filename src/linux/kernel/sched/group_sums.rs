@@ -301,7 +301,7 @@ mod tests {
             assert_matches_rescan(&k);
             let mut checked = 0;
             let mut t = 0;
-            // Steps of 200 us: the main task spends its first ~23 ms forking (FORK_NS each).
+            // Steps of 200 us: the main task first forks its children one by one (`PathCosts::fork` each).
             while !k.finished && checked < 400 {
                 t += 200_000;
                 k.run(t);
