@@ -15,7 +15,8 @@
 //! `wake:SAME|CROSS:busy|idle` (sched_waking to the sched_switch that runs that pid; busy/idle is
 //! the state at the waking of the CPU the task is switched in on).
 
-use schedsim::run::{execute, RunSpec};
+use schedsim::run::execute;
+use schedsim::spec::RunSpec;
 use schedsim::trace::{Event, Record, Sym, Vector};
 use std::collections::BTreeMap;
 

@@ -11,8 +11,10 @@
 //! cost on a normal run is setting one thread-local at its start and end. This module and
 //! `cli/` are the only ones that write to stderr.
 
+use crate::linux::programs::Programs;
 use crate::linux::Kernel;
 use crate::trace::ftrace;
+use crate::world::World;
 use std::cell::RefCell;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -74,25 +76,25 @@ impl Drop for LineGuard {
     }
 }
 
-/// Run `k` up to `limit` (`Kernel::run`). If it panics, print `line` (the run's reproduce
+/// Run `w` up to `limit` ([`World::run`]). If it panics, print `line` (the run's reproduce
 /// line), the kernel's last trace records and the panic message on stderr, then go on
 /// unwinding.
-pub fn run_guarded(k: &mut Kernel, limit: crate::sim::Time, line: String) {
+pub fn run_guarded<P: Programs>(w: &mut World<P>, limit: crate::sim::Time, line: String) {
     RUN_LINE.with(|l| *l.borrow_mut() = Some(line));
     let _clear = LineGuard;
     let at = PANIC_AT_NS.load(Ordering::Relaxed);
     let r = panic::catch_unwind(AssertUnwindSafe(|| {
         if at == 0 {
-            k.run(limit);
+            w.run(limit);
         } else {
-            k.run(at.min(limit));
+            w.run(at.min(limit));
             panic!("deliberate panic after {at} ns of simulated time (--panic-at-ms)");
         }
     }));
     let Err(e) = r else { return };
     let line = RUN_LINE.with(|l| l.borrow().clone()).unwrap_or_default();
     let msg = HELD.with(|h| h.borrow_mut().take()).unwrap_or_default();
-    eprint!("{}", report(k, &line, &msg));
+    eprint!("{}", report(&w.k, &line, &msg));
     panic::resume_unwind(e);
 }
 

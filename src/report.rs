@@ -27,6 +27,10 @@ pub struct Comparison {
     pub metric: String,
     pub unit: String,
     pub lower_is_better: bool,
+    /// What the table's figure is and whose convention it follows (mmtests' AMean and sample
+    /// standard deviation, perf stat's mean and standard error, perf report's shares of
+    /// unhalted cycles, ...): the table's "Statistic" line.
+    pub statistic: String,
     pub rows: Vec<CompareRow>,
     /// The command line of the workload, for the table's title.
     #[serde(skip)]
@@ -35,6 +39,10 @@ pub struct Comparison {
     #[serde(skip)]
     pub notes: Vec<String>,
 }
+
+/// The statistic of an mmtests-style table: the mean over seeds, and beside it the sample
+/// standard deviation (what mmtests' compare-kernels prints as AMean and its stddev).
+pub const MMTESTS_AMEAN: &str = "AMean (mmtests: mean over seeds; stddev is the sample standard deviation)";
 
 /// Arithmetic mean and sample standard deviation.
 pub fn mean_stddev(v: &[f64]) -> (f64, f64) {
@@ -80,7 +88,7 @@ pub fn render_table(c: &Comparison) -> String {
         "Interpretation: {}\n",
         if c.lower_is_better { "Lower is better" } else { "Higher is better" }
     ));
-    s.push_str("Statistic     : AMean\n");
+    s.push_str(&format!("Statistic     : {}\n", c.statistic));
     s.push_str(&bar);
     s.push('\n');
     let kw = c.rows.iter().map(|r| r.variant.len() + r.kernel.len() + 3).max().unwrap_or(10).max(20);
@@ -139,6 +147,43 @@ pub fn render_grid(header: &[String], rows: &[Vec<String>]) -> String {
     s
 }
 
+/// `perf stat`'s default block for a program's run: task-clock, context switches, migrations
+/// and elapsed time.
+pub fn perf_stat_text(cmd: &str, task_clock_ns: u64, switches: u64, migrations: u64, elapsed_ns: u64) -> String {
+    let thousands = |n: u64| {
+        let d = n.to_string();
+        let mut o = String::new();
+        for (i, ch) in d.chars().enumerate() {
+            if i > 0 && (d.len() - i) % 3 == 0 {
+                o.push(',');
+            }
+            o.push(ch);
+        }
+        o
+    };
+    let msec = task_clock_ns as f64 / 1e6;
+    let (int, frac) = (task_clock_ns / 1_000_000, task_clock_ns % 1_000_000 / 10_000);
+    let per_sec = |n: u64| n as f64 / (task_clock_ns.max(1) as f64 / 1e9) / 1e3;
+    let mut o = format!("\n Performance counter stats for '{cmd}':\n\n");
+    o.push_str(&format!(
+        "{:>18} msec task-clock                       #  {:>7.3} CPUs utilized\n",
+        format!("{}.{frac:02}", thousands(int)),
+        msec / (elapsed_ns.max(1) as f64 / 1e6)
+    ));
+    o.push_str(&format!(
+        "{:>18}      context-switches                 #  {:>7.3} K/sec\n",
+        thousands(switches),
+        per_sec(switches)
+    ));
+    o.push_str(&format!(
+        "{:>18}      cpu-migrations                   #  {:>7.3} K/sec\n",
+        thousands(migrations),
+        per_sec(migrations)
+    ));
+    o.push_str(&format!("\n{:>18.9} seconds time elapsed\n", elapsed_ns as f64 / 1e9));
+    o
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -167,6 +212,7 @@ mod tests {
             metric: "time".into(),
             unit: "ms".into(),
             lower_is_better: true,
+            statistic: "AMean".into(),
             rows,
             title: "ipistorm".into(),
             notes: vec![],

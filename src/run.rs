@@ -1,258 +1,17 @@
 //! One simulation run: resolve the inputs, build the machine, run it, collect the results.
 
+use crate::background::daemon::{self, Daemons};
 use crate::hw;
+use crate::input::read_input_file;
+use crate::linux::engine::Next;
+use crate::linux::programs::{Programs, TaskFrame};
 use crate::linux::stats::Stats;
-use crate::linux::{Kernel, KernelConfig};
-use crate::sim::{Time, NSEC_PER_SEC};
+use crate::linux::{CpuId, Kernel, KernelConfig};
+use crate::sim::Time;
+use crate::spec::RunSpec;
 use crate::trace::{ftrace, Record};
-use crate::workload::ipistorm::{Ipistorm, IpistormParams};
-use crate::workload::params::Params;
-use crate::workload::Workload;
-
-/// Everything that decides a run. [`RunSpec::to_args`] prints it as a `schedsim run` command
-/// line and `cli::parse_run_line` reads one back: a field that changes a run has one line in
-/// each (and a flag in `cli::SpecArgs`), and `tests/run_line.rs` checks `parse(print(spec)) ==
-/// spec` and that a printed line reruns bit-identically.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RunSpec {
-    pub machine: String,
-    pub kernel: String,
-    /// `+ID,-ID` on top of the named kernel.
-    pub patches: String,
-    /// Sched features (`NAME` / `NO_NAME`).
-    pub features: Vec<String>,
-    pub hz: Option<u32>,
-    pub seed: u64,
-    pub workload: String,
-    pub params: Params,
-    /// Idle states to enable or disable by name, e.g. ("C2", false).
-    pub idle_states: Vec<(String, bool)>,
-    /// Stop after this much simulated time even if the workload is not done.
-    pub limit_ns: Time,
-    /// Keep trace records. Not part of the command line: it changes what is kept, never the
-    /// run (`--trace FILE` is an output option).
-    pub trace: bool,
-    /// CONFIG_PREEMPT_RT.
-    pub preempt_rt: bool,
-    /// Background activity: a built-in profile name, `none`, or a profile file (`.toml`).
-    /// `None` takes the machine's default.
-    pub background: Option<String>,
-    /// The preemption model (`none`, `voluntary`, `full`, `dynamic-...`). `None` takes the
-    /// machine's default.
-    pub preempt: Option<String>,
-    /// A perturbation found by `schedsim explore` to replay (`--replay TOKEN`).
-    pub replay: Option<crate::explore::Perturbation>,
-    /// Run the invariant checkers (`--check`; `linux::check`). They only observe: the run is
-    /// the same with or without them.
-    pub check: bool,
-}
-
-impl RunSpec {
-    pub fn new(workload: &str) -> RunSpec {
-        RunSpec {
-            machine: "epyc-7763-2s".into(),
-            kernel: "v6.10".into(),
-            patches: String::new(),
-            features: Vec::new(),
-            hz: None,
-            seed: 1,
-            workload: workload.into(),
-            params: Params::default(),
-            idle_states: Vec::new(),
-            limit_ns: 120 * NSEC_PER_SEC,
-            trace: false,
-            preempt_rt: false,
-            background: None,
-            preempt: None,
-            replay: None,
-            check: false,
-        }
-    }
-
-    /// The command line of this spec, the words after `schedsim`: `run --workload NAME` (the bare
-    /// workload, no scenario defaults), its parameters as `key=value`, then a flag for every
-    /// field that changes a run. `cli::parse_run_line` reads them back into an equal spec.
-    /// The machine is shown as given (a machine file by its path); the kernel and its patch
-    /// deltas in the grammar `--kernel` and `--patch` accept. A time limit is shown in whole
-    /// milliseconds (every entry point sets it in milliseconds).
-    pub fn to_args(&self) -> Vec<String> {
-        let mut a = vec!["run".to_string(), "--workload".to_string(), self.workload.clone()];
-        a.extend(self.params.pairs().iter().map(|(k, v)| format!("{k}={v}")));
-        let mut flag = |name: &str, v: &str| {
-            // `--patch=-ID`: a value that starts with `-` stays glued to its flag.
-            if v.starts_with('-') {
-                a.push(format!("--{name}={v}"));
-            } else {
-                a.push(format!("--{name}"));
-                a.push(v.to_string());
-            }
-        };
-        flag("machine", &self.machine);
-        flag("kernel", &self.kernel);
-        if !self.patches.is_empty() {
-            flag("patch", &self.patches);
-        }
-        for f in &self.features {
-            flag("feature", f);
-        }
-        if let Some(hz) = self.hz {
-            flag("hz", &hz.to_string());
-        }
-        for (name, on) in &self.idle_states {
-            flag("cstate", &format!("{name}={}", if *on { "on" } else { "off" }));
-        }
-        if self.limit_ns != RunSpec::new(&self.workload).limit_ns {
-            flag("limit-ms", &self.limit_ns.div_ceil(crate::sim::NSEC_PER_MSEC).to_string());
-        }
-        if let Some(b) = &self.background {
-            flag("background", b);
-        }
-        if let Some(p) = &self.preempt {
-            flag("preempt", p);
-        }
-        flag("seed", &self.seed.to_string());
-        if let Some(p) = &self.replay {
-            flag("replay", &p.token());
-        }
-        if self.preempt_rt {
-            a.push("--preempt-rt".into());
-        }
-        if self.check {
-            a.push("--check".into());
-        }
-        a
-    }
-
-    /// The spec as one shell line, `schedsim run ...` (each word quoted for a POSIX shell
-    /// where it needs it).
-    pub fn command_line(&self) -> String {
-        let words: Vec<String> = self.to_args().iter().map(|w| shell_quote(w)).collect();
-        format!("schedsim {}", words.join(" "))
-    }
-}
-
-/// `w` as one word of a POSIX shell line: bare when it holds only characters no shell treats
-/// specially, else in single quotes (a `'` inside written `'\''`).
-pub fn shell_quote(w: &str) -> String {
-    let plain = |c: char| c.is_ascii_alphanumeric() || "_-+=.,/:@%".contains(c);
-    if !w.is_empty() && w.chars().all(plain) {
-        return w.to_string();
-    }
-    format!("'{}'", w.replace('\'', "'\\''"))
-}
-
-/// Split a shell line into words as a POSIX shell does for plain words, single quotes,
-/// double quotes (with `\"`, `\\`, `\$` and `` \` `` escapes) and backslash escapes; no
-/// expansion. The inverse of joining [`shell_quote`]d words with spaces.
-pub fn shell_split(line: &str) -> Result<Vec<String>, String> {
-    let mut words = Vec::new();
-    let mut cur = String::new();
-    let mut in_word = false;
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            c if c.is_whitespace() => {
-                if in_word {
-                    words.push(std::mem::take(&mut cur));
-                    in_word = false;
-                }
-            }
-            '\'' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('\'') => break,
-                        Some(c) => cur.push(c),
-                        None => return Err(format!("unterminated single quote in: {line}")),
-                    }
-                }
-            }
-            '"' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('"') => break,
-                        Some('\\') => match chars.next() {
-                            Some(c @ ('"' | '\\' | '$' | '`')) => cur.push(c),
-                            Some(c) => {
-                                cur.push('\\');
-                                cur.push(c);
-                            }
-                            None => return Err(format!("unterminated double quote in: {line}")),
-                        },
-                        Some(c) => cur.push(c),
-                        None => return Err(format!("unterminated double quote in: {line}")),
-                    }
-                }
-            }
-            '\\' => {
-                in_word = true;
-                match chars.next() {
-                    Some(c) => cur.push(c),
-                    None => return Err(format!("trailing backslash in: {line}")),
-                }
-            }
-            c => {
-                in_word = true;
-                cur.push(c);
-            }
-        }
-    }
-    if in_word {
-        words.push(cur);
-    }
-    Ok(words)
-}
-
-pub const WORKLOADS: &[(&str, &str)] = &[
-    ("ipistorm", "Anton Blanchard's IPI stress module: kthreads issuing smp_call_function_single()"),
-    ("schbench", "Chris Mason's wakeup-latency benchmark (2021-12 version): message threads and workers on futexes"),
-    ("spinners", "N CPU-bound tasks started on chosen CPUs (tasks=, start=CPULIST, duration_ms=): overload setups"),
-    ("rt-push", "a SCHED_FIFO task woken onto a pinned RT task's CPU: where it runs (pinned_cpu=, hold_us=, wake_delay_us=, ..._prio=)"),
-    ("nanosleep", "N processes looping nanosleep(1 us) with timer slack (procs=, ns=, duration_ms=)"),
-    ("hackbench", "hackbench over pipes or AF_UNIX sockets (tool=rt-tests|old|perf, args=the tool's own arguments)"),
-    ("pingpong", "two threads pinned to two CPUs bouncing a byte through two pipes (iters=, sleep_us=, ping_cpu=, pong_cpu=)"),
-    ("perf-pipe", "perf bench sched pipe: two processes (threaded=1: threads) bouncing 4 bytes through two pipes (loops=)"),
-    ("idle", "nothing runs; the machine idles (ticks, idle states)"),
-    ("rtapp", "an rt-app JSON file (file=PATH, or `schedsim run --rtapp FILE.json`): rt-app's threads, events and per-thread log"),
-];
-
-/// The text of a user's input file (`what` names it in errors), at most `max` bytes after
-/// decoding `gz` (gunzip) when it is set: a larger or endless file (a device, a pipe) is an
-/// error naming the file and the limit rather than an unbounded read.
-pub fn read_input(path: &std::path::Path, what: &str, max: u64, gz: bool) -> Result<String, String> {
-    use std::io::Read;
-    let f = std::fs::File::open(path).map_err(|e| format!("cannot read {what} {}: {e}", path.display()))?;
-    let mut r: Box<dyn Read> = if gz { Box::new(flate2::read::GzDecoder::new(f)) } else { Box::new(f) };
-    let mut bytes = Vec::new();
-    (&mut r)
-        .take(max + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("cannot read {what} {}: {e}", path.display()))?;
-    if bytes.len() as u64 > max {
-        return Err(format!(
-            "{what} {} is larger than {} (schedsim reads at most that much)",
-            path.display(),
-            crate::workload::params::bytes_text(max)
-        ));
-    }
-    String::from_utf8(bytes).map_err(|e| format!("{what} {}: not UTF-8 text ({e})", path.display()))
-}
-
-/// Read a scenario, machine, background, rt-app or grid file: [`read_input`] with
-/// [`MAX_INPUT_FILE_BYTES`](crate::workload::params::MAX_INPUT_FILE_BYTES).
-pub fn read_input_file(path: impl AsRef<std::path::Path>, what: &str) -> Result<String, String> {
-    read_input(path.as_ref(), what, crate::workload::params::MAX_INPUT_FILE_BYTES, false)
-}
-
-/// The rt-app workload of a JSON file, checked against the machine. Errors name the file, the
-/// line and the JSON path.
-pub fn rtapp_workload(path: &str, m: &hw::Machine) -> Result<crate::workload::rtapp::RtApp, String> {
-    let text = read_input_file(path, "rt-app file")?;
-    let lim = crate::workload::rtapp_json::Limits { nr_cpus: m.topo.nr_cpus, nr_nodes: m.topo.nr_nodes() };
-    let cfg = crate::workload::rtapp_json::parse_rtapp(&text, path, lim).map_err(|e| e.to_string())?;
-    Ok(crate::workload::rtapp::RtApp::new(cfg))
-}
+use crate::workload::{RunFacts, Workload, FINISH};
+use crate::world::World;
 
 /// The machine a spec names: a built-in preset, or a machine file (a name ending in `.toml`,
 /// in the presets' format; `schedsim list --machine NAME` prints one to start from). Errors
@@ -286,7 +45,7 @@ pub fn spec_notes(spec: &RunSpec) -> Vec<String> {
     let mut notes = Vec::new();
     let Ok(m) = machine(&spec.machine) else { return notes };
     if let (true, Some(f)) = (spec.workload == "rtapp", spec.params.get("file")) {
-        if let Ok(w) = rtapp_workload(f, &m) {
+        if let Ok(w) = crate::workload::rtapp::RtApp::from_file(f, &m) {
             notes.extend(w.inert_keys().into_iter().map(|n| format!("{f}: {n}")));
         }
     }
@@ -302,20 +61,20 @@ pub fn spec_notes(spec: &RunSpec) -> Vec<String> {
     notes
 }
 
-/// The CONFIG_HZ choices (kernel/Kconfig.hz), the same for `--hz`, a scenario's `hz` and a
-/// machine file's.
-pub const HZ_CHOICES: [u32; 4] = [100, 250, 300, 1000];
-
-/// `hz` is a CONFIG_HZ choice; the error names `what` (a flag or `file:line: hz`).
-pub fn check_hz(hz: u32, what: &str) -> Result<(), String> {
-    if HZ_CHOICES.contains(&hz) {
-        return Ok(());
-    }
-    Err(format!("{what} {hz} is not a CONFIG_HZ choice (100, 250, 300 or 1000)"))
+/// Build the world of a spec (validating every input): the booted kernel with its background
+/// sources and its programs started, ready to run.
+pub fn build(spec: &RunSpec) -> Result<RunWorld, String> {
+    build_with(spec, |_, _| Ok(()))
 }
 
-/// Build the machine for a spec (validating every input).
-pub fn build(spec: &RunSpec) -> Result<Kernel, String> {
+/// [`build`], with `set` editing the machine and the kernel configuration once they are
+/// resolved (where a set-up unknown of issue 31 is put in: `linux::unknowns`). What `set` leaves
+/// is checked as the rest is: background sources bound to CPUs the machine lacks, and a
+/// `StartState` a machine cannot be in (`StartState::validate`), are errors.
+pub fn build_with(
+    spec: &RunSpec,
+    set: impl FnOnce(&mut hw::Machine, &mut KernelConfig) -> Result<(), String>,
+) -> Result<RunWorld, String> {
     let mut m = machine(&spec.machine)?;
     for (name, on) in &spec.idle_states {
         let Some(i) = m.idle_states.iter().position(|s| &s.name == name) else {
@@ -331,15 +90,15 @@ pub fn build(spec: &RunSpec) -> Result<Kernel, String> {
         }
         m.idle_states[i].disabled = !on;
     }
-    if spec.limit_ns == 0 || spec.limit_ns > crate::workload::params::MAX_SIM_NS {
+    if spec.limit_ns == 0 || spec.limit_ns > crate::limits::MAX_SIM_NS {
         return Err(format!(
             "time limit {} ns is out of range (1 ns ..= {} ns, one hour of simulated time)",
             spec.limit_ns,
-            crate::workload::params::MAX_SIM_NS
+            crate::limits::MAX_SIM_NS
         ));
     }
     if let Some(hz) = spec.hz {
-        check_hz(hz, "--hz")?;
+        crate::limits::check_hz(hz, "--hz")?;
     }
     let hz = spec.hz.unwrap_or(m.hz);
     let mut cfg = KernelConfig::resolve(&spec.kernel, &spec.patches, hz)?;
@@ -359,8 +118,13 @@ pub fn build(spec: &RunSpec) -> Result<Kernel, String> {
         )
     })?;
     cfg.background = background(spec.background.as_deref().unwrap_or(&m.background))?;
+    set(&mut m, &mut cfg)?;
+    if !cfg.start.is_empty() {
+        let sd = crate::linux::kernel::sched::topology::build_sched_domains(&m.topo);
+        cfg.start.validate(&m.topo, &sd)?;
+    }
     for s in &cfg.background.sources {
-        if let crate::background::Cpus::One(c) = s.cpus {
+        if let crate::linux::background::Cpus::One(c) = s.cpus {
             if c >= m.topo.nr_cpus {
                 return Err(format!(
                     "background '{}': source {} is bound to CPU {c}, but machine {} has {} CPUs",
@@ -370,54 +134,78 @@ pub fn build(spec: &RunSpec) -> Result<Kernel, String> {
         }
     }
     let nr = m.topo.nr_cpus;
-    let wl = match spec.workload.as_str() {
-        "ipistorm" => Workload::Ipistorm(Ipistorm::new(IpistormParams::parse(&spec.params, nr)?)),
-        "idle" => {
-            spec.params.check_known("idle", &[])?;
-            Workload::Idle
-        }
-        "spinners" => Workload::Spinners(crate::workload::spinners::Spinners::parse(&spec.params, nr)?),
-        "nanosleep" => Workload::Nanosleep(crate::workload::nanosleep::NanosleepLoop::parse(&spec.params, nr)?),
-        "rt-push" => Workload::RtPush(Box::new(crate::workload::rtpush::RtPush::parse(&spec.params, nr)?)),
-        "hackbench" => Workload::Hackbench(Box::new(crate::workload::hackbench::Hackbench::parse(&spec.params)?)),
-        "pingpong" => {
-            Workload::PipePair(Box::new(crate::workload::pipepair::PipePair::parse_pingpong(&spec.params, nr)?))
-        }
-        "perf-pipe" => {
-            Workload::PipePair(Box::new(crate::workload::pipepair::PipePair::parse_perf_pipe(&spec.params)?))
-        }
-        "rtapp" => {
-            spec.params.check_known("rtapp", &["file"])?;
-            let Some(f) = spec.params.get("file") else {
-                return Err(format!("{}: the rtapp workload needs file=PATH.json", spec.params.origin));
-            };
-            Workload::RtApp(Box::new(rtapp_workload(f, &m)?))
-        }
-        "schbench" => {
-            spec.params.check_known("schbench", &["args"])?;
-            let args = spec.params.get("args").unwrap_or("");
-            let argv: Vec<&str> = args.split_whitespace().collect();
-            let o = crate::workload::schbench_stats::SchbenchOpts::parse(&argv)
-                .map_err(|e| format!("{}: {e}", spec.params.origin))?;
-            Workload::Schbench(Box::new(crate::workload::schbench::Schbench::new(o)?))
-        }
-        w => {
-            let names: Vec<&str> = WORKLOADS.iter().map(|w| w.0).collect();
-            return Err(format!("unknown workload '{w}' (expected one of: {})", names.join(", ")));
-        }
-    };
+    let wl = Workload::parse(&spec.workload, &spec.params, &m)?;
     let (tasks, wl_bytes, flags) = wl.planned_size(nr);
-    crate::workload::params::check_memory(u64::from(nr), tasks, wl_bytes, flags)?;
-    let mut k = Kernel::new(m, cfg, spec.seed, wl);
-    k.trace.enabled = spec.trace;
+    crate::limits::check_memory(u64::from(nr), tasks, wl_bytes, flags)?;
+    // With background activity, the machine runs it alone for `WARMUP_NS` before the workload
+    // starts, so that the state it leaves behind (`rd->overloaded`, `avg_idle`, balance
+    // intervals, the nohz masks) is a running machine's, not a freshly booted one's; the
+    // measured window opens then. Without background (or without a workload), at once.
+    let warmup = if cfg.background.sources.is_empty() || matches!(wl, Workload::Idle(_)) {
+        0
+    } else {
+        crate::background::WARMUP_NS
+    };
+    let mut k = Kernel::new(m, cfg, spec.seed);
+    k.measure_from = warmup;
+    if warmup == 0 {
+        // No warm-up: the measured window opens at boot.
+        crate::linux::unknowns::open_window(&mut k);
+    }
+    crate::linux::background::boot(&mut k);
+    let mut w = World::new(k, Userland { workload: wl, daemons: Daemons, finished: false });
+    w.start();
+    w.k.trace.enabled = spec.trace;
     if let Some(p) = &spec.replay {
-        crate::explore::apply(&mut k, p)?;
+        w.replay(p)?;
     }
     if spec.check {
-        k.enable_checks();
+        w.k.enable_checks();
     }
-    Ok(k)
+    Ok(w)
 }
+
+/// The programs of a run: its workload and the daemons of its background profile. A task's
+/// frame says which one it belongs to ([`TaskFrame::prog`]: 0 the workload's,
+/// [`daemon::PROG`] a daemon's).
+#[derive(Debug, Clone)]
+pub struct Userland {
+    pub workload: Workload,
+    pub daemons: Daemons,
+    /// The workload has ended the run (its [`FINISH`] action, or a step that ended it).
+    pub finished: bool,
+}
+
+impl Programs for Userland {
+    fn start(&mut self, k: &mut Kernel) {
+        self.daemons.start(k);
+        self.workload.start(k);
+    }
+
+    fn on_action(&mut self, k: &mut Kernel, what: u32) {
+        if what == FINISH {
+            self.finished = true;
+            return;
+        }
+        self.workload.on_action(k, what);
+    }
+
+    #[inline]
+    fn task_step(&mut self, k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
+        if s.prog == daemon::PROG {
+            return self.daemons.task_step(k, cpu, s);
+        }
+        self.workload.task_step(k, cpu, s, &mut self.finished)
+    }
+
+    #[inline]
+    fn finished(&self) -> bool {
+        self.finished
+    }
+}
+
+/// A run's world: the kernel and its programs.
+pub type RunWorld = World<Userland>;
 
 /// The outcome of a run.
 pub struct RunResult {
@@ -454,12 +242,26 @@ pub struct RunResult {
     pub checks: Option<Box<crate::linux::check::Checks>>,
 }
 
+impl RunResult {
+    /// What the workload's report needs of the run.
+    pub fn facts(&self) -> RunFacts<'_> {
+        RunFacts {
+            stats: &self.stats,
+            sim_ns: self.sim_ns,
+            warmup_ns: self.warmup_ns,
+            nr_cpus: self.nr_cpus,
+            task_clock_ns: self.task_clock_ns,
+            finished: self.finished,
+        }
+    }
+}
+
 /// Run a spec to completion.
 pub fn execute(spec: &RunSpec) -> Result<RunResult, String> {
-    let mut k = build(spec)?;
-    let line = reproduce_line(spec, &k);
-    crate::crash::run_guarded(&mut k, spec.limit_ns, line);
-    Ok(collect(k, spec))
+    let mut w = build(spec)?;
+    let line = reproduce_line(spec, &w);
+    crate::crash::run_guarded(&mut w, spec.limit_ns, line);
+    Ok(collect(w, spec))
 }
 
 /// The `# schedsim run ...` line of a built run, as `schedsim run` prints it at the top of its
@@ -467,14 +269,16 @@ pub fn execute(spec: &RunSpec) -> Result<RunResult, String> {
 /// are the same text; when `RunSpec` gets its printer they should both come from it.)
 /// The run's reproduce line for the panic report: the spec's own command line
 /// ([`RunSpec::command_line`]) with the background and preemption model in force written out,
-/// as `cli::run_header` prints it.
-fn reproduce_line(s: &RunSpec, k: &Kernel) -> String {
+/// as `output::run_header` prints it.
+fn reproduce_line(s: &RunSpec, k: &RunWorld) -> String {
     let background = s.background.clone().unwrap_or_else(|| k.cfg.background.name.clone());
     let shown = RunSpec { background: Some(background), preempt: Some(k.cfg.preempt.name()), ..s.clone() };
     format!("# {}", shown.command_line())
 }
 
-fn collect(mut k: Kernel, spec: &RunSpec) -> RunResult {
+fn collect(w: RunWorld, spec: &RunSpec) -> RunResult {
+    let finished = w.finished();
+    let World { mut k, progs, .. } = w;
     let comms = k.tasks.iter().filter(|t| t.pid != 0).map(|t| (t.pid, t.comm.clone())).collect();
     let now = k.now;
     let task_clock_ns = k
@@ -494,11 +298,11 @@ fn collect(mut k: Kernel, spec: &RunSpec) -> RunResult {
         warmup_ns: k.measure_from.min(k.now),
         actions: k.actions,
         stats: std::mem::take(&mut k.stats),
-        workload: k.wl.clone(),
+        workload: progs.workload,
         trace: std::mem::take(&mut k.trace.records),
         trace_masks: std::mem::take(&mut k.trace.masks),
         comms,
-        finished: k.finished,
+        finished,
         task_clock_ns,
         funcs: k.cfg.background.trace_funcs(),
         background: spec.background.clone().unwrap_or_else(|| k.cfg.background.name.clone()),
@@ -540,25 +344,54 @@ pub fn execute_with_sink(
     sink: Box<dyn crate::trace::TraceSink>,
     chunk: usize,
 ) -> Result<(RunResult, std::io::Result<u64>), String> {
-    let mut k = build(spec)?;
-    k.trace.enabled = true;
-    k.trace.chunk = chunk;
+    let mut w = build(spec)?;
+    w.k.trace.enabled = true;
+    w.k.trace.chunk = chunk;
     let mut sink = sink;
-    sink.funcs(&k.cfg.background.trace_funcs());
-    k.trace.sink = Some(sink);
-    let line = reproduce_line(spec, &k);
-    crate::crash::run_guarded(&mut k, spec.limit_ns, line);
-    k.flush_trace();
-    let sink = k.trace.sink.take().expect("attached above");
-    let n = match k.trace.error.take() {
+    sink.funcs(&w.k.cfg.background.trace_funcs());
+    w.k.trace.sink = Some(sink);
+    let line = reproduce_line(spec, &w);
+    crate::crash::run_guarded(&mut w, spec.limit_ns, line);
+    w.k.flush_trace();
+    let sink = w.k.trace.sink.take().expect("attached above");
+    let n = match w.k.trace.error.take() {
         Some(e) => {
             sink.abort();
             Err(e)
         }
         None => sink.finish(),
     };
-    k.trace.enabled = false;
-    Ok((collect(k, spec), n))
+    w.k.trace.enabled = false;
+    Ok((collect(w, spec), n))
+}
+
+/// Runs finished and runs queued by [`run_all`] since the program started, for the progress
+/// bar (read by the command line at coarse intervals; never read by a run).
+pub static RUNS_DONE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+pub static RUNS_QUEUED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Run many independent specs on `jobs` threads; results come back in input order. Each run
+/// is single-threaded and deterministic, so the result does not depend on `jobs`.
+pub fn run_all(specs: &[RunSpec], jobs: usize) -> Result<Vec<RunResult>, String> {
+    let jobs = jobs.max(1).min(specs.len().max(1));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut out: Vec<Option<Result<RunResult, String>>> = (0..specs.len()).map(|_| None).collect();
+    let slots = std::sync::Mutex::new(&mut out);
+    RUNS_QUEUED.fetch_add(specs.len(), std::sync::atomic::Ordering::Relaxed);
+    std::thread::scope(|sc| {
+        for _ in 0..jobs {
+            sc.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if i >= specs.len() {
+                    break;
+                }
+                let r = execute(&specs[i]);
+                slots.lock().expect("no panics hold the lock")[i] = Some(r);
+                RUNS_DONE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            });
+        }
+    });
+    out.into_iter().map(|r| r.expect("every spec ran")).collect()
 }
 
 /// Task names for the ftrace writer.
@@ -650,30 +483,6 @@ impl TraceHasher {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_machine_file_is_read_and_its_errors_name_it() {
-        let dir = std::env::temp_dir().join(format!("schedsim-machine-file-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        // A preset's text, renamed and with one cost changed, is a valid machine file.
-        let text = hw::preset_text("smp-4").unwrap().replace("name = \"smp-4\"", "name = \"my-4\"");
-        let good = dir.join("my-4.toml");
-        std::fs::write(&good, &text).unwrap();
-        let m = machine(good.to_str().unwrap()).unwrap();
-        assert_eq!(m.name, "my-4");
-        assert_eq!(m.topo.nr_cpus, machine("smp-4").unwrap().topo.nr_cpus);
-        // A bad value: the error names the file and the line.
-        let bad = dir.join("bad.toml");
-        std::fs::write(&bad, text.replace("hz = 250", "hz = 123")).unwrap();
-        let e = machine(bad.to_str().unwrap()).unwrap_err();
-        let line = text.lines().position(|l| l.starts_with("hz = ")).unwrap() + 1;
-        assert!(e.starts_with(&format!("{}:{line}: hz = 123", bad.display())), "{e}");
-        // A missing file, and a name that is neither a preset nor a .toml path.
-        let e = machine(dir.join("none.toml").to_str().unwrap()).unwrap_err();
-        assert!(e.starts_with("cannot read machine file"), "{e}");
-        assert!(machine("smp-5").unwrap_err().contains("known presets: epyc-7763-2s"));
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
 
     #[test]
     fn disabling_a_state_under_the_haltpoll_governor_gets_a_note() {

@@ -9,16 +9,19 @@
 //! machines = ["smp-4"]                        # presets or machine files
 //! seeds = 3                                   # seeds first_seed .. first_seed + seeds
 //! first_seed = 1
-//! background = "none"                         # optional: background, preempt, limit_ms
+//! background = "none"                         # optional: any run spec field by its file key
 //!
 //! [[run]]
 //! workload = "ipistorm"                       # or scenario = "NAME" / "FILE.toml"
 //! params = { numipi = 200, wait = [0, 1] }    # a list: one group per value (cartesian)
 //!
 //! [[run]]
-//! experiment = "rt-push"                      # a built-in experiment's variants and seeds
-//! seeds = 2
+//! experiment = "rt-push"                      # an experiment's variants and seeds (a built-in
+//! seeds = 2                                   # name or an experiment FILE.toml)
 //! ```
+//!
+//! Spec fields (`spec::FIELDS`, e.g. `hz`, `features`, `idle_states`) at the top level apply to
+//! every run, in a `[[run]]` to its runs; a grid says machines and seeds with its own lists.
 //!
 //! Every run has a stable key (a hash of its canonical description), so a sweep resumes by
 //! skipping the keys already in its output, and shard `I/N` takes the runs whose position in
@@ -27,9 +30,9 @@
 
 use crate::experiments::{self, ExpOpts};
 use crate::report::{self, CompareRow, Comparison};
-use crate::run::{self, RunResult, RunSpec};
-use crate::workload::params::Params;
-use crate::workload::Workload;
+use crate::run::{self, RunResult};
+use crate::spec::scenario::{field_values_of, line_of, read_table, FileTable};
+use crate::spec::RunSpec;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -51,23 +54,11 @@ pub struct GridRun {
 }
 
 impl GridRun {
-    /// The canonical description of the run: everything that decides its result.
+    /// The canonical description of the run: everything that decides its result, as the run
+    /// spec's own command line (`RunSpec::command_line`) and the experiment it belongs to.
     pub fn describe(&self) -> Value {
-        let s = &self.spec;
         json!({
-            "workload": s.workload,
-            "params": s.params.pairs().iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>(),
-            "machine": s.machine,
-            "kernel": s.kernel,
-            "patches": s.patches,
-            "features": s.features,
-            "hz": s.hz,
-            "idle_states": s.idle_states.iter().map(|(n, on)| json!([n, on])).collect::<Vec<_>>(),
-            "limit_ns": s.limit_ns,
-            "preempt_rt": s.preempt_rt,
-            "background": s.background,
-            "preempt": s.preempt,
-            "seed": s.seed,
+            "command": self.spec.command_line(),
             "experiment": self.experiment,
         })
     }
@@ -111,61 +102,70 @@ impl Shard {
     }
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct GridFile {
-    #[serde(default)]
-    kernels: Vec<String>,
-    #[serde(default)]
-    machines: Vec<String>,
-    seeds: Option<usize>,
-    first_seed: Option<u64>,
-    background: Option<String>,
-    preempt: Option<String>,
-    limit_ms: Option<u64>,
-    #[serde(default)]
-    run: Vec<toml::Spanned<Entry>>,
+/// The grid's own keys at its top level and in each `[[run]]` (all other keys are run spec
+/// fields, `spec::FIELDS` by file key, applied to every run below them).
+const GRID_KEYS: &[&str] = &["kernels", "machines", "seeds", "first_seed", "run"];
+const RUN_KEYS: &[&str] =
+    &["workload", "scenario", "experiment", "kernels", "machines", "seeds", "first_seed", "kernel", "params"];
+
+/// Fields a grid cannot set for a run: it says them with its own lists.
+fn grid_owned_field(key: &str) -> Option<&'static str> {
+    match key {
+        "machine" => Some("machines = [...]"),
+        "seed" => Some("seeds = N and first_seed = N"),
+        _ => None,
+    }
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Entry {
-    workload: Option<String>,
-    scenario: Option<String>,
-    experiment: Option<String>,
-    kernels: Option<Vec<String>>,
-    machines: Option<Vec<String>>,
-    seeds: Option<usize>,
-    first_seed: Option<u64>,
-    background: Option<String>,
-    preempt: Option<String>,
-    limit_ms: Option<u64>,
-    /// For experiments that take one (hackbench-2013).
-    kernel: Option<String>,
+#[derive(Deserialize)]
+struct GridRuns {
     #[serde(default)]
-    params: BTreeMap<String, toml::Value>,
+    run: Vec<toml::Spanned<FileTable>>,
 }
 
-fn line_of(text: &str, offset: usize) -> usize {
-    text[..offset.min(text.len())].bytes().filter(|&b| b == b'\n').count() + 1
+/// `t[key]` as a list of strings (a `[...]` of strings), if given.
+fn strings_at(t: &FileTable, key: &str, text: &str, origin: &str) -> Result<Option<Vec<String>>, String> {
+    let Some(v) = t.get(key) else { return Ok(None) };
+    let line = line_of(text, v.span().start);
+    let err = || format!("{origin}:{line}: {key} = {}: expected a list of strings", v.get_ref());
+    let toml::Value::Array(a) = v.get_ref() else { return Err(err()) };
+    a.iter().map(|x| x.as_str().map(str::to_string).ok_or_else(err)).collect::<Result<Vec<_>, _>>().map(Some)
 }
 
-/// Split `NAME[+ID][-ID]...` into the kernel name and its `+ID,-ID` patch list.
-fn split_kernel(k: &str) -> (String, String) {
-    let cut = k.find(['+', '-']).unwrap_or(k.len());
-    let (name, rest) = k.split_at(cut);
-    let mut patches = Vec::new();
-    let mut cur = String::new();
-    for ch in rest.chars() {
-        if (ch == '+' || ch == '-') && !cur.is_empty() {
-            patches.push(std::mem::take(&mut cur));
+/// `t[key]` as a non-negative integer, if given.
+fn uint_at(t: &FileTable, key: &str, text: &str, origin: &str) -> Result<Option<u64>, String> {
+    let Some(v) = t.get(key) else { return Ok(None) };
+    let line = line_of(text, v.span().start);
+    match v.get_ref() {
+        toml::Value::Integer(i) if *i >= 0 => Ok(Some(*i as u64)),
+        other => Err(format!("{origin}:{line}: {key} = {other}: expected a whole number")),
+    }
+}
+
+/// `t[key]` as a string, if given.
+fn string_at(t: &FileTable, key: &str, text: &str, origin: &str) -> Result<Option<String>, String> {
+    let Some(v) = t.get(key) else { return Ok(None) };
+    match v.get_ref() {
+        toml::Value::String(s) => Ok(Some(s.clone())),
+        other => Err(format!("{origin}:{}: {key} = {other}: expected a string", line_of(text, v.span().start))),
+    }
+}
+
+/// The run spec fields of a grid table, with the grid's own keys left out; a field the grid
+/// says with its lists is an error.
+fn grid_fields(
+    t: &FileTable,
+    text: &str,
+    origin: &str,
+    own: &[&str],
+) -> Result<Vec<(&'static str, String, usize)>, String> {
+    for (k, v) in t {
+        if let (Some(instead), false) = (grid_owned_field(k), own.contains(&k.as_str())) {
+            let line = line_of(text, v.span().start);
+            return Err(format!("{origin}:{line}: {k} is set by the grid: use {instead}"));
         }
-        cur.push(ch);
     }
-    if !cur.is_empty() {
-        patches.push(cur);
-    }
-    (name.to_string(), patches.join(","))
+    field_values_of(t, text, origin, own)
 }
 
 fn param_values(v: &toml::Value) -> Option<Vec<String>> {
@@ -185,60 +185,73 @@ fn param_values(v: &toml::Value) -> Option<Vec<String>> {
 /// Parse a grid file's text and expand it into its runs, in grid order. `origin` names the
 /// file in errors (`origin:line: ...`); scenario files are relative to it.
 pub fn parse_grid(text: &str, origin: &str) -> Result<Vec<GridRun>, String> {
-    let g: GridFile = toml::from_str(text).map_err(|e| {
-        let line = e.span().map(|s| line_of(text, s.start)).unwrap_or(1);
-        format!("{origin}:{line}: {}", e.message().replace('\n', " "))
-    })?;
+    let top = read_table(text, origin)?;
+    let g: GridRuns = toml::from_str(text).map_err(|e| format!("{origin}: {}", e.message().replace('\n', " ")))?;
     if g.run.is_empty() {
         return Err(format!("{origin}:1: no runs: add at least one [[run]] table (workload, scenario or experiment)"));
     }
+    let top_fields = grid_fields(&top, text, origin, GRID_KEYS)?;
+    let top_kernels = strings_at(&top, "kernels", text, origin)?.unwrap_or_default();
+    let top_machines = strings_at(&top, "machines", text, origin)?.unwrap_or_default();
+    let top_seeds = uint_at(&top, "seeds", text, origin)?;
+    let top_first = uint_at(&top, "first_seed", text, origin)?;
     let mut out = Vec::new();
     for sp in &g.run {
         let line = line_of(text, sp.span().start);
         let at = |m: String| format!("{origin}:{line}: {m}");
         let e = sp.get_ref();
-        let seeds = e.seeds.or(g.seeds).unwrap_or(1);
-        if seeds == 0 || seeds > MAX_SEEDS {
-            return Err(at(format!("seeds = {seeds} is out of range (1..={MAX_SEEDS})")));
+        let seeds = uint_at(e, "seeds", text, origin)?.or(top_seeds).unwrap_or(1);
+        if seeds == 0 || seeds > crate::limits::MAX_RUNS as u64 {
+            return Err(at(format!("seeds = {seeds} is out of range (1..={})", crate::limits::MAX_RUNS)));
         }
-        let first_seed = e.first_seed.or(g.first_seed).unwrap_or(1);
+        let seeds = seeds as usize;
+        let first_seed = uint_at(e, "first_seed", text, origin)?.or(top_first).unwrap_or(1);
         if first_seed.checked_add(seeds as u64 - 1).is_none() {
             return Err(at(format!(
                 "first_seed = {first_seed}: the seeds first_seed..first_seed+{seeds} overflow 64 bits"
             )));
         }
-        let background = e.background.clone().or(g.background.clone());
-        let preempt = e.preempt.clone().or(g.preempt.clone());
-        let limit_ns = match e.limit_ms.or(g.limit_ms) {
-            Some(l) => Some(crate::workload::params::limit_ms_to_ns(l, "limit_ms").map_err(&at)?),
-            None => None,
+        // The spec fields below this run: the grid's, then the run's own.
+        let mut fields = top_fields.clone();
+        fields.extend(grid_fields(e, text, origin, RUN_KEYS)?);
+        let apply = |s: &mut RunSpec| -> Result<(), String> {
+            for (name, value, l) in &fields {
+                let key = crate::spec::field(name).map_or(*name, |f| f.key);
+                s.set_as(name, value, key).map_err(|er| format!("{origin}:{l}: {er}"))?;
+            }
+            Ok(())
         };
         let mut params: Vec<(String, Vec<String>)> = Vec::new();
-        for (k, v) in &e.params {
-            let vals = param_values(v).ok_or_else(|| {
-                at(format!("params.{k} = {v}: expected a string, integer or boolean, or a non-empty list of them"))
-            })?;
-            params.push((k.clone(), vals));
+        if let Some(p) = e.get("params") {
+            let toml::Value::Table(pt) = p.get_ref() else {
+                return Err(at("params: expected a table of key = value".into()));
+            };
+            for (k, v) in pt {
+                let vals = param_values(v).ok_or_else(|| {
+                    at(format!("params.{k} = {v}: expected a string, integer or boolean, or a non-empty list of them"))
+                })?;
+                params.push((k.clone(), vals));
+            }
         }
-        let chosen = [&e.workload, &e.scenario, &e.experiment].iter().filter(|x| x.is_some()).count();
+        let (workload, scenario, experiment, kernel) = (
+            string_at(e, "workload", text, origin)?,
+            string_at(e, "scenario", text, origin)?,
+            string_at(e, "experiment", text, origin)?,
+            string_at(e, "kernel", text, origin)?,
+        );
+        let (kernels, machines) = (strings_at(e, "kernels", text, origin)?, strings_at(e, "machines", text, origin)?);
+        let chosen = [&workload, &scenario, &experiment].iter().filter(|x| x.is_some()).count();
         if chosen != 1 {
             return Err(at("a [[run]] needs exactly one of workload = NAME, scenario = NAME|FILE.toml, \
                  experiment = NAME"
                 .into()));
         }
-        if let Some(name) = &e.experiment {
-            let exp = experiments::find(name).map_err(&at)?;
-            if e.kernels.is_some() || e.machines.is_some() {
+        if let Some(name) = &experiment {
+            if kernels.is_some() || machines.is_some() {
                 return Err(at(format!(
                     "experiment '{name}' runs its own kernels and machines: kernels/machines do not apply \
                      (kernel = NAME for {})",
-                    experiments::TAKES_KERNEL.join(", ")
-                )));
-            }
-            if e.kernel.is_some() && !experiments::TAKES_KERNEL.contains(&exp.name) {
-                return Err(at(format!(
-                    "experiment '{name}' runs its own kernels (kernel = NAME is accepted by: {})",
-                    experiments::TAKES_KERNEL.join(", ")
+                    experiments::takes_kernel().join(", ")
                 )));
             }
             if params.iter().any(|(_, v)| v.len() > 1) {
@@ -249,14 +262,11 @@ pub fn parse_grid(text: &str, origin: &str) -> Result<Vec<GridRun>, String> {
                 seed: first_seed,
                 jobs: 1,
                 params: params.iter().map(|(k, v)| (k.clone(), v[0].clone())).collect(),
-                background: background.clone(),
-                preempt: preempt.clone(),
-                kernel: e.kernel.clone(),
+                overrides: fields.iter().map(|(n, v, _)| (n.to_string(), v.clone())).collect(),
+                kernel: kernel.clone(),
             };
-            for (v, mut spec) in experiments::plan(exp, &o).map_err(&at)? {
-                if let Some(l) = limit_ns {
-                    spec.limit_ns = l;
-                }
+            let plan = experiments::plan_of(name, &o).map_err(&at)?;
+            for (v, spec) in plan.specs() {
                 let (k, p) = (&spec.kernel, &spec.patches);
                 let mut variant = format!("#{v} {k}");
                 if !p.is_empty() {
@@ -270,22 +280,22 @@ pub fn parse_grid(text: &str, origin: &str) -> Result<Vec<GridRun>, String> {
                 }
                 out.push(GridRun {
                     index: out.len(),
-                    group: format!("experiment {}", exp.name),
+                    group: format!("experiment {}", plan.experiment),
                     variant,
-                    experiment: Some(exp.name.to_string()),
+                    experiment: Some(plan.experiment.clone()),
                     spec,
                 });
             }
             continue;
         }
-        if e.kernel.is_some() {
+        if kernel.is_some() {
             return Err(at("kernel = NAME is for experiments; use kernels = [...]".into()));
         }
-        let kernels = e.kernels.clone().unwrap_or_else(|| g.kernels.clone());
-        let base = match (&e.workload, &e.scenario) {
+        let kernels = kernels.unwrap_or_else(|| top_kernels.clone());
+        let mut base = match (&workload, &scenario) {
             (Some(w), _) => {
-                if !run::WORKLOADS.iter().any(|(n, _)| n == w) {
-                    let names: Vec<&str> = run::WORKLOADS.iter().map(|(n, _)| *n).collect();
+                if !crate::workload::WORKLOADS.iter().any(|(n, _)| n == w) {
+                    let names: Vec<&str> = crate::workload::WORKLOADS.iter().map(|(n, _)| *n).collect();
                     return Err(at(format!("unknown workload '{w}' (expected one of: {})", names.join(", "))));
                 }
                 RunSpec::new(w)
@@ -293,14 +303,15 @@ pub fn parse_grid(text: &str, origin: &str) -> Result<Vec<GridRun>, String> {
             (None, Some(sc)) if sc.ends_with(".toml") => {
                 let dir = Path::new(origin).parent().unwrap_or(Path::new(""));
                 let path = dir.join(sc);
-                let t = crate::run::read_input_file(&path, "scenario file").map_err(&at)?;
-                crate::cli::scenario::parse(&t, &path.display().to_string())?
+                let t = crate::input::read_input_file(&path, "scenario file").map_err(&at)?;
+                crate::spec::scenario::parse(&t, &path.display().to_string())?
             }
-            (None, Some(sc)) => crate::cli::scenario::builtin(sc).map_err(&at)?,
+            (None, Some(sc)) => crate::spec::scenario::builtin(sc).map_err(&at)?,
             _ => unreachable!("exactly one chosen"),
         };
+        apply(&mut base)?;
         let kernels = if kernels.is_empty() { vec![base.kernel.clone()] } else { kernels };
-        let machines = e.machines.clone().unwrap_or_else(|| g.machines.clone());
+        let machines = machines.unwrap_or_else(|| top_machines.clone());
         let machines = if machines.is_empty() { vec![base.machine.clone()] } else { machines };
         // The grid's size before it is expanded: kernels x machines x parameter values x seeds.
         let size = params
@@ -332,23 +343,8 @@ pub fn parse_grid(text: &str, origin: &str) -> Result<Vec<GridRun>, String> {
         for m in &machines {
             for combo in &combos {
                 let mut s0 = base.clone();
-                if *m != s0.machine {
-                    // The scenario's idle-state choices were for its own machine.
-                    s0.idle_states.clear();
-                    s0.machine = m.clone();
-                }
-                let mut pairs = s0.params.pairs().to_vec();
-                pairs.extend(combo.iter().cloned());
-                s0.params = Params::from_pairs(pairs, "params");
-                if background.is_some() {
-                    s0.background = background.clone();
-                }
-                if preempt.is_some() {
-                    s0.preempt = preempt.clone();
-                }
-                if let Some(l) = limit_ns {
-                    s0.limit_ns = l;
-                }
+                s0.set("machine", m)?;
+                s0.add_params(combo, "params");
                 let ptext: Vec<String> = s0.params.pairs().iter().map(|(k, v)| format!("{k}={v}")).collect();
                 let mut group = format!("{} {} on {}", s0.workload, ptext.join(" "), s0.machine);
                 if let Some(b) = &s0.background {
@@ -364,12 +360,12 @@ pub fn parse_grid(text: &str, origin: &str) -> Result<Vec<GridRun>, String> {
                 };
                 run::machine(&s0.machine).map_err(line_naming(m))?;
                 for k in &kernels {
-                    let (name, patches) = split_kernel(k);
-                    crate::linux::KernelConfig::resolve(&name, &patches, 250).map_err(line_naming(k))?;
+                    let (name, patches) = crate::linux::config::split_kernel_spec(k).map_err(line_naming(k))?;
+                    crate::linux::KernelConfig::resolve(name, &patches.join(","), 250).map_err(line_naming(k))?;
                     let mut s = s0.clone();
-                    s.kernel = name;
+                    s.set("kernel", name)?;
                     if !patches.is_empty() {
-                        s.patches = if s.patches.is_empty() { patches } else { format!("{},{patches}", s.patches) };
+                        s.set("patch", &patches.join(","))?;
                     }
                     // Bad kernels, patches, machines or parameters fail here, before anything runs.
                     run::build(&s).map_err(|er| at(format!("{} on {} ({k}): {er}", s.workload, s.machine)))?;
@@ -400,40 +396,19 @@ pub fn parse_grid(text: &str, origin: &str) -> Result<Vec<GridRun>, String> {
     Ok(out)
 }
 
-/// The most seeds per [[run]] (as `--runs`).
-pub const MAX_SEEDS: usize = 1000;
 /// The most runs a grid may expand to.
 pub const MAX_GRID_RUNS: usize = 100_000;
 
 /// Read and expand a grid file.
 pub fn load_grid(path: &Path) -> Result<Vec<GridRun>, String> {
-    let text = crate::run::read_input_file(path, "grid file")?;
+    let text = crate::input::read_input_file(path, "grid file")?;
     parse_grid(&text, &path.display().to_string())
 }
 
 /// The workload's primary figure: (name, unit, lower is better, value).
 pub fn primary_metric(r: &RunResult) -> (&'static str, &'static str, bool, f64) {
-    match &r.workload {
-        Workload::Ipistorm(w) => ("time", "ms", true, w.total_ns() as f64 / 1e6),
-        Workload::Schbench(w) => {
-            ("p99_wakeup", "us", true, w.final_hist.as_ref().map_or(0, |h| h.percentile(990)) as f64)
-        }
-        Workload::Spinners(w) => ("time_to_fill", "ms", true, w.time_to_fill_ns().unwrap_or(r.sim_ns) as f64 / 1e6),
-        Workload::Nanosleep(_) => ("newidle_time", "ms", true, r.stats.newidle_ns as f64 / 1e6),
-        Workload::RtPush(w) => ("wakeup_to_run", "ms", true, w.wakeup_to_run_ns().unwrap_or(r.sim_ns) as f64 / 1e6),
-        Workload::Hackbench(w) => ("time", "ms", true, w.time_us().map_or(r.sim_ns / 1000, |t| t) as f64 / 1e3),
-        Workload::PipePair(w) => ("time", "ms", true, w.elapsed_ns().unwrap_or(r.sim_ns) as f64 / 1e6),
-        Workload::RtApp(w) => {
-            let rows: Vec<_> = w.threads.iter().flat_map(|t| t.rows.iter()).collect();
-            (
-                "wakeup_latency",
-                "ms",
-                true,
-                rows.iter().map(|r| r.wu_lat as f64).sum::<f64>() / rows.len().max(1) as f64 / 1e3,
-            )
-        }
-        Workload::Idle => ("time", "ms", true, r.sim_ns as f64 / 1e6),
-    }
+    let m = r.workload.metric(&r.facts());
+    (m.name, m.unit, m.lower_is_better, m.value)
 }
 
 /// The JSON line of a finished run (without the trailing newline).
@@ -446,7 +421,7 @@ pub fn run_line(run: &GridRun, r: &RunResult) -> String {
         "variant": run.variant,
         "spec": run.describe(),
         "metric": {"name": name, "unit": unit, "lower_is_better": lower, "value": value},
-        "result": crate::cli::run_json(&run.spec, r),
+        "result": crate::output::run_json(&run.spec, r),
     });
     v.to_string()
 }
@@ -520,7 +495,7 @@ pub fn sweep(runs: &[GridRun], out: &Path, o: &SweepOpts) -> Result<SweepSummary
     let next = std::sync::atomic::AtomicUsize::new(0);
     let failed: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
     let jobs = o.jobs.max(1).min(todo.len());
-    experiments::RUNS_QUEUED.fetch_add(todo.len(), std::sync::atomic::Ordering::Relaxed);
+    run::RUNS_QUEUED.fetch_add(todo.len(), std::sync::atomic::Ordering::Relaxed);
     std::thread::scope(|sc| {
         for _ in 0..jobs {
             sc.spawn(|| loop {
@@ -537,7 +512,7 @@ pub fn sweep(runs: &[GridRun], out: &Path, o: &SweepOpts) -> Result<SweepSummary
                         .and_then(|_| f.flush())
                         .map_err(|e| format!("cannot write {}: {e}", out.display()))
                 });
-                experiments::RUNS_DONE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                run::RUNS_DONE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 if let Err(e) = res {
                     let mut fl = failed.lock().expect("no panics hold the lock");
                     fl.get_or_insert(format!(
@@ -646,14 +621,14 @@ pub fn merge(lines: &[Value]) -> Vec<MergedGroup> {
         for (name, ls) in &vars {
             let vals: Vec<f64> = ls.iter().map(|l| num(&l["metric"]["value"])).collect();
             let (mean, stddev) = report::mean_stddev(&vals);
-            let spec = &ls[0]["spec"];
-            let patches = spec["patches"].as_str().unwrap_or("");
+            // The patch deltas of the row's kernel, as its label prints them ("v6.10 +ID -ID").
+            let label = ls[0]["result"]["kernel"].as_str().unwrap_or("");
             let mut extra = serde_json::Map::new();
             extra.insert("samples".into(), json!(vals));
             rows.push(CompareRow {
                 variant: name.clone(),
                 kernel: ls[0]["result"]["kernel"].as_str().unwrap_or("").to_string(),
-                patches: patches.split(',').filter(|p| !p.is_empty()).map(str::to_string).collect(),
+                patches: label.split_whitespace().skip(1).map(str::to_string).collect(),
                 runs: ls.len(),
                 mean,
                 stddev,
@@ -697,6 +672,7 @@ pub fn merge(lines: &[Value]) -> Vec<MergedGroup> {
             metric,
             unit: m["unit"].as_str().unwrap_or("").to_string(),
             lower_is_better: m["lower_is_better"].as_bool().unwrap_or(true),
+            statistic: crate::report::MMTESTS_AMEAN.into(),
             rows,
             title: g.clone(),
             notes: Vec::new(),
@@ -773,10 +749,11 @@ mod tests {
         // Found by the mutation fuzz of tests/fuzz_corpus.rs: a huge seed count allocated
         // until memory ran out (or overflowed a Vec's capacity).
         for (extra, want) in [
-            ("seeds = 18446744073709551615\n", "seeds = 18446744073709551615 is out of range (1..=1000)"),
+            ("seeds = 18446744073709551615\n", "g.toml:1: a number is out of range"),
             ("seeds = 1001\n", "is out of range (1..=1000)"),
-            ("seeds = 2\nfirst_seed = 18446744073709551615\n", "overflow 64 bits"),
-            ("limit_ms = 18446744073709551615\n", "limit_ms = 18446744073709551615 is out of range"),
+            ("seeds = 2\nfirst_seed = 18446744073709551615\n", "g.toml:2: a number is out of range"),
+            ("limit_ms = 18446744073709551615\n", "g.toml:1: a number is out of range"),
+            ("limit_ms = 3600001\n", "limit_ms = 3600001 is out of range"),
         ] {
             let e = parse_grid(&format!("{extra}{base}"), "g.toml").unwrap_err();
             assert!(e.contains(want), "{extra}: {e}");
@@ -798,15 +775,6 @@ mod tests {
         for bad in ["3/3", "1", "a/2", "0/0", "-1/2"] {
             assert!(Shard::parse(bad).is_err(), "{bad}");
         }
-    }
-
-    #[test]
-    fn kernel_specs_split() {
-        assert_eq!(split_kernel("v6.10"), ("v6.10".into(), "".into()));
-        assert_eq!(
-            split_kernel("v6.10+3dcac251b066-b2a02fc43a1f"),
-            ("v6.10".into(), "+3dcac251b066,-b2a02fc43a1f".into())
-        );
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //! task and pushes it away.
 
 use schedsim::linux::kernel::sched::fair::{sched_balance_rq, CpuIdleType};
-use schedsim::run::{build, RunSpec};
+use schedsim::run::build;
+use schedsim::spec::RunSpec;
 use schedsim::trace::Event;
 use schedsim::workload::params::Params;
 

@@ -4,7 +4,8 @@
 
 mod support;
 
-use schedsim::run::{execute, trace_hash, RunResult, RunSpec};
+use schedsim::run::{execute, trace_hash, RunResult};
+use schedsim::spec::RunSpec;
 use schedsim::trace::Event;
 use support::*;
 

@@ -310,3 +310,45 @@ fn the_builtin_ipistorm_on_a_small_machine_says_how_to_fit_it() {
         &["cpulist='8'", "CPU 8 out of range", "give cpulist= (and offset=) naming CPUs this machine has"],
     );
 }
+
+#[test]
+fn a_machine_file_is_read_and_its_errors_name_it() {
+    let dir = std::env::temp_dir().join(format!("schedsim-machine-file-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // A preset's text, renamed and with one cost changed, is a valid machine file.
+    let text = schedsim::hw::preset_text("smp-4").unwrap().replace("name = \"smp-4\"", "name = \"my-4\"");
+    let good = dir.join("my-4.toml");
+    std::fs::write(&good, &text).unwrap();
+    let m = schedsim::run::machine(good.to_str().unwrap()).unwrap();
+    assert_eq!(m.name, "my-4");
+    assert_eq!(m.topo.nr_cpus, schedsim::run::machine("smp-4").unwrap().topo.nr_cpus);
+    // A bad value: the error names the file and the line.
+    let bad = dir.join("bad.toml");
+    std::fs::write(&bad, text.replace("hz = 250", "hz = 123")).unwrap();
+    let e = schedsim::run::machine(bad.to_str().unwrap()).unwrap_err();
+    let line = text.lines().position(|l| l.starts_with("hz = ")).unwrap() + 1;
+    assert!(e.starts_with(&format!("{}:{line}: hz = 123", bad.display())), "{e}");
+    // A missing file, and a name that is neither a preset nor a .toml path.
+    let e = schedsim::run::machine(dir.join("none.toml").to_str().unwrap()).unwrap_err();
+    assert!(e.starts_with("cannot read machine file"), "{e}");
+    assert!(schedsim::run::machine("smp-5").unwrap_err().contains("known presets: epyc-7763-2s"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Issue 35: a machine file with the haltpoll governor and only a POLL state indexed a second
+/// state that was not there (162 fuzzed machine files panicked in cpuidle). Refused with the
+/// line of `governor`.
+#[test]
+fn a_haltpoll_machine_with_only_poll_is_refused() {
+    let text = schedsim::hw::preset_text("smp-4").unwrap();
+    let first = text.find("[[idle_state]]").unwrap();
+    let second = text[first + 1..].find("[[idle_state]]").unwrap() + first + 1;
+    let text = text[..second].replace("name = \"smp-4\"", "name = \"h\"\ngovernor = \"haltpoll\"");
+    let line = text.lines().position(|l| l.starts_with("governor")).unwrap() + 1;
+    let f = tmp("haltpoll-poll-only.toml", &text);
+    let f = f.to_str().unwrap();
+    rejected(
+        &["run", "idle", "--machine", f, "--limit-ms", "10"],
+        &[&format!("{f}:{line}: governor = \"haltpoll\" needs exactly two idle states")],
+    );
+}

@@ -5,7 +5,8 @@
 mod support;
 
 use schedsim::linux::check::Rule;
-use schedsim::run::{execute, RunResult, RunSpec};
+use schedsim::run::{execute, RunResult};
+use schedsim::spec::RunSpec;
 use schedsim::trace::WarnSite;
 use support::*;
 
@@ -55,8 +56,9 @@ fn warn_rule_reports_every_modelled_warn_on() {
 
 /// `schbench -m 2 -t 16 -r 1` on the 32-vCPU Ice Lake VM of the d6962c4fe8f9 experiment, quiet.
 fn schbench_ttwu(kernel: &str, seed: u64) -> RunSpec {
-    let mut s =
-        schedsim::experiments::schbench_ttwu::spec(kernel, "", seed, &[("args".into(), "-m 2 -t 16 -r 1 -w 0".into())]);
+    let mut s = schedsim::experiments::schbench_ttwu::spec(kernel, "");
+    s.seed = seed;
+    s.params.set("args".into(), "-m 2 -t 16 -r 1 -w 0".into());
     s.background = Some("none".into());
     s
 }
@@ -101,7 +103,7 @@ use schedsim::linux::kernel::sched::core::raw_spin_rq_lock;
 use schedsim::linux::Kernel;
 
 /// Four spinners on smp-4 (quiet), checks on, run for `ms`.
-fn spinning(ms: u64) -> Kernel {
+fn spinning(ms: u64) -> schedsim::run::RunWorld {
     let mut k =
         schedsim::run::build(&spinners_spec("smp-4", "v6.10", "", 4, "0", 50, Some(false), false)).expect("valid spec");
     k.enable_checks();

@@ -2,7 +2,8 @@
 //! ranking of the "busiest CPUs" table, schbench's unit in `compare`, and the sched-feature
 //! table reaching the fair class (and refusing what the model does not read).
 
-use schedsim::run::{execute, trace_hash, RunSpec};
+use schedsim::run::{execute, trace_hash};
+use schedsim::spec::RunSpec;
 use schedsim::workload::params::Params;
 use std::process::Command;
 
@@ -38,7 +39,7 @@ fn compare_labels_schbench_in_microseconds() {
     let (code, out, err) =
         schedsim(&["compare", "schbench", "--runs", "1", "--kernels", "v6.10", "--", "-m", "1", "-t", "2", "-r", "1"]);
     assert_eq!(code, 0, "{err}");
-    assert!(out.contains("wakeup p99(us)"), "{out}");
+    assert!(out.contains("p99_wakeup(us)"), "{out}");
     assert!(!out.contains("time(ms)"), "{out}");
 }
 

@@ -1,4 +1,4 @@
-//! The determinism contract (ARCHITECTURE.md, "Architecture invariants"): a run is a function of its spec.
+//! The determinism contract (ARCHITECTURE.md, "Rules"): a run is a function of its spec.
 //! The same seed gives the same trace and counters; another seed shifts the hardware jitter
 //! and the boot phase, so the trace and the total time differ.
 

@@ -1,7 +1,8 @@
 //! Determinism across the balancing, nohz, softirq, RT-softirq, sleep and IPC paths: the same
 //! spec gives a bit-identical trace; another seed gives a different one.
 
-use schedsim::run::{execute, trace_hash, RunSpec};
+use schedsim::run::{execute, trace_hash};
+use schedsim::spec::RunSpec;
 use schedsim::workload::params::Params;
 
 fn spec(workload: &str, machine: &str, kernel: &str, params: &[(&str, &str)], seed: u64, rt: bool) -> RunSpec {

@@ -1,10 +1,11 @@
-//! The executor's frames (ARCHITECTURE.md, "The executor"): a CPU's running frame lives in its
+//! The executor's frames (docs/design.md, "The executor"): a CPU's running frame lives in its
 //! slot of `engine::TopFrames` and the frames below it in `Exec::stack`, and a context switch
 //! is completed by the executor after the switch step. Between actions, every CPU's frames
 //! must be whole.
 
 use schedsim::linux::engine::{cpu_frames, Frame, Phase};
-use schedsim::run::{build, RunSpec};
+use schedsim::run::build;
+use schedsim::spec::RunSpec;
 use schedsim::workload::params::Params;
 
 /// Between actions: each CPU's running task has no saved frames left (they are the CPU's),
@@ -21,7 +22,7 @@ fn frames_stay_whole_across_context_switches() {
     let mut k = build(&s).expect("valid spec");
     assert_eq!(k.tops.len(), k.cpus.len());
     let (mut t, mut switched_out) = (0, 0);
-    while !k.finished && t < 1_000_000_000 {
+    while !k.finished() && t < 1_000_000_000 {
         t += 20_000;
         k.run(t);
         let mut curr = vec![false; k.tasks.len()];
@@ -43,6 +44,6 @@ fn frames_stay_whole_across_context_switches() {
             }
         }
     }
-    assert!(k.finished, "hackbench did not finish");
+    assert!(k.finished(), "hackbench did not finish");
     assert!(switched_out > 0, "no task was seen switched out");
 }

@@ -3,7 +3,8 @@
 // finding's replay token reproduces it byte for byte; the report does not depend on --jobs.
 
 use schedsim::explore::{self, strategy::Kind, Options, Perturbation, Report};
-use schedsim::run::{execute, trace_hash, RunSpec};
+use schedsim::run::{execute, trace_hash};
+use schedsim::spec::RunSpec;
 use schedsim::workload::params::Params;
 
 /// `schedsim reproduce rt-warn` made small: PREEMPT_RT, four spinners started on CPU 1 of a
@@ -182,4 +183,33 @@ fn reverted_82c65d60d644_is_found_and_v6_10_is_clean() {
     let r = explore::explore(&pingpong_spec(""), &opts(Kind::Random, 16)).unwrap();
     let rules: Vec<&str> = r.found.iter().map(|f| f.finding.rule.as_str()).collect();
     assert!(rules.is_empty(), "{rules:?}");
+}
+
+/// `explore --json`: each finding carries its rule, instant, CPU, replay token and the `run`
+/// line that replays it (which reads back as the spec with that perturbation and the checkers
+/// on), and its trace hash; the document is the same for any `--jobs`.
+#[test]
+fn explore_json_carries_each_finding_and_its_replay() {
+    let buggy = rt_spec("+ea9cffc0a154");
+    let o = opts(Kind::Random, 6);
+    let r = explore::explore(&buggy, &o).unwrap();
+    let d = schedsim::cli::explore::report_json(&buggy, &o, &r);
+    let found = d["findings"].as_array().expect("findings");
+    assert_eq!(found.len(), r.found.len());
+    assert!(!found.is_empty());
+    for (j, f) in found.iter().zip(&r.found) {
+        assert_eq!(j["rule"], f.finding.rule.as_str());
+        assert_eq!(j["time_ns"], f.finding.time_ns);
+        assert_eq!(j["cpu"], f.finding.cpu);
+        assert_eq!(j["trace_hash"], format!("{:016x}", f.trace_hash));
+        let token = j["replay_token"].as_str().unwrap();
+        assert_eq!(Perturbation::parse(token).unwrap(), f.perturbation);
+        let line = j["replay_command"].as_str().unwrap();
+        let mut words = schedsim::spec::shell_split(line).unwrap();
+        assert_eq!(words.remove(0), "schedsim");
+        let back = schedsim::cli::parse_run_line(&words).unwrap();
+        assert_eq!(back, RunSpec { check: true, replay: Some(f.perturbation.clone()), ..buggy.clone() });
+    }
+    let one = explore::explore(&buggy, &Options { jobs: 1, ..o.clone() }).unwrap();
+    assert_eq!(schedsim::cli::explore::report_json(&buggy, &o, &one), d);
 }

@@ -11,7 +11,7 @@
 
 mod support;
 
-use schedsim::linux::{Kernel, TaskId};
+use schedsim::linux::TaskId;
 use schedsim::run::build;
 use schedsim::sim::Time;
 use schedsim::trace::Event;
@@ -21,7 +21,7 @@ const TICK: Time = 4_000_000;
 const DURATION_MS: u64 = 100;
 
 struct TwoOnOne {
-    k: Kernel,
+    k: schedsim::run::RunWorld,
     tasks: [TaskId; 2],
     pids: [u32; 2],
     /// (time, prev pid, next pid) of every switch on CPU 0 after the start.
@@ -33,7 +33,7 @@ struct TwoOnOne {
 fn two_on_one(kernel: &str) -> TwoOnOne {
     let spec = spinners_spec("smp-4", kernel, "", 2, "0", DURATION_MS, None, true);
     let mut k = build(&spec).expect("valid spec");
-    let tasks: [TaskId; 2] = match &k.wl {
+    let tasks: [TaskId; 2] = match &k.progs.workload {
         schedsim::workload::Workload::Spinners(w) => [w.threads[0], w.threads[1]],
         _ => unreachable!(),
     };
@@ -48,7 +48,7 @@ fn two_on_one(kernel: &str) -> TwoOnOne {
     let from = k.trace.records.len();
     let end = k.now + DURATION_MS * 1_000_000 + TICK;
     run_until(&mut k, end);
-    assert!(k.finished, "{kernel}: the spinners did not finish");
+    assert!(k.finished(), "{kernel}: the spinners did not finish");
     let switches = k.trace.records[from..]
         .iter()
         .filter_map(|r| match r.event {
@@ -57,7 +57,7 @@ fn two_on_one(kernel: &str) -> TwoOnOne {
         })
         .collect();
     let pids = [pid_of(&k, tasks[0]), pid_of(&k, tasks[1])];
-    let end_ns = match &k.wl {
+    let end_ns = match &k.progs.workload {
         schedsim::workload::Workload::Spinners(w) => w.start_ns + w.duration_ns,
         _ => unreachable!(),
     };

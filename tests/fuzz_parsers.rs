@@ -8,7 +8,8 @@
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
-use schedsim::run::{self, RunSpec};
+use schedsim::run;
+use schedsim::spec::RunSpec;
 use schedsim::workload::params::Params;
 
 fn cases(default: u32) -> u32 {
@@ -218,7 +219,7 @@ fn random_scenario_files_never_panic() {
                 .collect();
             let text =
                 format!("{}\n[params]\n{}\n[idle_states]\n{}\n", lines.join("\n"), params.join("\n"), idle.join("\n"));
-            if let Ok(s) = schedsim::cli::scenario::parse(&text, "fuzz.toml") {
+            if let Ok(s) = schedsim::spec::scenario::parse(&text, "fuzz.toml") {
                 if run::build(&s).is_ok() {
                     run_briefly(&s);
                 }

@@ -7,8 +7,8 @@
 use schedsim::linux::fs::Fd;
 use schedsim::linux::kernel::sched::WF_SYNC;
 use schedsim::linux::net::unix::{unix_skb_truesize, SK_WMEM_MAX};
-use schedsim::linux::Kernel;
-use schedsim::run::{build, execute, RunResult, RunSpec};
+use schedsim::run::{build, execute, RunResult};
+use schedsim::spec::RunSpec;
 use schedsim::workload::hackbench::Hackbench;
 use schedsim::workload::params::Params;
 use schedsim::workload::Workload;
@@ -31,8 +31,8 @@ fn hb(r: &RunResult) -> &Hackbench {
     }
 }
 
-fn hb_of(k: &Kernel) -> &Hackbench {
-    match &k.wl {
+fn hb_of(k: &schedsim::run::RunWorld) -> &Hackbench {
+    match &k.progs.workload {
         Workload::Hackbench(w) => w,
         other => panic!("not a hackbench run: {other:?}"),
     }
@@ -45,10 +45,10 @@ fn run(tool: &str, args: &str) -> RunResult {
 }
 
 /// Build and run a kernel, keeping it for inspection of the IPC objects.
-fn run_kernel(tool: &str, args: &str) -> Kernel {
+fn run_kernel(tool: &str, args: &str) -> schedsim::run::RunWorld {
     let mut k = build(&spec(tool, args)).unwrap_or_else(|e| panic!("{tool} {args}: {e}"));
     k.run(LIMIT_NS);
-    assert!(k.finished, "{tool} {args}: did not finish");
+    assert!(k.finished(), "{tool} {args}: did not finish");
     k
 }
 

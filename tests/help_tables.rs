@@ -3,10 +3,11 @@
 //! reference tables (between its `<!-- tables -->` markers), and the commands README says take
 //! `--json`.
 
-use schedsim::cli::{readme_tables, scenario};
+use schedsim::cli::readme_tables;
 use schedsim::experiments::EXPERIMENTS;
 use schedsim::linux::kernel::sched::features::SCHED_FEATURES;
 use schedsim::linux::patches::KERNELS;
+use schedsim::spec::scenario;
 use std::process::Command;
 
 fn help(args: &[&str]) -> String {

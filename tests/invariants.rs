@@ -3,7 +3,8 @@
 //! runqueue's counts match the tasks queued on it).
 
 use proptest::prelude::*;
-use schedsim::run::{build, RunSpec};
+use schedsim::run::build;
+use schedsim::spec::RunSpec;
 use schedsim::workload::params::Params;
 
 fn spec(workload: u8, kernel: u8, seed: u64) -> RunSpec {
@@ -35,7 +36,7 @@ proptest! {
         // Check every 0.25 ms of simulated time (every 20 us for the 2 ms rt-push case).
         let step = if workload == 3 { 20_000u64 } else { 250_000u64 };
         let mut t = 0;
-        while !k.finished && t < 8_000_000_000 {
+        while !k.finished() && t < 8_000_000_000 {
             t += step;
             k.run(t);
             checks += 1;
@@ -46,7 +47,7 @@ proptest! {
                 break;
             }
         }
-        prop_assert!(k.finished, "{} seed {seed}: did not finish after {checks} checks", s.workload);
+        prop_assert!(k.finished(), "{} seed {seed}: did not finish after {checks} checks", s.workload);
         prop_assert!(checks > 10);
     }
 }

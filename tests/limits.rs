@@ -1,10 +1,12 @@
 //! The memory limit: the estimate `run::build` checks before it allocates a run
-//! (`workload::params::estimate_memory`) against the heap a run really reaches, counted by
+//! (`schedsim::limits::estimate_memory`) against the heap a run really reaches, counted by
 //! this test binary's allocator, and the limit's answers at the sizes issue 15 and 16 name
 //! (a million spinners pass it; a million schbench workers are refused).
 
-use schedsim::run::{self, RunSpec};
-use schedsim::workload::params::{self, Params, MAX_MEMORY_BYTES};
+use schedsim::limits::{self as params, MAX_MEMORY_BYTES};
+use schedsim::run;
+use schedsim::spec::RunSpec;
+use schedsim::workload::params::Params;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
@@ -44,7 +46,7 @@ fn spec(workload: &str, machine: &str, params: &[&str]) -> RunSpec {
 fn measure(s: &RunSpec) -> (u64, u64) {
     let k = run::build(s).expect("builds");
     let nr = k.m.topo.nr_cpus;
-    let (tasks, bytes, _) = k.wl.planned_size(nr);
+    let (tasks, bytes, _) = k.progs.workload.planned_size(nr);
     drop(k);
     let before = IN_USE.load(Relaxed);
     PEAK.store(before, Relaxed);

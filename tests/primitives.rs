@@ -20,14 +20,14 @@ use schedsim::trace::{flags, Event, Sym, Vector};
 use support::*;
 
 /// A freshly booted smp-4 kernel running nothing (no step has run yet: no CPU watches a line).
-fn fresh(patches: &str) -> Kernel {
+fn fresh(patches: &str) -> schedsim::run::RunWorld {
     let mut k = build(&idle_spec("smp-4", "v6.10", patches)).expect("valid spec");
     k.trace.enabled = true;
     k
 }
 
 /// An smp-4 kernel whose CPUs have idled for 2 ms and sit in their idle states.
-fn settled(c2: bool) -> Kernel {
+fn settled(c2: bool) -> schedsim::run::RunWorld {
     let mut spec = idle_spec("smp-4", "v6.10", "");
     spec.idle_states = vec![("C2".into(), c2)];
     let mut k = build(&spec).expect("valid spec");
@@ -440,7 +440,7 @@ fn ipi_arriving_with_irqs_off_is_latched_and_taken_later() {
                 latch_kept &= c.x.pending != 0 && !handler_running;
             }
         },
-        |k| k.finished,
+        |k| k.finished(),
     );
     assert_eq!(st, Stop::Pred, "the workload did not finish");
     assert_eq!(ipistorm_of(&k).calls(), 200);

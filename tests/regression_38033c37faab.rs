@@ -10,7 +10,8 @@ mod support;
 
 use schedsim::linux::engine::{cpu_frames, Frame};
 use schedsim::linux::kernel::sched::fair::IdleBalanceAt;
-use schedsim::run::{build, RunSpec};
+use schedsim::run::build;
+use schedsim::spec::RunSpec;
 use schedsim::workload::params::Params;
 use support::*;
 
@@ -30,7 +31,7 @@ fn observe(kernel: &str, patches: &str) -> (u64, u64, u64, u64) {
     let mut k = build(&hackbench(kernel, patches)).unwrap();
     no_run_ahead(&mut k);
     let (mut modern, mut old, mut irqs_on_walks, mut not_from_schedule) = (0, 0, 0, 0);
-    while !k.finished && step_one(&mut k, u64::MAX) {
+    while !k.finished() && step_one(&mut k, u64::MAX) {
         for c in 0..k.m.topo.nr_cpus as usize {
             let st = &cpu_frames(&k, c);
             if st.iter().any(|f| matches!(f, Frame::NewidleBalance(_))) {
@@ -46,7 +47,7 @@ fn observe(kernel: &str, patches: &str) -> (u64, u64, u64, u64) {
             }
         }
     }
-    assert!(k.finished, "{kernel} {patches}: hackbench finished");
+    assert!(k.finished(), "{kernel} {patches}: hackbench finished");
     (modern, old, irqs_on_walks, not_from_schedule)
 }
 

@@ -17,7 +17,6 @@ mod support;
 
 use schedsim::linux::engine::Frame;
 use schedsim::linux::kernel::softirq::{do_softirq_post_smp_call_flush, SCHED_SOFTIRQ, TIMER_SOFTIRQ};
-use schedsim::linux::Kernel;
 use schedsim::run::{build, RunResult};
 use schedsim::trace::{flags, Event, Sym, WarnSite};
 use support::*;
@@ -98,7 +97,7 @@ fn non_rt_never_warns_there() {
 // do_softirq_post_smp_call_flush() on RT
 // ---------------------------------------------------------------------------------------
 
-fn rt_kernel(patches: &str) -> Kernel {
+fn rt_kernel(patches: &str) -> schedsim::run::RunWorld {
     let mut spec = idle_spec("smp-4", "v6.10", patches);
     spec.preempt_rt = true;
     build(&spec).expect("valid spec")

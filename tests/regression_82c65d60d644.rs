@@ -61,7 +61,7 @@ fn without_the_fix_an_elided_ipi_strands_a_call_on_a_sleeping_cpu() {
 
 /// The pinned pipe ping-pong across the two LLCs of smp-4 (wakeups go through the wakelist).
 fn pingpong(patches: &str) -> RunResult {
-    let mut s = schedsim::run::RunSpec::new("pingpong");
+    let mut s = schedsim::spec::RunSpec::new("pingpong");
     s.background = Some("none".into());
     s.machine = "smp-4".into();
     s.kernel = "v6.10".into();

@@ -56,7 +56,7 @@ fn with_the_patch_calls_to_a_polling_idle_cpu_avoid_ipis() {
                 }
             }
         },
-        |k| k.finished,
+        |k| k.finished(),
     );
     assert_eq!(st, Stop::Pred);
     let w = ipistorm_of(&k);

@@ -10,7 +10,8 @@
 
 mod support;
 
-use schedsim::run::{execute, RunSpec};
+use schedsim::run::execute;
+use schedsim::spec::RunSpec;
 use schedsim::workload::Workload;
 
 fn run(kernel: &str, patches: &str) -> (u64, u64, Option<u32>) {

@@ -31,7 +31,7 @@ const WINDOW_LIMIT_NS: Time = 1_000_000;
 /// An smp-4 kernel of the idle workload run up to 10 ms: every CPU sits in an idle state with
 /// its tick stopped (the queue runs dry before that, so the clock stays at the last event).
 /// Every timed step is its own action from here on.
-fn settled(kernel: &str, c2: bool) -> Kernel {
+fn settled(kernel: &str, c2: bool) -> schedsim::run::RunWorld {
     let mut spec = idle_spec("smp-4", kernel, "");
     spec.idle_states = vec![("C2".into(), c2)];
     let mut k = build(&spec).expect("valid spec");

@@ -21,7 +21,6 @@ use schedsim::linux::kernel::sched::core::nohz_csd_func;
 use schedsim::linux::kernel::sched::{NOHZ_BALANCE_KICK, NOHZ_STATS_KICK};
 use schedsim::linux::kernel::softirq::{raise_softirq_irqoff, SCHED_SOFTIRQ};
 use schedsim::linux::preempt::HARDIRQ_OFFSET;
-use schedsim::linux::Kernel;
 use schedsim::run::{build, RunResult};
 use schedsim::trace::{flags, Event};
 use support::*;
@@ -98,7 +97,7 @@ fn v6_13_sched_softirq_runs_in_the_idle_task_and_ksoftirqd_sleeps() {
 // nohz_csd_func() and the generic raise
 // ---------------------------------------------------------------------------------------
 
-fn kicked(patches: &str) -> Kernel {
+fn kicked(patches: &str) -> schedsim::run::RunWorld {
     let mut k = build(&idle_spec("smp-4", "v6.10", patches)).expect("valid spec");
     run_until(&mut k, 10_000_000);
     k.cpus[ILB_CPU as usize].rq.nohz_flags = NOHZ_STATS_KICK | NOHZ_BALANCE_KICK;

@@ -186,7 +186,7 @@ fn patch_1_alone_an_ilb_cpu_made_busy_by_ksoftirqd_is_skipped_by_its_own_pass() 
 // ---------------------------------------------------------------------------------------
 
 /// An smp-4 kernel whose CPUs idle; CPU 1 holds a kick.
-fn kicked(patches: &str) -> Kernel {
+fn kicked(patches: &str) -> schedsim::run::RunWorld {
     let mut k = build(&idle_spec("smp-4", "v6.10", patches)).expect("valid spec");
     run_until(&mut k, 10_000_000);
     assert!(idle_cpu(&k, ILB_CPU));

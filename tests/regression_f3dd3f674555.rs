@@ -24,7 +24,7 @@ const WAKER: CpuId = 0;
 const SAME_LLC: CpuId = 1;
 const OTHER_LLC: CpuId = 2;
 
-fn settled(patches: &str) -> Kernel {
+fn settled(patches: &str) -> schedsim::run::RunWorld {
     let mut k = build(&idle_spec("smp-4", "v6.10", patches)).expect("valid spec");
     k.trace.enabled = true;
     run_until(&mut k, 10_000_000);

@@ -20,7 +20,6 @@ mod support;
 use schedsim::linux::engine::Next;
 use schedsim::linux::kernel::sched::fair::{sched_balance_softirq, SchedBalanceSoftirq};
 use schedsim::linux::kernel::sched::{idle_cpu, NOHZ_BALANCE_KICK, NOHZ_STATS_KICK, TIF_NEED_RESCHED};
-use schedsim::linux::Kernel;
 use schedsim::run::{build, RunResult};
 use schedsim::trace::flags;
 use support::*;
@@ -75,7 +74,7 @@ fn with_the_patch_the_pass_runs_and_fills_the_idle_cpus() {
 /// in `nohz.idle_cpus_mask`), as after a kick. `nr`: NEED_RESCHED on CPU 1's idle task;
 /// `pending`: a wakeup queued on CPU 1 (`ttwu_pending`). Returns (passes, aborts).
 fn one_pass(patches: &str, nr: bool, pending: bool) -> (u64, u64) {
-    let mut k: Kernel = build(&idle_spec("smp-4", "v6.10", patches)).expect("valid spec");
+    let mut k = build(&idle_spec("smp-4", "v6.10", patches)).expect("valid spec");
     run_until(&mut k, 10_000_000);
     for c in 0..4 {
         assert!(k.nohz.idle_cpus_mask.test(c) && idle_cpu(&k, c), "scenario: CPU {c} idle and tickless");

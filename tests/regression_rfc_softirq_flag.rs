@@ -14,14 +14,13 @@ mod support;
 
 use schedsim::linux::engine::{cpu_frames, Frame};
 use schedsim::linux::kernel::softirq::{raise_softirq_irqoff, should_wake_ksoftirqd, SCHED_SOFTIRQ};
-use schedsim::linux::Kernel;
 use schedsim::run::{build, execute};
 use support::*;
 
 const TARGET: u32 = 16;
 const STORM: &[&str] = &["numipi=1000", "single=1", "offset=8", "cpulist=8"];
 
-fn kernel(patches: &str) -> Kernel {
+fn kernel(patches: &str) -> schedsim::run::RunWorld {
     build(&idle_spec("smp-4", "v6.10", patches)).expect("valid spec")
 }
 
@@ -95,7 +94,7 @@ fn flag_is_set_exactly_during_the_task_context_flush() {
                     bad.push((k.now, "flag set outside flush_smp_call_function_queue()"));
                 }
             },
-            |k| k.finished,
+            |k| k.finished(),
         );
         assert_eq!(st, Stop::Pred);
         assert!(in_flush > 0, "{patches}: scenario: the target never flushed from task context");

@@ -6,7 +6,8 @@
 mod support;
 
 use schedsim::linux::engine::{cpu_frames, Frame};
-use schedsim::run::{build, execute, RunSpec};
+use schedsim::run::{build, execute};
+use schedsim::spec::RunSpec;
 use schedsim::workload::params::Params;
 use support::*;
 
@@ -29,7 +30,7 @@ fn observe(patches: &str) -> (u64, u64, u64) {
     let mut k = build(&hackbench(patches, 1)).unwrap();
     no_run_ahead(&mut k);
     let (mut walks, mut irqs_on, mut nested) = (0, 0, 0);
-    while !k.finished && step_one(&mut k, u64::MAX) {
+    while !k.finished() && step_one(&mut k, u64::MAX) {
         for c in 0..k.m.topo.nr_cpus as usize {
             let st = &cpu_frames(&k, c);
             let Some(i) = st.iter().position(|f| matches!(f, Frame::NewidleBalance(n) if n.t0 != 0)) else { continue };
@@ -125,7 +126,7 @@ fn the_later_patches_require_the_first() {
 fn the_experiment_runs_on_v3_8_by_default_and_on_v6_10_when_asked() {
     use schedsim::experiments::{hackbench2013, ExpOpts};
     let mut o = ExpOpts { runs: 1, params: vec![("args".into(), "2".into())], ..ExpOpts::default() };
-    let c = hackbench2013::reproduce(&o).expect("runs");
+    let c = hackbench2013::plan(&o).and_then(|p| p.run(2)).expect("runs");
     assert_eq!(c.rows.len(), 3);
     assert!(
         c.rows.iter().all(|r| r.kernel.starts_with("v3.8")),
@@ -134,7 +135,7 @@ fn the_experiment_runs_on_v3_8_by_default_and_on_v6_10_when_asked() {
     );
     assert!(c.notes.iter().any(|n| n.contains("task->idle")), "the switch breakdown is printed");
     o.kernel = Some("v6.10".into());
-    let c = hackbench2013::reproduce(&o).expect("runs");
+    let c = hackbench2013::plan(&o).and_then(|p| p.run(2)).expect("runs");
     assert!(c.rows.iter().all(|r| r.kernel.starts_with("v6.10")));
 }
 
@@ -143,7 +144,7 @@ fn the_experiment_runs_on_v3_8_by_default_and_on_v6_10_when_asked() {
 #[test]
 fn rt_push_has_v3_8_rows() {
     use schedsim::experiments::{rtpush, ExpOpts};
-    let c = rtpush::reproduce(&ExpOpts { runs: 1, ..ExpOpts::default() }).expect("runs");
+    let c = rtpush::plan(&ExpOpts { runs: 1, ..ExpOpts::default() }).and_then(|p| p.run(2)).expect("runs");
     let row = |name: &str| c.rows.iter().find(|r| r.variant == name).unwrap_or_else(|| panic!("row {name}"));
     for name in ["v3.8", "ok_to_push_task on v3.8"] {
         assert_eq!(row(name).extra["woken_task_cpu_is_pinned_cpu"], serde_json::json!(true), "{name}");

@@ -3,7 +3,8 @@
 //! that outranks a *pinned* RT task is pushed to a CPU that frees up, instead of waiting to
 //! preempt the pinned task. See workload::rtpush for the cast.
 
-use schedsim::run::{execute, RunResult, RunSpec};
+use schedsim::run::{execute, RunResult};
+use schedsim::spec::RunSpec;
 use schedsim::trace::{Event, Sym};
 use schedsim::workload::params::Params;
 use schedsim::workload::rtpush::RtPush;

@@ -3,7 +3,8 @@
 //! about shows in rt-app's own log columns; SCHED_RR slices, `sched_yield()`, absolute timers
 //! and affinity masks behave as the kernel's do; bad files fail with the JSON path.
 
-use schedsim::run::{build, execute, RunSpec};
+use schedsim::run::{build, execute};
+use schedsim::spec::RunSpec;
 use schedsim::trace::Event;
 use schedsim::workload::params::Params;
 use schedsim::workload::rtapp::{LogRow, RtApp};
@@ -16,7 +17,7 @@ fn spec(file: &str) -> RunSpec {
     s
 }
 
-fn run(file: &str) -> (Box<RtApp>, schedsim::run::RunResult) {
+fn run(file: &str) -> (RtApp, schedsim::run::RunResult) {
     let r = execute(&spec(file)).unwrap();
     let Workload::RtApp(w) = &r.workload else { panic!("not rt-app") };
     (w.clone(), r)
@@ -97,8 +98,8 @@ fn the_lock_serialises_workers_and_affinity_moves_them() {
     sp.trace = true;
     let mut k = build(&sp).unwrap();
     k.run(sp.limit_ns);
-    assert!(k.finished);
-    let Workload::RtApp(w) = &k.wl else { panic!() };
+    assert!(k.finished());
+    let Workload::RtApp(w) = &k.progs.workload else { panic!() };
     let workers: Vec<_> = w.threads.iter().filter(|t| t.name == "worker").collect();
     assert_eq!(workers.len(), 4);
     // Contention: somebody had to sleep on the mutex's futex and be woken by an unlock.
@@ -243,11 +244,11 @@ fn an_overrunning_absolute_timer_keeps_its_reference_and_a_relative_one_resets()
 #[test]
 fn a_scenario_file_names_its_rtapp_json() {
     let text = "rtapp = \"rtapp/periodic.json\"\nmachine = \"smp-4\"\nseed = 3\n";
-    let s = schedsim::cli::scenario::parse(text, "scenarios/my.toml").unwrap();
+    let s = schedsim::spec::scenario::parse(text, "scenarios/my.toml").unwrap();
     assert_eq!(s.workload, "rtapp");
     assert_eq!(s.params.get("file"), Some("scenarios/rtapp/periodic.json"));
     assert!(build(&s).is_ok());
-    let e = schedsim::cli::scenario::parse("workload = \"schbench\"\nrtapp = \"x.json\"\n", "a.toml").unwrap_err();
+    let e = schedsim::spec::scenario::parse("workload = \"schbench\"\nrtapp = \"x.json\"\n", "a.toml").unwrap_err();
     assert!(e.contains("a.toml:2: rtapp = FILE runs the rtapp workload"), "{e}");
 }
 
@@ -277,7 +278,7 @@ fn the_same_seed_gives_the_same_log() {
 #[test]
 fn the_shipped_scenario_file_runs_its_json() {
     let text = std::fs::read_to_string("scenarios/rtapp/pipeline.toml").unwrap();
-    let s = schedsim::cli::scenario::parse(&text, "scenarios/rtapp/pipeline.toml").unwrap();
+    let s = schedsim::spec::scenario::parse(&text, "scenarios/rtapp/pipeline.toml").unwrap();
     assert_eq!(s.params.get("file"), Some("scenarios/rtapp/pipeline.json"));
     let r = execute(&s).unwrap();
     let Workload::RtApp(w) = &r.workload else { panic!() };

@@ -5,12 +5,17 @@
 //! row of every experiment (`experiments::plan`, run briefly).
 
 use proptest::prelude::*;
-use schedsim::cli::{parse_run_line, run_header, run_json, scenario};
+use schedsim::cli::parse_run_line;
 use schedsim::experiments::{self, ExpOpts};
+use schedsim::limits::HZ_CHOICES;
 use schedsim::linux::kernel::sched::features::SCHED_FEATURES;
 use schedsim::linux::patches::{KERNELS, PATCHES};
-use schedsim::run::{execute, shell_split, trace_hash, RunSpec, HZ_CHOICES, WORKLOADS};
+use schedsim::output::{run_header, run_json};
+use schedsim::run::{execute, trace_hash};
+use schedsim::spec::scenario;
+use schedsim::spec::{shell_split, RunSpec};
 use schedsim::workload::params::Params;
+use schedsim::workload::WORKLOADS;
 
 /// The words of a printed line, as a shell would split it, without the leading `schedsim`.
 fn words_of(line: &str) -> Vec<String> {
@@ -182,7 +187,7 @@ fn every_builtin_scenario_reruns_from_its_header() {
 fn every_experiment_row_reruns_from_its_header() {
     let o = ExpOpts { runs: 1, ..ExpOpts::default() };
     for e in experiments::EXPERIMENTS {
-        let rows = experiments::plan(e, &o).unwrap_or_else(|m| panic!("{}: {m}", e.name));
+        let rows = e.plan(&o).unwrap_or_else(|m| panic!("{}: {m}", e.name)).specs();
         assert!(!rows.is_empty(), "{}", e.name);
         for (v, spec) in rows {
             let mut s = spec.clone();
@@ -260,4 +265,55 @@ fn the_printed_header_pasted_back_is_the_same_run() {
     assert!(!ta.is_empty());
     assert!(ta == tb, "the traces differ");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// parse(print(spec)) == spec for every run a grid file expands to (the deploy example and a
+/// grid that sets spec fields at both levels), every variant of every experiment, and every
+/// built-in scenario: the one printer and the one parser agree on every spec the tool makes.
+#[test]
+fn every_grid_experiment_and_scenario_spec_reads_back_from_its_line() {
+    let round_trip = |what: &str, s: &RunSpec| {
+        let back = parse_run_line(&s.to_args()).unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_eq!(&back, s, "{what}");
+        let back = parse_run_line(&words_of(&s.command_line())).unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_eq!(&back, s, "{what}");
+    };
+    let example = std::fs::read_to_string("deploy/example-grid.toml").unwrap();
+    let fields = r#"
+kernels = ["v6.10", "v6.10+3dcac251b066"]
+machines = ["smp-4"]
+seeds = 2
+background = "none"
+features = ["NO_TTWU_QUEUE"]
+
+[[run]]
+workload = "ipistorm"
+hz = 1000
+idle_states = { C2 = false }
+params = { numipi = [100, 200] }
+
+[[run]]
+experiment = "rt-push"
+preempt = "full"
+"#;
+    for (name, text) in [("deploy/example-grid.toml", example.as_str()), ("fields.toml", fields)] {
+        let runs = schedsim::sweep::parse_grid(text, name).unwrap();
+        assert!(!runs.is_empty(), "{name}");
+        for r in &runs {
+            round_trip(&format!("{name} run {}", r.index), &r.spec);
+        }
+    }
+    let runs = schedsim::sweep::parse_grid(fields, "fields.toml").unwrap();
+    assert!(runs.iter().all(|r| r.spec.features == ["NO_TTWU_QUEUE"] && r.spec.background.as_deref() == Some("none")));
+    assert!(runs.iter().filter(|r| r.experiment.is_none()).all(|r| r.spec.hz == Some(1000)));
+    assert!(runs.iter().filter(|r| r.experiment.is_some()).all(|r| r.spec.preempt.as_deref() == Some("full")));
+    let o = ExpOpts { runs: 2, ..ExpOpts::default() };
+    for e in experiments::EXPERIMENTS {
+        for (v, s) in e.plan(&o).unwrap().specs() {
+            round_trip(&format!("{} variant {v} seed {}", e.name, s.seed), &s);
+        }
+    }
+    for (name, ..) in scenario::BUILTIN {
+        round_trip(name, &scenario::builtin(name).unwrap());
+    }
 }

@@ -10,7 +10,7 @@ use schedsim::linux::{Kernel, TaskId};
 use schedsim::run::build;
 use support::*;
 
-fn guest() -> (Kernel, TaskId) {
+fn guest() -> (schedsim::run::RunWorld, TaskId) {
     let mut k = build(&idle_spec("icx-vm-32", "v6.10", "")).expect("valid spec");
     let p = k.new_task(TaskKind::Workload, "wakee".into(), 0, 120, None);
     (k, p)

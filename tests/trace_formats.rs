@@ -10,7 +10,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use schedsim::run::{self, RunSpec};
+use schedsim::run;
+use schedsim::spec::RunSpec;
 use schedsim::trace::sink::TraceFormat;
 use schedsim::workload::params::Params;
 
@@ -37,7 +38,7 @@ fn missing(what: &str) {
 fn specs() -> Vec<(&'static str, RunSpec)> {
     let mut hb = RunSpec::new("hackbench");
     hb.machine = "smp-4".into();
-    let mut pairs = schedsim::cli::scenario::builtin("hackbench").unwrap().params.pairs().to_vec();
+    let mut pairs = schedsim::spec::scenario::builtin("hackbench").unwrap().params.pairs().to_vec();
     pairs.extend(schedsim::workload::hackbench::command_line_params(&[
         "perf".into(),
         "-p".into(),

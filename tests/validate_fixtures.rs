@@ -9,7 +9,8 @@
 //! file can only guess. Each check states its tolerance; the figures the model does not match
 //! yet are printed, not asserted, and named in the comments with the reason.
 
-use schedsim::run::{self, RunSpec};
+use schedsim::run;
+use schedsim::spec::RunSpec;
 use schedsim::validate::{self, Program};
 use schedsim::workload::params::Params;
 use std::collections::BTreeSet;

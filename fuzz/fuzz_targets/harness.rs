@@ -5,7 +5,8 @@
 
 #![allow(dead_code)]
 
-use schedsim::run::{self, RunSpec};
+use schedsim::run;
+use schedsim::spec::RunSpec;
 
 /// Workloads the parameter and scenario targets may name (not `rtapp`, whose `file=` reads a
 /// path: its parser has its own target).
@@ -57,7 +58,7 @@ pub fn params(data: &[u8]) {
 /// names a file (machine, background) or the rtapp workload is only parsed.
 pub fn scenario(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else { return };
-    let Ok(s) = schedsim::cli::scenario::parse(text, "fuzz.toml") else { return };
+    let Ok(s) = schedsim::spec::scenario::parse(text, "fuzz.toml") else { return };
     if s.machine.ends_with(".toml") || !WORKLOADS.contains(&s.workload.as_str()) {
         return;
     }

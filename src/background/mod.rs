@@ -2,144 +2,22 @@
 //!
 //! A [`Profile`] lists *sources*, each one kernel mechanism with its period, jitter, CPU
 //! placement and run-time distribution, measured on a real machine (see docs/costs.md,
-//! "Background activity"). The kernel model runs every source through its own code paths:
-//!
-//! | kind | mechanism (kernel model) |
-//! |---|---|
-//! | `percpu-work` | a per-CPU delayed work item: its timer (`kernel/time/timer.rs`) fires in TIMER_SOFTIRQ, `__queue_work()` wakes the bound `kworker/N:1` (`kernel/workqueue.rs`), which runs the work function and re-arms the timer |
-//! | `unbound-work` | the same, queued to the unbound pool: `kworker/uN:1` runs wherever `select_task_rq_fair()` places it |
-//! | `timer` | a `timer_list` callback in TIMER_SOFTIRQ with no task |
-//! | `watchdog` | the softlockup hrtimer (`watchdog_timer_fn()`), which queues `softlockup_fn()` on the CPU's stopper (`migration/N`) |
-//! | `tick-softirq` | a softirq raised from the tick while the tick runs (RCU_SOFTIRQ from `rcu_sched_clock_irq()`) |
-//! | `kthread` | a kernel thread that sleeps (`schedule_timeout()`) and runs (e.g. `rcu_preempt`) |
-//! | `daemon` | a user task that sleeps (`nanosleep()`) and runs |
+//! "Background activity"). The types and the boot of the sources the kernel runs itself
+//! (kworkers, timers, the watchdog, tick softirqs, periodic kernel threads) are in
+//! `linux::background`; this module reads profiles and runs the kinds that are user programs
+//! ([`daemon`]): `daemon`, and `pinned-hog` (a user task bound to one CPU by
+//! `sched_setaffinity()` that never sleeps once woken: [`pinned`]).
 //!
 //! Profiles are TOML (`src/background/profiles/*.toml`, embedded in the binary; a user's own
 //! file in the same format with `--background FILE`). Every number in a built-in profile
 //! carries its source in a comment.
 
-pub mod task;
+pub mod daemon;
+pub mod intensity;
+pub mod pinned;
 
-use crate::sim::{Prng, Time};
+pub use crate::linux::background::{Cpus, Dist, Kind, Profile, Source, WARMUP_NS};
 use serde::Deserialize;
-
-/// How long a machine runs its background alone before the workload starts (see
-/// `Kernel::workload_start_offset`): 2 s, longer than most sources' periods (vmstat 1-2 s,
-/// PSI 2 s, memcg flush 2 s) and half the watchdog's.
-pub const WARMUP_NS: Time = 2 * crate::sim::NSEC_PER_SEC;
-
-/// A source's kind: which kernel mechanism runs it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    PercpuWork,
-    UnboundWork,
-    Timer,
-    Watchdog,
-    TickSoftirq,
-    Kthread,
-    Daemon,
-}
-
-impl Kind {
-    pub const NAMES: &'static [&'static str] =
-        &["percpu-work", "unbound-work", "timer", "watchdog", "tick-softirq", "kthread", "daemon"];
-    fn parse(s: &str) -> Option<Kind> {
-        Some(match s {
-            "percpu-work" => Kind::PercpuWork,
-            "unbound-work" => Kind::UnboundWork,
-            "timer" => Kind::Timer,
-            "watchdog" => Kind::Watchdog,
-            "tick-softirq" => Kind::TickSoftirq,
-            "kthread" => Kind::Kthread,
-            "daemon" => Kind::Daemon,
-            _ => return None,
-        })
-    }
-}
-
-/// Where a source's instances run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Cpus {
-    /// One instance per CPU.
-    All,
-    /// One unbound instance.
-    Any,
-    /// One instance bound to this CPU.
-    One(u32),
-}
-
-/// A duration distribution given by its quantiles p0, p50, p90, p99, p100 (ns). A draw picks
-/// a uniform point in [0, 10000) basis points and interpolates linearly inside the quantile
-/// segment it falls in: integer arithmetic only.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Dist {
-    pub q: [u64; 5],
-}
-
-impl Dist {
-    /// Cumulative probability (basis points) at each quantile.
-    const AT: [u64; 5] = [0, 5000, 9000, 9900, 10000];
-
-    pub fn draw(&self, rng: &mut Prng) -> Time {
-        let u = rng.range(0, 9999);
-        let i = (1..5).find(|&i| u < Self::AT[i]).unwrap_or(4);
-        let (p0, p1) = (Self::AT[i - 1], Self::AT[i]);
-        let (v0, v1) = (self.q[i - 1], self.q[i]);
-        v0 + (v1 - v0) * (u - p0) / (p1 - p0)
-    }
-
-    /// The distribution's median.
-    pub fn median(&self) -> Time {
-        self.q[1]
-    }
-}
-
-/// One source of background activity.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Source {
-    /// Work function, timer callback or task comm, as the kernel's trace prints it.
-    pub name: String,
-    pub kind: Kind,
-    /// Mean interval between runs of one instance, and the uniform jitter around it.
-    pub period_ns: Time,
-    pub jitter_ns: Time,
-    /// Timer-driven kinds: a deferrable timer does not wake an idle CPU.
-    pub deferrable: bool,
-    pub cpus: Cpus,
-    /// Duration of one run (work function, callback, softirq handler, or a task's run).
-    pub runtime: Dist,
-    /// `tick-softirq`: the softirq vector number.
-    pub vec: u32,
-}
-
-impl Source {
-    /// The next interval of this source, drawn in [period - jitter, period + jitter].
-    pub fn next_interval(&self, rng: &mut Prng) -> Time {
-        let lo = self.period_ns.saturating_sub(self.jitter_ns).max(1);
-        rng.range(lo, self.period_ns + self.jitter_ns)
-    }
-}
-
-/// A named set of sources.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Profile {
-    pub name: String,
-    pub description: String,
-    pub source: String,
-    pub sources: Vec<Source>,
-}
-
-impl Profile {
-    /// The function names trace records cite by index: the sources' names, then the kernel's
-    /// own timer functions that expire for them (`delayed_work_timer_fn` for delayed work,
-    /// `process_timeout` for `schedule_timeout()` sleeps).
-    pub fn trace_funcs(&self) -> Vec<String> {
-        let mut v: Vec<String> = self.sources.iter().map(|s| s.name.clone()).collect();
-        v.push("delayed_work_timer_fn".into());
-        v.push("process_timeout".into());
-        v
-    }
-}
 
 /// The built-in profiles: (name, TOML text).
 pub const BUILTIN: &[(&str, &str)] =
@@ -241,6 +119,9 @@ pub fn parse(text: &str, origin: &str) -> Result<Profile, String> {
                 s.parse::<u32>().map_err(|_| at(format!("cpus = \"{s}\" is not \"all\", \"any\" or a CPU number")))?,
             ),
         };
+        if kind == Kind::PinnedHog && !matches!(cpus, Cpus::One(_)) {
+            return Err(at("a pinned-hog source is bound to one CPU: cpus must be a CPU number".into()));
+        }
         if kind == Kind::UnboundWork && cpus != Cpus::Any {
             return Err(at("an unbound-work source runs on any CPU: cpus must be \"any\"".into()));
         }
@@ -283,68 +164,10 @@ fn softirq_vec(name: &str) -> Option<u32> {
     NAMES.iter().position(|n| *n == name).map(|i| i as u32)
 }
 
-/// Boot the background sources of the kernel's profile (`k.cfg.background`): create the
-/// worker pools and tasks, and arm every instance's first expiry at a uniformly drawn phase of
-/// its period (the machine has been up for a while, so instances are out of phase). Draws come
-/// from the CPUs' background streams only; with no sources nothing is created or drawn.
-pub fn start(k: &mut crate::linux::Kernel) {
-    use crate::linux::kernel::time::timer::{add_timer_on, TimerFn};
-    use crate::linux::kernel::workqueue::{create_pool, init_delayed_work};
-    let nr = k.m.topo.nr_cpus;
-    let sources = k.cfg.background.sources.clone();
-    for (i, s) in sources.iter().enumerate() {
-        let src = i as u16;
-        let cpus: Vec<u32> = match s.cpus {
-            Cpus::All => (0..nr).collect(),
-            Cpus::Any => vec![k.cpus[0].bg_rng.range(0, nr as u64 - 1) as u32],
-            Cpus::One(c) => vec![c.min(nr - 1)],
-        };
-        for &c in &cpus {
-            let phase = k.cpus[c as usize].bg_rng.range(1, s.period_ns);
-            match s.kind {
-                Kind::PercpuWork | Kind::UnboundWork => {
-                    let bound = (s.kind == Kind::PercpuWork).then_some(c);
-                    let pool = match k.wq.pool_of(bound) {
-                        Some(p) => p,
-                        None => create_pool(k, bound),
-                    };
-                    let w = init_delayed_work(k, src, pool);
-                    add_timer_on(k, c, phase, s.deferrable, TimerFn::DelayedWork(w), src);
-                }
-                Kind::Timer => add_timer_on(k, c, phase, s.deferrable, TimerFn::Callback { src }, src),
-                Kind::Watchdog => {
-                    k.cpus[c as usize].tick.watchdog = Some((phase, src));
-                    crate::linux::kernel::time::tick_sched::tick_program(k, c);
-                }
-                Kind::TickSoftirq => k.cpus[c as usize].tick.softirq_due.push((phase, src)),
-                Kind::Kthread | Kind::Daemon => {
-                    use crate::linux::kernel::sched::{TaskKind, TASK_IDLE, TASK_INTERRUPTIBLE};
-                    let (tk, state) = if s.kind == Kind::Kthread {
-                        (TaskKind::Kthread, TASK_IDLE)
-                    } else {
-                        (TaskKind::Daemon, TASK_INTERRUPTIBLE)
-                    };
-                    let pinned = (s.cpus != Cpus::Any).then_some(c);
-                    let comm = if s.cpus == Cpus::All { format!("{}/{c}", s.name) } else { s.name.clone() };
-                    let t = k.new_task(tk, comm, 0, 120, pinned);
-                    k.tasks[t as usize].state = state;
-                    k.tasks[t as usize].cpu = c;
-                    k.tasks[t as usize].saved = task::initial_stack(s.kind, src);
-                    if s.kind == Kind::Kthread {
-                        add_timer_on(k, c, phase, false, TimerFn::ProcessTimeout(t), src);
-                    } else {
-                        let slack = crate::linux::kernel::futex::DEFAULT_TIMER_SLACK_NS;
-                        crate::linux::kernel::time::tick_sched::hrtimer_start_sleeper(k, c, phase, phase + slack, t);
-                    }
-                }
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sim::Prng;
 
     #[test]
     fn builtin_profiles_parse_and_have_sources() {

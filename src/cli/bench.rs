@@ -9,7 +9,8 @@
 //! machine's load does not count) and prints one JSON line; the parent formats the table, and
 //! ns/action is the run's CPU time over its actions.
 
-use crate::run::{self, RunSpec};
+use crate::run;
+use crate::spec::RunSpec;
 use crate::workload::params::Params;
 use std::io::Write;
 use std::time::Instant;

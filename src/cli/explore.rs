@@ -2,7 +2,7 @@
 
 use super::{apply_spec_args, base_spec, emit, SpecArgs};
 use crate::explore::{self, strategy::Kind, Options, Report};
-use crate::run::RunSpec;
+use crate::spec::RunSpec;
 use clap::Args;
 use std::path::PathBuf;
 
@@ -46,6 +46,10 @@ pub struct ExploreArgs {
     /// No progress display on stderr.
     #[arg(long)]
     quiet: bool,
+    /// Print one JSON document instead of text (findings with rule, instant, CPU, replay token
+    /// and command, trace hash).
+    #[arg(long)]
+    json: bool,
 }
 
 /// The `schedsim run` command line that replays perturbation `p` on `s` with the checkers on:
@@ -118,6 +122,50 @@ pub fn report_text(s: &RunSpec, o: &Options, r: &Report) -> String {
     t
 }
 
+/// The explorer's report as one JSON document (identical for any `--jobs`): the exploration's
+/// settings, the unperturbed run, and each finding with its kernel rule, first instant and CPU,
+/// its minimized perturbation as a replay token and the `schedsim run` line that replays it,
+/// and the hash of its trace.
+pub fn report_json(s: &RunSpec, o: &Options, r: &Report) -> serde_json::Value {
+    use serde_json::json;
+    let finding = |f: &explore::Finding| {
+        json!({
+            "rule": f.rule,
+            "kernel_rule": f.kernel_rule,
+            "time_ns": f.time_ns,
+            "cpu": f.cpu,
+            "detail": f.detail,
+        })
+    };
+    json!({
+        "scenario": s.workload,
+        "command": s.command_line(),
+        "seed": s.seed,
+        "strategy": o.strategy.name(),
+        "depth": o.depth,
+        "jitter": o.jitter,
+        "runs": r.outcomes.len(),
+        "unperturbed": {
+            "choice_points": r.base_points,
+            "finding": r.base_finding.as_ref().map(finding),
+        },
+        "findings": r.found.iter().map(|f| {
+            let mut v = finding(&f.finding);
+            v["first_run"] = json!(f.first_run);
+            v["hits"] = json!(f.hits);
+            v["replay_token"] = json!(f.perturbation.token());
+            v["replay_command"] = json!(replay_line(s, &f.perturbation));
+            v["perturbed_items"] = json!(f.perturbation.len());
+            v["perturbed_items_before_minimizing"] = json!(f.original_len);
+            v["minimize_runs"] = json!(f.minimize_runs);
+            v["minimize_cut"] = json!(f.minimize_cut);
+            v["trace_hash"] = json!(format!("{:016x}", f.trace_hash));
+            v["excerpt"] = json!(f.excerpt);
+            v
+        }).collect::<Vec<_>>(),
+    })
+}
+
 pub fn cmd_explore(a: ExploreArgs) -> Result<(), String> {
     let mut params = a.params.clone();
     if a.scenario_file.is_some() && a.scenario != "ipistorm" {
@@ -161,7 +209,11 @@ pub fn cmd_explore(a: ExploreArgs) -> Result<(), String> {
     if !a.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()) {
         eprintln!();
     }
-    emit(&report_text(&s, &o, &r));
+    if a.json {
+        emit(&format!("{}\n", serde_json::to_string_pretty(&report_json(&s, &o, &r)).expect("serializable")));
+    } else {
+        emit(&report_text(&s, &o, &r));
+    }
     if !a.quiet {
         // Timing goes to stderr: stdout is the same for any --jobs.
         let (n, t) = runs_done;

@@ -6,14 +6,13 @@ pub mod bench;
 pub mod explore;
 pub mod host;
 pub mod host_run;
-pub mod scenario;
 pub mod sweep;
 pub mod validate;
 
 use crate::experiments::{self, ExpOpts};
-use crate::linux::engine::Phase;
 use crate::report::{self, CompareRow, Comparison};
-use crate::run::{self, RunResult, RunSpec};
+use crate::run;
+use crate::spec::{scenario, RunSpec};
 use crate::workload::params::Params;
 use crate::workload::Workload;
 use clap::{Args, Parser, Subcommand};
@@ -34,10 +33,10 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Cmd {
     /// Run one scenario and print the workload's output and perf-stat-style counters.
-    #[command(after_help = crate::workload::params::limits_help())]
+    #[command(after_help = crate::limits::limits_help())]
     Run(RunArgs),
     /// Run a scenario on several kernels over N seeds: an mmtests-style table.
-    #[command(after_help = crate::workload::params::limits_help())]
+    #[command(after_help = crate::limits::limits_help())]
     Compare(CompareArgs),
     /// Run built-in experiments with the published figures beside the simulated ones.
     Reproduce(ReproduceArgs),
@@ -71,7 +70,7 @@ fn scenario_help() -> String {
 }
 
 fn workload_help() -> String {
-    let names: Vec<&str> = run::WORKLOADS.iter().map(|w| w.0).collect();
+    let names: Vec<&str> = crate::workload::WORKLOADS.iter().map(|w| w.0).collect();
     format!(
         "The bare workload NAME with its own defaults instead of a scenario (what the `# schedsim run` header \
          of a run prints, so that it pastes back as the same run): {}",
@@ -106,7 +105,7 @@ fn feature_help() -> String {
 }
 
 fn hz_help() -> String {
-    let hz: Vec<String> = run::HZ_CHOICES.iter().map(|h| h.to_string()).collect();
+    let hz: Vec<String> = crate::limits::HZ_CHOICES.iter().map(|h| h.to_string()).collect();
     format!("CONFIG_HZ (default: the machine's): {}", hz.join(", "))
 }
 
@@ -126,7 +125,7 @@ fn preempt_help() -> String {
 
 fn experiments_help() -> String {
     let names: Vec<&str> = experiments::EXPERIMENTS.iter().map(|e| e.name).collect();
-    format!("Experiments to run (default: all): {}", names.join(", "))
+    format!("Experiments to run (default: all): {}, or an experiment file FILE.toml", names.join(", "))
 }
 
 #[derive(Args, Debug)]
@@ -194,6 +193,11 @@ struct RunArgs {
     /// Also write a self-contained HTML report (timeline, phases, wakeup latency) to FILE.
     #[arg(long, value_name = "FILE")]
     html: Option<PathBuf>,
+    /// The report's timeline window: CPUS@TIME_MS[+SPAN_US] (a cpulist, ms since boot as the
+    /// trace prints it, the span in us; default: the first IPI or kick of the workload, on the
+    /// CPUs its tasks ran on).
+    #[arg(long, value_name = "CPUS@TIME[+SPAN]", requires = "html")]
+    html_window: Option<String>,
     /// No progress display on stderr.
     #[arg(long)]
     quiet: bool,
@@ -270,9 +274,13 @@ struct ReproduceArgs {
     #[arg(long)]
     kernel: Option<String>,
     /// Also write a self-contained HTML report with plots to FILE (re-runs each variant's first
-    /// seed once more, keeping a trace window).
+    /// seed once more, keeping a trace window at the experiment's instant of interest).
     #[arg(long, value_name = "FILE")]
     html: Option<PathBuf>,
+    /// The report's timeline window for every variant: CPUS@TIME_MS[+SPAN_US] (default: each
+    /// experiment's CPUs and instant of interest).
+    #[arg(long, value_name = "CPUS@TIME[+SPAN]", requires = "html")]
+    html_window: Option<String>,
     /// No progress bar on stderr.
     #[arg(long)]
     quiet: bool,
@@ -306,12 +314,9 @@ struct BenchArgs {
     scaling_child: Vec<String>,
 }
 
-/// The most seeds `--runs` may ask for (each is a whole run).
-const MAX_RUNS: usize = 1000;
-
 fn check_runs(runs: usize) -> Result<(), String> {
-    if !(1..=MAX_RUNS).contains(&runs) {
-        return Err(format!("--runs {runs} is out of range (1..={MAX_RUNS})"));
+    if !(1..=crate::limits::MAX_RUNS).contains(&runs) {
+        return Err(format!("--runs {runs} is out of range (1..={})", crate::limits::MAX_RUNS));
     }
     Ok(())
 }
@@ -382,103 +387,76 @@ pub fn main() -> i32 {
     }
 }
 
-fn apply_spec_args(s: &mut RunSpec, a: &SpecArgs) -> Result<(), String> {
-    if let Some(m) = &a.machine {
-        if *m != s.machine {
-            // The scenario's idle-state choices were for its own machine.
-            s.idle_states.clear();
+/// The spec fields a command line gives, as (field name, value) in the order of
+/// `spec::FIELDS`, each read by `RunSpec::set` (the same parser scenario, grid and experiment
+/// files go through).
+fn spec_args_fields(a: &SpecArgs) -> Vec<(&'static str, String)> {
+    let mut v: Vec<(&'static str, String)> = Vec::new();
+    let mut one = |name: &'static str, x: &Option<String>| {
+        if let Some(x) = x {
+            v.push((name, x.clone()));
         }
-        s.machine = m.clone();
-    }
-    if let Some(k) = &a.kernel {
-        s.kernel = k.clone();
-    }
-    if let Some(p) = &a.patch {
-        s.patches = merge_patches(&s.patches, p);
-    }
-    s.features.extend(a.features.iter().cloned());
-    if a.hz.is_some() {
-        s.hz = a.hz;
-    }
-    for c in &a.cstates {
-        let Some((name, v)) = c.split_once('=') else {
-            return Err(format!("--cstate '{c}': expected NAME=on or NAME=off"));
-        };
-        let on = match v {
-            "on" | "1" | "enable" => true,
-            "off" | "0" | "disable" => false,
-            _ => return Err(format!("--cstate '{c}': expected NAME=on or NAME=off")),
-        };
-        s.idle_states.retain(|(n, _)| n != name);
-        s.idle_states.push((name.to_string(), on));
-    }
-    if let Some(l) = a.limit_ms {
-        s.limit_ns = crate::workload::params::limit_ms_to_ns(l, "--limit-ms")?;
-    }
+    };
+    one("machine", &a.machine);
+    one("kernel", &a.kernel);
+    one("patch", &a.patch);
+    v.extend(a.features.iter().map(|f| ("feature", f.clone())));
     if let Some(hz) = a.hz {
-        run::check_hz(hz, "--hz")?;
+        v.push(("hz", hz.to_string()));
     }
+    v.extend(a.cstates.iter().map(|c| ("cstate", c.clone())));
+    if let Some(l) = a.limit_ms {
+        v.push(("limit-ms", l.to_string()));
+    }
+    let mut one = |name: &'static str, x: &Option<String>| {
+        if let Some(x) = x {
+            v.push((name, x.clone()));
+        }
+    };
+    one("background", &a.background);
+    one("preempt", &a.preempt);
     if a.preempt_rt {
-        s.preempt_rt = true;
+        v.push(("preempt-rt", "true".into()));
     }
-    if a.background.is_some() {
-        s.background = a.background.clone();
-    }
-    if a.preempt.is_some() {
-        s.preempt = a.preempt.clone();
+    v
+}
+
+fn apply_spec_args(s: &mut RunSpec, a: &SpecArgs) -> Result<(), String> {
+    for (name, value) in spec_args_fields(a) {
+        s.set_as(name, &value, &format!("--{name}"))?;
     }
     Ok(())
 }
 
-/// A scenario's patch items with `extra` (from `--patch`) on top: an item of `extra` replaces
-/// the scenario's item for the same patch, so each patch is named once.
-fn merge_patches(base: &str, extra: &str) -> String {
-    let id = |item: &str| {
-        let raw = item.trim().trim_start_matches(['+', '-']).to_string();
-        crate::linux::patches::Patch::from_id(&raw).map_or(raw, |p| p.info().id.to_string())
-    };
-    let over: Vec<String> = extra.split(',').filter(|i| !i.trim().is_empty()).map(id).collect();
-    let mut items: Vec<&str> =
-        base.split(',').map(str::trim).filter(|i| !i.is_empty() && !over.contains(&id(i))).collect();
-    items.extend(extra.split(',').map(str::trim).filter(|i| !i.is_empty()));
-    items.join(",")
-}
-
+/// The spec of a scenario (built-in `name`, or `file`) with the command line's parameters on
+/// top: `key=value` words, or for a workload that takes its own options after `--` (the
+/// table's `Program::own_args`: schbench, hackbench) those options.
 fn base_spec(name: &str, file: &Option<PathBuf>, params: &[String]) -> Result<RunSpec, String> {
-    let own_cli = name == "schbench" || name == "hackbench";
-    if own_cli && params.iter().any(|p| p.contains('=')) && params.iter().any(|p| !p.contains('=')) {
-        let example = if name == "hackbench" { "-- rt-tests -p -g 4" } else { "-- -m 2 -t 16" };
-        return Err(format!(
-            "command line: {name} takes either key=value parameters or its own options after `--`, not both \
-             (for example `schedsim run {name} {example}`; for hackbench the tool name comes first)"
-        ));
-    }
-    if name == "schbench" && file.is_none() && !params.is_empty() && params.iter().all(|p| !p.contains('=')) {
-        // schbench takes its own command line.
-        let mut s = scenario::builtin(name)?;
-        s.params = Params::from_pairs(vec![("args".into(), params.join(" "))], "schbench command line");
-        return Ok(s);
-    }
-    if name == "hackbench" && file.is_none() && !params.is_empty() && params.iter().all(|p| !p.contains('=')) {
-        // hackbench takes its own command line, optionally after a tool name (rt-tests, old, perf).
-        let mut s = scenario::builtin(name)?;
-        let mut pairs = s.params.pairs().to_vec();
-        pairs.extend(crate::workload::hackbench::command_line_params(params));
-        s.params = Params::from_pairs(pairs, "hackbench command line");
-        return Ok(s);
-    }
     let mut s = match file {
         Some(p) => {
-            let text = run::read_input_file(p, "scenario file")?;
+            let text = crate::input::read_input_file(p, "scenario file")?;
             scenario::parse(&text, &p.display().to_string())?
         }
         None => scenario::builtin(name)?,
     };
+    let wl = s.workload.clone();
+    let example = Workload::own_args_example(&wl);
+    let (with_eq, without) = (params.iter().any(|p| p.contains('=')), params.iter().any(|p| !p.contains('=')));
+    if !example.is_empty() && with_eq && without {
+        return Err(format!(
+            "command line: {wl} takes either key=value parameters or its own options after `--`, not both \
+             (for example `schedsim run {wl} {example}`; for hackbench the tool name comes first)"
+        ));
+    }
+    if file.is_none() && without && !with_eq {
+        if let Some(pairs) = Workload::own_args(&wl, params) {
+            s.add_params(&pairs, &format!("{wl} command line"));
+            return Ok(s);
+        }
+    }
     if !params.is_empty() {
         let extra = Params::parse(params.iter().map(String::as_str), "command line")?;
-        let mut pairs = s.params.pairs().to_vec();
-        pairs.extend(extra.pairs().iter().cloned());
-        s.params = Params::from_pairs(pairs, "command line");
+        s.add_params(extra.pairs(), "command line");
     }
     Ok(s)
 }
@@ -522,13 +500,13 @@ fn spec_from_run_args(a: &RunArgs) -> Result<RunSpec, String> {
     };
     apply_spec_args(&mut s, &a.spec)?;
     if let Some(seed) = a.seed {
-        s.seed = seed;
+        s.set("seed", &seed.to_string())?;
     }
     if a.check {
-        s.check = true;
+        s.set("check", "true")?;
     }
     if let Some(t) = &a.replay {
-        s.replay = Some(crate::explore::Perturbation::parse(t)?);
+        s.set("replay", t)?;
     }
     Ok(s)
 }
@@ -557,16 +535,21 @@ fn cmd_run(a: RunArgs) -> Result<(), String> {
         None => (run::execute(&s)?, None),
     };
     if let Some(path) = &a.html {
-        let d = crate::html::detail(&format!("{} {}", s.workload, r.kernel_label), &s)?;
+        let focus = match &a.html_window {
+            Some(w) => crate::focus::Focus::parse_window(w, r.nr_cpus)?,
+            None => crate::focus::Focus::default(),
+        };
+        let d = crate::html::detail(&format!("{} {}", s.workload, r.kernel_label), &s, &focus, Some(&r), None)?;
         let c = Comparison {
             experiment: format!("run {} on {} ({})", s.workload, r.machine, r.kernel_label),
             machine: r.machine.clone(),
             metric: "time".into(),
             unit: "ms".into(),
             lower_is_better: true,
+            statistic: report::MMTESTS_AMEAN.into(),
             rows: Vec::new(),
             title: String::new(),
-            notes: vec![run_text(&s, &r)],
+            notes: vec![crate::output::run_text(&s, &r)],
         };
         let html = crate::html::page("schedsim run", &[crate::html::section_run(&c, &[d])]);
         crate::html::write(path, &html)?;
@@ -581,430 +564,14 @@ fn cmd_run(a: RunArgs) -> Result<(), String> {
         }
     }
     if a.json {
-        emit(&format!("{}\n", serde_json::to_string_pretty(&run_json(&s, &r)).expect("serializable")));
+        emit(&format!("{}\n", serde_json::to_string_pretty(&crate::output::run_json(&s, &r)).expect("serializable")));
     } else {
-        emit(&run_text(&s, &r));
+        emit(&crate::output::run_text(&s, &r));
         if let (Some(path), Some(n)) = (&a.trace, written) {
             emit(&format!("\ntrace: {n} records written to {}\n", path.display()));
         }
     }
     Ok(())
-}
-
-fn counters_json(r: &RunResult) -> serde_json::Value {
-    let st = &r.stats;
-    let phases: serde_json::Map<String, serde_json::Value> = Phase::ALL
-        .iter()
-        .map(|p| (p.name().to_string(), json!(st.phase_ns.iter().map(|c| c[*p as usize]).sum::<u64>())))
-        .collect();
-    json!({
-        "ipis_sent": st.ipis_sent,
-        "resched_ipis_sent": st.resched_ipis_sent,
-        "ipis_avoided_by_polling": st.ipis_avoided,
-        "idle_exits": st.idle_exits,
-        "idle_state_entries": st.idle_state_entries,
-        "schedule_idle_calls": st.schedule_idle_calls,
-        "newidle_calls": st.newidle_calls,
-        "newidle_balances": st.newidle_balances,
-        "newidle_ns": st.newidle_ns,
-        "rd_overloaded_ns": st.overloaded_ns,
-        "ksoftirqd_wakeups": st.ksoftirqd_wakeups,
-        "context_switches": st.context_switches,
-        "cpu_migrations": st.cpu_migrations,
-        "lb_gained_newidle": st.lb_gained_newidle,
-        "lb_gained_periodic": st.lb_gained_periodic,
-        "wakeups_wakelist_polling": st.wakeups_wakelist_polling,
-        "wakeups_wakelist_ipi": st.wakeups_wakelist_ipi,
-        "wakeups_wakelist_coalesced": st.wakeups_wakelist_coalesced,
-        "wakeups_direct": st.wakeups_direct,
-        "stacking_wakeups": st.stacking_wakeups,
-        "stacking_fallback_wakeups": st.stacking_fallback_wakeups,
-        "nohz_kicks": st.nohz_kicks,
-        "nohz_kicks_raised_softirq": st.nohz_kicks_raised_softirq,
-        "nohz_kicks_lost": st.nohz_kicks_lost,
-        "nohz_balances": st.nohz_balances,
-        "nohz_balance_aborts": st.nohz_balance_aborts,
-        "task_clock_ns": r.task_clock_ns,
-        "wakeup_latency_ns": latency_json(&st.wakeup_latency),
-        "ticks": st.ticks,
-        "tick_stops": st.tick_stops,
-        "warns": st.warns,
-        "irqs_off_ns_per_cpu": st.irqs_off_ns,
-        "phase_ns_all_cpus": phases,
-    })
-}
-
-fn latency_json(h: &hdrhistogram::Histogram<u64>) -> serde_json::Value {
-    if h.is_empty() {
-        return json!(null);
-    }
-    json!({
-        "samples": h.len(),
-        "min": h.min(),
-        "p50": h.value_at_quantile(0.50),
-        "p90": h.value_at_quantile(0.90),
-        "p99": h.value_at_quantile(0.99),
-        "p99.9": h.value_at_quantile(0.999),
-        "max": h.max(),
-    })
-}
-
-fn workload_json(r: &RunResult) -> serde_json::Value {
-    match &r.workload {
-        Workload::Ipistorm(w) => json!({
-            "name": "ipistorm",
-            "calls": w.calls(),
-            "total_ns": w.total_ns(),
-            "calls_polling": w.calls_polling,
-            "calls_ipi": w.calls_ipi,
-            "calls_coalesced": w.calls_coalesced,
-            "mean_call_ns_polling": w.ns_polling.checked_div(w.calls_polling),
-            "mean_call_ns_ipi": w.ns_ipi.checked_div(w.calls_ipi),
-        }),
-        Workload::Schbench(w) => {
-            let h = w.final_hist.clone().unwrap_or_else(|| w.combined());
-            let mut tail: serde_json::Map<String, serde_json::Value> =
-                w.tail.rows().iter().map(|(key, _, n)| (key.to_string(), json!(n))).collect();
-            tail.insert("threshold_us".into(), json!(crate::workload::schbench::TAIL_US));
-            let pct: serde_json::Map<String, serde_json::Value> = crate::workload::schbench_stats::PERCENTILES
-                .iter()
-                .map(|p| (format!("{}", p.permille as f64 / 10.0), json!(h.percentile(p.permille))))
-                .collect();
-            json!({
-                "name": "schbench",
-                "samples": h.nr_samples(),
-                "percentiles_us": pct,
-                "min_us": h.min(),
-                "max_us": h.max(),
-                "tail_samples": tail,
-                "output": w.output,
-            })
-        }
-        Workload::Spinners(w) => json!({
-            "name": "spinners",
-            "tasks": w.tasks,
-            "time_to_fill_ns": w.time_to_fill_ns(),
-        }),
-        Workload::Nanosleep(w) => json!({"name": "nanosleep", "procs": w.procs, "loops": w.loops}),
-        Workload::RtPush(w) => json!({
-            "name": "rt-push",
-            "pinned_cpu": w.pinned_cpu,
-            "woken_task_cpu": w.woken_ran_on,
-            "woken_task_cpu_is_pinned_cpu": w.woken_task_cpu_is_pinned_cpu(),
-            "pinned_task_preempted": w.pinned_preempted,
-            "wakeup_to_run_ns": w.wakeup_to_run_ns(),
-            "rt_pushes": r.stats.rt_pushes,
-            "rt_push_ipis": r.stats.rt_push_ipis,
-        }),
-        Workload::Hackbench(w) => json!({
-            "name": "hackbench",
-            "tool": w.o.tool.name(),
-            "command": w.o.command_line(),
-            "mode": if w.o.threads { "thread" } else { "process" },
-            "transport": if w.o.pipe { "pipe" } else { "socket" },
-            "groups": w.o.groups,
-            "fds": w.o.fds,
-            "loops": w.o.loops,
-            "datasize": w.o.datasize,
-            "tasks": w.o.tasks(),
-            "messages_expected": w.o.expected_messages(),
-            "messages_sent": w.messages_sent,
-            "messages_received": w.messages_received,
-            "bytes_received": w.bytes_received,
-            "time_us": w.time_us(),
-            "time": w.time_text(),
-            "elapsed_ns": w.elapsed_ns(),
-            "output": w.output,
-        }),
-        Workload::PipePair(w) => json!({
-            "name": w.name(),
-            "loops": w.loops,
-            "elapsed_ns": w.elapsed_ns(),
-            "us_per_op": w.us_per_op(),
-            "output": w.output,
-        }),
-        Workload::RtApp(w) => json!({
-            "name": "rtapp",
-            "p_load_ns": w.p_load,
-            "threads": w.threads.iter().map(|t| json!({
-                "name": t.name,
-                "ind": t.ind,
-                "forked": t.fork_id.is_some(),
-                "log_file": w.log_file_name(t),
-                "rows": t.rows.iter().map(|r| json!({
-                    "perf": r.perf, "run": r.run, "period": r.period, "start": r.start, "end": r.end,
-                    "rel_st": r.rel_st, "slack": r.slack, "c_duration": r.c_duration,
-                    "c_period": r.c_period, "wu_lat": r.wu_lat,
-                })).collect::<Vec<_>>(),
-            })).collect::<Vec<_>>(),
-            "notes": w.notes,
-        }),
-        Workload::Idle => json!({"name": "idle"}),
-    }
-}
-
-/// The `--json` document of one run (also each line of `schedsim sweep`).
-pub fn run_json(s: &RunSpec, r: &RunResult) -> serde_json::Value {
-    let mut v = json!({
-        "command": run_header(s, r).trim_start_matches("# ").trim_end(),
-        "scenario": s.workload,
-        "machine": r.machine,
-        "kernel": r.kernel_label,
-        "seed": r.seed,
-        "finished": r.finished,
-        "sim_ns": r.sim_ns,
-        "warmup_ns": r.warmup_ns,
-        "background": r.background,
-        "preempt": r.preempt,
-        "actions": r.actions,
-        "workload": workload_json(r),
-        "counters": counters_json(r),
-    });
-    if let Some(c) = &r.checks {
-        v["checks"] = checks_json(c);
-    }
-    v
-}
-
-/// The checkers' findings: every rule that fired (count, first instant) and the kept violations.
-fn checks_json(c: &crate::linux::check::Checks) -> serde_json::Value {
-    json!({
-        "rules": c.counts.iter().map(|n| json!({
-            "rule": n.rule.name(),
-            "count": n.count,
-            "first_ns": n.first_ns,
-            "first_cpu": n.first_cpu,
-            "kernel_rule": n.rule.kernel_rule(),
-        })).collect::<Vec<_>>(),
-        "violations": c.violations.iter().map(|v| json!({
-            "rule": v.rule.name(),
-            "time_ns": v.time_ns,
-            "cpu": v.cpu,
-            "detail": v.detail,
-        })).collect::<Vec<_>>(),
-    })
-}
-
-/// The checkers' findings as text: one line per rule that fired, then the kept violations.
-fn checks_text(c: &crate::linux::check::Checks) -> String {
-    let mut o = String::new();
-    if c.counts.is_empty() {
-        o.push_str("\n Invariant checks: no violations\n");
-        return o;
-    }
-    o.push_str(&format!(
-        "\n Invariant checks: {} rules violated ({} violations; the first {} kept)\n",
-        c.counts.len(),
-        c.counts.iter().map(|n| n.count).sum::<u64>(),
-        c.violations.len()
-    ));
-    let mut counts = c.counts.clone();
-    counts.sort_by_key(|n| n.first_ns);
-    for n in &counts {
-        o.push_str(&format!(
-            "  {}: {} times, first at {:.6} ms on CPU {}\n    rule: {}\n",
-            n.rule.name(),
-            n.count,
-            n.first_ns as f64 / 1e6,
-            n.first_cpu,
-            n.rule.kernel_rule()
-        ));
-    }
-    o.push_str(" Violations (rule, instant ms, cpu, detail):\n");
-    for v in &c.violations {
-        o.push_str(&format!("  {} {:.6} cpu{} {}\n", v.rule.name(), v.time_ns as f64 / 1e6, v.cpu, v.detail));
-    }
-    o
-}
-
-/// `perf stat`'s default block for a program's run: task-clock, context switches, migrations
-/// and elapsed time.
-fn perf_stat_text(cmd: &str, task_clock_ns: u64, switches: u64, migrations: u64, elapsed_ns: u64) -> String {
-    let thousands = |n: u64| {
-        let d = n.to_string();
-        let mut o = String::new();
-        for (i, ch) in d.chars().enumerate() {
-            if i > 0 && (d.len() - i) % 3 == 0 {
-                o.push(',');
-            }
-            o.push(ch);
-        }
-        o
-    };
-    let msec = task_clock_ns as f64 / 1e6;
-    let (int, frac) = (task_clock_ns / 1_000_000, task_clock_ns % 1_000_000 / 10_000);
-    let per_sec = |n: u64| n as f64 / (task_clock_ns.max(1) as f64 / 1e9) / 1e3;
-    let mut o = format!("\n Performance counter stats for '{cmd}':\n\n");
-    o.push_str(&format!(
-        "{:>18} msec task-clock                       #  {:>7.3} CPUs utilized\n",
-        format!("{}.{frac:02}", thousands(int)),
-        msec / (elapsed_ns.max(1) as f64 / 1e6)
-    ));
-    o.push_str(&format!(
-        "{:>18}      context-switches                 #  {:>7.3} K/sec\n",
-        thousands(switches),
-        per_sec(switches)
-    ));
-    o.push_str(&format!(
-        "{:>18}      cpu-migrations                   #  {:>7.3} K/sec\n",
-        thousands(migrations),
-        per_sec(migrations)
-    ));
-    o.push_str(&format!("\n{:>18.9} seconds time elapsed\n", elapsed_ns as f64 / 1e9));
-    o
-}
-
-/// The first line of `schedsim run`'s output: `# schedsim run ...`, the spec's own command
-/// line ([`RunSpec::command_line`]) with the background and preemption model in force written
-/// out. Pasted back (without the `# `), it is the same run.
-pub fn run_header(s: &RunSpec, r: &RunResult) -> String {
-    let shown = RunSpec { background: Some(r.background.clone()), preempt: Some(r.preempt.clone()), ..s.clone() };
-    format!("# {}\n", shown.command_line())
-}
-
-fn run_text(s: &RunSpec, r: &RunResult) -> String {
-    let mut o = run_header(s, r);
-    match &r.workload {
-        Workload::Ipistorm(w) => {
-            for c in w.p.cpulist.iter() {
-                o.push_str(&format!("ipistorm: {c} -> {}\n", w.p.target(c, r.nr_cpus)));
-            }
-            o.push_str(&format!(
-                "ipistorm: {} calls in {:.3} ms ({:.0} ns per call)\n",
-                w.calls(),
-                w.total_ns() as f64 / 1e6,
-                w.total_ns() as f64 / w.calls().max(1) as f64
-            ));
-            let pct = |n: u64| 100.0 * n as f64 / w.calls().max(1) as f64;
-            o.push_str(&format!(
-                "ipistorm: {:.1}% of calls notified by polling (mean {} ns), {:.1}% by a real IPI (mean {} ns), {:.1}% coalesced\n",
-                pct(w.calls_polling),
-                w.ns_polling.checked_div(w.calls_polling).unwrap_or(0),
-                pct(w.calls_ipi),
-                w.ns_ipi.checked_div(w.calls_ipi).unwrap_or(0),
-                pct(w.calls_coalesced)
-            ));
-        }
-        Workload::Schbench(w) => {
-            o.push_str(&w.output);
-            let rows = w.tail.rows();
-            let causes: Vec<String> = rows[1..].iter().map(|(_, label, n)| format!("{label} {n}")).collect();
-            o.push_str(&format!(
-                "\nschedsim: {} samples of {} us or more, by what the wakeup found on its target CPU: {}\n",
-                rows[0].2,
-                crate::workload::schbench::TAIL_US,
-                causes.join(", ")
-            ));
-        }
-        Workload::Spinners(w) => o.push_str(&match w.time_to_fill_ns() {
-            Some(t) => {
-                format!("spinners: {} tasks; every CPU had at most one task after {:.3} ms\n", w.tasks, t as f64 / 1e6)
-            }
-            None => format!("spinners: {} tasks; some CPU still had several tasks at the end\n", w.tasks),
-        }),
-        Workload::Nanosleep(w) => o.push_str(&format!("nanosleep: {} processes, {} sleeps\n", w.procs, w.loops)),
-        Workload::RtPush(w) => o.push_str(&w.summary(&r.stats)),
-        Workload::Hackbench(w) => {
-            o.push_str(&w.output);
-            o.push_str(&perf_stat_text(
-                &w.o.command_line(),
-                r.task_clock_ns,
-                r.stats.context_switches,
-                r.stats.cpu_migrations,
-                if w.end_ns > 0 { w.elapsed_ns() } else { (r.sim_ns + r.warmup_ns).saturating_sub(w.exec_ns) },
-            ));
-        }
-        Workload::PipePair(w) => o.push_str(&w.output),
-        Workload::RtApp(w) => o.push_str(&w.summary()),
-        Workload::Idle => o.push_str(&format!("idle: {:.3} ms simulated\n", r.sim_ns as f64 / 1e6)),
-    }
-    if !r.finished && !matches!(r.workload, Workload::Idle) {
-        o.push_str("warning: the workload did not finish before the time limit\n");
-    }
-    let st = &r.stats;
-    let total_irqs_off: u64 = st.irqs_off_ns.iter().sum();
-    o.push_str(&format!(
-        "\n Performance counter stats (simulated {:.3} ms, {} CPUs):\n\n",
-        r.sim_ns as f64 / 1e6,
-        r.nr_cpus
-    ));
-    let line = |o: &mut String, v: String, name: &str| o.push_str(&format!("{v:>18}      {name}\n"));
-    line(&mut o, st.ipis_sent.to_string(), "ipis-sent (CALL_FUNCTION_SINGLE)");
-    line(&mut o, st.resched_ipis_sent.to_string(), "ipis-sent (RESCHEDULE)");
-    line(&mut o, st.ipis_avoided.to_string(), "ipis-avoided (sched_wake_idle_without_ipi)");
-    line(&mut o, st.idle_exits.to_string(), "idle-exits (do_idle)");
-    line(&mut o, st.schedule_idle_calls.to_string(), "schedule-idle-calls");
-    line(&mut o, st.newidle_calls.to_string(), "newidle-balance-calls");
-    line(&mut o, st.newidle_balances.to_string(), "newidle-balances (ungated: walked the domains)");
-    line(&mut o, format!("{:.3}", st.newidle_ns as f64 / 1e6), "newidle-balance-msec");
-    line(&mut o, format!("{:.3}", st.overloaded_ns as f64 / 1e6), "rd-overloaded-msec (time rd->overloaded was set)");
-    line(&mut o, st.ksoftirqd_wakeups.to_string(), "ksoftirqd-wakeups");
-    line(&mut o, format!("{:.3}", r.task_clock_ns as f64 / 1e6), "task-clock (msec, workload tasks)");
-    line(&mut o, st.context_switches.to_string(), "context-switches");
-    line(&mut o, st.cpu_migrations.to_string(), "cpu-migrations");
-    line(&mut o, st.lb_gained_newidle.to_string(), "lb-gained (newidle)");
-    line(&mut o, st.lb_gained_periodic.to_string(), "lb-gained (periodic/nohz)");
-    line(&mut o, st.wakeups_wakelist_polling.to_string(), "wakeups (wakelist, polling kick)");
-    line(&mut o, st.wakeups_wakelist_ipi.to_string(), "wakeups (wakelist, IPI)");
-    line(&mut o, st.wakeups_wakelist_coalesced.to_string(), "wakeups (wakelist, coalesced)");
-    line(&mut o, st.wakeups_direct.to_string(), "wakeups (direct enqueue)");
-    line(&mut o, st.stacking_wakeups.to_string(), "stacking-wakeups");
-    line(&mut o, st.stacking_fallback_wakeups.to_string(), "stacking-wakeups (no idle CPU left)");
-    line(&mut o, st.nohz_kicks.to_string(), "nohz-ilb-kicks");
-    line(&mut o, st.nohz_kicks_raised_softirq.to_string(), "nohz-kicks-raised-softirq");
-    line(&mut o, st.nohz_kicks_lost.to_string(), "nohz-kicks-lost");
-    line(&mut o, st.nohz_balances.to_string(), "nohz-idle-balances");
-    line(&mut o, st.nohz_balance_aborts.to_string(), "nohz-idle-balance-aborts");
-    line(&mut o, format!("{:.3}", total_irqs_off as f64 / 1e6), "irqs-off-msec (all CPUs)");
-    line(&mut o, st.warns.to_string(), "kernel-warnings");
-    let h = &st.wakeup_latency;
-    if !h.is_empty() {
-        o.push_str(&format!(
-            "\n Wakeup latency (waking -> running, us): samples {}  min {:.1}  p50 {:.1}  p90 {:.1}  p99 {:.1}  p99.9 {:.1}  max {:.1}\n",
-            h.len(),
-            h.min() as f64 / 1e3,
-            h.value_at_quantile(0.5) as f64 / 1e3,
-            h.value_at_quantile(0.9) as f64 / 1e3,
-            h.value_at_quantile(0.99) as f64 / 1e3,
-            h.value_at_quantile(0.999) as f64 / 1e3,
-            h.max() as f64 / 1e3
-        ));
-    }
-    // The busiest CPUs: by time out of idle (every phase but the idle state and the idle loop),
-    // ties by CPU id; IRQ-off time is a column, not the rank (an idle CPU in MWAIT has IRQs off).
-    let busy_ns = |c: usize| -> u64 {
-        Phase::ALL
-            .iter()
-            .filter(|p| !matches!(p, Phase::IdleState | Phase::IdleLoop))
-            .map(|p| st.phase_ns[c][*p as usize])
-            .sum()
-    };
-    let mut busy: Vec<(usize, u64, u64)> = st
-        .irqs_off_ns
-        .iter()
-        .copied()
-        .enumerate()
-        .map(|(c, off)| (c, off, busy_ns(c)))
-        .filter(|&(_, off, b)| off > 0 || b > 0)
-        .collect();
-    busy.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
-    o.push_str("\n Time by phase on the busiest CPUs (ms):\n");
-    let mut header = vec!["cpu".to_string(), "irqs-off".to_string()];
-    header.extend(Phase::ALL.iter().map(|p| p.name().to_string()));
-    let rows: Vec<Vec<String>> = busy
-        .iter()
-        .take(4)
-        .map(|(c, off, _)| {
-            let mut row = vec![c.to_string(), format!("{:.3}", *off as f64 / 1e6)];
-            row.extend(Phase::ALL.iter().map(|p| format!("{:.3}", st.phase_ns[*c][*p as usize] as f64 / 1e6)));
-            row
-        })
-        .collect();
-    o.push_str(&report::render_grid(&header, &rows));
-    if let Some(c) = &r.checks {
-        o.push_str(&checks_text(c));
-    }
-    o
 }
 
 fn cmd_compare(a: CompareArgs) -> Result<(), String> {
@@ -1037,30 +604,17 @@ fn cmd_compare(a: CompareArgs) -> Result<(), String> {
     for s in specs.iter().step_by(a.runs) {
         run::build(s)?;
     }
-    let results = experiments::run_all(&specs, a.jobs)?;
+    let results = run::run_all(&specs, a.jobs)?;
     // What each row's figure is (the values below): schbench's p99 wakeup latency is in us.
-    let (metric, unit) = if base.workload == "schbench" { ("wakeup p99", "us") } else { ("time", "ms") };
+    // Each row's figure is the workload's primary metric (`Program::metric`).
+    let (metric, unit) = results.first().map_or(("time", "ms"), |r| {
+        let m = r.workload.metric(&r.facts());
+        (m.name, m.unit)
+    });
     let mut rows = Vec::new();
     for (ki, kspec) in kernels.iter().enumerate() {
         let rs = &results[ki * a.runs..(ki + 1) * a.runs];
-        let v: Vec<f64> = rs
-            .iter()
-            .map(|r| match &r.workload {
-                Workload::Ipistorm(w) => w.total_ns() as f64 / 1e6,
-                Workload::Schbench(w) => w.final_hist.as_ref().map_or(0, |h| h.percentile(990)) as f64,
-                Workload::Spinners(w) => w.time_to_fill_ns().unwrap_or(r.sim_ns) as f64 / 1e6,
-                Workload::Nanosleep(_) => r.stats.newidle_ns as f64 / 1e6,
-                Workload::RtPush(w) => w.wakeup_to_run_ns().unwrap_or(r.sim_ns) as f64 / 1e6,
-                Workload::Hackbench(w) => w.time_us().map_or(r.sim_ns / 1000, |t| t) as f64 / 1e3,
-                Workload::PipePair(w) => w.elapsed_ns().unwrap_or(r.sim_ns) as f64 / 1e6,
-                Workload::RtApp(w) => {
-                    // Mean wakeup latency after timers, over every logged phase.
-                    let rows: Vec<_> = w.threads.iter().flat_map(|t| t.rows.iter()).collect();
-                    rows.iter().map(|r| r.wu_lat as f64).sum::<f64>() / rows.len().max(1) as f64 / 1e3
-                }
-                Workload::Idle => r.sim_ns as f64 / 1e6,
-            })
-            .collect();
+        let v: Vec<f64> = rs.iter().map(|r| r.workload.metric(&r.facts()).value).collect();
         let (mean, stddev) = report::mean_stddev(&v);
         let patches =
             crate::linux::KernelConfig::resolve(&specs[ki * a.runs].kernel, &specs[ki * a.runs].patches, 250)?;
@@ -1084,6 +638,7 @@ fn cmd_compare(a: CompareArgs) -> Result<(), String> {
         metric: metric.into(),
         unit: unit.into(),
         lower_is_better: true,
+        statistic: report::MMTESTS_AMEAN.into(),
         rows,
         title: format!("{} {}", base.workload, params.join(" ")),
         notes: vec![],
@@ -1110,38 +665,41 @@ fn cmd_reproduce(a: ReproduceArgs) -> Result<(), String> {
     } else {
         a.experiments.clone()
     };
-    let exps: Vec<_> = names.iter().map(|n| experiments::find(n)).collect::<Result<_, _>>()?;
     let params = Params::parse(a.params.iter().map(String::as_str), "--param")?;
-    if let Some(k) = &a.kernel {
-        if let Some(e) = exps.iter().find(|e| !experiments::TAKES_KERNEL.contains(&e.name)) {
-            return Err(format!(
-                "--kernel {k}: experiment '{}' runs its own kernels (--kernel is accepted by: {})",
-                e.name,
-                experiments::TAKES_KERNEL.join(", ")
-            ));
-        }
+    let mut overrides = Vec::new();
+    if let Some(b) = &a.background {
+        overrides.push(("background".to_string(), b.clone()));
+    }
+    if let Some(p) = &a.preempt {
+        overrides.push(("preempt".to_string(), p.clone()));
     }
     let o = ExpOpts {
         runs: a.runs,
         seed: a.seed,
         jobs: a.jobs,
         params: params.pairs().to_vec(),
-        background: a.background.clone(),
-        preempt: a.preempt.clone(),
+        overrides,
         kernel: a.kernel.clone(),
     };
+    // Every plan first: a bad name or option is an error before anything runs.
+    let plans: Vec<experiments::Plan> = names.iter().map(|n| experiments::plan_of(n, &o)).collect::<Result<_, _>>()?;
     let mut docs = Vec::new();
     let mut sections = Vec::new();
     let progress = Progress::start(a.quiet, Progress::RUNS);
-    experiments::COLLECT_SPECS.store(a.html.is_some(), std::sync::atomic::Ordering::Relaxed);
-    for e in exps {
-        let c = (e.run)(&o)?;
+    for plan in &plans {
+        let results = plan.results(a.jobs)?;
+        let c = plan.analyze(&results)?;
         if a.html.is_some() {
-            let specs = experiments::take_collected();
+            // Each variant's first seed again, with a trace window at the experiment's instant
+            // of interest (or the user's --html-window).
             let mut details = Vec::new();
-            for (i, spec) in specs.iter().enumerate() {
-                let label = c.rows.get(i).map_or_else(|| format!("variant {i}"), |r| r.variant.clone());
-                details.push(crate::html::detail(&label, spec)?);
+            let reference = results.iter().filter_map(|rs| rs.first()).find(|r| plan.focus.reaches(r));
+            for (v, rs) in plan.variants.iter().zip(&results) {
+                let focus = match &a.html_window {
+                    Some(w) => crate::focus::Focus::parse_window(w, rs[0].nr_cpus)?,
+                    None => plan.focus.clone(),
+                };
+                details.push(crate::html::detail(&v.label, &v.spec, &focus, rs.first(), reference)?);
             }
             sections.push(crate::html::section(&c, &details));
         }
@@ -1216,8 +774,8 @@ impl Progress {
             };
             while !st.load(Ordering::Relaxed) {
                 if kind == Progress::RUNS {
-                    bar.set_length(experiments::RUNS_QUEUED.load(Ordering::Relaxed).max(1) as u64);
-                    bar.set_position(experiments::RUNS_DONE.load(Ordering::Relaxed) as u64);
+                    bar.set_length(run::RUNS_QUEUED.load(Ordering::Relaxed).max(1) as u64);
+                    bar.set_position(run::RUNS_DONE.load(Ordering::Relaxed) as u64);
                 } else {
                     let ns = crate::linux::PROGRESS_NS.load(Ordering::Relaxed);
                     bar.set_message(format!("simulated {:.1} ms", ns as f64 / 1e6));
@@ -1323,13 +881,13 @@ fn cmd_bench(a: BenchArgs) -> Result<(), String> {
         emit(&report::render_grid(&header, &rows));
     }
     let t = Instant::now();
-    experiments::ipistorm::reproduce(&ExpOpts::default())?;
+    experiments::find("ipistorm")?.plan(&ExpOpts::default())?.run(2)?;
     let ipistorm_s = t.elapsed().as_secs_f64();
     if !a.json {
         emit(&format!("\nreproduce ipistorm (6 variants x 5 seeds, 2 jobs): {ipistorm_s:.2} s wall\n"));
     }
     let t = Instant::now();
-    experiments::schbench_ttwu::reproduce(&ExpOpts::default())?;
+    experiments::find("schbench-ttwu")?.plan(&ExpOpts::default())?.run(2)?;
     let schbench_s = t.elapsed().as_secs_f64();
     if a.json {
         let reproduce = [("ipistorm", ipistorm_s), ("schbench-ttwu", schbench_s)];
@@ -1397,9 +955,9 @@ pub fn list_json() -> serde_json::Value {
         })).collect::<Vec<_>>(),
         "patches": PATCHES.iter().map(|p| json!({"id": p.id, "merged": p.merged, "subject": p.subject})).collect::<Vec<_>>(),
         "sched_features": SCHED_FEATURES.iter().map(|f| json!({"name": f.name, "default": f.default, "modelled": f.modelled, "doc": f.doc.trim()})).collect::<Vec<_>>(),
-        "workloads": run::WORKLOADS.iter().map(|(n, d)| json!({"name": n, "description": d})).collect::<Vec<_>>(),
+        "workloads": crate::workload::WORKLOADS.iter().map(|(n, d)| json!({"name": n, "description": d})).collect::<Vec<_>>(),
         "scenarios": scenario::BUILTIN.iter().map(|(n, d, _)| json!({"name": n, "description": d})).collect::<Vec<_>>(),
-        "experiments": experiments::EXPERIMENTS.iter().map(|e| json!({"name": e.name, "description": e.description})).collect::<Vec<_>>(),
+        "experiments": experiments::EXPERIMENTS.iter().map(|e| json!({"name": e.name, "description": e.description()})).collect::<Vec<_>>(),
     })
 }
 
@@ -1417,7 +975,7 @@ pub fn readme_tables() -> String {
     }
     o.push_str("\nExperiments (`schedsim reproduce NAME`):\n\n| experiment | what it compares |\n|---|---|\n");
     for e in experiments::EXPERIMENTS {
-        o.push_str(&format!("| `{}` | {} |\n", e.name, cell(e.description)));
+        o.push_str(&format!("| `{}` | {} |\n", e.name, cell(&e.description())));
     }
     o.push_str("\nKernels (`--kernel NAME[+ID][-ID]...`):\n\n| kernel | fair class | what it is |\n|---|---|---|\n");
     for k in KERNELS {
@@ -1495,7 +1053,7 @@ pub fn list_text() -> String {
         o.push_str(&format!("  {:<22} {:<5} {}\n", f.name, f.default, doc));
     }
     o.push_str("\nWorkloads:\n");
-    for (n, d) in run::WORKLOADS {
+    for (n, d) in crate::workload::WORKLOADS {
         o.push_str(&format!("  {n:<16} {d}\n"));
     }
     o.push_str("\nScenarios (schedsim run NAME):\n");
@@ -1504,7 +1062,7 @@ pub fn list_text() -> String {
     }
     o.push_str("\nExperiments (schedsim reproduce NAME):\n");
     for e in experiments::EXPERIMENTS {
-        o.push_str(&format!("  {:<16} {}\n", e.name, e.description));
+        o.push_str(&format!("  {:<16} {}\n", e.name, e.description()));
     }
     o
 }

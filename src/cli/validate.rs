@@ -3,7 +3,8 @@
 //! [`crate::validate`] computes from both traces. Needs root and tracefs (exit code 2
 //! otherwise); tracefs settings are restored afterwards, whatever happens.
 
-use crate::run::{self, RunSpec};
+use crate::run;
+use crate::spec::RunSpec;
 use crate::validate::{self, Counts, Figures};
 use crate::workload::hackbench::{HackbenchOpts, Tool};
 use crate::workload::params::Params;
@@ -70,7 +71,7 @@ pub struct ValidateArgs {
 /// Read a trace file, gunzipping a `.gz`, at most `MAX_TRACE_FILE_BYTES` of text.
 pub fn read_trace(p: &Path) -> Result<String, String> {
     let gz = p.extension().is_some_and(|e| e == "gz");
-    run::read_input(p, "trace file", crate::workload::params::MAX_TRACE_FILE_BYTES, gz)
+    crate::input::read_input(p, "trace file", crate::limits::MAX_TRACE_FILE_BYTES, gz)
 }
 
 /// The trace events enabled for the real run.
@@ -247,7 +248,7 @@ impl Program {
 /// What the model printed, as the real program prints it.
 fn model_output(r: &run::RunResult) -> String {
     match &r.workload {
-        Workload::PipePair(w) => w.output.clone(),
+        Workload::Pingpong(w) | Workload::PerfPipe(w) => w.output.clone(),
         Workload::Hackbench(w) => w.output.clone(),
         Workload::Nanosleep(w) => format!("nanosleep: {} processes, {} sleeps\n", w.procs, w.loops),
         _ => String::new(),
@@ -493,7 +494,7 @@ pub fn cmd_validate(a: ValidateArgs) -> Result<(), String> {
         for (i, p) in a.from_trace.iter().enumerate() {
             real_traces.push((read_trace(p)?, None));
             let out = match a.from_output.get(i) {
-                Some(o) => run::read_input_file(o, "program output")?,
+                Some(o) => crate::input::read_input_file(o, "program output")?,
                 None => String::new(),
             };
             real_outputs.push(out);

@@ -6,9 +6,10 @@
 //! default; `--kernel v6.10` shows today's answer. Rostedt ran `-r 100`; each run here is
 //! ~75 s of wall time, so the experiment uses at most 2 seeds.
 
-use super::{run_variants, ExpOpts};
+use super::{Analysis, ExpOpts, Plan, Variant};
 use crate::report::{mean_stddev, normalize, render_grid, CompareRow, Comparison};
-use crate::run::{RunResult, RunSpec};
+use crate::run::RunResult;
+use crate::spec::RunSpec;
 use crate::workload::params::Params;
 use crate::workload::Workload;
 use serde_json::json;
@@ -26,18 +27,12 @@ pub const VARIANTS: &[(&str, &str)] = &[
     ),
 ];
 
-fn kernel(o: &ExpOpts) -> &str {
-    o.kernel.as_deref().unwrap_or(DEFAULT_KERNEL)
-}
-
-fn spec(patches: &str, seed: u64, o: &ExpOpts) -> RunSpec {
+fn spec(kernel: &str, patches: &str) -> RunSpec {
     let mut s = RunSpec::new("hackbench");
     s.machine = "i7-4c8t".into();
-    s.kernel = kernel(o).into();
+    s.kernel = kernel.into();
     s.patches = patches.into();
-    s.seed = seed;
-    let mut pairs = vec![("tool".to_string(), "old".to_string()), ("args".to_string(), "500".to_string())];
-    pairs.extend(o.params.iter().cloned());
+    let pairs = vec![("tool".to_string(), "old".to_string()), ("args".to_string(), "500".to_string())];
     s.params = Params::from_pairs(pairs, "hackbench-2013 experiment");
     s
 }
@@ -50,9 +45,19 @@ fn elapsed_s(r: &RunResult) -> f64 {
 }
 
 /// `schedsim reproduce hackbench-2013`.
-pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
-    let runs = o.runs.min(2);
-    let results = run_variants(o, VARIANTS.len(), runs, |v, seed| spec(VARIANTS[v].1, seed, o))?;
+pub fn plan(o: &ExpOpts) -> Result<Plan, String> {
+    let kernel = o.kernel.as_deref().unwrap_or(DEFAULT_KERNEL);
+    let variants = VARIANTS
+        .iter()
+        .map(|(label, patches)| Variant { label: label.to_string(), spec: spec(kernel, patches), published: None })
+        .collect();
+    let title = format!("perf stat -a hackbench 500 (old hackbench, sockets, 100 loops) on an i7 4C/8T, {kernel}");
+    Plan::new("hackbench-2013", title, "i7-4c8t", variants, o.runs.min(2), o, Analysis::Code(analyze))
+}
+
+fn analyze(p: &Plan, results: &[Vec<RunResult>]) -> Result<Comparison, String> {
+    let runs = p.runs;
+    let kernel = p.variants[0].spec.kernel.as_str();
     let mut rows = Vec::new();
     let mut grid = Vec::new();
     let mut paths = Vec::new();
@@ -67,7 +72,7 @@ pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
         extra.insert("elapsed_s".into(), json!(mean));
         extra.insert("context_switches".into(), json!(cs));
         extra.insert("cpu_migrations".into(), json!(mig));
-        let cfg = crate::linux::KernelConfig::resolve(kernel(o), patches, 1000)?;
+        let cfg = crate::linux::KernelConfig::resolve(kernel, patches, 1000)?;
         rows.push(CompareRow {
             variant: label.to_string(),
             kernel: cfg.label(),
@@ -136,8 +141,10 @@ pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
         metric: "elapsed".into(),
         unit: "s".into(),
         lower_is_better: true,
+        statistic: "AMean over seeds; perf stat -r N prints the mean and after +- its standard error (the block below)"
+            .into(),
         rows,
-        title: format!("perf stat -a hackbench 500 (old hackbench, sockets, 100 loops) on an i7 4C/8T, {}", kernel(o)),
+        title: p.title.clone(),
         notes: vec![
             format!("perf stat (means over seeds)\n{}", render_grid(&h, &grid)),
             format!(

@@ -2,10 +2,12 @@
 //! SM_IDLE. `ipistorm numipi=100000 single=1 offset=8 cpulist=8 wait=1` on a 2-socket EPYC
 //! 7763 with C2 disabled, so idle CPUs sit in C1 (ACPI FFH MWAIT, polling).
 
-use super::{run_variants, ExpOpts};
+use super::{Analysis, ExpOpts, Plan, Variant};
 use crate::linux::engine::Phase;
 use crate::report::{mean_stddev, normalize, render_grid, CompareRow, Comparison};
-use crate::run::{RunResult, RunSpec};
+use crate::run::RunResult;
+use crate::spec::RunSpec;
+use crate::workload::ipistorm::IpistormParams;
 use crate::workload::params::Params;
 use crate::workload::Workload;
 use serde_json::json;
@@ -28,17 +30,14 @@ pub const VARIANTS: &[(&str, &str, &str, Option<f64>)] = &[
 const SENDER: usize = 8;
 const TARGET: usize = 16;
 
-/// The run spec of the published configuration for one variant and seed.
-pub fn spec(kernel: &str, patches: &str, seed: u64, overrides: &[(String, String)]) -> RunSpec {
+/// The run spec of the published configuration for one variant.
+pub fn spec(kernel: &str, patches: &str) -> RunSpec {
     let mut s = RunSpec::new("ipistorm");
     s.machine = "epyc-7763-2s".into();
     s.kernel = kernel.into();
     s.patches = patches.into();
-    s.seed = seed;
     s.idle_states = vec![("C2".into(), false)];
-    let mut pairs: Vec<(String, String)> =
-        PUBLISHED_PARAMS.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-    pairs.extend(overrides.iter().cloned());
+    let pairs: Vec<(String, String)> = PUBLISHED_PARAMS.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
     s.params = Params::from_pairs(pairs, "ipistorm experiment");
     s
 }
@@ -94,12 +93,45 @@ fn avg(v: &[Sample], f: impl Fn(&Sample) -> f64) -> f64 {
     v.iter().map(f).sum::<f64>() / v.len().max(1) as f64
 }
 
-/// `schedsim reproduce ipistorm`.
-pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
-    let results = run_variants(o, VARIANTS.len(), o.runs, |v, seed| {
-        let (_, kernel, patches, _) = VARIANTS[v];
-        spec(kernel, patches, seed, &o.params)
-    })?;
+/// `schedsim reproduce ipistorm`: the published run on every variant.
+pub fn plan(o: &ExpOpts) -> Result<Plan, String> {
+    let variants = VARIANTS
+        .iter()
+        .map(|(label, kernel, patches, published)| Variant {
+            label: label.to_string(),
+            spec: spec(kernel, patches),
+            published: *published,
+        })
+        .collect();
+    let mut p = Plan::new("ipistorm", String::new(), "epyc-7763-2s", variants, o.runs, o, Analysis::Code(analyze))?;
+    let params: Vec<String> = p.variants[0].spec.params.pairs().iter().map(|(k, v)| format!("{k}={v}")).collect();
+    p.title = format!("ipistorm {} (CPU8 -> CPU16, C2 disabled)", params.join(" "));
+    p.focus = focus(&p.variants[0].spec)?;
+    Ok(p)
+}
+
+/// The report's window for a run of ipistorm `spec`: its senders (`cpulist`) and their targets,
+/// at a call half way through the run (a steady stretch).
+pub fn focus(spec: &RunSpec) -> Result<crate::focus::Focus, String> {
+    use crate::focus::{Anchor, Cpus, Focus, Match, Moment};
+    let nr = crate::run::machine(&spec.machine)?.topo.nr_cpus;
+    let p = IpistormParams::parse(&spec.params, nr)?;
+    let senders: Vec<u32> = p.cpulist.iter().collect();
+    let mut cpus = senders.clone();
+    cpus.extend(senders.iter().map(|&c| p.target(c, nr)));
+    Ok(Focus {
+        cpus: Cpus::Listed(cpus),
+        instant: Moment {
+            what: Match::CsdQueue(Some(crate::trace::Sym::DoNothingIpi)),
+            cpu: senders.first().copied(),
+            after: Anchor::Middle,
+        },
+        span_ns: crate::focus::SPAN_NS,
+        why: "ipistorm's senders (cpulist) and targets (offset), at a call half way through the run".into(),
+    })
+}
+
+fn analyze(p: &Plan, results: &[Vec<RunResult>]) -> Result<Comparison, String> {
     let mut rows = Vec::new();
     let mut breakdown_rows = Vec::new();
     let mut phase_rows = Vec::new();
@@ -150,7 +182,7 @@ pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
                 format!("{kernel} {}", patches.replace(',', " "))
             },
             patches: patch_ids,
-            runs: o.runs,
+            runs: p.runs,
             mean,
             stddev,
             normalized: 0.0,
@@ -212,17 +244,15 @@ pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
             )
         ),
     ];
-    let (_, kernel, patches, _) = VARIANTS[0];
-    let first = spec(kernel, patches, o.seed, &o.params);
-    let params: Vec<String> = first.params.pairs().iter().map(|(k, v)| format!("{k}={v}")).collect();
     Ok(Comparison {
         experiment: "ipistorm".into(),
         machine: "epyc-7763-2s".into(),
         metric: "time".into(),
         unit: "ms".into(),
         lower_is_better: true,
+        statistic: crate::report::MMTESTS_AMEAN.into(),
         rows,
-        title: format!("ipistorm {} (CPU8 -> CPU16, C2 disabled)", params.join(" ")),
+        title: p.title.clone(),
         notes,
     })
 }

@@ -6,9 +6,10 @@
 //! balances passed their gates and walked the domains (from the idle task's spurious
 //! `schedule_idle()` in v6.10), and how long `rd->overloaded` was set during the run.
 
-use super::{run_variants, ExpOpts};
+use super::{Analysis, ExpOpts, Plan, Variant};
 use crate::report::{normalize, render_grid, Comparison};
-use crate::run::{RunResult, RunSpec};
+use crate::run::RunResult;
+use crate::spec::RunSpec;
 use crate::workload::params::Params;
 use crate::workload::Workload;
 use serde_json::json;
@@ -21,17 +22,15 @@ pub const MACHINE: &str = "intel-240-2s";
 /// Runs per variant in the published reply.
 pub const PUBLISHED_RUNS: usize = 10;
 
-fn spec(patches: &str, seed: u64, o: &ExpOpts) -> RunSpec {
+fn spec(patches: &str) -> RunSpec {
     let mut s = RunSpec::new("ipistorm");
     s.machine = MACHINE.into();
     s.kernel = "v6.10".into();
     s.patches = patches.into();
-    s.seed = seed;
     // "C-states >= C1E disabled": idle CPUs sit in C1 (MWAIT, polling).
     s.idle_states = vec![("C1E".into(), false), ("C6".into(), false)];
-    let mut pairs: Vec<(String, String)> =
+    let pairs: Vec<(String, String)> =
         super::ipistorm::PUBLISHED_PARAMS.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-    pairs.extend(o.params.iter().cloned());
     s.params = Params::from_pairs(pairs, "ipistorm-intel experiment");
     s
 }
@@ -45,10 +44,20 @@ fn total_ms(r: &RunResult) -> Result<f64, String> {
 }
 
 /// `schedsim reproduce ipistorm-intel`.
-pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
+pub fn plan(o: &ExpOpts) -> Result<Plan, String> {
     // Ten runs per variant unless the user asks for a number (the default of --runs is 5).
     let runs = if o.runs == ExpOpts::default().runs { PUBLISHED_RUNS } else { o.runs };
-    let results = run_variants(o, VARIANTS.len(), runs, |v, seed| spec(VARIANTS[v].1, seed, o))?;
+    let variants = VARIANTS
+        .iter()
+        .map(|(label, patches)| Variant { label: label.to_string(), spec: spec(patches), published: None })
+        .collect();
+    let title = "ipistorm numipi=100000 single=1 offset=8 cpulist=8 wait=1 on intel-240-2s (C1E, C6 off)".to_string();
+    let mut p = Plan::new("ipistorm-intel", title, MACHINE, variants, runs, o, Analysis::Code(analyze))?;
+    p.focus = super::ipistorm::focus(&p.variants[0].spec)?;
+    Ok(p)
+}
+
+fn analyze(p: &Plan, results: &[Vec<RunResult>]) -> Result<Comparison, String> {
     let mut rows = Vec::new();
     let mut per_run = Vec::new();
     for (vi, (label, patches)) in VARIANTS.iter().enumerate() {
@@ -110,8 +119,9 @@ pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
         metric: "time".into(),
         unit: "ms".into(),
         lower_is_better: true,
+        statistic: "AMean and Std (sample standard deviation) of the runs, as Chen Yu's reply prints them".into(),
         rows,
-        title: "ipistorm numipi=100000 single=1 offset=8 cpulist=8 wait=1 on intel-240-2s (C1E, C6 off)".into(),
+        title: p.title.clone(),
         notes: vec![
             format!("every run, and what decided it\n{}", render_grid(&h, &per_run)),
             format!("as Chen Yu's reply prints them (published figures withheld as a check)\n{summary}"),

@@ -1,29 +1,20 @@
 //! The experiments of the 2024 series "Fixes and enhancements around spurious need_resched()
-//! and idle load balancing" (docs/kernel-model.md §5.1): ilb-polling, rt-warn, nanosleep.
+//! and idle load balancing" (docs/kernel-model.md §5.1): rt-warn and nanosleep here;
+//! ilb-polling is an experiment file (`experiments/ilb-polling.toml`).
 
-use super::{run_variants, ExpOpts};
+use super::{Analysis, ExpOpts, Plan, Variant};
 use crate::report::{mean_stddev, normalize, render_grid, CompareRow, Comparison};
-use crate::run::{RunResult, RunSpec};
+use crate::run::RunResult;
+use crate::spec::RunSpec;
 use crate::workload::params::Params;
-use crate::workload::Workload;
 use serde_json::json;
 
-fn spec(
-    workload: &str,
-    machine: &str,
-    kernel: &str,
-    patches: &str,
-    seed: u64,
-    params: &[(&str, &str)],
-    o: &ExpOpts,
-) -> RunSpec {
+fn spec(workload: &str, machine: &str, kernel: &str, patches: &str, params: &[(&str, &str)]) -> RunSpec {
     let mut s = RunSpec::new(workload);
     s.machine = machine.into();
     s.kernel = kernel.into();
     s.patches = patches.into();
-    s.seed = seed;
-    let mut pairs: Vec<(String, String)> = params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-    pairs.extend(o.params.iter().cloned());
+    let pairs: Vec<(String, String)> = params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
     s.params = Params::from_pairs(pairs, &format!("{workload} experiment"));
     s
 }
@@ -56,89 +47,41 @@ pub(super) fn row(
     })
 }
 
-/// (label, kernel, patches)
-pub const ILB_VARIANTS: &[(&str, &str, &str)] = &[
-    ("v6.10", "v6.10", ""),
-    ("patch1-only", "v6.10", "+ea9cffc0a154"),
-    ("patch1-softirq-fix", "v6.10", "+ea9cffc0a154,+e932c4ab38f0"),
-    ("v6.13", "v6.13", ""),
-];
-
-const ILB_PARAMS: &[(&str, &str)] = &[("tasks", "8"), ("start", "8"), ("duration_ms", "300")];
-
-fn ilb_spec(kernel: &str, patches: &str, seed: u64, o: &ExpOpts) -> RunSpec {
-    let mut s = spec("spinners", "epyc-7763-2s", kernel, patches, seed, ILB_PARAMS, o);
-    s.idle_states = vec![("C2".into(), false)];
-    s
-}
-
-/// `schedsim reproduce ilb-polling`: one overloaded CPU, the idle CPUs polling (C1 MWAIT).
-pub fn ilb_polling(o: &ExpOpts) -> Result<Comparison, String> {
-    let results = run_variants(o, ILB_VARIANTS.len(), o.runs, |v, seed| {
-        let (_, kernel, patches) = ILB_VARIANTS[v];
-        ilb_spec(kernel, patches, seed, o)
-    })?;
-    let mut rows = Vec::new();
-    let mut grid = Vec::new();
-    for (vi, (label, kernel, patches)) in ILB_VARIANTS.iter().enumerate() {
-        let rs = &results[vi];
-        let fill = |r: &RunResult| match &r.workload {
-            Workload::Spinners(w) => w.time_to_fill_ns().unwrap_or(r.sim_ns) as f64 / 1e6,
-            _ => unreachable!(),
-        };
-        let kicks = avg(rs, |r| r.stats.nohz_kicks as f64);
-        let raised = avg(rs, |r| r.stats.nohz_kicks_raised_softirq as f64);
-        let ksoft = avg(rs, |r| r.stats.ksoftirqd_wakeups as f64);
-        let aborts = avg(rs, |r| r.stats.nohz_balance_aborts as f64);
-        let mut extra = serde_json::Map::new();
-        extra.insert("kicks".into(), json!(kicks));
-        extra.insert("kicks_raised_softirq".into(), json!(raised));
-        extra.insert("ksoftirqd_wakeups".into(), json!(ksoft));
-        extra.insert("nohz_balance_aborts".into(), json!(aborts));
-        extra.insert("time_to_fill_ms".into(), json!(avg(rs, fill)));
-        rows.push(row(label, kernel, patches, rs, fill, extra)?);
-        grid.push(vec![
-            label.to_string(),
-            format!("{kicks:.0}"),
-            format!("{raised:.0}"),
-            format!("{:.0}", avg(rs, |r| r.stats.nohz_kicks_lost as f64)),
-            format!("{ksoft:.0}"),
-            format!("{aborts:.0}"),
-            format!("{:.3}", avg(rs, fill)),
-        ]);
-    }
-    normalize(&mut rows);
-    let h: Vec<String> =
-        ["kernel", "kicks", "raised SCHED", "lost", "ksoftirqd wakeups", "nohz aborts", "time to fill (ms)"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-    Ok(Comparison {
-        experiment: "ilb-polling".into(),
-        machine: "epyc-7763-2s".into(),
-        metric: "time_to_fill".into(),
-        unit: "ms".into(),
-        lower_is_better: true,
-        rows,
-        title: "spinners tasks=8 start=8 duration_ms=300 (8 tasks on CPU 8; idle CPUs poll in C1 MWAIT)".into(),
-        notes: vec![format!(
-            "Idle load balancer kicks and what became of them (means over seeds)\n{}",
-            render_grid(&h, &grid)
-        )],
-    })
-}
+/// (label, kernel, patches) of rt-warn.
+const RT_WARN_VARIANTS: &[(&str, &str, &str)] =
+    &[("patch1", "v6.10", "+ea9cffc0a154"), ("patch1-6675ce20046d", "v6.10", "+ea9cffc0a154,+6675ce20046d")];
 
 /// `schedsim reproduce rt-warn`: a PREEMPT_RT kernel with patch 1; with and without 6675ce20046d.
-pub fn rt_warn(o: &ExpOpts) -> Result<Comparison, String> {
-    let variants: &[(&str, &str, &str)] =
-        &[("patch1", "v6.10", "+ea9cffc0a154"), ("patch1-6675ce20046d", "v6.10", "+ea9cffc0a154,+6675ce20046d")];
-    let results = run_variants(o, variants.len(), o.runs, |v, seed| {
-        let (_, kernel, patches) = variants[v];
-        let mut s = ilb_spec(kernel, patches, seed, o);
-        s.preempt_rt = true;
-        s.params.set("duration_ms".into(), "100".into());
-        s
-    })?;
+/// The ilb-polling set-up (8 spinners on CPU 8 of the EPYC, idle CPUs polling in C1) for 100 ms.
+pub fn rt_warn(o: &ExpOpts) -> Result<Plan, String> {
+    let variants = RT_WARN_VARIANTS
+        .iter()
+        .map(|(label, kernel, patches)| {
+            let params = [("tasks", "8"), ("start", "8"), ("duration_ms", "100")];
+            let mut s = spec("spinners", "epyc-7763-2s", kernel, patches, &params);
+            s.idle_states = vec![("C2".into(), false)];
+            s.preempt_rt = true;
+            Variant { label: label.to_string(), spec: s, published: None }
+        })
+        .collect();
+    let title =
+        "PREEMPT_RT, spinners tasks=8 start=8 (idle CPUs poll): do_softirq_post_smp_call_flush WARN".to_string();
+    let mut p = Plan::new("rt-warn", title, "epyc-7763-2s", variants, o.runs, o, Analysis::Code(analyze_rt_warn))?;
+    p.focus = crate::focus::Focus {
+        cpus: crate::focus::Cpus::Listed(vec![8]),
+        instant: crate::focus::Moment {
+            what: crate::focus::Match::Warning,
+            cpu: None,
+            after: crate::focus::Anchor::FirstWarn,
+        },
+        span_ns: crate::focus::SPAN_NS,
+        why: "the WARN in do_softirq_post_smp_call_flush: the overloaded CPU 8 and the CPU that warned".into(),
+    };
+    Ok(p)
+}
+
+fn analyze_rt_warn(p: &Plan, results: &[Vec<RunResult>]) -> Result<Comparison, String> {
+    let variants = RT_WARN_VARIANTS;
     let mut rows = Vec::new();
     let mut grid = Vec::new();
     for (vi, (label, kernel, patches)) in variants.iter().enumerate() {
@@ -170,53 +113,98 @@ pub fn rt_warn(o: &ExpOpts) -> Result<Comparison, String> {
         metric: "warns".into(),
         unit: "count".into(),
         lower_is_better: true,
+        statistic: crate::report::MMTESTS_AMEAN.into(),
         rows,
-        title: "PREEMPT_RT, spinners tasks=8 start=8 (idle CPUs poll): do_softirq_post_smp_call_flush WARN".into(),
+        title: p.title.clone(),
         notes: vec![format!("Kernel warnings (means over seeds)\n{}", render_grid(&h, &grid))],
     })
 }
 
+/// (label, kernel, patches) of nanosleep.
+const NANOSLEEP_VARIANTS: &[(&str, &str, &str)] = &[("v6.10", "v6.10", ""), ("v6.13", "v6.13", "")];
+
 /// `schedsim reproduce nanosleep`: 240 processes looping nanosleep(1 us) on the 240-CPU Intel
-/// machine; the share of CPU time in newidle balance and in `update_sd_lb_stats()`.
-pub fn nanosleep(o: &ExpOpts) -> Result<Comparison, String> {
-    let variants: &[(&str, &str, &str)] = &[("v6.10", "v6.10", ""), ("v6.13", "v6.13", "")];
-    let results = run_variants(o, variants.len(), o.runs, |v, seed| {
-        let (_, kernel, patches) = variants[v];
-        let params = [("procs", "240"), ("ns", "1000"), ("duration_ms", "50")];
-        spec("nanosleep", "intel-240-2s", kernel, patches, seed, &params, o)
-    })?;
+/// machine; the share of cycles in newidle balance and in `update_sd_lb_stats()` as Chen Yu's
+/// `perf record -a` profile measures them: perf's default `cycles` event does not count while
+/// a CPU is halted (MWAIT, HLT), so a share is of the machine's unhalted time
+/// (`Stats::halted_ns`; `poll_idle()` is not halted). perf report's Children column is a
+/// function's time with its callees: `sched_balance_newidle()` (the model's newidle phase) and
+/// `update_sd_lb_stats()` (the model's charge of the walk, all callers). Self is not separated
+/// in the model beyond newidle's time outside `update_sd_lb_stats()`.
+pub fn nanosleep(o: &ExpOpts) -> Result<Plan, String> {
+    let variants = NANOSLEEP_VARIANTS
+        .iter()
+        .map(|(label, kernel, patches)| {
+            let params = [("procs", "240"), ("ns", "1000"), ("duration_ms", "50")];
+            let s = spec("nanosleep", "intel-240-2s", kernel, patches, &params);
+            Variant { label: label.to_string(), spec: s, published: None }
+        })
+        .collect();
+    let title = "nanosleep procs=240 ns=1000 duration_ms=50 (perf record -a: shares of unhalted cycles)".to_string();
+    Plan::new("nanosleep", title, "intel-240-2s", variants, o.runs, o, Analysis::Code(analyze_nanosleep))
+}
+
+fn analyze_nanosleep(p: &Plan, results: &[Vec<RunResult>]) -> Result<Comparison, String> {
+    let variants = NANOSLEEP_VARIANTS;
     let mut rows = Vec::new();
     let mut grid = Vec::new();
     for (vi, (label, kernel, patches)) in variants.iter().enumerate() {
         let rs = &results[vi];
         let cpu_time = |r: &RunResult| r.sim_ns as f64 * r.nr_cpus as f64;
-        let newidle = |r: &RunResult| r.stats.newidle_ns as f64 / cpu_time(r);
-        let lb = |r: &RunResult| r.stats.newidle_lb_stats_ns as f64 / cpu_time(r);
+        let unhalted = |r: &RunResult| cpu_time(r) - r.stats.halted_ns.iter().sum::<u64>() as f64;
+        let newidle = |r: &RunResult| r.stats.newidle_ns as f64 / unhalted(r);
+        let lb = |r: &RunResult| r.stats.lb_stats_ns as f64 / unhalted(r);
+        let newidle_self =
+            |r: &RunResult| r.stats.newidle_ns.saturating_sub(r.stats.newidle_lb_stats_ns) as f64 / unhalted(r);
+        let newidle_all = |r: &RunResult| r.stats.newidle_ns as f64 / cpu_time(r);
+        let halted = |r: &RunResult| 1.0 - unhalted(r) / cpu_time(r);
         let mut extra = serde_json::Map::new();
         extra.insert("newidle_share".into(), json!(avg(rs, newidle)));
         extra.insert("update_sd_lb_stats_share".into(), json!(avg(rs, lb)));
+        extra.insert("newidle_share_outside_update_sd_lb_stats".into(), json!(avg(rs, newidle_self)));
+        extra.insert("newidle_share_of_all_cpu_time".into(), json!(avg(rs, newidle_all)));
+        extra.insert("halted_share".into(), json!(avg(rs, halted)));
         rows.push(row(label, kernel, patches, rs, newidle, extra)?);
         grid.push(vec![
             label.to_string(),
             format!("{:.2}%", 100.0 * avg(rs, newidle)),
             format!("{:.2}%", 100.0 * avg(rs, lb)),
+            format!("{:.2}%", 100.0 * avg(rs, newidle_self)),
+            format!("{:.1}%", 100.0 * avg(rs, halted)),
+            format!("{:.2}%", 100.0 * avg(rs, newidle_all)),
             format!("{:.0}", avg(rs, |r| r.stats.newidle_calls as f64)),
             format!("{:.0}", avg(rs, |r| r.stats.newidle_balances as f64)),
         ]);
     }
     normalize(&mut rows);
-    let h: Vec<String> = ["kernel", "newidle share", "update_sd_lb_stats share", "newidle calls", "newidle balances"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let h: Vec<String> = [
+        "kernel",
+        "sched_balance_newidle (Children)",
+        "update_sd_lb_stats (Children)",
+        "newidle outside update_sd_lb_stats",
+        "halted",
+        "newidle of all CPU time",
+        "newidle calls",
+        "newidle balances",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
     Ok(Comparison {
         experiment: "nanosleep".into(),
         machine: "intel-240-2s".into(),
         metric: "newidle_share".into(),
         unit: "fraction".into(),
         lower_is_better: true,
+        statistic: "AMean over seeds of perf record -a cycles shares (Children column): shares of unhalted time, \
+                    cycles not counting while a CPU is halted"
+            .into(),
         rows,
-        title: "nanosleep procs=240 ns=1000 duration_ms=50 (share of all CPU time)".into(),
-        notes: vec![format!("Newidle balancing cost (means over seeds)\n{}", render_grid(&h, &grid))],
+        title: p.title.clone(),
+        notes: vec![format!(
+            "Newidle balancing cost as perf report -a shows it: shares of unhalted cycles (means over seeds), \
+             with the share of time halted and the share of all CPU time beside them\n{}",
+            render_grid(&h, &grid)
+        )],
     })
 }

@@ -6,10 +6,10 @@
 //! pinned task and preempts it; with Rostedt's 2013 `ok_to_push_task()` in `push_rt_task()`
 //! it is pushed to the freed CPU and the pinned task keeps running.
 
-use super::{run_variants, ExpOpts};
+use super::{Analysis, ExpOpts, Plan, Variant};
 use crate::report::{mean_stddev, normalize, render_grid, CompareRow, Comparison};
-use crate::run::{RunResult, RunSpec};
-use crate::workload::params::Params;
+use crate::run::RunResult;
+use crate::spec::RunSpec;
 use crate::workload::rtpush::RtPush;
 use crate::workload::Workload;
 use serde_json::json;
@@ -26,13 +26,11 @@ pub const VARIANTS: &[(&str, &str, &str, &str)] = &[
 pub const MACHINE: &str = "smp-4";
 
 /// The run of scenarios/rt-push.toml (the workload's defaults) with `patches`.
-fn spec(kernel: &str, patches: &str, seed: u64, o: &ExpOpts) -> RunSpec {
+fn spec(kernel: &str, patches: &str) -> RunSpec {
     let mut s = RunSpec::new("rt-push");
     s.machine = MACHINE.into();
     s.kernel = kernel.into();
     s.patches = patches.into();
-    s.seed = seed;
-    s.params = Params::from_pairs(o.params.clone(), "rt-push experiment");
     s
 }
 
@@ -43,9 +41,34 @@ fn rt(r: &RunResult) -> &RtPush {
     }
 }
 
-/// `schedsim reproduce rt-push`.
-pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
-    let results = run_variants(o, VARIANTS.len(), o.runs, |v, seed| spec(VARIANTS[v].1, VARIANTS[v].2, seed, o))?;
+/// `schedsim reproduce rt-push`. The title is the workload's own description of its set-up
+/// (`RtPush::setup`), made when the first run is analysed.
+pub fn plan(o: &ExpOpts) -> Result<Plan, String> {
+    let variants = VARIANTS
+        .iter()
+        .map(|(label, kernel, patches, _)| Variant {
+            label: label.to_string(),
+            spec: spec(kernel, patches),
+            published: None,
+        })
+        .collect();
+    let mut p = Plan::new("rt-push", String::new(), MACHINE, variants, o.runs, o, Analysis::Code(analyze))?;
+    let spec = &p.variants[0].spec;
+    let w = crate::workload::rtpush::RtPush::parse(&spec.params, crate::run::machine(&spec.machine)?.topo.nr_cpus)?;
+    p.focus = crate::focus::Focus {
+        cpus: crate::focus::Cpus::Listed(vec![w.pinned_cpu, w.waker_cpu]),
+        instant: crate::focus::Moment {
+            what: crate::focus::Match::Waking("woken".into()),
+            cpu: None,
+            after: crate::focus::Anchor::MeasureStart,
+        },
+        span_ns: 2 * crate::focus::SPAN_NS,
+        why: "the FIFO task's wakeup: the pinned task's CPU, the waker's, and where the woken task goes".into(),
+    };
+    Ok(p)
+}
+
+fn analyze(_p: &Plan, results: &[Vec<RunResult>]) -> Result<Comparison, String> {
     let first = rt(&results[0][0]);
     let (setup, pinned_cpu) = (first.setup(results[0][0].nr_cpus), first.pinned_cpu);
     let mut rows = Vec::new();
@@ -124,6 +147,7 @@ pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
         metric: "wakeup-to-run".into(),
         unit: "us".into(),
         lower_is_better: true,
+        statistic: crate::report::MMTESTS_AMEAN.into(),
         rows,
         title: setup,
         notes: vec![format!("where the woken task ran (pinned CPU = {pinned_cpu})\n{}", render_grid(&h, &grid))],

@@ -3,9 +3,10 @@
 //! ("sched: Clear ttwu_pending after enqueue_task()"): `ttwu_pending` cleared early (v6.1),
 //! early clear with f3dd3f674555 reverted, and the fix (v6.2).
 
-use super::{run_variants, ExpOpts};
+use super::{Analysis, ExpOpts, Plan, Variant};
 use crate::report::{mean_stddev, normalize, render_grid, CompareRow, Comparison};
-use crate::run::RunSpec;
+use crate::run::RunResult;
+use crate::spec::RunSpec;
 use crate::workload::params::Params;
 use crate::workload::schbench::{TailCauses, TAIL_US};
 use crate::workload::schbench_stats::PERCENTILES;
@@ -22,25 +23,44 @@ pub const VARIANTS: &[(&str, &str, &str, [u64; 7])] = &[
 /// The default run: 30 s with the 5 s warmup, as schbench's defaults.
 pub const ARGS: &str = "-m 2 -t 16 -r 30";
 
-pub fn spec(kernel: &str, patches: &str, seed: u64, overrides: &[(String, String)]) -> RunSpec {
+pub fn spec(kernel: &str, patches: &str) -> RunSpec {
     let mut s = RunSpec::new("schbench");
     s.machine = "icx-vm-32".into();
     s.kernel = kernel.into();
     s.patches = patches.into();
-    s.seed = seed;
     s.limit_ns = 600 * crate::sim::NSEC_PER_SEC;
-    let mut pairs = vec![("args".to_string(), ARGS.to_string())];
-    pairs.extend(overrides.iter().cloned());
-    s.params = Params::from_pairs(pairs, "schbench-ttwu experiment");
+    s.params = Params::from_pairs(vec![("args".to_string(), ARGS.to_string())], "schbench-ttwu experiment");
     s
 }
 
 /// `schedsim reproduce schbench-ttwu`.
-pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
-    let results = run_variants(o, VARIANTS.len(), o.runs, |v, seed| {
-        let (_, kernel, patches, _) = VARIANTS[v];
-        spec(kernel, patches, seed, &o.params)
-    })?;
+pub fn plan(o: &ExpOpts) -> Result<Plan, String> {
+    let variants = VARIANTS
+        .iter()
+        .map(|(label, kernel, patches, published)| Variant {
+            label: label.to_string(),
+            spec: spec(kernel, patches),
+            published: Some(published[6] as f64),
+        })
+        .collect();
+    let title = format!("schbench {ARGS} (wakeup latency percentiles, us; means over seeds)");
+    let mut p = Plan::new("schbench-ttwu", title, "icx-vm-32", variants, o.runs, o, Analysis::Code(analyze))?;
+    p.focus = crate::focus::Focus {
+        cpus: crate::focus::Cpus::Listed(Vec::new()),
+        instant: crate::focus::Moment {
+            what: crate::focus::Match::Any,
+            cpu: None,
+            after: crate::focus::Anchor::FirstStacking,
+        },
+        span_ns: crate::focus::SPAN_NS,
+        why: "the first stacking wakeup (a worker woken onto an idle CPU already chosen for another wakee, \
+              another CPU of its LLC idle), its CPU marked"
+            .into(),
+    };
+    Ok(p)
+}
+
+fn analyze(p: &Plan, results: &[Vec<RunResult>]) -> Result<Comparison, String> {
     let mut rows = Vec::new();
     let mut grid = Vec::new();
     let mut tail_grid = Vec::new();
@@ -92,7 +112,7 @@ pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
             variant: label.to_string(),
             kernel: cfg.label(),
             patches: cfg.patches.iter().map(|p| p.info().id.to_string()).collect(),
-            runs: o.runs,
+            runs: p.runs,
             mean,
             stddev,
             normalized: 0.0,
@@ -124,8 +144,9 @@ pub fn reproduce(o: &ExpOpts) -> Result<Comparison, String> {
         metric: "p99.9".into(),
         unit: "us".into(),
         lower_is_better: true,
+        statistic: "AMean over seeds of schbench's own p99.9 (its percentile rule: workload/schbench_stats.rs)".into(),
         rows,
-        title: format!("schbench {ARGS} (wakeup latency percentiles, us; means over seeds)"),
+        title: p.title.clone(),
         notes: vec![
             format!(
                 "Latency percentiles (usec), simulated beside published, and stacking wakeups per run \

@@ -21,69 +21,13 @@
 //! TOKEN` runs exactly that perturbation ([`token`]).
 
 pub mod strategy;
-pub mod token;
 
 use crate::linux::Kernel;
-use crate::run::{self, RunSpec};
+use crate::run::{self, RunWorld};
+pub use crate::sim::Perturbation;
 use crate::sim::Prng;
+use crate::spec::RunSpec;
 use strategy::{Explorer, Kind};
-
-/// What a run changes from the unperturbed one: the choices that differ from FIFO and the
-/// re-seeded jitter streams. Both lists are sorted (by choice point, by CPU).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Perturbation {
-    /// `(choice point, candidate index)`, index > 0.
-    pub picks: Vec<(u64, u32)>,
-    /// `(CPU, salt)`: that CPU's jitter stream is re-seeded with the salt after boot.
-    pub jitter: Vec<(u32, u32)>,
-}
-
-impl Perturbation {
-    /// The replay token (`x1.` + base64url).
-    pub fn token(&self) -> String {
-        token::encode(self)
-    }
-
-    /// Read a replay token (a clear error for a bad one).
-    pub fn parse(t: &str) -> Result<Perturbation, String> {
-        token::decode(t)
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.picks.is_empty() && self.jitter.is_empty()
-    }
-
-    /// Number of perturbed items (choices plus salts).
-    pub fn len(&self) -> usize {
-        self.picks.len() + self.jitter.len()
-    }
-}
-
-/// Install a perturbation on a freshly built kernel: re-seed the salted CPUs' jitter streams
-/// and make `strategy` the chooser of same-time actions (owners: the actions' CPUs).
-fn install(k: &mut Kernel, jitter: &[(u32, u32)], strategy: Explorer) -> Result<(), String> {
-    let nr = k.m.topo.nr_cpus;
-    for &(cpu, salt) in jitter {
-        if cpu >= nr {
-            return Err(format!(
-                "--replay: the token re-seeds CPU {cpu}, but machine {} has {nr} CPUs (a token replays on the run it came from)",
-                k.m.name
-            ));
-        }
-        let c = &mut k.cpus[cpu as usize];
-        let base = c.rng.next_u64();
-        c.rng = Prng::new(base ^ ((salt as u64) << 32 | salt as u64), 0x5A17_0000 + cpu as u64);
-    }
-    k.q.owner_of = Some(crate::linux::Action::owner);
-    k.q.chooser = crate::sim::Chooser::Strategy(Box::new(strategy));
-    Ok(())
-}
-
-/// Replay a perturbation on a freshly built kernel (`schedsim run --replay TOKEN`; called by
-/// [`run::build`]).
-pub fn apply(k: &mut Kernel, p: &Perturbation) -> Result<(), String> {
-    install(k, &p.jitter, Explorer::replay(p.picks.clone()))
-}
 
 /// A violated rule: what a finding reports.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,11 +41,6 @@ pub struct Finding {
     /// The CPU it concerns.
     pub cpu: u32,
     pub detail: String,
-}
-
-/// Turn on every checker (the modelled WARNs report through them too).
-fn enable_checks(k: &mut Kernel) {
-    k.enable_checks();
 }
 
 /// The first rule the run violated, if any: the earliest violation the checkers saw (a
@@ -208,14 +147,16 @@ fn jitter_salts(seed: u64, run: u64, nr: u32) -> Vec<(u32, u32)> {
     (0..nr).map(|c| (c, (r.next_u64() >> 32) as u32 | 1)).collect()
 }
 
-fn run_with(spec: &RunSpec, jitter: &[(u32, u32)], strategy: Explorer) -> Result<Kernel, String> {
+/// Run `spec` under a perturbation: `jitter`'s re-seeded streams and `strategy`'s choices,
+/// with every checker on (the modelled WARNs report through them too).
+fn run_with(spec: &RunSpec, jitter: &[(u32, u32)], strategy: Explorer) -> Result<RunWorld, String> {
     let mut s = spec.clone();
     s.replay = None;
-    let mut k = run::build(&s)?;
-    install(&mut k, jitter, strategy)?;
-    enable_checks(&mut k);
-    k.run(s.limit_ns);
-    Ok(k)
+    let mut w = run::build(&s)?;
+    w.perturb(jitter, Box::new(strategy))?;
+    w.k.enable_checks();
+    w.run(s.limit_ns);
+    Ok(w)
 }
 
 fn outcome(run: u64, k: &Kernel, jitter: Vec<(u32, u32)>) -> Outcome {
@@ -441,8 +382,8 @@ pub fn excerpt(spec: &RunSpec, p: &Perturbation) -> Result<(Option<Finding>, Str
     let mut s = spec.clone();
     s.replay = None;
     let mut k = run::build(&s)?;
-    install(&mut k, &p.jitter, Explorer::replay(p.picks.clone()))?;
-    enable_checks(&mut k);
+    k.perturb(&p.jitter, Box::new(Explorer::replay(p.picks.clone())))?;
+    k.k.enable_checks();
     let out = std::sync::Arc::new(std::sync::Mutex::new(Excerpt::default()));
     let mut sink = ExcerptSink {
         at: f.time_ns,

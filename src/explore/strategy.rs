@@ -4,6 +4,7 @@
 //! Every strategy records the choices that differ from FIFO as `(choice point, candidate
 //! index)`: that sparse list, not the strategy, is what a replay token carries.
 
+use crate::sim::perturbation::ReplayPicks;
 use crate::sim::queue::ChoiceStrategy;
 use crate::sim::Prng;
 
@@ -59,10 +60,7 @@ enum State {
         points: Vec<u64>,
         next: usize,
     },
-    Replay {
-        picks: Vec<(u64, u32)>,
-        next: usize,
-    },
+    Replay(ReplayPicks),
 }
 
 /// One run's strategy state plus the choices it made that differ from FIFO.
@@ -108,7 +106,7 @@ impl Explorer {
 
     /// Replay recorded choices: `picks[i].1` at choice point `picks[i].0`, FIFO elsewhere.
     pub fn replay(picks: Vec<(u64, u32)>) -> Explorer {
-        Explorer { rng: Prng::new(0, 0), state: State::Replay { picks, next: 0 }, picks: Vec::new() }
+        Explorer { rng: Prng::new(0, 0), state: State::Replay(ReplayPicks::new(picks)), picks: Vec::new() }
     }
 
     /// The recorded picks of the strategy a queue's chooser holds (empty if it holds none).
@@ -151,15 +149,7 @@ impl Explorer {
                 }
                 c
             }
-            State::Replay { picks, next } => {
-                while *next < picks.len() && picks[*next].0 < point {
-                    *next += 1;
-                }
-                match picks.get(*next) {
-                    Some(&(p, c)) if p == point => c as usize % n,
-                    _ => 0,
-                }
-            }
+            State::Replay(r) => r.pick(point, n),
         }
     }
 }

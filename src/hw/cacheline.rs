@@ -9,7 +9,8 @@
 //! Which kernel variables share a line is decided by whoever allocates them: two variables
 //! given the same [`LineId`] false-share, as the unaligned per-CPU flag of the softirq RFC does.
 
-use super::topology::{Distance, Topology, MAX_CPUS};
+use super::topology::{Distance, Topology};
+use crate::limits::MAX_CPUS;
 
 /// Index of a modelled cache line.
 pub type LineId = u32;

@@ -11,6 +11,7 @@
 
 pub mod cacheline;
 pub mod cpumask;
+pub mod kvm;
 pub mod topology;
 
 use std::fmt;
@@ -18,7 +19,7 @@ use std::fmt;
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::workload::params::MAX_LATENCY_NS;
+use crate::limits::MAX_LATENCY_NS;
 
 use self::topology::{Distance, Topology, TopologySpec, RECLAIM_DISTANCE};
 
@@ -155,6 +156,9 @@ pub struct Machine {
     pub preempt: String,
     /// The haltpoll governor's module parameters (read only when `governor` is haltpoll).
     pub haltpoll: HaltpollParams,
+    /// A KVM guest's host halt-polling (`kvm::HostHaltPoll`): `None` on bare metal, and on a
+    /// guest whose host does not poll (every preset; set by [`Machine::set_guest_idle`]).
+    pub host_halt_poll: Option<kvm::HostHaltPoll>,
 }
 
 /// The haltpoll governor's module parameters, as a guest is booted with them
@@ -382,7 +386,7 @@ pub fn machine_from_toml(text: &str, origin: &str) -> Result<Machine, String> {
         at(offset, &e.message().trim_end().replace('\n', " "))
     })?;
 
-    crate::run::check_hz(*raw.hz.get_ref(), "hz =").map_err(|e| at(raw.hz.span().start, &e))?;
+    crate::limits::check_hz(*raw.hz.get_ref(), "hz =").map_err(|e| at(raw.hz.span().start, &e))?;
 
     // Topology.
     let rt = raw.topology.get_ref();
@@ -519,6 +523,19 @@ pub fn machine_from_toml(text: &str, origin: &str) -> Result<Machine, String> {
         });
     }
 
+    if raw.governor == Governor::Haltpoll && idle_states.len() != 2 {
+        // drivers/cpuidle/cpuidle-haltpoll.c registers exactly POLL and the halt state, and
+        // haltpoll_select() picks one of those two by index.
+        let offset = text.find("governor").unwrap_or(0);
+        return Err(at(
+            offset,
+            &format!(
+                "governor = \"haltpoll\" needs exactly two idle states, POLL and the halt state (as \
+                 cpuidle-haltpoll registers them); this machine has {}",
+                idle_states.len()
+            ),
+        ));
+    }
     Ok(Machine {
         name: raw.name,
         description: raw.description,
@@ -531,6 +548,7 @@ pub fn machine_from_toml(text: &str, origin: &str) -> Result<Machine, String> {
         background: raw.background,
         preempt: raw.preempt,
         haltpoll: raw.haltpoll,
+        host_halt_poll: None,
     })
 }
 

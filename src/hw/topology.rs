@@ -20,8 +20,7 @@ pub const LOCAL_DISTANCE: u32 = 10;
 pub const RECLAIM_DISTANCE: u32 = 30;
 /// SLIT values must stay below this (`1 << DISTANCE_BITS` in the kernel).
 pub const NR_DISTANCE_VALUES: u32 = 256;
-/// Largest machine accepted, a sanity bound on presets.
-pub const MAX_CPUS: u32 = 8192;
+use crate::limits::MAX_CPUS;
 
 /// Where one CPU sits. `llc` and `core` ids are global (unique across the machine);
 /// `node` is the global NUMA node id; `thread` is the SMT thread index within the core.

@@ -19,7 +19,10 @@ pub struct KernelConfig {
     /// The preemption model (CONFIG_PREEMPT_*, or PREEMPT_DYNAMIC with `preempt=`).
     pub preempt: Preempt,
     /// The background activity the machine runs besides the workload.
-    pub background: crate::background::Profile,
+    pub background: crate::linux::background::Profile,
+    /// The newidle state chosen CPUs are in when the measured window opens (an unknown of
+    /// issue 31; empty: the state the warm-up left).
+    pub start: super::unknowns::StartState,
 }
 
 /// A set of patches: one bit per [`Patch`], iterated in `Patch` order (the order a
@@ -255,7 +258,8 @@ impl KernelConfig {
             // 147f3efaa241 (v6.6) is the EEVDF switch: a `-147f3efaa241` delta runs CFS.
             fair: if patches_has_eevdf { FairClass::Eevdf } else { FairClass::Cfs },
             preempt: Preempt { model: PreemptModel::Voluntary, dynamic: true },
-            background: crate::background::Profile::default(),
+            background: crate::linux::background::Profile::default(),
+            start: Default::default(),
         })
     }
 

@@ -19,8 +19,8 @@
 //! Where the frames live is simulator machinery: a CPU's running (top) frame is in its slot of
 //! [`TopFrames`], apart from its `Cpu`, and the frames below it in [`Exec::stack`].
 //!
-//! Decision (see ARCHITECTURE.md): explicit state machines rather than async coroutines. They
-//! were measured faster (ARCHITECTURE.md, "The executor"), and a frame is plain `Copy` data that can be
+//! Decision (docs/design.md): explicit state machines rather than async coroutines. They
+//! were measured faster (docs/design.md, "The executor"), and a frame is plain `Copy` data that can be
 //! printed, hashed and compared.
 
 use super::arch::x86::HardIrq;
@@ -30,6 +30,7 @@ use super::kernel::sched::fair::{NewidleBalance, SchedBalanceSoftirq};
 use super::kernel::sched::idle::{CpuidleIdleCall, DoIdle};
 use super::kernel::smp::{FlushQueue, FlushSmpCallFunctionQueue, SmpCallFunction};
 use super::kernel::softirq::{HandleSoftirqs, Ksoftirqd};
+use super::programs::{Programs, TaskFrame};
 use super::{CpuId, Kernel};
 use crate::sim::{Slot, Time};
 use crate::trace::Vector;
@@ -39,7 +40,7 @@ use crate::trace::Vector;
 /// `repr(u8)`: the variant is a tag byte of its own at the start of the frame, so dispatching
 /// on it (and `phase_of`) is one load and a table index rather than decoding a niche inside the
 /// largest variant. The payloads are 8-byte aligned, so the tag takes a word and the largest,
-/// [`crate::workload::registry::TaskFrame`], is held to 56 bytes: a frame is 64, one host cache
+/// [`TaskFrame`], is held to 56 bytes: a frame is 64, one host cache
 /// line, so a CPU's running-frame slot in [`TopFrames`] is one line and a push or pop moves one.
 #[derive(Debug, Clone, Copy)]
 #[repr(u8)]
@@ -100,19 +101,20 @@ pub enum Frame {
     DoExit(super::kernel::exit::DoExit),
     /// `fork()`/`clone()`: `kernel_clone()`.
     KernelClone(super::kernel::fork::KernelClone),
-    /// A workload task's own code (kernel thread body or user program).
-    Workload(crate::workload::registry::TaskFrame),
+    /// A program task's own code (a user program, or a test module's kernel thread body):
+    /// [`super::programs`].
+    Program(TaskFrame),
     /// `worker_thread()` of a kworker.
     Worker(super::kernel::workqueue::WorkerThread),
     /// `run_timer_softirq()`.
     RunTimerSoftirq(super::kernel::time::timer::RunTimerSoftirq),
-    /// A background kernel thread's or daemon's own code.
-    Background(crate::background::task::BgTask),
+    /// A periodic kernel thread of the background profile (`kernel/kthread.rs`).
+    Kthread(super::kernel::kthread::PeriodicKthread),
 }
 
 // With its own tag word, a frame is 64 bytes only while its largest variant is at most 56.
 const _: () = assert!(
-    std::mem::size_of::<crate::workload::registry::TaskFrame>() <= 56,
+    std::mem::size_of::<TaskFrame>() <= 56,
     "TaskFrame grew beyond 56 bytes: Frame would grow beyond one 64-byte line"
 );
 
@@ -154,6 +156,15 @@ pub enum WaitOn {
     Lock,
 }
 
+impl WaitOn {
+    /// The CPU is halted while it waits: MWAIT, HLT or an I/O-port C-state stop the core's
+    /// clock, so perf's `cycles` event does not count (a CPU in `poll_idle()` is running).
+    #[inline]
+    pub fn halts(self) -> bool {
+        matches!(self, WaitOn::Mwait { .. } | WaitOn::Hlt { .. } | WaitOn::IoPort { .. })
+    }
+}
+
 /// Simulator actions. A CPU's `Resume` lives in its [`Slot::Step`] and its `ApicTimer` in its
 /// [`Slot::Timer`] of the action queue: whenever what the CPU is doing changes (an interrupt
 /// preempts it, a wait ends, the timer is re-programmed) the slot is overwritten or emptied, so
@@ -169,17 +180,17 @@ pub enum Action {
     Irq { cpu: CpuId, vector: Vector },
     /// The local APIC timer of `cpu` fires (the hrtimer hardware event).
     ApicTimer { cpu: CpuId, gen: u32 },
-    /// A workload-level action (e.g. the module's init wakes its threads).
-    Workload { what: u32 },
+    /// A program's own action (e.g. the module's init wakes its threads): [`Programs::on_action`].
+    Program { what: u32 },
 }
 
 impl Action {
-    /// The CPU this action belongs to (`u32::MAX` for a workload-level action): the "thread" of
+    /// The CPU this action belongs to (`u32::MAX` for a program's action): the "thread" of
     /// the interleaving explorer's per-CPU strategies (`ActionQueue::owner_of`).
     pub fn owner(&self) -> u32 {
         match *self {
             Action::Resume { cpu, .. } | Action::Irq { cpu, .. } | Action::ApicTimer { cpu, .. } => cpu,
-            Action::Workload { .. } => u32::MAX,
+            Action::Program { .. } => u32::MAX,
         }
     }
 }
@@ -369,6 +380,9 @@ pub struct Exec {
     /// above it is charged to it), or `None` outside interrupt context. Kept on push and pop of
     /// those frames and on a context switch, so the executor never walks the stack per step.
     pub irq_phase: Option<Phase>,
+    /// Since when the CPU has been halted, while `waiting` is a halting wait
+    /// ([`WaitOn::halts`]); the halted time is charged to `stats.halted_ns` when it ends.
+    pub halted_since: Time,
 }
 
 impl Exec {
@@ -387,6 +401,7 @@ impl Exec {
             acct_since: 0,
             acct_phase: Phase::IdleLoop,
             irq_phase: None,
+            halted_since: 0,
         }
     }
 }
@@ -438,15 +453,19 @@ fn highest_pending(p: u8) -> Option<Vector> {
     }
 }
 
-/// Process one action.
-pub fn dispatch(k: &mut Kernel, a: Action) {
+/// Process one action; a program's goes to `p`.
+#[inline]
+pub fn dispatch<P: Programs>(k: &mut Kernel, p: &mut P, a: Action) {
     let cpu = match a {
         Action::Resume { cpu, gen } => {
             let x = &mut k.cpus[cpu as usize].x;
             assert_eq!(gen, x.gen, "cpu {cpu}: a stale Resume was queued");
             x.busy = false;
-            if x.waiting.take().is_some() {
+            if let Some(w) = x.waiting.take() {
                 x.gen = x.gen.wrapping_add(1);
+                if w.halts() {
+                    end_halt(k, cpu);
+                }
                 release_watch(k, cpu);
             }
             cpu
@@ -465,10 +484,10 @@ pub fn dispatch(k: &mut Kernel, a: Action) {
             }
             cpu
         }
-        Action::Workload { what } => return crate::workload::registry::on_action(k, what),
+        Action::Program { what } => return p.on_action(k, what),
     };
     // The executor's one call site.
-    run_cpu(k, cpu);
+    run_cpu(k, p, cpu);
 }
 
 /// Disable local interrupts on `cpu` (`local_irq_disable()` / `local_irq_save()`).
@@ -501,6 +520,16 @@ fn irq_arrive(k: &mut Kernel, cpu: CpuId, vector: Vector) -> bool {
     let c = &mut k.cpus[cpu as usize];
     c.x.pending |= vector_bit(vector);
     match c.x.waiting {
+        Some(WaitOn::Hlt { idx }) if k.m.host_halt_poll.is_some() => {
+            // A KVM guest's vCPU halted in HLT, its host polling: the wake costs what
+            // kvm_vcpu_halt() was doing when the interrupt came (see `hw::kvm`). A second
+            // interrupt while the vCPU is already being woken changes nothing.
+            if !c.x.busy {
+                let t = kvm_hlt_wake(k, cpu, idx);
+                wake_at(k, cpu, t);
+            }
+            false
+        }
         Some(WaitOn::Mwait { idx }) | Some(WaitOn::Hlt { idx }) | Some(WaitOn::IoPort { idx }) => {
             // Leave the idle state: the hardware exit latency, then the CPU resumes the idle
             // routine (and takes the interrupt once IRQs are on).
@@ -513,6 +542,22 @@ fn irq_arrive(k: &mut Kernel, cpu: CpuId, vector: Vector) -> bool {
     }
 }
 
+/// The wake latency of `cpu`, a KVM guest's vCPU halted in HLT in idle state `idx`, reached by
+/// an interrupt now, with the host halt-polling (`hw::kvm::HostHaltPoll`): the polled wake if
+/// the host's poll window still covers the time since the HLT, else the state's own (blocked)
+/// wake; then the end of `kvm_vcpu_halt()` adjusts the vCPU's window by the whole halt.
+#[cold]
+fn kvm_hlt_wake(k: &mut Kernel, cpu: CpuId, idx: u8) -> Time {
+    let Kernel { cpus, m, now, .. } = k;
+    let p = m.host_halt_poll.expect("host halt-polling is on");
+    let c = &mut cpus[cpu as usize];
+    let halted = *now - c.x.halted_since;
+    let w = if c.vcpu_halt_poll.polled(&p, halted) { p.polled_wake } else { m.idle_states[idx as usize].wake };
+    let t = c.rng.range(w.lo_ns, w.hi_ns);
+    c.vcpu_halt_poll.kvm_vcpu_halt_end(&p, halted + t);
+    t
+}
+
 /// Preempt whatever `cpu` is doing with its highest latched interrupt: push its handler's
 /// frame, which the caller then runs ([`run_cpu`]). Returns false if none is latched.
 fn take_irq(k: &mut Kernel, cpu: CpuId) -> bool {
@@ -523,9 +568,13 @@ fn take_irq(k: &mut Kernel, cpu: CpuId) -> bool {
     c.x.pending &= !vector_bit(vector);
     // A waiting CPU re-runs its wait step after the handler; a CPU in the middle of a step
     // resumes the rest of that step's time.
-    let was_waiting = c.x.waiting.take().is_some();
+    let was = c.x.waiting.take();
+    let was_waiting = was.is_some();
     let saved = if c.x.busy && !was_waiting { c.x.deadline.saturating_sub(now) } else { 0 };
     c.x.busy = false;
+    if was.is_some_and(WaitOn::halts) {
+        end_halt(k, cpu);
+    }
     if was_waiting {
         release_watch(k, cpu);
     }
@@ -624,6 +673,14 @@ fn set_phase(x: &mut Exec, phase_ns: &mut [u64; NR_PHASES], now: Time, p: Phase)
     }
 }
 
+/// A halting wait of `cpu` ends now: charge its halted time (see [`WaitOn::halts`]).
+#[inline]
+fn end_halt(k: &mut Kernel, cpu: CpuId) {
+    let x = &mut k.cpus[cpu as usize].x;
+    k.stats.halted_ns[cpu as usize] += k.now - x.halted_since;
+    x.halted_since = k.now;
+}
+
 /// Close the accounting of every CPU at the end of a run.
 pub fn account_all(k: &mut Kernel) {
     if let Some(t) = k.stats.overloaded_since {
@@ -632,6 +689,9 @@ pub fn account_all(k: &mut Kernel) {
     }
     for c in 0..k.cpus.len() as CpuId {
         account(k, c);
+        if k.cpus[c as usize].x.waiting.is_some_and(WaitOn::halts) {
+            end_halt(k, c);
+        }
         if k.cpus[c as usize].x.irqs_off {
             let s = k.cpus[c as usize].x.irqs_off_since;
             k.stats.irqs_off_ns[c as usize] += k.now - s;
@@ -659,9 +719,9 @@ fn phase_of(f: &Frame, waiting: bool) -> Phase {
         Frame::HandleSoftirqs(_) | Frame::SchedBalanceSoftirq(_) | Frame::RunTimerSoftirq(_) => {
             (Phase::Softirq, Phase::Softirq)
         }
-        Frame::Worker(_) | Frame::Background(_) => (Phase::Task, Phase::Task),
+        Frame::Worker(_) | Frame::Kthread(_) => (Phase::Task, Phase::Task),
         Frame::SmpCallFunction(_) | Frame::TryToWakeUp(_) | Frame::WakeUp(_) => (Phase::Task, Phase::Spin),
-        Frame::Ksoftirqd(_) | Frame::Workload(_) | Frame::Futex(_) | Frame::Nanosleep(_) | Frame::Stopper(_) => {
+        Frame::Ksoftirqd(_) | Frame::Program(_) | Frame::Futex(_) | Frame::Nanosleep(_) | Frame::Stopper(_) => {
             (Phase::Task, Phase::Task)
         }
         Frame::Pipe(_) | Frame::UnixStream(_) | Frame::Poll(_) | Frame::Wait4(_) | Frame::DoExit(_) => {
@@ -714,7 +774,7 @@ fn top_phase(x: &Exec, top: &Frame) -> Phase {
 /// own, goes on top of the previous task's saved stack, and the next task's top frame into the
 /// slot). An interrupt taken between steps ([`take_irq`]) pushes its handler, which this loop
 /// then runs as a fresh run of the CPU would (no recursion: [`dispatch`] is its one caller).
-pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
+pub fn run_cpu<P: Programs>(k: &mut Kernel, p: &mut P, cpu: CpuId) {
     let ci = cpu as usize;
     // The CPU table is built once by `Kernel::new` and never resized (no CPU hotplug), so this
     // check made once covers the unchecked lookups of this loop.
@@ -759,7 +819,7 @@ pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
         // through `Exec::caller_frame_mut`), so the frame aliases no other access during the
         // step, and it does not move (the context switch leaves the slot alone).
         let frame: &mut Frame = unsafe { &mut *top };
-        let next = step(k, cpu, frame);
+        let next = step(k, p, cpu, frame);
         let now = k.now;
         let x = exec_mut(&mut k.cpus, ci);
         // SAFETY (every `*top` below): the step has returned, so nothing else holds the frame.
@@ -830,6 +890,9 @@ pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
             }
             Next::Wait(on) => {
                 x.waiting = Some(on);
+                if on.halts() {
+                    x.halted_since = now;
+                }
                 let (irqs_off, pending) = (x.irqs_off, x.pending);
                 let p = top_phase(x, unsafe { &*top });
                 set_phase(x, &mut k.stats.phase_ns[ci], now, p);
@@ -869,10 +932,10 @@ pub fn run_cpu(k: &mut Kernel, cpu: CpuId) {
             // same-time action queued earlier goes first), take the step now instead of a
             // queue round trip. The processing order is exactly the queue's, so results are
             // identical; only FIFO ordering allows it (a chooser must see every action). The
-            // step must not cross the start of the measured window, which `Kernel::run` opens
-            // before the first action at or after it.
-            if k.q.is_fifo() && k.q.none_due_by(t) && t <= k.limit && !k.finished && (k.measuring || t < k.measure_from)
-            {
+            // step must not cross the run's horizon (`Kernel::horizon`: its limit, or the start
+            // of the measured window, which `World::run` opens before the first action at or
+            // after it), nor go on once the programs have finished.
+            if k.q.is_fifo() && k.q.none_due_by(t) && t <= k.horizon && !p.finished() {
                 k.now = t;
                 k.actions += 1;
                 x.gen = x.gen.wrapping_add(1);
@@ -958,7 +1021,7 @@ fn exec_mut(cpus: &mut [super::Cpu], ci: usize) -> &mut Exec {
 /// unchanged by a `Cont`, and no time passes, so the accounting is the same. At most
 /// `ZERO_TIME_RUN` such steps run here in a row; then the executor's own zero-time guard
 /// counts them.
-fn step(k: &mut Kernel, cpu: CpuId, frame: &mut Frame) -> Next {
+fn step<P: Programs>(k: &mut Kernel, p: &mut P, cpu: CpuId, frame: &mut Frame) -> Next {
     use super::kernel::sched::{core, fair, idle};
     use super::kernel::{smp, softirq};
     const ZERO_TIME_RUN: u32 = 64;
@@ -1002,10 +1065,13 @@ fn step(k: &mut Kernel, cpu: CpuId, frame: &mut Frame) -> Next {
         Frame::Wait4(s) => run!(super::kernel::exit::do_wait(k, cpu, s)),
         Frame::DoExit(s) => run!(super::kernel::exit::do_exit(k, cpu, s)),
         Frame::KernelClone(s) => run!(super::kernel::fork::kernel_clone(k, cpu, s)),
-        Frame::Workload(s) => run!(crate::workload::registry::task_step(k, cpu, s)),
+        Frame::Program(s) => run!(match super::kernel::entry::common::exit_to_user_mode_loop(k, s) {
+            Some(next) => next,
+            None => p.task_step(k, cpu, s),
+        }),
         Frame::Worker(s) => run!(super::kernel::workqueue::worker_thread(k, cpu, s)),
         Frame::RunTimerSoftirq(s) => run!(super::kernel::time::timer::run_timer_softirq(k, cpu, s)),
-        Frame::Background(s) => run!(crate::background::task::task_step(k, cpu, s)),
+        Frame::Kthread(s) => run!(super::kernel::kthread::periodic_kthread(k, cpu, s)),
     }
 }
 

@@ -3,14 +3,18 @@
 //! the model of `drivers/cpuidle/poll_state.c: poll_idle()` is
 //! `linux/drivers/cpuidle/poll_state.rs: poll_idle`, and so on.
 //!
-//! [`Kernel`] holds the whole simulated machine: per-CPU execution state ([`engine`]), the
-//! runqueues and tasks, the modelled cache lines, the trace buffer and the counters.
+//! [`Kernel`] holds the simulated machine's kernel: per-CPU execution state ([`engine`]), the
+//! runqueues and tasks, the modelled cache lines, the trace buffer and the counters. It names
+//! no program: the run's programs (a workload, background daemons) reach it through
+//! [`programs::Programs`], and a `World` (`crate::world`) owns the kernel, the programs and the
+//! run.
 //!
 //! Architecture invariants: nothing here does I/O, reads the wall clock, iterates a hash map,
 //! or uses floating point; the only randomness is the per-CPU [`Prng`] streams derived from the
 //! run's seed.
 
 pub mod arch;
+pub mod background;
 pub mod check;
 pub mod config;
 pub mod cost;
@@ -20,13 +24,14 @@ pub mod fs;
 pub mod kernel;
 pub mod net;
 pub mod patches;
+pub mod programs;
 pub mod stats;
+pub mod unknowns;
 
 use crate::hw::cacheline::{LineId, Lines};
 use crate::hw::Machine;
 use crate::sim::{ActionQueue, Prng, Time};
 use crate::trace::{self, Event, Record, TraceBuf};
-use crate::workload::registry::Workload;
 pub use config::KernelConfig;
 pub use engine::{Action, Frame, Next, WaitOn};
 use kernel::sched::topology::{build_sched_domains, SchedDomains};
@@ -93,7 +98,7 @@ pub struct Csd {
 /// touches come first, packed ([`CPU_HOT_BYTES`] from the start: the executor state, the small
 /// per-CPU words, the runqueue, the tick and the cpuidle device), and what only occasional
 /// paths use (multi-target calls, the timer wheel, background softirq work) comes after them.
-/// [`Kernel::run`] prefetches the hot part of the next action's CPU.
+/// `World::run` prefetches the hot part of the next action's CPU.
 #[derive(Debug)]
 #[repr(C, align(64))]
 pub struct Cpu {
@@ -148,6 +153,9 @@ pub struct Cpu {
     /// The CPU's stream for background activity (run times, periods), separate from the
     /// hardware jitter stream so that a machine without background draws exactly as before.
     pub bg_rng: Prng,
+    /// A KVM guest's vCPU: the host's halt-polling window for it (`hw::kvm`; used only when
+    /// the machine has `host_halt_poll`).
+    pub vcpu_halt_poll: crate::hw::kvm::VcpuHaltPoll,
 }
 
 /// The bytes of [`Cpu`] a step usually touches: up to the end of its cpuidle device.
@@ -161,16 +169,17 @@ fn idle_after_block(c: &Cpu) -> Option<TaskId> {
     (c.rq.curr != c.rq.idle && c.rq.nr_running <= 1).then_some(c.rq.idle)
 }
 
-/// Simulated time of a running [`Kernel::run`], stored every 2^20 actions for the command
+/// Simulated time of a running `World::run`, stored every 2^20 actions for the command
 /// line's progress display (any run may store it; the model never reads it).
 pub static PROGRESS_NS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
-/// The smallest machine whose per-CPU state [`Kernel::run`] prefetches. At 128 it made `run
+/// The smallest machine whose per-CPU state `World::run` prefetches. At 128 it made `run
 /// hackbench 32 --machine epyc-7763-2s` (256 CPUs, whose state stays in the host's L2) 1.11x
 /// slower in CPU time (median of 15 alternated pairs).
 pub(crate) const PREFETCH_MIN_CPUS: u32 = 512;
 
-/// The whole simulated machine.
+/// The simulated machine's kernel: its state, the executor running it, and its instrumentation
+/// (the trace buffer, the counters, the invariant checkers).
 pub struct Kernel {
     pub now: Time,
     pub q: ActionQueue<Action>,
@@ -202,21 +211,18 @@ pub struct Kernel {
     pub wq: kernel::workqueue::Workqueues,
     pub trace: TraceBuf,
     pub stats: Stats,
-    pub wl: Workload,
-    /// Number of actions processed (the simulator's unit of work).
+    /// Number of actions processed (the simulator's unit of work): the run's queue pops and
+    /// the executor's run-ahead steps.
     pub actions: u64,
-    /// Set by the workload when it has finished; the run stops.
-    pub finished: bool,
-    /// The run's simulated-time limit (actions after it are not processed).
-    pub limit: Time,
+    /// How far the executor may run a CPU ahead without going through the queue
+    /// ([`engine::run_cpu`]): the run's limit, or just before the measured window opens. Set
+    /// by the `World` that runs the kernel.
+    pub horizon: Time,
     /// Start of the measured window: counters and phase times cover `[measure_from, end]`
     /// (the background warm-up before the workload is not measured, as `perf stat` around a
-    /// benchmark does not see the machine's past). 0 without background.
+    /// benchmark does not see the machine's past). 0 without background. Set by the run
+    /// before its programs start.
     pub measure_from: Time,
-    measuring: bool,
-    /// Prefetch the next action's CPU state ([`Kernel::run`]): only on machines whose per-CPU
-    /// state outgrows the host's caches (below that it costs instructions and saves nothing).
-    pub(crate) prefetch: bool,
     next_pid: u32,
     seed: u64,
     /// Invariant checkers (`--check`); `None` (the default) costs one branch per hook.
@@ -226,7 +232,7 @@ pub struct Kernel {
 impl Kernel {
     /// Build a machine in its boot state: every CPU in its idle task's `do_idle()` loop,
     /// per-CPU ksoftirqd threads asleep.
-    pub fn new(m: Machine, cfg: KernelConfig, seed: u64, wl: Workload) -> Kernel {
+    pub fn new(m: Machine, cfg: KernelConfig, seed: u64) -> Kernel {
         let nr = m.topo.nr_cpus;
         let sd = build_sched_domains(&m.topo);
         let mut k = Kernel {
@@ -250,13 +256,9 @@ impl Kernel {
             wq: Default::default(),
             trace: TraceBuf::default(),
             stats: Stats::new(nr),
-            wl,
             actions: 0,
-            finished: false,
-            limit: Time::MAX,
+            horizon: Time::MAX,
             measure_from: 0,
-            measuring: false,
-            prefetch: nr >= PREFETCH_MIN_CPUS,
             next_pid: 2,
             seed,
             checks: None,
@@ -320,6 +322,7 @@ impl Kernel {
                 timers: Default::default(),
                 softirq_work: [0; 10],
                 bg_rng: Prng::new(seed, 0xB6_0000 + c as u64),
+                vcpu_halt_poll: Default::default(),
             });
             k.tasks[idle as usize].on_cpu = true;
             k.tasks[idle as usize].on_rq = true;
@@ -359,11 +362,17 @@ impl Kernel {
             k.q.set(c as usize, crate::sim::Slot::Step, 0, Action::Resume { cpu: c, gen: 0 });
             k.cpus[c as usize].x.busy = true;
         }
-        k.measure_from = k.workload_start_offset();
-        k.measuring = k.measure_from == 0;
-        crate::background::start(&mut k);
-        crate::workload::registry::start(&mut k);
         k
+    }
+
+    /// A quiet v6.10 kernel on preset `machine` (its HZ and preemption model, no background),
+    /// booted and not yet run: for the kernel model's own unit tests.
+    #[cfg(test)]
+    pub(crate) fn for_test(machine: &str) -> Kernel {
+        let m = crate::hw::preset(machine).expect("a preset");
+        let mut cfg = KernelConfig::resolve("v6.10", "", m.hz).expect("v6.10");
+        cfg.preempt = config::Preempt::parse(&m.preempt).expect("the preset's preemption model");
+        Kernel::new(m, cfg, 1)
     }
 
     /// Allocate a task. `pinned` binds it to one CPU (`kthread_bind`).
@@ -413,18 +422,6 @@ impl Kernel {
     #[inline]
     pub fn jiffies(&self) -> u64 {
         self.now / self.tick_nsec()
-    }
-
-    /// When the workload may start: with background activity, after the machine has run its
-    /// background alone for [`crate::background::WARMUP_NS`], so that the state that activity
-    /// leaves behind (`rd->overloaded`, `avg_idle`, balance intervals, the nohz masks) is a
-    /// running machine's, not a freshly booted one's. Without background, at once.
-    pub fn workload_start_offset(&self) -> Time {
-        if self.cfg.background.sources.is_empty() || matches!(self.wl, Workload::Idle) {
-            0
-        } else {
-            crate::background::WARMUP_NS
-        }
     }
 
     /// TICK_NSEC for the configured HZ.
@@ -559,7 +556,7 @@ impl Kernel {
     }
 
     /// Turn the invariant checkers on ([`check`]); they observe only, so the run's steps and
-    /// trace stay the same. Call before [`Kernel::run`].
+    /// trace stay the same. Call before the run starts.
     pub fn enable_checks(&mut self) {
         if self.checks.is_none() {
             self.checks = Some(Box::new(check::Checks::new(self)));
@@ -623,9 +620,8 @@ impl Kernel {
     }
 
     /// Open the measured window at `measure_from`: close the warm-up's accounting and start
-    /// the counters afresh.
-    fn begin_measurement(&mut self) {
-        self.measuring = true;
+    /// the counters afresh (the run calls this once, before the first action at or after it).
+    pub fn begin_measurement(&mut self) {
         self.now = self.now.max(self.measure_from);
         engine::account_all(self);
         let nr = self.m.topo.nr_cpus;
@@ -636,13 +632,14 @@ impl Kernel {
         if self.rd.overloaded {
             self.stats.overloaded_since = Some(self.now);
         }
+        unknowns::open_window(self);
     }
 
     /// Ask the host to cache the per-CPU state an action of `cpu` touches first, found
     /// without reading it: the hot part of its `Cpu` and its phase counters (see
     /// [`crate::sim::prefetch`]).
     #[inline(always)]
-    fn prefetch_cpu(&self, cpu: usize) {
+    pub(crate) fn prefetch_cpu(&self, cpu: usize) {
         use crate::sim::prefetch::{prefetch_bytes, prefetch_lines};
         if let Some(c) = self.cpus.get(cpu) {
             prefetch_lines::<{ CPU_HOT_BYTES.div_ceil(64) }, _>(c);
@@ -660,7 +657,7 @@ impl Kernel {
     /// the pipeline two actions deep they measured faster (nanosleep on 4096 CPUs, 15 alternated
     /// runs: median 257 ns per action with them, 270 without, 337 for the one-deep pipeline).
     #[inline(always)]
-    fn prefetch_cpu_deep(&self, cpu: usize) {
+    pub(crate) fn prefetch_cpu_deep(&self, cpu: usize) {
         use crate::sim::prefetch::{prefetch, prefetch_bytes, prefetch_lines};
         if let Some(c) = self.cpus.get(cpu) {
             // The running frame's slot: one line (a `Frame` is 64 bytes, the slot aligned).
@@ -691,7 +688,7 @@ impl Kernel {
 
     /// The last stage, as `cpu`'s action starts: the modelled line of its current task's flags.
     #[inline(always)]
-    fn prefetch_cpu_task(&self, cpu: usize) {
+    pub(crate) fn prefetch_cpu_task(&self, cpu: usize) {
         if let Some(c) = self.cpus.get(cpu) {
             if let Some(t) = self.tasks.get(c.rq.curr as usize) {
                 self.lines.prefetch(t.ti_line);
@@ -702,72 +699,11 @@ impl Kernel {
             }
         }
     }
-
-    /// Run until the workload finishes, `limit` of simulated time passes, or nothing is left.
-    /// `limit` counts from the measured window's start (after any warm-up).
-    pub fn run(&mut self, limit: Time) {
-        let limit = limit.saturating_add(self.measure_from);
-        self.limit = limit;
-        // The CPUs likely to run the next action and the one after it (see
-        // `ActionQueue::next_cpu_hints`): a pipeline two actions deep. A CPU's `Cpu` is
-        // requested two actions ahead, what it points to one action ahead, and its current
-        // task's flag line as its action starts. A next CPU not guessed an action earlier
-        // has its `Cpu` requested now and what it points to after this action (`late`):
-        // reading a `Cpu` just requested would wait for it here (both stages at once measured
-        // 3-4% slower per action on nanosleep and hackbench at 4096 CPUs, medians of two sets
-        // of 9-15 alternated runs each).
-        let (mut hint, mut hint2, mut late) = (None, None, None);
-        while !self.finished {
-            if let Some(c) = late.take() {
-                self.prefetch_cpu_deep(c);
-            }
-            let Some((t, a)) = self.q.pop_by(limit) else { break };
-            if !self.measuring && t >= self.measure_from {
-                self.begin_measurement();
-            }
-            assert!(t >= self.now, "time went backwards");
-            self.now = t;
-            self.actions += 1;
-            if self.actions & 0xf_ffff == 0 {
-                PROGRESS_NS.store(t, std::sync::atomic::Ordering::Relaxed);
-            }
-            if self.prefetch {
-                if let Some(c) = hint {
-                    self.prefetch_cpu_task(c);
-                }
-                let (n1, n2) = self.q.next_cpu_hints(Action::owner);
-                if let Some(c) = n1 {
-                    if n1 != hint2 {
-                        self.prefetch_cpu(c);
-                        late = Some(c);
-                    } else {
-                        self.prefetch_cpu_deep(c);
-                    }
-                }
-                if let Some(c) = n2 {
-                    self.prefetch_cpu(c);
-                }
-                (hint, hint2) = (n1, n2);
-            }
-            engine::dispatch(self, a);
-        }
-        // A machine that is not done runs on to the limit: nothing more happens before it
-        // (the next action is later, or none is left), but the time passes, as on a real idle
-        // machine.
-        if !self.finished && limit != Time::MAX && self.now < limit {
-            self.now = limit;
-        }
-        if !self.measuring && self.now >= self.measure_from {
-            self.begin_measurement();
-        }
-        engine::account_all(self);
-        check::on_run_end(self);
-    }
 }
 
 #[cfg(test)]
 mod tests {
-    /// The hot part of `Cpu` starts it and stays within the lines `Kernel::run` prefetches and
+    /// The hot part of `Cpu` starts it and stays within the lines `World::run` prefetches and
     /// ARCHITECTURE.md states; the cold part follows it.
     #[test]
     fn cpu_hot_part_comes_first_and_stays_small() {

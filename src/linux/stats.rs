@@ -45,6 +45,9 @@ pub struct Stats {
     /// Wakeups placed on a CPU that already had a pending wakee when no other CPU of its LLC
     /// was idle (the overflow fallback of `select_idle_sibling()` to its target).
     pub stacking_fallback_wakeups: u64,
+    /// The first stacking wakeup of the measured window: (time, target CPU, wakee pid), for a
+    /// report's timeline (never read by the model).
+    pub first_stacking: Option<(u64, u32, u32)>,
     /// RT tasks moved by `push_rt_task()` / `pull_rt_task()`, and RT push irq_works queued.
     pub rt_pushes: u64,
     pub rt_pulls: u64,
@@ -87,6 +90,10 @@ pub struct Stats {
     pub irqs_off_ns: Vec<u64>,
     /// Time per phase, per CPU (ns).
     pub phase_ns: Vec<[u64; NR_PHASES]>,
+    /// Halted time per CPU (ns): waiting in MWAIT, HLT or an I/O-port C-state, wake latency
+    /// included; not `poll_idle()`. perf's default `cycles` event counts unhalted cycles only,
+    /// so a `perf record -a` share is a share of the time outside this.
+    pub halted_ns: Vec<u64>,
 }
 
 impl Default for Stats {
@@ -120,6 +127,7 @@ impl Stats {
             wakeups_delayed: 0,
             stacking_wakeups: 0,
             stacking_fallback_wakeups: 0,
+            first_stacking: None,
             rt_pushes: 0,
             rt_pulls: 0,
             rt_push_ipis: 0,
@@ -145,6 +153,7 @@ impl Stats {
             first_warn_ns: None,
             irqs_off_ns: vec![0; nr_cpus as usize],
             phase_ns: vec![[0; NR_PHASES]; nr_cpus as usize],
+            halted_ns: vec![0; nr_cpus as usize],
         }
     }
 }

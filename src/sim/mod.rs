@@ -6,10 +6,12 @@
 //!
 //! Architecture invariant: nothing in here knows about the kernel model.
 
+pub mod perturbation;
 pub mod prefetch;
 pub mod queue;
 pub mod rng;
 
+pub use perturbation::Perturbation;
 pub use queue::{ActionQueue, Chooser, Slot};
 pub use rng::Prng;
 

@@ -254,7 +254,7 @@ pub fn write_record(out: &mut Vec<u8>, r: &Record, names: &dyn Names) {
             w.hex16(work);
             w.lit(b" function=");
             w.bytes(comm_a);
-            if req_cpu == crate::linux::kernel::workqueue::WORK_CPU_UNBOUND {
+            if req_cpu == crate::trace::WORK_CPU_UNBOUND {
                 w.lit(b" workqueue=events_unbound req_cpu=");
             } else {
                 w.lit(b" workqueue=events req_cpu=");

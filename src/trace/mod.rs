@@ -86,6 +86,11 @@ impl WarnSite {
     pub const ALL: &'static [WarnSite] = &[WarnSite::DoSoftirqPostSmpCallFlush, WarnSite::NohzCsdFuncNoKick];
 }
 
+/// `WORK_CPU_UNBOUND` as the `workqueue_queue_work` tracepoint prints `req_cpu` for work queued
+/// without a CPU (NR_CPUS on a 256-CPU config): a value of the trace format, which the kernel
+/// model's `__queue_work()` records and the trace writers recognise.
+pub const WORK_CPU_UNBOUND: u32 = 256;
+
 /// One trace event with its kernel fields. Task names are resolved from pids at format time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Event {

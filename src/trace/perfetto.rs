@@ -430,7 +430,7 @@ pub fn encode_event(e: &Event, cpu: u32, names: &NameTable) -> Ev {
 
 /// The `workqueue=` the model's work items are queued on.
 fn workqueue_name(req_cpu: u32) -> &'static str {
-    if req_cpu == crate::linux::kernel::workqueue::WORK_CPU_UNBOUND {
+    if req_cpu == crate::trace::WORK_CPU_UNBOUND {
         "events_unbound"
     } else {
         "events"

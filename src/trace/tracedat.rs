@@ -451,11 +451,8 @@ impl DatSink {
                 p.u32(28, req_cpu);
                 p.u32(32, cpu);
                 p.len = 36;
-                let wq: &[u8] = if req_cpu == crate::linux::kernel::workqueue::WORK_CPU_UNBOUND {
-                    b"events_unbound\0"
-                } else {
-                    b"events\0"
-                };
+                let wq: &[u8] =
+                    if req_cpu == crate::trace::WORK_CPU_UNBOUND { b"events_unbound\0" } else { b"events\0" };
                 p.data_loc(24, wq);
                 p.len
             }

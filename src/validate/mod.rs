@@ -64,7 +64,7 @@ impl<'a> Line<'a> {
         let cpu: u32 = rest[..close].parse().ok()?;
         // A CPU number no machine has is not a line of a real trace (and would size per-CPU
         // tables).
-        if cpu >= crate::hw::topology::MAX_CPUS {
+        if cpu >= crate::limits::MAX_CPUS {
             return None;
         }
         let rest = rest[close + 1..].trim_start();

@@ -51,12 +51,13 @@
 //! refused: the model has no RT class.
 
 use super::params::Params;
-use super::{TaskFrame, Workload};
+use super::TaskFrame;
 use crate::linux::engine::{Action, Next};
 use crate::linux::fs::{fdpair, prefetch_fd, sys_poll_in, sys_read, sys_write, Fd};
 use crate::linux::kernel::exit::{link_child, signal_alloc, DoExit, SigId, Wait4};
 use crate::linux::kernel::fork::KernelClone;
 use crate::linux::kernel::futex::{futex_alloc, FutexId, FutexOp};
+use crate::linux::programs::resume_points;
 use crate::linux::{CpuId, Kernel, TaskId};
 use crate::sim::{Time, NSEC_PER_USEC};
 use crate::workload::rtapp::PTHREAD_CREATE_NS;
@@ -132,7 +133,7 @@ pub struct HackbenchOpts {
 }
 
 /// The largest number of tasks a run may create (the workloads' shared cap).
-pub use super::params::MAX_TASKS;
+pub use crate::limits::MAX_TASKS;
 
 const RT_USAGE: &str = "Usage: hackbench [-p|--pipe] [-s|--datasize <bytes>] [-l|--loops <num loops>] \
      [-g|--groups <num groups] [-f|--fds <num fds>] [-T|--threads] [-P|--process] [--help]";
@@ -438,6 +439,8 @@ pub struct Hackbench {
     pub bytes_received: u64,
     /// What the tool printed (stdout), in order.
     pub output: String,
+    /// The main task has reaped its children and printed its footer: the run is over.
+    pub done: bool,
 }
 
 impl Hackbench {
@@ -459,6 +462,7 @@ impl Hackbench {
             messages_received: 0,
             bytes_received: 0,
             output: String::new(),
+            done: false,
         }
     }
 
@@ -528,38 +532,30 @@ impl Hackbench {
     }
 }
 
-fn st(k: &mut Kernel) -> &mut Hackbench {
-    match &mut k.wl {
-        Workload::Hackbench(s) => s,
-        _ => unreachable!(),
-    }
-}
-
 fn new_task(k: &mut Kernel, comm: &str, role: u32) -> TaskId {
     crate::linux::kernel::fork::copy_process(k, comm.to_string(), 0, 120, None, role)
 }
 
 /// The shell starts the program (its main task) at a seed-dependent instant after 1 ms.
-pub fn start(k: &mut Kernel) {
-    let comm = st(k).o.tool.comm();
+pub fn start(w: &mut Hackbench, k: &mut Kernel) {
+    let comm = w.o.tool.comm();
     let main = new_task(k, comm, 0);
     let load = super::load_time(k, 0x4ACB);
-    let s = st(k);
-    s.main_task = main;
-    s.exec_ns = load;
-    k.q.push(load, Action::Workload { what: 0 });
+    w.main_task = main;
+    w.exec_ns = load;
+    k.q.push(load, Action::Program { what: 0 });
 }
 
-pub fn on_action(k: &mut Kernel, _what: u32) {
-    let main = st(k).main_task;
+pub fn on_action(w: &mut Hackbench, k: &mut Kernel, _what: u32) {
+    let main = w.main_task;
     super::spawn(k, 0, main);
 }
 
-pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
+pub fn task_step(w: &mut Hackbench, k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
     if s.task == 0 {
-        main_step(k, cpu, s)
+        main_step(w, k, cpu, s)
     } else {
-        child_step(k, cpu, s, (s.task - 1) as usize)
+        child_step(w, k, cpu, s, (s.task - 1) as usize)
     }
 }
 
@@ -612,28 +608,28 @@ resume_points! {
 }
 
 /// The main task: `main()` of the tools.
-fn main_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
+fn main_step(w: &mut Hackbench, k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
     match MainAt::from_u8(s.at) {
         MainAt::Setup => {
-            setup(k, cpu);
+            setup(w, k, cpu);
             s.i = 0;
             s.at = MainAt::Spawn as u8;
             user(k, s)
         }
         MainAt::Spawn => {
             let n = s.i;
-            if n == st(k).o.tasks() {
+            if n == w.o.tasks() {
                 s.i = 0;
                 s.at = MainAt::WaitReady as u8;
                 return user(k, s);
             }
             s.at = MainAt::Spawned as u8;
-            spawn_child(k, cpu, n as u32)
+            spawn_child(w, k, cpu, n as u32)
         }
         MainAt::Spawned => {
             // Process mode: after forking a receiver the parent closes its read end; after a
             // group's last sender, the group's write ends (`close()` each).
-            let o = &st(k).o;
+            let o = &w.o;
             let (sender, index) = child_role(o, s.i as u32);
             let closes = match (o.threads, sender) {
                 (true, _) => 0,
@@ -655,7 +651,6 @@ fn main_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
         MainAt::WaitReady => {
             // Wait for everyone to be ready: one byte per child.
             let now_us = gettimeofday_us(k);
-            let w = st(k);
             if s.i < w.o.tasks() {
                 let fd = w.ready.expect("set up").0;
                 s.at = MainAt::ReadReady as u8;
@@ -675,14 +670,13 @@ fn main_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
         MainAt::Reap => {
             // Reap them all, in creation order.
             let (now, now_us) = (k.now, gettimeofday_us(k));
-            let w = st(k);
             let i = s.i as usize;
             if i == w.children.len() {
                 w.stop_us = Some(now_us);
                 w.end_ns = now;
                 let f = w.footer();
                 w.output.push_str(&f);
-                k.finished = true;
+                w.done = true;
                 return super::exit_current(k, cpu, s);
             }
             match (w.parent_sig, w.children[i].tid_futex) {
@@ -713,12 +707,11 @@ fn main_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
 
 /// The ready and wake fdpairs and, in process mode, the main process's `signal_struct`; the
 /// tool prints its header.
-fn setup(k: &mut Kernel, cpu: CpuId) {
-    let o = st(k).o.clone();
+fn setup(w: &mut Hackbench, k: &mut Kernel, cpu: CpuId) {
+    let o = w.o.clone();
     let ready = fdpair(k, cpu, o.pipe);
     let wake = fdpair(k, cpu, o.pipe);
     let parent_sig = (!o.threads).then(|| signal_alloc(k, cpu));
-    let w = st(k);
     w.ready = Some(ready);
     w.wake = Some(wake);
     w.parent_sig = parent_sig;
@@ -737,14 +730,14 @@ fn child_role(o: &HackbenchOpts, n: u32) -> (bool, u32) {
 /// Create child `n` (`create_worker()`): a receiver's fdpair first (`pipe()` or
 /// `socketpair()`), then `fork()` (the parent's [`KernelClone`] of `PathCosts::fork`) or
 /// `pthread_create()` ([`PTHREAD_CREATE_NS`]); the child starts when the syscall wakes it.
-fn spawn_child(k: &mut Kernel, cpu: CpuId, n: u32) -> Next {
-    let o = st(k).o.clone();
+fn spawn_child(w: &mut Hackbench, k: &mut Kernel, cpu: CpuId, n: u32) -> Next {
+    let o = w.o.clone();
     let (sender, index) = child_role(&o, n);
     let group = n / (2 * o.fds);
     let mut c = k.costs.user_op;
     if !sender {
         let p = fdpair(k, cpu, o.pipe);
-        st(k).pairs.push(p);
+        w.pairs.push(p);
         // pipe() was not measured: charged as socketpair().
         c += k.costs.syscall + k.costs.socketpair;
     }
@@ -753,31 +746,28 @@ fn spawn_child(k: &mut Kernel, cpu: CpuId, n: u32) -> Next {
         let pid = k.tasks[task as usize].pid as i64;
         Some(futex_alloc(k, cpu, pid))
     } else {
-        let sig = st(k).parent_sig.expect("process mode");
+        let sig = w.parent_sig.expect("process mode");
         link_child(k, sig, task);
         None
     };
-    st(k).children.push(Child { task, sender, group, index, tid_futex });
+    w.children.push(Child { task, sender, group, index, tid_futex });
     let copy = if o.threads { PTHREAD_CREATE_NS } else { k.costs.fork };
     Next::Call(c, KernelClone::frame(task, copy as u32))
 }
 
 /// A sender or a receiver.
-fn child_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, ci: usize) -> Next {
+fn child_step(w: &mut Hackbench, k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, ci: usize) -> Next {
     match ChildAt::from_u8(s.at) {
         ChildAt::Ready => {
             // ready(): tell them we're ready... A forked child first pays the copy-on-write
             // faults of the pages it touches.
-            let w = st(k);
             let fd = w.ready.expect("set up").1;
-            let threads = w.o.threads;
-            let faults = if threads { 0 } else { k.costs.fork_child_faults };
+            let faults = if w.o.threads { 0 } else { k.costs.fork_child_faults };
             s.at = ChildAt::WaitGo as u8;
             Next::Call(k.costs.user_op + faults, sys_write(fd, 1))
         }
         ChildAt::WaitGo => {
             // ...and wait for "GO".
-            let w = st(k);
             let fd = w.wake.expect("set up").0;
             let c = &w.children[ci];
             s.at = ChildAt::Transfer as u8;
@@ -795,7 +785,6 @@ fn child_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, ci: usize) -> Next 
             Next::Call(k.costs.user_op, sys_poll_in(fd))
         }
         ChildAt::Transfer => {
-            let w = st(k);
             let o = &w.o;
             let total = o.loops as u64 * o.fds as u64;
             if s.i == total {
@@ -828,7 +817,6 @@ fn child_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, ci: usize) -> Next 
         ChildAt::Transferred => {
             let n = k.tasks[k.curr(cpu) as usize].user_ret.max(0) as u64;
             s.mark[0] += n;
-            let w = st(k);
             let sender = s.mark[1] & 1 != 0;
             if !sender {
                 w.bytes_received += n;
@@ -850,5 +838,72 @@ fn child_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, ci: usize) -> Next 
             user(k, s)
         }
         ChildAt::Exited => unreachable!("hackbench child ran after exit"),
+    }
+}
+
+impl super::Program for Hackbench {
+    fn parse(_name: &str, p: &Params, _m: &crate::hw::Machine) -> Result<Hackbench, String> {
+        Hackbench::parse(p)
+    }
+    fn own_args(words: &[String]) -> Option<Vec<(String, String)>> {
+        // The tool's own command line, optionally after a tool name (rt-tests, old, perf).
+        Some(command_line_params(words))
+    }
+    const OWN_ARGS_EXAMPLE: &'static str = "-- rt-tests -p -g 4";
+    fn planned_size(&self, _nr_cpus: u32) -> (u64, u64, &'static str) {
+        (self.o.tasks().saturating_add(1), 0, "hackbench args= (groups x fds)")
+    }
+    fn start(&mut self, k: &mut Kernel) {
+        start(self, k)
+    }
+    fn on_action(&mut self, k: &mut Kernel, what: u32) {
+        on_action(self, k, what)
+    }
+    #[inline]
+    fn task_step(&mut self, k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
+        task_step(self, k, cpu, s)
+    }
+    #[inline]
+    fn done(&self) -> bool {
+        self.done
+    }
+    fn metric(&self, f: &super::RunFacts) -> super::Metric {
+        let v = self.time_us().map_or(f.sim_ns / 1000, |t| t) as f64 / 1e3;
+        super::Metric { name: "time", unit: "ms", lower_is_better: true, value: v }
+    }
+    fn json(&self, _f: &super::RunFacts) -> serde_json::Value {
+        serde_json::json!({
+            "name": "hackbench",
+            "tool": self.o.tool.name(),
+            "command": self.o.command_line(),
+            "mode": if self.o.threads { "thread" } else { "process" },
+            "transport": if self.o.pipe { "pipe" } else { "socket" },
+            "groups": self.o.groups,
+            "fds": self.o.fds,
+            "loops": self.o.loops,
+            "datasize": self.o.datasize,
+            "tasks": self.o.tasks(),
+            "messages_expected": self.o.expected_messages(),
+            "messages_sent": self.messages_sent,
+            "messages_received": self.messages_received,
+            "bytes_received": self.bytes_received,
+            "time_us": self.time_us(),
+            "time": self.time_text(),
+            "elapsed_ns": self.elapsed_ns(),
+            "output": self.output,
+        })
+    }
+    fn text(&self, f: &super::RunFacts) -> String {
+        let elapsed =
+            if self.end_ns > 0 { self.elapsed_ns() } else { (f.sim_ns + f.warmup_ns).saturating_sub(self.exec_ns) };
+        let mut o = self.output.clone();
+        o.push_str(&crate::report::perf_stat_text(
+            &self.o.command_line(),
+            f.task_clock_ns,
+            f.stats.context_switches,
+            f.stats.cpu_migrations,
+            elapsed,
+        ));
+        o
     }
 }

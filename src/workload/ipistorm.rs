@@ -12,12 +12,14 @@
 //! `usleep_range(delay, delay + 1)`. It stops after `numipi` calls, or after `timeout`
 //! seconds when `numipi=0` (upstream behaviour; schedsim asks for `timeout=` explicitly then).
 
-use super::params::{Params, MAX_LATENCY_NS, MAX_SIM_NS};
-use super::{TaskFrame, Workload};
+use super::params::Params;
+use super::TaskFrame;
 use crate::hw::cpumask::{parse_cpulist, CpuMask};
+use crate::limits::{MAX_LATENCY_NS, MAX_SIM_NS};
 use crate::linux::engine::{Action, Frame, Next};
 use crate::linux::kernel::futex::Nanosleep;
 use crate::linux::kernel::smp::SmpCallFunction;
+use crate::linux::programs::resume_points;
 use crate::linux::{CpuId, CsdFunc, Kernel, TaskId};
 use crate::sim::{Time, NSEC_PER_MSEC, NSEC_PER_SEC, NSEC_PER_USEC};
 
@@ -148,17 +150,10 @@ impl Ipistorm {
     }
 }
 
-fn st(k: &mut Kernel) -> &mut Ipistorm {
-    match &mut k.wl {
-        Workload::Ipistorm(s) => s,
-        _ => unreachable!(),
-    }
-}
-
 /// `module_init`: create the threads; they are woken at a seed-dependent instant in the
 /// first tick after 1 ms, so seeds differ in the phase of the run against the tick.
-pub fn start(k: &mut Kernel) {
-    let cpus: Vec<CpuId> = st(k).p.cpulist.iter().collect();
+pub fn start(w: &mut Ipistorm, k: &mut Kernel) {
+    let cpus: Vec<CpuId> = w.p.cpulist.iter().collect();
     let mut threads = Vec::new();
     for c in cpus {
         // kthread_create_on_cpu(): bound to its CPU.
@@ -168,24 +163,22 @@ pub fn start(k: &mut Kernel) {
     let nr_cpus = k.m.topo.nr_cpus;
     let tick = k.tick_nsec();
     let mut r = crate::sim::Prng::new(k.cpus[0].rng.next_u64(), 0x1D5);
-    let load = k.workload_start_offset() + NSEC_PER_MSEC + r.range(0, tick - 1);
-    let s = st(k);
-    s.running = threads.len() as u32;
-    s.threads = threads;
-    s.call_start = vec![0; nr_cpus as usize];
-    s.load_ns = load;
-    k.q.push(load, Action::Workload { what: 0 });
+    let load = k.measure_from + NSEC_PER_MSEC + r.range(0, tick - 1);
+    w.running = threads.len() as u32;
+    w.threads = threads;
+    w.call_start = vec![0; nr_cpus as usize];
+    w.load_ns = load;
+    k.q.push(load, Action::Program { what: 0 });
 }
 
 /// The module init wakes every thread (`wake_up_process` after `kthread_create`). insmod is
 /// not itself modelled as a task: it runs on the first CPU without an ipistorm thread (or CPU
 /// 0 if every CPU has one, in which case a thread bound to that CPU is started by a RESCHEDULE
 /// interrupt standing in for insmod reaching its next preemption point).
-pub fn on_action(k: &mut Kernel, _what: u32) {
-    let w = st(k);
+pub fn on_action(w: &mut Ipistorm, k: &mut Kernel, _what: u32) {
     let threads = w.threads.clone();
     let nr = k.m.topo.nr_cpus;
-    let insmod_cpu = (0..nr).find(|&c| !st(k).p.cpulist.test(c)).unwrap_or(0);
+    let insmod_cpu = (0..nr).find(|&c| !w.p.cpulist.test(c)).unwrap_or(0);
     for t in threads {
         super::spawn(k, insmod_cpu, t);
     }
@@ -205,7 +198,7 @@ resume_points! {
 }
 
 /// One step of an ipistorm kthread.
-pub fn kthread_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
+pub fn kthread_step(w: &mut Ipistorm, k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
     let nr = k.m.topo.nr_cpus;
     match KthreadAt::from_u8(s.at) {
         KthreadAt::Start => {
@@ -217,10 +210,9 @@ pub fn kthread_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
         }
         KthreadAt::Call => {
             let now = k.now;
-            let p = &st(k).p;
+            let p = &w.p;
             let done = if p.numipi > 0 { s.i >= p.numipi } else { now >= s.mark[0] + p.timeout_s * NSEC_PER_SEC };
             if done {
-                let w = st(k);
                 w.running -= 1;
                 if w.running == 0 {
                     super::all_exited(k);
@@ -234,7 +226,6 @@ pub fn kthread_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
             let single = p.single;
             s.mark[1] = k.stats.ipis_sent;
             s.mark[2] = k.stats.ipis_avoided;
-            let w = st(k);
             w.call_start[cpu as usize] = now;
             w.first_call_ns.get_or_insert(now);
             s.at = KthreadAt::Returned as u8;
@@ -249,7 +240,6 @@ pub fn kthread_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
             let now = k.now;
             let (before_ipis, before_avoided) = (s.mark[1], s.mark[2]);
             let (ipis, avoided) = (k.stats.ipis_sent, k.stats.ipis_avoided);
-            let w = st(k);
             let dt = now - w.call_start[cpu as usize];
             if ipis > before_ipis {
                 w.calls_ipi += 1;
@@ -276,5 +266,62 @@ pub fn kthread_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
             }
         }
         KthreadAt::Exited => unreachable!("ipistorm thread ran after exit"),
+    }
+}
+
+impl super::Program for Ipistorm {
+    fn parse(_name: &str, p: &Params, m: &crate::hw::Machine) -> Result<Ipistorm, String> {
+        Ok(Ipistorm::new(IpistormParams::parse(p, m.topo.nr_cpus)?))
+    }
+    fn planned_size(&self, nr_cpus: u32) -> (u64, u64, &'static str) {
+        // At most one kthread per CPU of its cpulist.
+        (u64::from(nr_cpus), 0, "ipistorm cpulist=")
+    }
+    fn start(&mut self, k: &mut Kernel) {
+        start(self, k)
+    }
+    fn on_action(&mut self, k: &mut Kernel, what: u32) {
+        on_action(self, k, what)
+    }
+    #[inline]
+    fn task_step(&mut self, k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
+        kthread_step(self, k, cpu, s)
+    }
+    fn metric(&self, _f: &super::RunFacts) -> super::Metric {
+        super::Metric { name: "time", unit: "ms", lower_is_better: true, value: self.total_ns() as f64 / 1e6 }
+    }
+    fn json(&self, _f: &super::RunFacts) -> serde_json::Value {
+        serde_json::json!({
+            "name": "ipistorm",
+            "calls": self.calls(),
+            "total_ns": self.total_ns(),
+            "calls_polling": self.calls_polling,
+            "calls_ipi": self.calls_ipi,
+            "calls_coalesced": self.calls_coalesced,
+            "mean_call_ns_polling": self.ns_polling.checked_div(self.calls_polling),
+            "mean_call_ns_ipi": self.ns_ipi.checked_div(self.calls_ipi),
+        })
+    }
+    fn text(&self, f: &super::RunFacts) -> String {
+        let mut o = String::new();
+        for c in self.p.cpulist.iter() {
+            o.push_str(&format!("ipistorm: {c} -> {}\n", self.p.target(c, f.nr_cpus)));
+        }
+        o.push_str(&format!(
+            "ipistorm: {} calls in {:.3} ms ({:.0} ns per call)\n",
+            self.calls(),
+            self.total_ns() as f64 / 1e6,
+            self.total_ns() as f64 / self.calls().max(1) as f64
+        ));
+        let pct = |n: u64| 100.0 * n as f64 / self.calls().max(1) as f64;
+        o.push_str(&format!(
+            "ipistorm: {:.1}% of calls notified by polling (mean {} ns), {:.1}% by a real IPI (mean {} ns), {:.1}% coalesced\n",
+            pct(self.calls_polling),
+            self.ns_polling.checked_div(self.calls_polling).unwrap_or(0),
+            pct(self.calls_ipi),
+            self.ns_ipi.checked_div(self.calls_ipi).unwrap_or(0),
+            pct(self.calls_coalesced)
+        ));
+        o
     }
 }

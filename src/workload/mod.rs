@@ -2,38 +2,20 @@
 //! reach the kernel model only through its entry points (`copy_process`, `wake_up_new_task`,
 //! `smp_call_function_single`, `schedule`, `wake_up_process`, sleeps, `sched_setaffinity`,
 //! `do_exit`), never by writing kernel state directly; the kernel reaches them only through
-//! [`registry`].
-
-/// Declares a workload task's resume points: a one-byte enum whose variants say what the
-/// code does next, in code order. It is stored in [`TaskFrame::at`] as `X as u8` (so the frame
-/// stays one small `Copy` struct shared by every workload; a fresh frame's 0 is the first
-/// variant) and read back with `X::from_u8`, which panics on a value no variant has.
-macro_rules! resume_points {
-    ($(#[$m:meta])* enum $name:ident { $($(#[$vm:meta])* $v:ident $(= $d:expr)?),+ $(,)? }) => {
-        $(#[$m])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-        #[repr(u8)]
-        enum $name {
-            $($(#[$vm])* $v $(= $d)?),+
-        }
-        impl $name {
-            /// The resume point stored in `TaskFrame::at` as `v`.
-            fn from_u8(v: u8) -> Self {
-                $(if v == $name::$v as u8 {
-                    return $name::$v;
-                })+
-                panic!("bad resume point {} for {}::{}", v, module_path!(), stringify!($name))
-            }
-        }
-    };
-}
+//! `linux::programs::Programs`, which the run's programs implement by dispatching to the
+//! workload ([`Workload`]).
+//!
+//! Every workload is one row of the [`workloads!`] table below and one type implementing
+//! [`Program`]: the table generates the [`Workload`] enum, the list of names and descriptions
+//! ([`WORKLOADS`]), the parser ([`Workload::parse`]) and the dispatch of every [`Program`]
+//! method. Adding a workload is a new file with its type and one row.
 
 pub mod hackbench;
+pub mod idle;
 pub mod ipistorm;
 pub mod nanosleep;
 pub mod params;
 pub mod pipepair;
-pub mod registry;
 pub mod rtapp;
 pub mod rtapp_json;
 pub mod rtpush;
@@ -41,51 +23,198 @@ pub mod schbench;
 pub mod schbench_stats;
 pub mod spinners;
 
-use crate::linux::engine::{Frame, Next};
+use crate::hw::Machine;
+use crate::linux::engine::Next;
 use crate::linux::kernel::fork::copy_process;
-use crate::linux::kernel::sched::core::ScheduleCaller;
+pub use crate::linux::programs::TaskFrame;
+use crate::linux::stats::Stats;
 use crate::linux::{CpuId, Kernel};
+use crate::sim::Time;
+use params::Params;
 
-/// The workload of a run.
-#[derive(Debug, Clone)]
-pub enum Workload {
-    /// Nothing runs: the machine idles (useful for tests of the idle path).
-    Idle,
-    Ipistorm(ipistorm::Ipistorm),
-    Schbench(Box<schbench::Schbench>),
-    Spinners(spinners::Spinners),
-    Nanosleep(nanosleep::NanosleepLoop),
-    Hackbench(Box<hackbench::Hackbench>),
-    RtPush(Box<rtpush::RtPush>),
-    /// `pingpong` and `perf-pipe`: two tasks bouncing a token through two pipes.
-    PipePair(Box<pipepair::PipePair>),
-    RtApp(Box<rtapp::RtApp>),
+/// What a workload's report needs of a finished run besides the workload's own state.
+#[derive(Debug, Clone, Copy)]
+pub struct RunFacts<'a> {
+    pub stats: &'a Stats,
+    /// Simulated time of the measured window, and of the warm-up before it.
+    pub sim_ns: Time,
+    pub warmup_ns: Time,
+    pub nr_cpus: u32,
+    /// CPU time of the workload's tasks (perf's task-clock).
+    pub task_clock_ns: u64,
+    /// The workload finished before the run's time limit.
+    pub finished: bool,
 }
 
-/// The frame of a workload task's own code: a resume point and a loop counter.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct TaskFrame {
-    /// The resume point: a variant of the running workload's own `resume_points!` enum, as
-    /// `u8` ([`EXITED`] once the task has exited).
-    pub at: u8,
-    pub i: u64,
-    /// Loop start and counter snapshots.
-    pub mark: [u64; 3],
-    /// The task is in user mode for the current step (a return from interrupt may preempt it).
-    pub user: bool,
-    /// A return to user mode found NEED_RESCHED: schedule before going on.
-    pub preempt: bool,
-    /// User time still to run of the step an interrupt preempted.
-    pub remaining: u64,
-    /// Which task of the workload this is.
-    pub task: u32,
-    /// A wall-clock spin in progress ends here (0: none): after a preemption the spin only
-    /// runs what is left of it.
-    pub spin_until: u64,
-    // The return value of the task's last syscall is the task's `Task::user_ret`, and a
-    // workload's per-operation timestamps are its own state (ipistorm's `call_start`), not
-    // fields here: 56 bytes leave `Frame` room for a tag word of its own within one 64-byte
-    // host cache line.
+/// A workload's primary figure: what `compare` and `sweep` tabulate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Metric {
+    pub name: &'static str,
+    pub unit: &'static str,
+    pub lower_is_better: bool,
+    pub value: f64,
+}
+
+/// What each workload type implements (one row of [`workloads!`] names the type).
+pub trait Program: Sized {
+    /// Read the workload's parameters for machine `m`; `name` is the table row's (one type may
+    /// serve several rows). Errors name the parameter and where it came from (`p.origin`).
+    fn parse(name: &str, p: &Params, m: &Machine) -> Result<Self, String>;
+    /// The workload's own command line after `--` as parameters (schbench's and hackbench's
+    /// options), and an example of it for errors; `None` for workloads that take `key=value`
+    /// only.
+    fn own_args(_words: &[String]) -> Option<Vec<(String, String)>> {
+        None
+    }
+    const OWN_ARGS_EXAMPLE: &'static str = "";
+    /// What the workload will create, for the memory limit (`limits::check_memory`): the most
+    /// tasks it starts, the bytes of its own per-task state beyond the kernel's, and the
+    /// parameters that set the count (named in the error).
+    fn planned_size(&self, nr_cpus: u32) -> (u64, u64, &'static str);
+    /// Create the workload's tasks in a freshly booted kernel.
+    fn start(&mut self, k: &mut Kernel);
+    /// A workload action it queued fired.
+    fn on_action(&mut self, _k: &mut Kernel, _what: u32) {}
+    /// One step of a workload task's own code.
+    fn task_step(&mut self, k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next;
+    /// The workload has ended the run itself (at once, rather than through [`all_exited`]).
+    fn done(&self) -> bool {
+        false
+    }
+    /// Whether a run is expected to end by itself (a warning is printed when it does not).
+    const FINISHES: bool = true;
+    /// The primary figure of a run.
+    fn metric(&self, f: &RunFacts) -> Metric;
+    /// The workload's part of `run --json`.
+    fn json(&self, f: &RunFacts) -> serde_json::Value;
+    /// The workload's own output in `run`'s report (what the benchmark prints).
+    fn text(&self, f: &RunFacts) -> String;
+}
+
+/// The workload table: one row per workload, `Variant(type) = "name": "description"`. It
+/// generates the [`Workload`] enum, [`WORKLOADS`], and the dispatch of [`Program`]'s methods.
+macro_rules! workloads {
+    ($($(#[$m:meta])* $v:ident($ty:ty) = $name:literal: $desc:literal,)+) => {
+        /// The workload of a run.
+        #[derive(Debug, Clone)]
+        pub enum Workload {
+            $($(#[$m])* $v($ty),)+
+        }
+
+        /// Every workload: (name, description), in the table's order.
+        pub const WORKLOADS: &[(&str, &str)] = &[$(($name, $desc),)+];
+
+        impl Workload {
+            /// The workload named `name` with parameters `p` on machine `m`.
+            pub fn parse(name: &str, p: &Params, m: &Machine) -> Result<Workload, String> {
+                match name {
+                    $($name => Ok(Workload::$v(<$ty as Program>::parse(name, p, m)?)),)+
+                    w => Err(format!(
+                        "unknown workload '{w}' (expected one of: {})",
+                        WORKLOADS.iter().map(|w| w.0).collect::<Vec<_>>().join(", ")
+                    )),
+                }
+            }
+
+            /// The table's name of this workload.
+            pub fn name(&self) -> &'static str {
+                match self {
+                    $(Workload::$v(_) => $name,)+
+                }
+            }
+
+            /// [`Program::own_args`] of the workload named `name` (`None` for an unknown name).
+            pub fn own_args(name: &str, words: &[String]) -> Option<Vec<(String, String)>> {
+                match name {
+                    $($name => <$ty as Program>::own_args(words),)+
+                    _ => None,
+                }
+            }
+
+            /// [`Program::OWN_ARGS_EXAMPLE`] of the workload named `name`.
+            pub fn own_args_example(name: &str) -> &'static str {
+                match name {
+                    $($name => <$ty as Program>::OWN_ARGS_EXAMPLE,)+
+                    _ => "",
+                }
+            }
+
+            pub fn planned_size(&self, nr_cpus: u32) -> (u64, u64, &'static str) {
+                match self {
+                    $(Workload::$v(w) => w.planned_size(nr_cpus),)+
+                }
+            }
+
+            pub fn start(&mut self, k: &mut Kernel) {
+                match self {
+                    $(Workload::$v(w) => w.start(k),)+
+                }
+            }
+
+            pub fn on_action(&mut self, k: &mut Kernel, what: u32) {
+                match self {
+                    $(Workload::$v(w) => w.on_action(k, what),)+
+                }
+            }
+
+            /// One step of a workload task's code; `done` is set when the workload ended the
+            /// run with this step. Inlined into the executor's dispatch: the branch to the
+            /// running workload's own step.
+            #[inline]
+            pub fn task_step(&mut self, k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, done: &mut bool) -> Next {
+                match self {
+                    $(Workload::$v(w) => {
+                        let next = w.task_step(k, cpu, s);
+                        if w.done() {
+                            *done = true;
+                        }
+                        next
+                    })+
+                }
+            }
+
+            /// Whether a run of this workload is expected to end by itself.
+            pub fn finishes(&self) -> bool {
+                match self {
+                    $(Workload::$v(_) => <$ty as Program>::FINISHES,)+
+                }
+            }
+
+            pub fn metric(&self, f: &RunFacts) -> Metric {
+                match self {
+                    $(Workload::$v(w) => w.metric(f),)+
+                }
+            }
+
+            pub fn json(&self, f: &RunFacts) -> serde_json::Value {
+                match self {
+                    $(Workload::$v(w) => w.json(f),)+
+                }
+            }
+
+            pub fn text(&self, f: &RunFacts) -> String {
+                match self {
+                    $(Workload::$v(w) => w.text(f),)+
+                }
+            }
+        }
+    };
+}
+
+workloads! {
+    Ipistorm(ipistorm::Ipistorm) = "ipistorm": "Anton Blanchard's IPI stress module: kthreads issuing smp_call_function_single()",
+    Schbench(schbench::Schbench) = "schbench": "Chris Mason's wakeup-latency benchmark (2021-12 version): message threads and workers on futexes",
+    Spinners(spinners::Spinners) = "spinners": "N CPU-bound tasks started on chosen CPUs (tasks=, start=CPULIST, duration_ms=): overload setups",
+    RtPush(rtpush::RtPush) = "rt-push": "a SCHED_FIFO task woken onto a pinned RT task's CPU: where it runs (pinned_cpu=, hold_us=, wake_delay_us=, ..._prio=)",
+    Nanosleep(nanosleep::NanosleepLoop) = "nanosleep": "N processes looping nanosleep(1 us) with timer slack (procs=, ns=, duration_ms=)",
+    Hackbench(hackbench::Hackbench) = "hackbench": "hackbench over pipes or AF_UNIX sockets (tool=rt-tests|old|perf, args=the tool's own arguments)",
+    /// Two threads bouncing a byte through two pipes (`PipePair`).
+    Pingpong(pipepair::PipePair) = "pingpong": "two threads pinned to two CPUs bouncing a byte through two pipes (iters=, sleep_us=, ping_cpu=, pong_cpu=)",
+    /// `perf bench sched pipe` (`PipePair`).
+    PerfPipe(pipepair::PipePair) = "perf-pipe": "perf bench sched pipe: two processes (threaded=1: threads) bouncing 4 bytes through two pipes (loops=)",
+    /// Nothing runs: the machine idles (useful for tests of the idle path).
+    Idle(idle::Idle) = "idle": "nothing runs; the machine idles (ticks, idle states)",
+    RtApp(rtapp::RtApp) = "rtapp": "an rt-app JSON file (file=PATH, or `schedsim run --rtapp FILE.json`): rt-app's threads, events and per-thread log",
 }
 
 /// Start a created task from `creator` (`wake_up_new_task`). The creating process (insmod,
@@ -118,22 +247,22 @@ pub fn new_tasks(k: &mut Kernel, n: u32, comm: &str) -> Vec<crate::linux::TaskId
     (0..n).map(|i| copy_process(k, comm.to_string(), 0, 120, None, i)).collect()
 }
 
-/// The instant a workload starts: after the background warm-up
-/// ([`crate::linux::Kernel::workload_start_offset`]) and 1 ms, at a seed-dependent phase of the tick (stream
-/// `stream` of CPU 0's seed), so seeds differ in the run's alignment with the tick.
+/// The instant a workload starts: after the background warm-up (the measured window's start,
+/// `Kernel::measure_from`) and 1 ms, at a seed-dependent phase of the tick (stream `stream` of
+/// CPU 0's seed), so seeds differ in the run's alignment with the tick.
 pub fn load_time(k: &mut Kernel, stream: u64) -> crate::sim::Time {
     let tick = k.tick_nsec();
     let mut r = crate::sim::Prng::new(k.cpus[0].rng.next_u64(), stream);
-    k.workload_start_offset() + crate::sim::NSEC_PER_MSEC + r.range(0, tick - 1)
+    k.measure_from + crate::sim::NSEC_PER_MSEC + r.range(0, tick - 1)
 }
 
-/// Workload action: the run is over.
+/// Workload action: the run is over (the run's programs end it, `run::Userland`).
 pub const FINISH: u32 = u32::MAX;
 
 /// The workload's last task has exited: end the run once it has switched out (10 us later),
 /// so its final `sched_switch` (prev_state=X) is part of the run.
 pub fn all_exited(k: &mut Kernel) {
-    k.q.push(k.now + 10_000, crate::linux::engine::Action::Workload { what: FINISH });
+    k.q.push(k.now + 10_000, crate::linux::engine::Action::Program { what: FINISH });
 }
 
 /// The resume point of a task that has exited (every workload's `Exited`): it never runs again.
@@ -145,110 +274,10 @@ pub fn exit_current(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
     Next::Call(0, crate::linux::kernel::exit::do_exit_unwaited(k, cpu, true))
 }
 
-/// Create the workload's tasks in a freshly booted kernel.
-pub fn start(k: &mut Kernel) {
-    match k.wl {
-        Workload::Ipistorm(_) => ipistorm::start(k),
-        Workload::Schbench(_) => schbench::start(k),
-        Workload::Spinners(_) => spinners::start(k),
-        Workload::Nanosleep(_) => nanosleep::start(k),
-        Workload::Hackbench(_) => hackbench::start(k),
-        Workload::RtPush(_) => rtpush::start(k),
-        Workload::PipePair(_) => pipepair::start(k),
-        Workload::RtApp(_) => rtapp::start(k),
-        Workload::Idle => {}
-    }
-}
-
-/// A workload-level action fired.
-pub fn on_action(k: &mut Kernel, what: u32) {
-    if what == FINISH {
-        k.finished = true;
-        return;
-    }
-    match k.wl {
-        Workload::Ipistorm(_) => ipistorm::on_action(k, what),
-        Workload::Schbench(_) => schbench::on_action(k, what),
-        Workload::Spinners(_) => spinners::on_action(k, what),
-        Workload::Nanosleep(_) => nanosleep::on_action(k, what),
-        Workload::Hackbench(_) => hackbench::on_action(k, what),
-        Workload::RtPush(_) => rtpush::on_action(k, what),
-        Workload::PipePair(_) => pipepair::on_action(k, what),
-        Workload::RtApp(_) => rtapp::on_action(k, what),
-        Workload::Idle => {}
-    }
-}
-
-/// Run one step of a workload task's code. User tasks first honour a pending preemption
-/// (`exit_to_user_mode_loop()` -> `schedule()`) and finish the user time an interrupt cut.
-/// Inlined into the executor's dispatch: it is only the test of those two cases and the
-/// branch to the running workload's own step.
-#[inline]
-pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
-    if s.preempt {
-        s.preempt = false;
-        s.user = false;
-        return Next::Call(0, Frame::ScheduleCaller(ScheduleCaller::schedule()));
-    }
-    if s.remaining > 0 {
-        s.user = true;
-        let r = std::mem::take(&mut s.remaining);
-        // A wall-clock spin only runs what is left of it; other user work resumes its rest.
-        let r = if s.spin_until > 0 { s.spin_until.saturating_sub(k.now) } else { r };
-        return Next::Cont(r);
-    }
-    s.user = false;
-    match k.wl {
-        Workload::Ipistorm(_) => ipistorm::kthread_step(k, cpu, s),
-        Workload::Schbench(_) => schbench::task_step(k, cpu, s),
-        Workload::Spinners(_) => spinners::task_step(k, cpu, s),
-        Workload::Nanosleep(_) => nanosleep::task_step(k, cpu, s),
-        Workload::Hackbench(_) => hackbench::task_step(k, cpu, s),
-        Workload::RtPush(_) => rtpush::task_step(k, cpu, s),
-        Workload::PipePair(_) => pipepair::task_step(k, cpu, s),
-        Workload::RtApp(_) => rtapp::task_step(k, cpu, s),
-        Workload::Idle => unreachable!("the idle workload has no tasks"),
-    }
-}
-
-impl Workload {
-    /// What the workload will create, for the memory limit (`params::check_memory`): the most
-    /// tasks it starts, the bytes of its own per-task state beyond the kernel's, and the
-    /// parameters that set the count (named in the error).
-    pub fn planned_size(&self, nr_cpus: u32) -> (u64, u64, &'static str) {
-        let nr_cpus = u64::from(nr_cpus);
-        match self {
-            Workload::Idle => (0, 0, "the workload"),
-            // At most one kthread per CPU of its cpulist.
-            Workload::Ipistorm(_) => (nr_cpus, 0, "ipistorm cpulist="),
-            Workload::Spinners(s) => (u64::from(s.tasks), 0, "spinners tasks="),
-            Workload::Nanosleep(n) => (u64::from(n.procs), 0, "nanosleep procs="),
-            Workload::Hackbench(h) => (h.o.tasks().saturating_add(1), 0, "hackbench args= (groups x fds)"),
-            Workload::Schbench(s) => {
-                let workers = s.o.message_threads.saturating_mul(s.o.worker_threads);
-                let tasks = s.o.message_threads.saturating_add(workers).saturating_add(1);
-                // Each worker's latency histogram, kept twice (the run's and the result's copy).
-                let hist = 2 * (schbench_stats::PLAT_NR * std::mem::size_of::<u32>()) as u64;
-                (tasks, workers.saturating_mul(hist), "schbench -m x -t")
-            }
-            Workload::RtPush(_) | Workload::PipePair(_) => (8, 0, "the workload"),
-            Workload::RtApp(r) => {
-                // Every instance, plus rt-app's fork limit for each instance that forks.
-                let mut tasks = 0u64;
-                for t in &r.cfg.tasks {
-                    let forks =
-                        t.phases.iter().flat_map(|p| &p.events).any(|e| matches!(e.ev, rtapp_json::Event::Fork(_)));
-                    let per = if forks { 1 + u64::from(rtapp::FORKS_LIMIT) } else { 1 };
-                    tasks = tasks.saturating_add(u64::from(t.instance).saturating_mul(per));
-                }
-                (tasks, 0, "the rt-app file's instances and forks")
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use crate::linux::programs::resume_points;
+
     resume_points! {
         enum TestAt {
             First,

@@ -2,10 +2,12 @@
 //! `nanosleep(ns)` — 1 us by default, which the 50 us timer slack stretches — for
 //! `duration_ms`. Every wakeup is genuine and every sleep makes a CPU newly idle.
 
-use super::params::{Params, MAX_LATENCY_NS, MAX_SIM_NS, MAX_TASKS};
-use super::{TaskFrame, Workload};
+use super::params::Params;
+use super::TaskFrame;
+use crate::limits::{MAX_LATENCY_NS, MAX_SIM_NS, MAX_TASKS};
 use crate::linux::engine::{Action, Next};
 use crate::linux::kernel::futex::Nanosleep;
+use crate::linux::programs::resume_points;
 use crate::linux::{CpuId, Kernel, TaskId};
 use crate::sim::{Time, NSEC_PER_MSEC};
 
@@ -38,26 +40,18 @@ impl NanosleepLoop {
     }
 }
 
-fn st(k: &mut Kernel) -> &mut NanosleepLoop {
-    match &mut k.wl {
-        Workload::Nanosleep(s) => s,
-        _ => unreachable!(),
-    }
-}
-
-pub fn start(k: &mut Kernel) {
-    let n = st(k).procs;
+pub fn start(w: &mut NanosleepLoop, k: &mut Kernel) {
+    let n = w.procs;
     let tasks = super::new_tasks(k, n, "nanosleep");
     let load = super::load_time(k, 0x1155);
-    let s = st(k);
-    s.tasks = tasks;
-    s.start_ns = load;
-    k.q.push(load, Action::Workload { what: 0 });
+    w.tasks = tasks;
+    w.start_ns = load;
+    k.q.push(load, Action::Program { what: 0 });
 }
 
 /// The parent forks every process (fork balancing places them).
-pub fn on_action(k: &mut Kernel, _what: u32) {
-    for t in st(k).tasks.clone() {
+pub fn on_action(w: &mut NanosleepLoop, k: &mut Kernel, _what: u32) {
+    for t in w.tasks.clone() {
         super::spawn(k, 0, t);
     }
 }
@@ -71,20 +65,52 @@ resume_points! {
     }
 }
 
-pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
-    let end = st(k).start_ns + st(k).duration_ns;
+pub fn task_step(w: &mut NanosleepLoop, k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
+    let end = w.start_ns + w.duration_ns;
     if LoopAt::from_u8(s.at) == LoopAt::Exited {
         unreachable!("nanosleep process ran after exit");
     }
     if k.now >= end {
-        let w = st(k);
         w.live -= 1;
         if w.live == 0 {
             super::all_exited(k);
         }
         return super::exit_current(k, cpu, s);
     }
-    st(k).loops += 1;
-    let ns = st(k).ns;
+    w.loops += 1;
+    let ns = w.ns;
     Next::Call(k.costs.user_op, Nanosleep::with_timer_slack(ns))
+}
+
+impl super::Program for NanosleepLoop {
+    fn parse(_name: &str, p: &Params, m: &crate::hw::Machine) -> Result<NanosleepLoop, String> {
+        NanosleepLoop::parse(p, m.topo.nr_cpus)
+    }
+    fn planned_size(&self, _nr_cpus: u32) -> (u64, u64, &'static str) {
+        (u64::from(self.procs), 0, "nanosleep procs=")
+    }
+    fn start(&mut self, k: &mut Kernel) {
+        start(self, k)
+    }
+    fn on_action(&mut self, k: &mut Kernel, what: u32) {
+        on_action(self, k, what)
+    }
+    #[inline]
+    fn task_step(&mut self, k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
+        task_step(self, k, cpu, s)
+    }
+    fn metric(&self, f: &super::RunFacts) -> super::Metric {
+        super::Metric {
+            name: "newidle_time",
+            unit: "ms",
+            lower_is_better: true,
+            value: f.stats.newidle_ns as f64 / 1e6,
+        }
+    }
+    fn json(&self, _f: &super::RunFacts) -> serde_json::Value {
+        serde_json::json!({"name": "nanosleep", "procs": self.procs, "loops": self.loops})
+    }
+    fn text(&self, _f: &super::RunFacts) -> String {
+        format!("nanosleep: {} processes, {} sleeps\n", self.procs, self.loops)
+    }
 }

@@ -15,17 +15,19 @@
 //!   reads pipe 2, 4-byte messages. The parent reaps the child (`waitpid`; `pthread_join` twice
 //!   in thread mode), takes `gettimeofday()` again and prints perf's own lines.
 //!
-//! Simplifications as for hackbench (ARCHITECTURE.md): creating pipes, threads and processes
+//! Simplifications as for hackbench (docs/design.md): creating pipes, threads and processes
 //! is not modelled as running code (the tasks exist from the first step and are placed by fork
 //! balancing, or on their pinned CPU); `pthread_setaffinity_np()` is in force from the start;
 //! user code between syscalls costs `PathCosts::user_op`.
 
-use super::params::{Params, MAX_LATENCY_NS};
-use super::{TaskFrame, Workload};
+use super::params::Params;
+use super::TaskFrame;
+use crate::limits::MAX_LATENCY_NS;
 use crate::linux::engine::{Action, Next};
 use crate::linux::fs::{fdpair, sys_read, sys_write, Fd};
 use crate::linux::kernel::exit::{link_child, signal_alloc, DoExit, SigId, Wait4};
 use crate::linux::kernel::futex::{futex_alloc, FutexId, FutexOp, Nanosleep};
+use crate::linux::programs::resume_points;
 use crate::linux::{CpuId, Kernel, TaskId};
 use crate::sim::{Time, NSEC_PER_USEC};
 
@@ -148,13 +150,6 @@ pub fn pingpong_output(iters: u64, elapsed_ns: u64) -> String {
     )
 }
 
-fn st(k: &mut Kernel) -> &mut PipePair {
-    match &mut k.wl {
-        Workload::PipePair(s) => s,
-        _ => unreachable!(),
-    }
-}
-
 fn new_task(k: &mut Kernel, comm: &str, role: u32, pinned: Option<CpuId>) -> TaskId {
     crate::linux::kernel::fork::copy_process(k, comm.to_string(), 0, 120, pinned, role)
 }
@@ -165,38 +160,36 @@ const ROLE_WRITER: u32 = 1;
 const ROLE_MAIN: u32 = 2;
 
 /// The program starts at a seed-dependent instant after 1 ms.
-pub fn start(k: &mut Kernel) {
-    let form = st(k).form;
+pub fn start(w: &mut PipePair, k: &mut Kernel) {
+    let form = w.form;
     let load = super::load_time(k, 0x9199);
     match form {
         Form::PingPong { ping_cpu, pong_cpu, .. } => {
             let pong = new_task(k, "pong", ROLE_READER, Some(pong_cpu));
             let ping = new_task(k, "ping", ROLE_WRITER, Some(ping_cpu));
-            st(k).workers = vec![pong, ping];
+            w.workers = vec![pong, ping];
         }
         Form::PerfPipe { .. } => {
             let main = new_task(k, "sched-pipe", ROLE_MAIN, None);
-            st(k).main_task = Some(main);
+            w.main_task = Some(main);
         }
     }
-    k.q.push(load, Action::Workload { what: 0 });
+    k.q.push(load, Action::Program { what: 0 });
 }
 
-pub fn on_action(k: &mut Kernel, _what: u32) {
-    let s = st(k);
-    let first = match s.form {
-        Form::PingPong { .. } => s.workers.clone(),
-        Form::PerfPipe { .. } => vec![s.main_task.expect("created")],
+pub fn on_action(w: &mut PipePair, k: &mut Kernel, _what: u32) {
+    let first = match w.form {
+        Form::PingPong { .. } => w.workers.clone(),
+        Form::PerfPipe { .. } => vec![w.main_task.expect("created")],
     };
     // pingpong: the pipes exist before either thread runs.
-    if matches!(st(k).form, Form::PingPong { .. }) {
+    if matches!(w.form, Form::PingPong { .. }) {
         let p1 = fdpair(k, 0, true);
         let p2 = fdpair(k, 0, true);
         let f = futex_alloc(k, 0, 1);
-        let s = st(k);
-        s.pipe1 = Some(p1);
-        s.pipe2 = Some(p2);
-        s.tid_futex = vec![f];
+        w.pipe1 = Some(p1);
+        w.pipe2 = Some(p2);
+        w.tid_futex = vec![f];
     }
     for t in first {
         super::spawn(k, 0, t);
@@ -208,10 +201,10 @@ fn user(k: &Kernel, s: &mut TaskFrame) -> Next {
     Next::Cont(k.costs.user_op)
 }
 
-pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
+pub fn task_step(w: &mut PipePair, k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
     match s.task {
-        ROLE_MAIN => perf_main(k, cpu, s),
-        _ => worker(k, cpu, s),
+        ROLE_MAIN => perf_main(w, k, cpu, s),
+        _ => worker(w, k, cpu, s),
     }
 }
 
@@ -244,8 +237,8 @@ resume_points! {
 }
 
 /// perf's `bench_sched_pipe()` main: set up, start the workers, reap them, print.
-fn perf_main(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
-    let Form::PerfPipe { threaded } = st(k).form else { unreachable!() };
+fn perf_main(w: &mut PipePair, k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
+    let Form::PerfPipe { threaded } = w.form else { unreachable!() };
     match MainAt::from_u8(s.at) {
         MainAt::Setup => {
             let p1 = fdpair(k, cpu, true);
@@ -269,7 +262,6 @@ fn perf_main(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
                 sig = Some(g);
                 workers = vec![child, main];
             }
-            let w = st(k);
             w.pipe1 = Some(p1);
             w.pipe2 = Some(p2);
             w.start_ns = now_us * NSEC_PER_USEC;
@@ -293,7 +285,6 @@ fn perf_main(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
         }
         MainAt::Join => {
             // pthread_join() both workers.
-            let w = st(k);
             if (s.i as usize) < w.tid_futex.len() {
                 let f = w.tid_futex[s.i as usize];
                 let v = k.futexes[f as usize].val;
@@ -303,16 +294,15 @@ fn perf_main(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
                 s.i += 1;
                 return user(k, s);
             }
-            finish(k, cpu, s)
+            finish(w, k, cpu, s)
         }
         MainAt::Exited => unreachable!("perf-pipe main ran after exit"),
     }
 }
 
 /// Print and exit (the timed section ends at the reap).
-fn finish(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
+fn finish(w: &mut PipePair, k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
     let now = k.now;
-    let w = st(k);
     match w.form {
         Form::PerfPipe { threaded } => {
             w.stop_ns = now / NSEC_PER_USEC * NSEC_PER_USEC;
@@ -331,8 +321,7 @@ fn finish(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
 /// `worker_thread()` (perf) and the ping and pong loops: the reader reads the token from
 /// pipe 1 and writes it to pipe 2; the writer writes pipe 1 then reads pipe 2 (resume points:
 /// [`WorkerAt`]).
-fn worker(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
-    let w = st(k);
+fn worker(w: &mut PipePair, k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
     let (form, loops) = (w.form, w.loops);
     let (p1, p2) = (w.pipe1.expect("set up"), w.pipe2.expect("set up"));
     let reader = s.task == ROLE_READER;
@@ -345,7 +334,7 @@ fn worker(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
                     s.mark[0] = 1;
                     return Next::Call(k.costs.user_op, Nanosleep::with_timer_slack(1_000_000));
                 }
-                st(k).start_ns = k.now;
+                w.start_ns = k.now;
             }
             if s.i == loops {
                 s.at = WorkerAt::Done as u8;
@@ -363,20 +352,20 @@ fn worker(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
         WorkerAt::RoundDone => {
             s.i += 1;
             if !reader {
-                st(k).done = s.i;
+                w.done = s.i;
             }
             s.at = WorkerAt::Start as u8;
             match form {
                 Form::PingPong { sleep_us, .. } if !reader && sleep_us > 0 => {
                     if s.i == loops {
-                        st(k).stop_ns = k.now;
+                        w.stop_ns = k.now;
                     }
                     s.at = WorkerAt::Slept as u8;
                     Next::Call(k.costs.user_op, Nanosleep::with_timer_slack(sleep_us * NSEC_PER_USEC))
                 }
                 _ => {
                     if matches!(form, Form::PingPong { .. }) && !reader && s.i == loops {
-                        st(k).stop_ns = k.now;
+                        w.stop_ns = k.now;
                     }
                     user(k, s)
                 }
@@ -388,7 +377,6 @@ fn worker(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
         }
         WorkerAt::Done => {
             // Done looping.
-            let w = st(k);
             match (form, reader) {
                 (Form::PingPong { .. }, true) => {
                     let f = w.tid_futex[0];
@@ -402,7 +390,7 @@ fn worker(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
                     if v != 0 {
                         return Next::Call(k.costs.user_op, FutexOp::wait(f, v));
                     }
-                    finish(k, cpu, s)
+                    finish(w, k, cpu, s)
                 }
                 (Form::PerfPipe { threaded: true }, _) => {
                     let f = w.tid_futex[if reader { 0 } else { 1 }];
@@ -421,10 +409,48 @@ fn worker(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
                         let sig = w.parent_sig.expect("process mode");
                         return Next::Call(k.costs.user_op, Wait4::any_child(sig));
                     }
-                    finish(k, cpu, s)
+                    finish(w, k, cpu, s)
                 }
             }
         }
         WorkerAt::Exited => unreachable!("pipe worker ran after exit"),
+    }
+}
+
+impl super::Program for PipePair {
+    fn parse(name: &str, p: &Params, m: &crate::hw::Machine) -> Result<PipePair, String> {
+        match name {
+            "pingpong" => PipePair::parse_pingpong(p, m.topo.nr_cpus),
+            _ => PipePair::parse_perf_pipe(p),
+        }
+    }
+    fn planned_size(&self, _nr_cpus: u32) -> (u64, u64, &'static str) {
+        (8, 0, "the workload")
+    }
+    fn start(&mut self, k: &mut Kernel) {
+        start(self, k)
+    }
+    fn on_action(&mut self, k: &mut Kernel, what: u32) {
+        on_action(self, k, what)
+    }
+    #[inline]
+    fn task_step(&mut self, k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
+        task_step(self, k, cpu, s)
+    }
+    fn metric(&self, f: &super::RunFacts) -> super::Metric {
+        let v = self.elapsed_ns().unwrap_or(f.sim_ns) as f64 / 1e6;
+        super::Metric { name: "time", unit: "ms", lower_is_better: true, value: v }
+    }
+    fn json(&self, _f: &super::RunFacts) -> serde_json::Value {
+        serde_json::json!({
+            "name": self.name(),
+            "loops": self.loops,
+            "elapsed_ns": self.elapsed_ns(),
+            "us_per_op": self.us_per_op(),
+            "output": self.output,
+        })
+    }
+    fn text(&self, _f: &super::RunFacts) -> String {
+        self.output.clone()
     }
 }

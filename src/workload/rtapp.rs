@@ -27,13 +27,15 @@
 //! and reported as having no effect. The policy and priority are in force from the thread's
 //! creation (rt-app sets them as the thread starts), and task-level `cpus` likewise.
 
+use super::params::Params;
 use super::rtapp_json::{Calibration, Event, Policy, RtAppConfig};
-use super::{TaskFrame, Workload};
+use super::TaskFrame;
 use crate::hw::cpumask::CpuMask;
 use crate::linux::engine::{Action, Frame, Next};
 use crate::linux::kernel::futex::{futex_alloc, FutexId, FutexOp, Nanosleep};
 use crate::linux::kernel::sched::core::ScheduleCaller;
 use crate::linux::kernel::sched::{SCHED_FIFO, SCHED_NORMAL, SCHED_RR};
+use crate::linux::programs::resume_points;
 use crate::linux::{CpuId, Kernel, TaskId};
 use crate::sim::{Time, NSEC_PER_SEC, NSEC_PER_USEC};
 
@@ -237,6 +239,15 @@ fn intern(names: &mut Vec<String>, n: &str) -> usize {
 
 impl RtApp {
     /// Resolve a parsed file (resources by name, as rt-app's `get_resource_index()` does).
+    /// The rt-app workload of a JSON file, checked against machine `m`. Errors name the file,
+    /// the line and the JSON path.
+    pub fn from_file(path: &str, m: &crate::hw::Machine) -> Result<RtApp, String> {
+        let text = crate::input::read_input_file(path, "rt-app file")?;
+        let lim = super::rtapp_json::Limits { nr_cpus: m.topo.nr_cpus, nr_nodes: m.topo.nr_nodes() };
+        let cfg = super::rtapp_json::parse_rtapp(&text, path, lim).map_err(|e| e.to_string())?;
+        Ok(RtApp::new(cfg))
+    }
+
     pub fn new(cfg: RtAppConfig) -> RtApp {
         let p_load = match cfg.global.calibration {
             Calibration::NsPerLoop(n) => n,
@@ -443,20 +454,6 @@ impl RtApp {
     }
 }
 
-fn st(k: &mut Kernel) -> &mut RtApp {
-    match &mut k.wl {
-        Workload::RtApp(s) => s.as_mut(),
-        _ => unreachable!(),
-    }
-}
-
-fn str_(k: &Kernel) -> &RtApp {
-    match &k.wl {
-        Workload::RtApp(s) => s.as_ref(),
-        _ => unreachable!(),
-    }
-}
-
 fn mask_of(cpus: &[u32], nr: u32) -> CpuMask {
     let mut m = CpuMask::new(nr);
     for &c in cpus {
@@ -466,9 +463,8 @@ fn mask_of(cpus: &[u32], nr: u32) -> CpuMask {
 }
 
 /// Create thread `ind` of definition `def` (not started).
-fn new_thread(k: &mut Kernel, def: usize, fork_id: Option<u32>) -> usize {
+fn new_thread(w: &mut RtApp, k: &mut Kernel, def: usize, fork_id: Option<u32>) -> usize {
     let nr = k.m.topo.nr_cpus;
-    let w = str_(k);
     let t = &w.cfg.tasks[def];
     let ind = w.threads.len() as u32;
     let name = t.name.clone();
@@ -510,44 +506,42 @@ fn new_thread(k: &mut Kernel, def: usize, fork_id: Option<u32>) -> usize {
         rows: Vec::new(),
         exited: false,
     };
-    let w = st(k);
     w.threads.push(th);
     w.live += 1;
     idx
 }
 
-pub fn start(k: &mut Kernel) {
+pub fn start(w: &mut RtApp, k: &mut Kernel) {
     // Resources: one futex word per mutex and condition, homed on CPU 0 (rt-app's main
     // thread initialises them).
-    let (nm, nc) = (st(k).mutexes.len(), st(k).conds.len());
+    let (nm, nc) = (w.mutexes.len(), w.conds.len());
     for i in 0..nm {
         let f = futex_alloc(k, 0, 0);
-        st(k).mutexes[i] = f;
+        w.mutexes[i] = f;
     }
     for i in 0..nc {
         let f = futex_alloc(k, 0, 0);
-        st(k).conds[i].futex = f;
+        w.conds[i].futex = f;
     }
-    let defs: Vec<u32> = st(k).cfg.tasks.iter().map(|t| t.instance).collect();
+    let defs: Vec<u32> = w.cfg.tasks.iter().map(|t| t.instance).collect();
     for (d, n) in defs.into_iter().enumerate() {
         for _ in 0..n {
-            new_thread(k, d, None);
+            new_thread(w, k, d, None);
         }
     }
     let load = super::load_time(k, 0x27a9);
-    let w = st(k);
     w.t_zero = load;
     if let Some(d) = w.cfg.global.duration_s {
         let stop = load + d * NSEC_PER_SEC;
         w.stop_at = Some(stop);
-        k.q.push(stop, Action::Workload { what: super::FINISH });
+        k.q.push(stop, Action::Program { what: super::FINISH });
     }
-    k.q.push(load, Action::Workload { what: 0 });
+    k.q.push(load, Action::Program { what: 0 });
 }
 
 /// 0: rt-app's main creates every thread (`create_thread()`), from CPU 0.
-pub fn on_action(k: &mut Kernel, _what: u32) {
-    let tids: Vec<TaskId> = st(k).threads.iter().map(|t| t.tid).collect();
+pub fn on_action(w: &mut RtApp, k: &mut Kernel, _what: u32) {
+    let tids: Vec<TaskId> = w.threads.iter().map(|t| t.tid).collect();
     for t in tids {
         super::spawn(k, 0, t);
     }
@@ -559,8 +553,7 @@ fn loadwait_perf(exec_us: u64, p_load: u64) -> u64 {
 }
 
 /// The thread exits: `pthread_exit()` -> `do_exit()`.
-fn thread_exit(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, ti: usize) -> Next {
-    let w = st(k);
+fn thread_exit(w: &mut RtApp, k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, ti: usize) -> Next {
     w.threads[ti].exited = true;
     w.live -= 1;
     if w.live == 0 {
@@ -570,10 +563,9 @@ fn thread_exit(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, ti: usize) -> Next
 }
 
 /// Start the current phase: affinity if it changes (`set_thread_affinity()`), then the clock.
-fn phase_begin(k: &mut Kernel, cpu: CpuId, ti: usize) -> Time {
+fn phase_begin(w: &mut RtApp, k: &mut Kernel, cpu: CpuId, ti: usize) -> Time {
     let nr = k.m.topo.nr_cpus;
     let (user_op, syscall) = (k.costs.user_op, k.costs.syscall);
-    let w = st(k);
     let th = &w.threads[ti];
     let def = &w.cfg.tasks[th.def];
     let want = def.phases[th.phase].cpus.clone().or_else(|| def.cpus.clone());
@@ -588,7 +580,7 @@ fn phase_begin(k: &mut Kernel, cpu: CpuId, ti: usize) -> Time {
         c += syscall + crate::linux::kernel::sched::syscalls::sched_setaffinity(k, cpu, tid, &m);
     }
     let now = k.now;
-    let th = &mut st(k).threads[ti];
+    let th = &mut w.threads[ti];
     th.t_start = now;
     th.ld = LogData::default();
     th.ev = 0;
@@ -597,9 +589,8 @@ fn phase_begin(k: &mut Kernel, cpu: CpuId, ti: usize) -> Time {
 }
 
 /// End of the phase: log a row, advance the loops. Returns false when the thread is done.
-fn phase_end(k: &mut Kernel, ti: usize) -> bool {
+fn phase_end(w: &mut RtApp, k: &mut Kernel, ti: usize) -> bool {
     let now = k.now;
-    let w = st(k);
     let t0 = w.t_zero;
     let th = &w.threads[ti];
     let def = &w.cfg.tasks[th.def];
@@ -633,14 +624,20 @@ fn phase_end(k: &mut Kernel, ti: usize) -> bool {
 
 /// Begin event `ev` of the current phase: returns the next step, or None when it finished
 /// within this step (its cost is then added to `cost`).
-fn event_begin(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, ti: usize, cost: &mut Time) -> Option<Next> {
+fn event_begin(
+    w: &mut RtApp,
+    k: &mut Kernel,
+    cpu: CpuId,
+    s: &mut TaskFrame,
+    ti: usize,
+    cost: &mut Time,
+) -> Option<Next> {
     let now = k.now;
-    let w = st(k);
     let th = &w.threads[ti];
     let ev = w.evs[th.def][th.phase][th.ev];
     let p_load = w.p_load;
     let rt = k.tasks[k.curr(cpu) as usize].prio < crate::linux::kernel::sched::rt::MAX_RT_PRIO;
-    let th = &mut st(k).threads[ti];
+    let th = &mut w.threads[ti];
     th.ev_t0 = now;
     th.sub = 0;
     match ev {
@@ -661,10 +658,9 @@ fn event_begin(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, ti: usize, cost: &
         }
         Ev::Timer { timer, period_us } => {
             let user_op = k.costs.user_op;
-            let th = &mut st(k).threads[ti];
+            let th = &mut w.threads[ti];
             let t_first = th.t_first;
             th.ld.c_period += period_us;
-            let w = st(k);
             let tm = match timer {
                 TimerRef::Shared(i) => &mut w.timers[i],
                 TimerRef::Unique(i) => &mut w.threads[ti].timers[i],
@@ -721,8 +717,8 @@ fn event_begin(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, ti: usize, cost: &
             Some(Next::Cont(*cost))
         }
         Ev::Barrier(b) => {
-            let bm = st(k).barriers[b].mutex;
-            st(k).threads[ti].ops = vec![Op::Lock(bm), Op::BarrierCheck(b), Op::Unlock(bm)];
+            let bm = w.barriers[b].mutex;
+            w.threads[ti].ops = vec![Op::Lock(bm), Op::BarrierCheck(b), Op::Unlock(bm)];
             Some(Next::Cont(*cost))
         }
         Ev::Suspend { cond, mutex } => {
@@ -743,12 +739,11 @@ fn event_begin(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, ti: usize, cost: &
             Some(Next::Cont(*cost + bytes.div_ceil(MEMSET_BYTES_PER_NS)))
         }
         Ev::Iorun(bytes) => {
-            let buf = st(k).cfg.global.mem_buffer_size;
+            let buf = w.cfg.global.mem_buffer_size;
             let writes = bytes.div_ceil(buf);
             Some(Next::Cont(*cost + writes * k.costs.syscall))
         }
         Ev::Fork(def) => {
-            let w = st(k);
             if w.nforks[def] >= FORKS_LIMIT {
                 let n = format!("task {} reached rt-app's fork limit ({FORKS_LIMIT})", w.cfg.tasks[def].name);
                 if !w.notes.contains(&n) {
@@ -758,8 +753,8 @@ fn event_begin(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, ti: usize, cost: &
             }
             let fid = w.nforks[def];
             w.nforks[def] += 1;
-            let nt = new_thread(k, def, Some(fid));
-            let tid = st(k).threads[nt].tid;
+            let nt = new_thread(w, k, def, Some(fid));
+            let tid = w.threads[nt].tid;
             crate::linux::kernel::sched::core::sched_fork_and_wake(k, cpu, tid);
             Some(Next::Cont(*cost + k.costs.syscall + PTHREAD_CREATE_NS))
         }
@@ -767,22 +762,21 @@ fn event_begin(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, ti: usize, cost: &
 }
 
 /// The event in progress made its next step; finish it (`Ok(cost)`) or continue (`Err(next)`).
-fn event_continue(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, ti: usize) -> Result<Time, Next> {
+fn event_continue(w: &mut RtApp, k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, ti: usize) -> Result<Time, Next> {
     let now = k.now;
-    let w = st(k);
     let th = &w.threads[ti];
     let ev = w.evs[th.def][th.phase][th.ev];
     let p_load = w.p_load;
     match ev {
         Ev::Run(_) | Ev::Mem(_) => {
-            let th = &mut st(k).threads[ti];
+            let th = &mut w.threads[ti];
             if matches!(ev, Ev::Run(_)) {
                 th.ld.duration += (now - th.ev_t0) / NSEC_PER_USEC;
             }
             Ok(k.costs.user_op)
         }
         Ev::Runtime(us) => {
-            let th = &mut st(k).threads[ti];
+            let th = &mut w.threads[ti];
             if (now - th.ev_t0) / NSEC_PER_USEC < us {
                 th.ld.perf += loadwait_perf(32, p_load);
                 s.user = true;
@@ -792,26 +786,26 @@ fn event_continue(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, ti: usize) -> R
             Ok(k.costs.user_op)
         }
         Ev::Timer { .. } => {
-            let th = &mut st(k).threads[ti];
+            let th = &mut w.threads[ti];
             if th.sub == 1 {
                 th.ld.wu_lat += now.saturating_sub(th.scratch as Time) / NSEC_PER_USEC;
             }
             Ok(k.costs.user_op)
         }
         Ev::Sleep(_) | Ev::Yield | Ev::Iorun(_) | Ev::Fork(_) => Ok(0),
-        _ => run_ops(k, cpu, ti),
+        _ => run_ops(w, k, cpu, ti),
     }
 }
 
 /// Run the event's user-level ops (locks and condition variables on futex words).
-fn run_ops(k: &mut Kernel, cpu: CpuId, ti: usize) -> Result<Time, Next> {
-    let Some(&op) = st(k).threads[ti].ops.first() else {
+fn run_ops(w: &mut RtApp, k: &mut Kernel, cpu: CpuId, ti: usize) -> Result<Time, Next> {
+    let Some(&op) = w.threads[ti].ops.first() else {
         return Ok(0);
     };
-    let sub = st(k).threads[ti].sub;
-    match op_step(k, cpu, ti, op, sub) {
+    let sub = w.threads[ti].sub;
+    match op_step(w, k, cpu, ti, op, sub) {
         OpStep::Done(c) => {
-            let th = &mut st(k).threads[ti];
+            let th = &mut w.threads[ti];
             th.ops.remove(0);
             th.sub = 0;
             if th.ops.is_empty() {
@@ -820,13 +814,13 @@ fn run_ops(k: &mut Kernel, cpu: CpuId, ti: usize) -> Result<Time, Next> {
             Err(Next::Cont(c))
         }
         OpStep::Replace(c, new) => {
-            let th = &mut st(k).threads[ti];
+            let th = &mut w.threads[ti];
             th.ops.splice(0..1, new);
             th.sub = 0;
             Err(Next::Cont(c))
         }
         OpStep::Next(sub, n) => {
-            st(k).threads[ti].sub = sub;
+            w.threads[ti].sub = sub;
             Err(n)
         }
     }
@@ -841,7 +835,7 @@ enum OpStep {
     Next(u8, Next),
 }
 
-fn op_step(k: &mut Kernel, cpu: CpuId, ti: usize, op: Op, sub: u8) -> OpStep {
+fn op_step(w: &mut RtApp, k: &mut Kernel, cpu: CpuId, ti: usize, op: Op, sub: u8) -> OpStep {
     let atomic = |k: &mut Kernel, f: FutexId| -> Time {
         let line = k.futexes[f as usize].line;
         k.line_write(cpu, line) + k.costs.user_op
@@ -849,7 +843,7 @@ fn op_step(k: &mut Kernel, cpu: CpuId, ti: usize, op: Op, sub: u8) -> OpStep {
     match op {
         Op::Lock(m) => {
             // lll_lock(): cmpxchg 0 -> 1; else xchg 2 and FUTEX_WAIT(2) until the xchg saw 0.
-            let f = st(k).mutexes[m];
+            let f = w.mutexes[m];
             let c = atomic(k, f);
             let old = k.futexes[f as usize].val;
             if sub == 0 && old == 0 {
@@ -864,7 +858,7 @@ fn op_step(k: &mut Kernel, cpu: CpuId, ti: usize, op: Op, sub: u8) -> OpStep {
         }
         Op::Unlock(m) => {
             // lll_unlock(): xchg 0; FUTEX_WAKE one if there were waiters (2).
-            let f = st(k).mutexes[m];
+            let f = w.mutexes[m];
             if sub == 1 {
                 return OpStep::Done(0);
             }
@@ -878,11 +872,11 @@ fn op_step(k: &mut Kernel, cpu: CpuId, ti: usize, op: Op, sub: u8) -> OpStep {
         Op::CondWait { cond, mutex } => match sub {
             0 => {
                 // Register, read the sequence, release the mutex.
-                let cf = st(k).conds[cond].futex;
+                let cf = w.conds[cond].futex;
                 let c = atomic(k, cf);
-                st(k).conds[cond].waiters += 1;
-                st(k).threads[ti].scratch = k.futexes[cf as usize].val;
-                let mf = st(k).mutexes[mutex];
+                w.conds[cond].waiters += 1;
+                w.threads[ti].scratch = k.futexes[cf as usize].val;
+                let mf = w.mutexes[mutex];
                 let c = c + atomic(k, mf);
                 let old = std::mem::replace(&mut k.futexes[mf as usize].val, 0);
                 if old == 2 {
@@ -891,8 +885,8 @@ fn op_step(k: &mut Kernel, cpu: CpuId, ti: usize, op: Op, sub: u8) -> OpStep {
                 OpStep::Next(1, Next::Cont(c))
             }
             1 => {
-                let cf = st(k).conds[cond].futex;
-                let seq = st(k).threads[ti].scratch;
+                let cf = w.conds[cond].futex;
+                let seq = w.threads[ti].scratch;
                 OpStep::Next(2, Next::Call(k.costs.user_op, FutexOp::wait(cf, seq)))
             }
             _ => OpStep::Replace(k.costs.user_op, vec![Op::Lock(mutex)]),
@@ -901,9 +895,8 @@ fn op_step(k: &mut Kernel, cpu: CpuId, ti: usize, op: Op, sub: u8) -> OpStep {
             if sub == 1 {
                 return OpStep::Done(0);
             }
-            let cf = st(k).conds[cnd].futex;
+            let cf = w.conds[cnd].futex;
             let c = atomic(k, cf);
-            let w = st(k);
             if w.conds[cnd].waiters == 0 {
                 return OpStep::Done(c);
             }
@@ -918,7 +911,6 @@ fn op_step(k: &mut Kernel, cpu: CpuId, ti: usize, op: Op, sub: u8) -> OpStep {
             OpStep::Next(1, Next::Call(c, FutexOp::wake(cf, nr)))
         }
         Op::BarrierCheck(b) => {
-            let w = st(k);
             let bs = w.barriers[b];
             if bs.waiting == 0 {
                 return OpStep::Replace(k.costs.user_op, vec![Op::Broad(bs.cond)]);
@@ -927,7 +919,7 @@ fn op_step(k: &mut Kernel, cpu: CpuId, ti: usize, op: Op, sub: u8) -> OpStep {
             OpStep::Replace(k.costs.user_op, vec![Op::CondWait { cond: bs.cond, mutex: bs.mutex }, Op::BarrierDone(b)])
         }
         Op::BarrierDone(b) => {
-            st(k).barriers[b].waiting += 1;
+            w.barriers[b].waiting += 1;
             OpStep::Done(k.costs.user_op)
         }
     }
@@ -948,7 +940,7 @@ resume_points! {
     }
 }
 
-pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
+pub fn task_step(w: &mut RtApp, k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
     // exit_to_user_mode_loop(): a syscall or interrupt return with NEED_RESCHED schedules.
     if crate::linux::kernel::sched::need_resched(k, cpu) {
         return Next::Call(0, Frame::ScheduleCaller(ScheduleCaller::schedule()));
@@ -956,12 +948,9 @@ pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
     let ti = s.task as usize;
     match ThreadAt::from_u8(s.at) {
         ThreadAt::Start => {
-            let (delay, t0) = {
-                let w = str_(k);
-                (w.cfg.tasks[w.threads[ti].def].delay_us, w.t_zero)
-            };
+            let (delay, t0) = { (w.cfg.tasks[w.threads[ti].def].delay_us, w.t_zero) };
             let t_first = t0 + delay * NSEC_PER_USEC;
-            st(k).threads[ti].t_first = t_first;
+            w.threads[ti].t_first = t_first;
             s.at = ThreadAt::Phase as u8;
             if delay > 0 {
                 let rt = k.tasks[k.curr(cpu) as usize].prio < crate::linux::kernel::sched::rt::MAX_RT_PRIO;
@@ -970,39 +959,38 @@ pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
             Next::Cont(0)
         }
         ThreadAt::Phase => {
-            let c = phase_begin(k, cpu, ti);
+            let c = phase_begin(w, k, cpu, ti);
             s.at = ThreadAt::Event as u8;
             Next::Cont(c)
         }
         ThreadAt::Event => {
             let mut cost = 0;
             loop {
-                let w = str_(k);
                 let th = &w.threads[ti];
                 if th.ev == w.evs[th.def][th.phase].len() {
-                    if !phase_end(k, ti) {
-                        return thread_exit(k, cpu, s, ti);
+                    if !phase_end(w, k, ti) {
+                        return thread_exit(w, k, cpu, s, ti);
                     }
                     s.at = ThreadAt::Phase as u8;
                     return Next::Cont(cost);
                 }
-                match event_begin(k, cpu, s, ti, &mut cost) {
+                match event_begin(w, k, cpu, s, ti, &mut cost) {
                     Some(n) => {
                         s.at = ThreadAt::InEvent as u8;
                         return n;
                     }
                     None => {
                         cost += k.costs.user_op;
-                        st(k).threads[ti].ev += 1;
+                        w.threads[ti].ev += 1;
                     }
                 }
             }
         }
         ThreadAt::InEvent => {
             s.user = false;
-            match event_continue(k, cpu, s, ti) {
+            match event_continue(w, k, cpu, s, ti) {
                 Ok(c) => {
-                    st(k).threads[ti].ev += 1;
+                    w.threads[ti].ev += 1;
                     s.at = ThreadAt::Event as u8;
                     Next::Cont(c)
                 }
@@ -1010,6 +998,63 @@ pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
             }
         }
         ThreadAt::Exited => unreachable!("rt-app thread ran after exit"),
+    }
+}
+
+impl super::Program for RtApp {
+    fn parse(_name: &str, p: &Params, m: &crate::hw::Machine) -> Result<RtApp, String> {
+        p.check_known("rtapp", &["file"])?;
+        let Some(f) = p.get("file") else {
+            return Err(format!("{}: the rtapp workload needs file=PATH.json", p.origin));
+        };
+        RtApp::from_file(f, m)
+    }
+    fn planned_size(&self, _nr_cpus: u32) -> (u64, u64, &'static str) {
+        // Every instance, plus rt-app's fork limit for each instance that forks.
+        let mut tasks = 0u64;
+        for t in &self.cfg.tasks {
+            let forks = t.phases.iter().flat_map(|p| &p.events).any(|e| matches!(e.ev, Event::Fork(_)));
+            let per = if forks { 1 + u64::from(FORKS_LIMIT) } else { 1 };
+            tasks = tasks.saturating_add(u64::from(t.instance).saturating_mul(per));
+        }
+        (tasks, 0, "the rt-app file's instances and forks")
+    }
+    fn start(&mut self, k: &mut Kernel) {
+        start(self, k)
+    }
+    fn on_action(&mut self, k: &mut Kernel, what: u32) {
+        on_action(self, k, what)
+    }
+    #[inline]
+    fn task_step(&mut self, k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
+        task_step(self, k, cpu, s)
+    }
+    fn metric(&self, _f: &super::RunFacts) -> super::Metric {
+        // Mean wakeup latency after timers, over every logged phase.
+        let rows: Vec<_> = self.threads.iter().flat_map(|t| t.rows.iter()).collect();
+        let v = rows.iter().map(|r| r.wu_lat as f64).sum::<f64>() / rows.len().max(1) as f64 / 1e3;
+        super::Metric { name: "wakeup_latency", unit: "ms", lower_is_better: true, value: v }
+    }
+    fn json(&self, _f: &super::RunFacts) -> serde_json::Value {
+        serde_json::json!({
+            "name": "rtapp",
+            "p_load_ns": self.p_load,
+            "threads": self.threads.iter().map(|t| serde_json::json!({
+                "name": t.name,
+                "ind": t.ind,
+                "forked": t.fork_id.is_some(),
+                "log_file": self.log_file_name(t),
+                "rows": t.rows.iter().map(|r| serde_json::json!({
+                    "perf": r.perf, "run": r.run, "period": r.period, "start": r.start, "end": r.end,
+                    "rel_st": r.rel_st, "slack": r.slack, "c_duration": r.c_duration,
+                    "c_period": r.c_period, "wu_lat": r.wu_lat,
+                })).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
+            "notes": self.notes,
+        })
+    }
+    fn text(&self, _f: &super::RunFacts) -> String {
+        self.summary()
     }
 }
 

@@ -19,11 +19,13 @@
 //! preemption. The waker then blocks: its CPU's priority drops and `pull_rt_task()` sends the
 //! RT_PUSH_IPI irq_work to the overloaded pinned CPU, whose `push_rt_task()` decides.
 
-use super::params::{Params, MAX_SIM_NS};
-use super::{TaskFrame, Workload};
+use super::params::Params;
+use super::TaskFrame;
+use crate::limits::MAX_SIM_NS;
 use crate::linux::engine::{Action, Next};
 use crate::linux::kernel::futex::{futex_alloc, FutexId, FutexOp};
 use crate::linux::kernel::sched::rt::fifo_prio;
+use crate::linux::programs::resume_points;
 use crate::linux::{CpuId, Kernel, TaskId};
 use crate::sim::{Time, NSEC_PER_USEC};
 
@@ -190,20 +192,12 @@ impl RtPush {
     }
 }
 
-fn st(k: &mut Kernel) -> &mut RtPush {
-    match &mut k.wl {
-        Workload::RtPush(s) => s.as_mut(),
-        _ => unreachable!(),
-    }
-}
-
 fn new_rt_task(k: &mut Kernel, comm: String, rtprio: i32, role: u32, pinned: Option<CpuId>) -> TaskId {
     crate::linux::kernel::fork::copy_process(k, comm, 1, fifo_prio(rtprio), pinned, role)
 }
 
-pub fn start(k: &mut Kernel) {
+pub fn start(w: &mut RtPush, k: &mut Kernel) {
     let nr = k.m.topo.nr_cpus;
-    let w = st(k).clone();
     let pinned = new_rt_task(k, "pinned".into(), w.pinned_prio, PINNED, Some(w.pinned_cpu));
     let woken = new_rt_task(k, "woken".into(), w.woken_prio, WOKEN, None);
     let waker = new_rt_task(k, "waker".into(), w.waker_prio, WAKER, Some(w.waker_cpu));
@@ -214,22 +208,21 @@ pub fn start(k: &mut Kernel) {
     let fw = futex_alloc(k, w.pinned_cpu, 0);
     let fk = futex_alloc(k, w.waker_cpu, 0);
     let load = super::load_time(k, 0x2715);
-    let s = st(k);
-    s.pinned = pinned;
-    s.woken = woken;
-    s.waker = waker;
-    s.hogs = hogs;
-    s.futex_woken = fw;
-    s.futex_waker = fk;
-    s.start_ns = load;
-    k.q.push(load, Action::Workload { what: 0 });
-    k.q.push(load + 50 * NSEC_PER_USEC, Action::Workload { what: 1 });
+    w.pinned = pinned;
+    w.woken = woken;
+    w.waker = waker;
+    w.hogs = hogs;
+    w.futex_woken = fw;
+    w.futex_waker = fk;
+    w.start_ns = load;
+    k.q.push(load, Action::Program { what: 0 });
+    k.q.push(load + 50 * NSEC_PER_USEC, Action::Program { what: 1 });
 }
 
 /// 0: start the woken task on the pinned CPU (it blocks at once), the waker and the hogs;
 /// 1: start the pinned task.
-pub fn on_action(k: &mut Kernel, what: u32) {
-    let w = st(k).clone();
+pub fn on_action(w: &mut RtPush, k: &mut Kernel, what: u32) {
+    let w = w.clone();
     if what == 0 {
         // Started under taskset on the pinned CPU, then given every CPU.
         super::spawn_on(k, w.pinned_cpu, w.woken);
@@ -297,8 +290,7 @@ resume_points! {
     }
 }
 
-pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
-    let w = st(k);
+pub fn task_step(w: &mut RtPush, k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
     let hold_start = w.start_ns + w.hold_at_ns;
     let end = hold_start + w.hold_ns + w.run_ns + 200 * NSEC_PER_USEC;
     let w_delay = w.wake_delay_ns;
@@ -318,12 +310,12 @@ pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
                 // The non-preemptible kernel section.
                 s.at = PinnedAt::ExitToUser as u8;
                 s.user = false;
-                Next::Cont(st(k).hold_ns)
+                Next::Cont(w.hold_ns)
             }
             PinnedAt::ExitToUser => {
                 // Back to user mode: exit_to_user_mode_loop() honours NEED_RESCHED.
                 s.at = PinnedAt::SpinToEnd as u8;
-                let c = crate::linux::kernel::entry::syscall_exit_to_user_mode(k, cpu, 0);
+                let c = crate::linux::kernel::entry::common::syscall_exit_to_user_mode(k, cpu, 0);
                 if crate::linux::kernel::sched::need_resched(k, cpu) {
                     s.preempt = true;
                 }
@@ -336,18 +328,17 @@ pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
         WOKEN => match WokenAt::from_u8(s.at) {
             WokenAt::Start => {
                 s.at = WokenAt::Wait as u8;
-                let d = st(k).woken_first_ns;
+                let d = w.woken_first_ns;
                 wall_spin(k, s, d)
             }
             WokenAt::Wait => {
                 s.spin_until = 0;
                 s.at = WokenAt::Run as u8;
-                let f = st(k).futex_woken;
+                let f = w.futex_woken;
                 Next::Call(k.costs.user_op, FutexOp::wait(f, 0))
             }
             WokenAt::Run => {
                 let now = k.now;
-                let w = st(k);
                 if w.woken_ran_on.is_none() {
                     w.woken_ran_on = Some(cpu);
                     w.woken_ran_at_ns = Some(now);
@@ -357,8 +348,8 @@ pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
                 wall_spin(k, s, run)
             }
             WokenAt::Exit => {
-                let (pinned, pcpu) = (st(k).pinned, st(k).pinned_cpu);
-                st(k).pinned_preempted = k.tasks[pinned as usize].on_rq && k.curr(pcpu) != pinned;
+                let (pinned, pcpu) = (w.pinned, w.pinned_cpu);
+                w.pinned_preempted = k.tasks[pinned as usize].on_rq && k.curr(pcpu) != pinned;
                 super::all_exited(k);
                 super::exit_current(k, cpu, s)
             }
@@ -367,31 +358,69 @@ pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
         WAKER => match WakerAt::from_u8(s.at) {
             WakerAt::Start => {
                 s.at = WakerAt::Wake as u8;
-                let t = hold_start + st(k).wake_delay_ns;
+                let t = hold_start + w.wake_delay_ns;
                 spin_to(k, s, t)
             }
             WakerAt::Wake if k.now < hold_start + w_delay => spin_to(k, s, hold_start + w_delay),
             WakerAt::Wake => {
                 s.at = WakerAt::RunOn as u8;
                 let now = k.now;
-                st(k).woken_at_ns = Some(now);
-                let f = st(k).futex_woken;
+                w.woken_at_ns = Some(now);
+                let f = w.futex_woken;
                 k.futexes[f as usize].val = 1;
                 Next::Call(k.costs.user_op, FutexOp::wake(f, 1))
             }
             WakerAt::RunOn => {
                 // Back from FUTEX_WAKE: run on for block_delay_us, then block.
                 s.at = WakerAt::Block as u8;
-                let d = st(k).block_delay_ns;
+                let d = w.block_delay_ns;
                 wall_spin(k, s, d)
             }
             WakerAt::Block => {
                 s.spin_until = 0;
-                let f = st(k).futex_waker;
+                let f = w.futex_waker;
                 Next::Call(k.costs.user_op, FutexOp::wait(f, 0))
             }
         },
         _ => unreachable!("rt-push has four roles"),
+    }
+}
+
+impl super::Program for RtPush {
+    fn parse(_name: &str, p: &Params, m: &crate::hw::Machine) -> Result<RtPush, String> {
+        RtPush::parse(p, m.topo.nr_cpus)
+    }
+    fn planned_size(&self, _nr_cpus: u32) -> (u64, u64, &'static str) {
+        (8, 0, "the workload")
+    }
+    fn start(&mut self, k: &mut Kernel) {
+        start(self, k)
+    }
+    fn on_action(&mut self, k: &mut Kernel, what: u32) {
+        on_action(self, k, what)
+    }
+    #[inline]
+    fn task_step(&mut self, k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
+        task_step(self, k, cpu, s)
+    }
+    fn metric(&self, f: &super::RunFacts) -> super::Metric {
+        let v = self.wakeup_to_run_ns().unwrap_or(f.sim_ns) as f64 / 1e6;
+        super::Metric { name: "wakeup_to_run", unit: "ms", lower_is_better: true, value: v }
+    }
+    fn json(&self, f: &super::RunFacts) -> serde_json::Value {
+        serde_json::json!({
+            "name": "rt-push",
+            "pinned_cpu": self.pinned_cpu,
+            "woken_task_cpu": self.woken_ran_on,
+            "woken_task_cpu_is_pinned_cpu": self.woken_task_cpu_is_pinned_cpu(),
+            "pinned_task_preempted": self.pinned_preempted,
+            "wakeup_to_run_ns": self.wakeup_to_run_ns(),
+            "rt_pushes": f.stats.rt_pushes,
+            "rt_push_ipis": f.stats.rt_push_ipis,
+        })
+    }
+    fn text(&self, f: &super::RunFacts) -> String {
+        self.summary(f.stats)
     }
 }
 

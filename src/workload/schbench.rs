@@ -14,12 +14,14 @@
 //!
 //! Timestamps are `gettimeofday()`: whole microseconds, floored.
 
-use super::params::{MAX_SIM_NS, MAX_TASKS};
+use super::params::Params;
 use super::schbench_stats::{rand_r, render_report, Histogram, MainLoop, SchbenchOpts, WARMUP_MESSAGE};
-use super::{TaskFrame, Workload};
+use super::TaskFrame;
+use crate::limits::{MAX_SIM_NS, MAX_TASKS};
 use crate::linux::engine::{Action, Next};
 use crate::linux::kernel::futex::{futex_alloc, FutexId, FutexOp, Nanosleep};
 use crate::linux::kernel::sched::WakePlacement;
+use crate::linux::programs::resume_points;
 use crate::linux::{CpuId, Kernel, TaskId};
 use crate::sim::{Time, NSEC_PER_MSEC, NSEC_PER_SEC, NSEC_PER_USEC};
 
@@ -181,13 +183,6 @@ impl Schbench {
     }
 }
 
-fn st(k: &mut Kernel) -> &mut Schbench {
-    match &mut k.wl {
-        Workload::Schbench(s) => s,
-        _ => unreachable!(),
-    }
-}
-
 #[inline]
 fn now_us(k: &Kernel) -> u64 {
     k.now / NSEC_PER_USEC
@@ -195,11 +190,8 @@ fn now_us(k: &Kernel) -> u64 {
 
 /// Create the threads: main, then each message thread followed by its workers, woken from
 /// CPU 0 at a seed-dependent instant after 1 ms.
-pub fn start(k: &mut Kernel) {
-    let (m, t) = {
-        let s = st(k);
-        (s.o.message_threads as usize, s.o.worker_threads as usize)
-    };
+pub fn start(w: &mut Schbench, k: &mut Kernel) {
+    let (m, t) = { (w.o.message_threads as usize, w.o.worker_threads as usize) };
     let mk = |k: &mut Kernel, comm: &str, role: u32| {
         crate::linux::kernel::fork::copy_process(k, comm.to_string(), 0, 120, None, role)
     };
@@ -232,33 +224,30 @@ pub fn start(k: &mut Kernel) {
     }
     let tick = k.tick_nsec();
     let mut r = crate::sim::Prng::new(k.cpus[0].rng.next_u64(), 0x5CB);
-    let load = k.workload_start_offset() + NSEC_PER_MSEC + r.range(0, tick - 1);
-    let s = st(k);
-    s.main_task = main_task;
-    s.live = (1 + msgs.len() + workers.len()) as u32;
-    s.msgs = msgs;
-    s.workers = workers;
-    s.start_ns = load;
-    k.q.push(load, Action::Workload { what: 0 });
+    let load = k.measure_from + NSEC_PER_MSEC + r.range(0, tick - 1);
+    w.main_task = main_task;
+    w.live = (1 + msgs.len() + workers.len()) as u32;
+    w.msgs = msgs;
+    w.workers = workers;
+    w.start_ns = load;
+    k.q.push(load, Action::Program { what: 0 });
 }
 
 /// Wake all threads (pthread_create -> wake_up_new_task with fork balancing).
-pub fn on_action(k: &mut Kernel, _what: u32) {
-    let s = st(k);
-    let mut all = vec![s.main_task];
-    all.extend(s.msgs.iter().map(|m| m.task));
-    all.extend(s.workers.iter().map(|w| w.task));
+pub fn on_action(w: &mut Schbench, k: &mut Kernel, _what: u32) {
+    let mut all = vec![w.main_task];
+    all.extend(w.msgs.iter().map(|m| m.task));
+    all.extend(w.workers.iter().map(|w| w.task));
     for t in all {
         super::spawn(k, 0, t);
     }
 }
 
 /// Exit the current thread (`pthread_exit` -> do_exit -> schedule()).
-fn exit_thread(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
+fn exit_thread(w: &mut Schbench, k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
     // A thread of schbench's process: the group lives on until its last thread.
-    let last = st(k).live == 1;
+    let last = w.live == 1;
     let dead = crate::linux::kernel::exit::do_exit_unwaited(k, cpu, last);
-    let w = st(k);
     w.live -= 1;
     if w.live == 0 {
         let h = w.combined();
@@ -287,15 +276,15 @@ fn spin(k: &mut Kernel, s: &mut TaskFrame, cputime_us: u64) -> Next {
 }
 
 /// One step of a schbench thread.
-pub fn task_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
+pub fn task_step(w: &mut Schbench, k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
     s.spin_until = 0;
-    let m = st(k).msgs.len() as u32;
+    let m = w.msgs.len() as u32;
     if s.task == 0 {
-        main_step(k, cpu, s)
+        main_step(w, k, cpu, s)
     } else if s.task <= m {
-        msg_step(k, cpu, s, (s.task - 1) as usize)
+        msg_step(w, k, cpu, s, (s.task - 1) as usize)
     } else {
-        worker_step(k, cpu, s, (s.task - 1 - m) as usize)
+        worker_step(w, k, cpu, s, (s.task - 1 - m) as usize)
     }
 }
 
@@ -350,11 +339,10 @@ resume_points! {
     }
 }
 
-fn main_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
+fn main_step(w: &mut Schbench, k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
     match MainAt::from_u8(s.at) {
         MainAt::Loop => {
-            let elapsed_us = (k.now - st(k).start_ns) / NSEC_PER_USEC;
-            let w = st(k);
+            let elapsed_us = (k.now - w.start_ns) / NSEC_PER_USEC;
             let a = w.main_loop.tick(elapsed_us);
             if a.warmup_reset || a.zero_reset {
                 for wk in &mut w.workers {
@@ -386,11 +374,11 @@ fn main_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
         MainAt::Stop => {
             // Post every message thread, then join (the main thread's exit ends nothing).
             let i = s.i as usize;
-            if i >= st(k).msgs.len() {
-                return exit_thread(k, cpu, s);
+            if i >= w.msgs.len() {
+                return exit_thread(w, k, cpu, s);
             }
             s.i += 1;
-            let f = st(k).msgs[i].futex;
+            let f = w.msgs[i].futex;
             fpost(k, cpu, f)
         }
         MainAt::Exited => unreachable!("schbench main ran after exit"),
@@ -420,11 +408,11 @@ fn fwait(k: &mut Kernel, cpu: CpuId, f: FutexId) -> Result<Time, Next> {
     Err(Next::Call(c, FutexOp::wait(f, BLOCKED)))
 }
 
-fn msg_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, mi: usize) -> Next {
+fn msg_step(w: &mut Schbench, k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, mi: usize) -> Next {
     match MsgAt::from_u8(s.at) {
         MsgAt::Block => {
             // M1: mark our futex BLOCKED (a plain store).
-            let f = st(k).msgs[mi].futex;
+            let f = w.msgs[mi].futex;
             k.futexes[f as usize].val = BLOCKED;
             let line = k.futexes[f as usize].line;
             let c = k.line_write(cpu, line);
@@ -433,10 +421,10 @@ fn msg_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, mi: usize) -> Next {
         }
         MsgAt::TakeList => {
             // M2: take the whole list (xchg with NULL), then read the clock once.
-            let line = st(k).msgs[mi].line;
+            let line = w.msgs[mi].line;
             let c = user_atomic(k, cpu, line);
             let t = now_us(k);
-            let msg = &mut st(k).msgs[mi];
+            let msg = &mut w.msgs[mi];
             let mut batch = std::mem::take(&mut msg.list);
             batch.reverse(); // a stack: newest first
             msg.batch = batch;
@@ -447,23 +435,23 @@ fn msg_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, mi: usize) -> Next {
         }
         MsgAt::PostBatch => {
             // M3: stamp and post each worker of the batch.
-            let msg = &st(k).msgs[mi];
+            let msg = &w.msgs[mi];
             let i = s.i as usize;
             if i >= msg.batch.len() {
                 s.at = MsgAt::Wait as u8;
                 return Next::Cont(0);
             }
             s.i += 1;
-            let w = msg.batch[i];
+            let wi = msg.batch[i];
             let t = msg.batch_t_us;
-            st(k).workers[w].wake_time_us = t;
-            let f = st(k).workers[w].futex;
+            w.workers[wi].wake_time_us = t;
+            let f = w.workers[wi].futex;
             fpost(k, cpu, f)
         }
         MsgAt::Wait => {
-            if st(k).stopping {
+            if w.stopping {
                 // Wake the list again, post every worker, then exit.
-                let msg = &mut st(k).msgs[mi];
+                let msg = &mut w.msgs[mi];
                 if msg.stop_wakes < 1 {
                     msg.stop_wakes += 1;
                     s.at = MsgAt::TakeList as u8;
@@ -474,7 +462,7 @@ fn msg_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, mi: usize) -> Next {
                 return Next::Cont(0);
             }
             // M4: fwait.
-            let f = st(k).msgs[mi].futex;
+            let f = w.msgs[mi].futex;
             match fwait(k, cpu, f) {
                 Ok(c) => {
                     s.at = MsgAt::Spin as u8;
@@ -486,12 +474,11 @@ fn msg_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, mi: usize) -> Next {
         MsgAt::Spin => {
             // M5: spin.
             s.at = MsgAt::Sleep as u8;
-            let cpu_us = st(k).o.message_cputime_usec;
+            let cpu_us = w.o.message_cputime_usec;
             spin(k, s, cpu_us)
         }
         MsgAt::Sleep => {
             // M6: usleep(sleeptime + rand_r(seed) % (sleeptime / 4)).
-            let w = st(k);
             let sleep = w.o.sleeptime_usec;
             let jitter = if sleep >= 4 { rand_r(&mut w.msgs[mi].seed) as u64 % (sleep / 4) } else { 0 };
             s.at = MsgAt::Block as u8;
@@ -502,55 +489,55 @@ fn msg_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, mi: usize) -> Next {
         }
         MsgAt::PostStop => {
             // Stop: post every worker of this message thread, then exit.
-            let first = st(k).workers.iter().position(|w| w.msg == mi).unwrap_or(0);
-            let n = st(k).o.worker_threads as usize;
+            let first = w.workers.iter().position(|w| w.msg == mi).unwrap_or(0);
+            let n = w.o.worker_threads as usize;
             let i = s.i as usize;
             if i >= n {
-                return exit_thread(k, cpu, s);
+                return exit_thread(w, k, cpu, s);
             }
             s.i += 1;
-            let f = st(k).workers[first + i].futex;
+            let f = w.workers[first + i].futex;
             fpost(k, cpu, f)
         }
         MsgAt::Exited => unreachable!("schbench message thread ran after exit"),
     }
 }
 
-fn worker_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, wi: usize) -> Next {
+fn worker_step(w: &mut Schbench, k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, wi: usize) -> Next {
     match WorkerAt::from_u8(s.at) {
         WorkerAt::Queue => {
-            if st(k).stopping {
-                return exit_thread(k, cpu, s);
+            if w.stopping {
+                return exit_thread(w, k, cpu, s);
             }
             // Mark BLOCKED, stamp wake_time, push on the message thread's list.
             let t = now_us(k);
             let (f, mi) = {
-                let w = &mut st(k).workers[wi];
+                let w = &mut w.workers[wi];
                 w.wake_time_us = t;
                 (w.futex, w.msg)
             };
             k.futexes[f as usize].val = BLOCKED;
             let fl = k.futexes[f as usize].line;
             let mut c = k.line_write(cpu, fl);
-            let ll = st(k).msgs[mi].line;
+            let ll = w.msgs[mi].line;
             c += user_atomic(k, cpu, ll);
-            st(k).msgs[mi].list.push(wi);
+            w.msgs[mi].list.push(wi);
             s.at = WorkerAt::PostMsg as u8;
             Next::Cont(c + 2 * k.costs.user_op)
         }
         WorkerAt::PostMsg => {
             // fpost the message thread.
-            let mi = st(k).workers[wi].msg;
-            let f = st(k).msgs[mi].futex;
+            let mi = w.workers[wi].msg;
+            let f = w.msgs[mi].futex;
             s.at = WorkerAt::Wait as u8;
             fpost(k, cpu, f)
         }
         WorkerAt::Wait => {
-            if st(k).stopping {
+            if w.stopping {
                 s.at = WorkerAt::Spin as u8;
                 return Next::Cont(0);
             }
-            let f = st(k).workers[wi].futex;
+            let f = w.workers[wi].futex;
             match fwait(k, cpu, f) {
                 Ok(c) => {
                     s.at = WorkerAt::Spin as u8;
@@ -561,15 +548,14 @@ fn worker_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, wi: usize) -> Next
         }
         WorkerAt::Spin => {
             s.at = WorkerAt::Record as u8;
-            let c = st(k).o.cputime_usec;
+            let c = w.o.cputime_usec;
             spin(k, s, c)
         }
         WorkerAt::Record => {
             // Record now - wake_time (less the spin) in our histogram.
             let t = now_us(k);
-            let tid = st(k).workers[wi].task as usize;
+            let tid = w.workers[wi].task as usize;
             let (wake_to_run, placement) = (k.tasks[tid].wake_to_run_ns, k.tasks[tid].wake_placement);
-            let w = st(k);
             let delta = t.saturating_sub(w.workers[wi].wake_time_us);
             if let Some(lat) = w.o.recorded_latency(delta) {
                 w.workers[wi].hist.add(lat);
@@ -579,6 +565,72 @@ fn worker_step(k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, wi: usize) -> Next
             Next::Cont(k.costs.user_op)
         }
         WorkerAt::Exited => unreachable!("schbench worker ran after exit"),
+    }
+}
+
+impl super::Program for Schbench {
+    fn parse(_name: &str, p: &Params, _m: &crate::hw::Machine) -> Result<Schbench, String> {
+        p.check_known("schbench", &["args"])?;
+        let args = p.get("args").unwrap_or("");
+        let argv: Vec<&str> = args.split_whitespace().collect();
+        let o = super::schbench_stats::SchbenchOpts::parse(&argv).map_err(|e| format!("{}: {e}", p.origin))?;
+        Schbench::new(o)
+    }
+    fn own_args(words: &[String]) -> Option<Vec<(String, String)>> {
+        Some(vec![("args".into(), words.join(" "))])
+    }
+    const OWN_ARGS_EXAMPLE: &'static str = "-- -m 2 -t 16";
+    fn planned_size(&self, _nr_cpus: u32) -> (u64, u64, &'static str) {
+        let workers = self.o.message_threads.saturating_mul(self.o.worker_threads);
+        let tasks = self.o.message_threads.saturating_add(workers).saturating_add(1);
+        // Each worker's latency histogram, kept twice (the run's and the result's copy).
+        let hist = 2 * (super::schbench_stats::PLAT_NR * std::mem::size_of::<u32>()) as u64;
+        (tasks, workers.saturating_mul(hist), "schbench -m x -t")
+    }
+    fn start(&mut self, k: &mut Kernel) {
+        start(self, k)
+    }
+    fn on_action(&mut self, k: &mut Kernel, what: u32) {
+        on_action(self, k, what)
+    }
+    #[inline]
+    fn task_step(&mut self, k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -> Next {
+        task_step(self, k, cpu, s)
+    }
+    fn metric(&self, _f: &super::RunFacts) -> super::Metric {
+        let v = self.final_hist.as_ref().map_or(0, |h| h.percentile(990)) as f64;
+        super::Metric { name: "p99_wakeup", unit: "us", lower_is_better: true, value: v }
+    }
+    fn json(&self, _f: &super::RunFacts) -> serde_json::Value {
+        let h = self.final_hist.clone().unwrap_or_else(|| self.combined());
+        let mut tail: serde_json::Map<String, serde_json::Value> =
+            self.tail.rows().iter().map(|(key, _, n)| (key.to_string(), serde_json::json!(n))).collect();
+        tail.insert("threshold_us".into(), serde_json::json!(TAIL_US));
+        let pct: serde_json::Map<String, serde_json::Value> = super::schbench_stats::PERCENTILES
+            .iter()
+            .map(|p| (format!("{}", p.permille as f64 / 10.0), serde_json::json!(h.percentile(p.permille))))
+            .collect();
+        serde_json::json!({
+            "name": "schbench",
+            "samples": h.nr_samples(),
+            "percentiles_us": pct,
+            "min_us": h.min(),
+            "max_us": h.max(),
+            "tail_samples": tail,
+            "output": self.output,
+        })
+    }
+    fn text(&self, _f: &super::RunFacts) -> String {
+        let mut o = self.output.clone();
+        let rows = self.tail.rows();
+        let causes: Vec<String> = rows[1..].iter().map(|(_, label, n)| format!("{label} {n}")).collect();
+        o.push_str(&format!(
+            "\nschedsim: {} samples of {} us or more, by what the wakeup found on its target CPU: {}\n",
+            rows[0].2,
+            TAIL_US,
+            causes.join(", ")
+        ));
+        o
     }
 }
 

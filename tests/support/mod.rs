@@ -9,9 +9,10 @@ use schedsim::linux::engine::{self, Action};
 use schedsim::linux::kernel::sched::{TaskKind, TASK_INTERRUPTIBLE};
 use schedsim::linux::kernel::softirq::ksoftirqd_initial_stack;
 use schedsim::linux::{CpuId, Kernel, TaskId};
-use schedsim::run::{RunResult, RunSpec};
+use schedsim::run::{RunResult, RunWorld};
 use schedsim::sim::queue::Chooser;
 use schedsim::sim::Time;
+use schedsim::spec::RunSpec;
 use schedsim::trace::{flags, Event, Record, Sym, Vector};
 use schedsim::workload::ipistorm::Ipistorm;
 use schedsim::workload::params::Params;
@@ -64,9 +65,9 @@ pub fn ipistorm(r: &RunResult) -> &Ipistorm {
     }
 }
 
-/// The ipistorm state of a kernel.
-pub fn ipistorm_of(k: &Kernel) -> &Ipistorm {
-    match &k.wl {
+/// The ipistorm state of a run's world.
+pub fn ipistorm_of(k: &RunWorld) -> &Ipistorm {
+    match &k.progs.workload {
         Workload::Ipistorm(w) => w,
         other => panic!("not an ipistorm kernel: {other:?}"),
     }
@@ -175,7 +176,7 @@ impl PerCpu {
 pub fn action_cpu(a: &Action) -> CpuId {
     match *a {
         Action::Resume { cpu, .. } | Action::Irq { cpu, .. } | Action::ApicTimer { cpu, .. } => cpu,
-        Action::Workload { .. } => 0,
+        Action::Program { .. } => 0,
     }
 }
 
@@ -190,19 +191,20 @@ pub enum Stop {
     Empty,
 }
 
-/// Dispatch actions one at a time, as `Kernel::run` does, but without dropping the first
+/// Dispatch actions one at a time, as `World::run` does, but without dropping the first
 /// action past `limit` and without stopping when the workload finishes. After each action
 /// `observe` sees the action and the kernel, and `stop` decides whether to return. Every
 /// counter change of an action is attributed to the CPU that ran it (`per`). The phase and
 /// irqs-off accounting is closed before returning.
 pub fn step_until(
-    k: &mut Kernel,
+    w: &mut RunWorld,
     limit: Time,
     per: &mut PerCpu,
     mut observe: impl FnMut(&Kernel, &Action, bool),
-    mut stop: impl FnMut(&Kernel) -> bool,
+    mut stop: impl FnMut(&RunWorld) -> bool,
 ) -> Stop {
     let res = loop {
+        let k = &mut w.k;
         let Some(t) = k.q.peek_time() else {
             break Stop::Empty;
         };
@@ -217,7 +219,8 @@ pub fn step_until(
         let s = &k.stats;
         let before = (s.idle_exits, s.schedule_idle_calls, s.newidle_calls, s.ipis_sent, s.ipis_avoided);
         observe(k, &a, true);
-        engine::dispatch(k, a);
+        engine::dispatch(k, &mut w.progs, a);
+        let k = &mut w.k;
         observe(k, &a, false);
         let s = &k.stats;
         per.idle_exits[cpu] += s.idle_exits - before.0;
@@ -225,11 +228,11 @@ pub fn step_until(
         per.newidle_calls[cpu] += s.newidle_calls - before.2;
         per.ipis_sent[cpu] += s.ipis_sent - before.3;
         per.ipis_avoided[cpu] += s.ipis_avoided - before.4;
-        if stop(k) {
+        if stop(w) {
             break Stop::Pred;
         }
     };
-    engine::account_all(k);
+    engine::account_all(&mut w.k);
     res
 }
 
@@ -240,9 +243,9 @@ pub fn per_cpu(k: &Kernel) -> PerCpu {
 
 /// Run `k` until the workload finishes, then `extra` ns more (so CPUs settle back into
 /// idle), attributing the counters to CPUs.
-pub fn run_attributed(k: &mut Kernel, limit: Time, extra: Time) -> PerCpu {
+pub fn run_attributed(k: &mut RunWorld, limit: Time, extra: Time) -> PerCpu {
     let mut per = per_cpu(k);
-    let st = step_until(k, limit, &mut per, |_, _, _| {}, |k| k.finished);
+    let st = step_until(k, limit, &mut per, |_, _, _| {}, |k| k.finished());
     assert_eq!(st, Stop::Pred, "workload did not finish within {limit} ns");
     let until = k.now + extra;
     step_until(k, until, &mut per, |_, _, _| {}, |_| false);
@@ -324,7 +327,7 @@ pub fn no_run_ahead(k: &mut Kernel) {
 }
 
 /// Run `k` up to the absolute time `t` (actions due later stay queued).
-pub fn run_until(k: &mut Kernel, t: Time) {
+pub fn run_until(k: &mut RunWorld, t: Time) {
     let mut per = per_cpu(k);
     let st = step_until(k, t, &mut per, |_, _, _| {}, |_| false);
     assert_ne!(st, Stop::Pred);
@@ -332,7 +335,7 @@ pub fn run_until(k: &mut Kernel, t: Time) {
 
 /// Dispatch exactly one action (the earliest queued); false if nothing was queued before
 /// `limit`.
-pub fn step_one(k: &mut Kernel, limit: Time) -> bool {
+pub fn step_one(k: &mut RunWorld, limit: Time) -> bool {
     let mut per = per_cpu(k);
     step_until(k, limit, &mut per, |_, _, _| {}, |_| true) == Stop::Pred
 }

@@ -37,7 +37,7 @@
 use super::Fd;
 use crate::hw::cacheline::LineId;
 use crate::linux::engine::{Frame, Next};
-use crate::linux::kernel::entry::{syscall_enter, syscall_exit_to_user_mode};
+use crate::linux::kernel::entry::common::{syscall_enter, syscall_exit_to_user_mode};
 use crate::linux::kernel::sched::core::ScheduleCaller;
 use crate::linux::kernel::wait::{
     finish_wait, init_waitqueue_head, prepare_to_wait, wake_up_interruptible_sync_poll, WqId, EPOLLIN, EPOLLOUT,

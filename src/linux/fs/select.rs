@@ -15,7 +15,7 @@
 
 use super::Fd;
 use crate::linux::engine::{Frame, Next};
-use crate::linux::kernel::entry::{syscall_enter, syscall_exit_to_user_mode};
+use crate::linux::kernel::entry::common::{syscall_enter, syscall_exit_to_user_mode};
 use crate::linux::kernel::sched::core::ScheduleCaller;
 use crate::linux::kernel::sched::{TASK_INTERRUPTIBLE, TASK_RUNNING};
 use crate::linux::kernel::wait::{add_wait_queue, remove_wait_queue, WakeFn, EPOLLERR, EPOLLHUP, EPOLLIN};

@@ -13,8 +13,8 @@
 //! `child_wait_callback()` entry, then loops: TASK_INTERRUPTIBLE, walk `->children` (oldest
 //! first) for a zombie, reap the first found (`release_task()` unlinks it), else schedule.
 //!
-//! Costs: the exit work itself (`exit_mm`, `exit_files`, ...) is not charged unless the workload
-//! gives its measured times ([`DoExit::with_costs`]: hackbench's processes). `wait4()` is
+//! Costs: the exit work itself (`exit_mm`, `exit_files`, ...) is not charged unless the program
+//! gives its times ([`DoExit::with_costs`]: hackbench's processes). `wait4()` is
 //! [`WAIT4_NS`] = 150 ns beyond the syscall (tasklist lock, `wait_task_zombie()`, rusage) plus
 //! [`WAIT_PER_CHILD_NS`] = 10 ns per child `wait_consider_task()` looks at (a few loads of
 //! the child's `task_struct`, mostly cache hits). Estimates of the instruction counts, in
@@ -25,7 +25,7 @@ use super::sched::core::{ScheduleCaller, TryToWakeUp};
 use super::sched::{TASK_DEAD, TASK_INTERRUPTIBLE, TASK_RUNNING};
 use super::wait::{add_wait_queue, init_waitqueue_head, remove_wait_queue, WakeFn, WakeUp, WqId};
 use crate::linux::engine::{Frame, Next};
-use crate::linux::kernel::entry::{syscall_enter, syscall_exit_to_user_mode};
+use crate::linux::kernel::entry::common::{syscall_enter, syscall_exit_to_user_mode};
 use crate::linux::{CpuId, Kernel, TaskId};
 use crate::sim::Time;
 

@@ -2,15 +2,18 @@
 //! `copy_process()` for a new user thread or process, or a kernel thread
 //! (`kthread_create_on_cpu()` binds it to a CPU), with `copy_thread()` setting up its first
 //! return (`ret_from_fork` into the program's code). Waking it is `wake_up_new_task()`
-//! (`kernel/sched/core.rs`). A workload whose creator is modelled as running code makes the
+//! (`kernel/sched/core.rs`). A program whose creator is modelled as running code makes the
 //! syscall [`kernel_clone`] (hackbench's `fork()`): the parent spends `copy_process()`'s time,
-//! then wakes the child. Elsewhere the creator is not modelled as running code (ARCHITECTURE.md,
+//! then wakes the child. Elsewhere the creator is not modelled as running code (docs/design.md,
 //! "What is simplified") and creation costs nothing.
 
 use crate::linux::engine::{Frame, Next};
-use crate::linux::kernel::sched::TaskKind;
+use crate::linux::kernel::futex::{Nanosleep, NanosleepAt, DEFAULT_TIMER_SLACK_NS};
+use crate::linux::kernel::sched::core::{Schedule, ScheduleCaller};
+use crate::linux::kernel::sched::{TaskKind, TASK_INTERRUPTIBLE};
+use crate::linux::programs::TaskFrame;
 use crate::linux::{CpuId, Kernel, TaskId};
-use crate::workload::registry::TaskFrame;
+use crate::sim::Time;
 
 /// Models `copy_process()` + `copy_thread()` — kernel/fork.c, arch/x86/kernel/process.c @
 /// v6.10: a new workload task `comm` with scheduling `policy` and kernel priority `prio`,
@@ -20,7 +23,33 @@ use crate::workload::registry::TaskFrame;
 pub fn copy_process(k: &mut Kernel, comm: String, policy: u32, prio: i32, bound: Option<CpuId>, role: u32) -> TaskId {
     let t = k.new_task(TaskKind::Workload, comm, policy, prio, bound);
     k.tasks[t as usize].saved =
-        vec![Frame::Workload(TaskFrame { task: role, ..Default::default() }), Frame::RetFromFork];
+        vec![Frame::Program(TaskFrame { task: role, ..Default::default() }), Frame::RetFromFork];
+    t
+}
+
+/// A user task that has run since before the machine's modelled history began (a daemon of
+/// the background profile, `TaskKind::Daemon`), asleep on `cpu` in `nanosleep()` with the
+/// default timer slack until `wake`: its saved stack returns from the sleep into its own code
+/// at `frame`, and its sleeper hrtimer is armed. Bound to `bound` if given.
+pub fn user_task_asleep_in_nanosleep(
+    k: &mut Kernel,
+    comm: String,
+    bound: Option<CpuId>,
+    cpu: CpuId,
+    frame: TaskFrame,
+    wake: Time,
+) -> TaskId {
+    let t = k.new_task(TaskKind::Daemon, comm, 0, 120, bound);
+    let task = &mut k.tasks[t as usize];
+    task.state = TASK_INTERRUPTIBLE;
+    task.cpu = cpu;
+    task.saved = vec![
+        Frame::Program(frame),
+        Frame::Nanosleep(Nanosleep { ns: 0, slack_ns: 0, from_user: true, abs: false, at: NanosleepAt::Woken }),
+        Frame::ScheduleCaller(ScheduleCaller::asleep_in_schedule()),
+        Frame::Schedule(Schedule::switched_out()),
+    ];
+    crate::linux::kernel::time::tick_sched::hrtimer_start_sleeper(k, cpu, wake, wake + DEFAULT_TIMER_SLACK_NS, t);
     t
 }
 
@@ -63,7 +92,7 @@ impl KernelClone {
 /// parent may be preempted by its child on the way out (`syscall_exit_to_user_mode()`).
 /// Simplification: no `sched_process_fork` record.
 pub fn kernel_clone(k: &mut Kernel, cpu: CpuId, s: &mut KernelClone) -> Next {
-    use crate::linux::kernel::entry::{syscall_enter, syscall_exit_to_user_mode};
+    use crate::linux::kernel::entry::common::{syscall_enter, syscall_exit_to_user_mode};
     match s.at {
         KernelCloneAt::CopyProcess => {
             s.at = KernelCloneAt::WakeUpNewTask;

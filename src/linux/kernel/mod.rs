@@ -3,6 +3,7 @@ pub mod entry;
 pub mod exit;
 pub mod fork;
 pub mod futex;
+pub mod kthread;
 pub mod sched;
 pub mod smp;
 pub mod softirq;

@@ -127,7 +127,7 @@ pub fn __queue_work(k: &mut Kernel, cpu: CpuId, w: WorkId) -> (Time, Option<Fram
     let p = &mut k.wq.pools[pool as usize];
     p.worklist.push_back(w);
     let worker = p.worker;
-    let req_cpu = p.cpu.unwrap_or(crate::linux::kernel::workqueue::WORK_CPU_UNBOUND);
+    let req_cpu = p.cpu.unwrap_or(crate::trace::WORK_CPU_UNBOUND);
     let on = p.cpu.unwrap_or(cpu);
     k.tp(cpu, Event::WorkqueueQueueWork { work: addr, func: src as u32, req_cpu, cpu: on });
     let t = &k.tasks[worker as usize];
@@ -137,9 +137,6 @@ pub fn __queue_work(k: &mut Kernel, cpu: CpuId, w: WorkId) -> (Time, Option<Fram
     // `queue_work` covers this function and `process_one_work()`'s bookkeeping: half each.
     (k.costs.queue_work / 2, wake)
 }
-
-/// WORK_CPU_UNBOUND as `req_cpu` prints it (NR_CPUS on a 256-CPU config).
-pub const WORK_CPU_UNBOUND: u32 = 256;
 
 /// `worker_thread()` resume points, in code order.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

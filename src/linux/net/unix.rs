@@ -40,7 +40,7 @@
 use crate::hw::cacheline::LineId;
 use crate::linux::engine::{Frame, Next};
 use crate::linux::fs::pipe::copy_cost;
-use crate::linux::kernel::entry::{syscall_enter, syscall_exit_to_user_mode};
+use crate::linux::kernel::entry::common::{syscall_enter, syscall_exit_to_user_mode};
 use crate::linux::kernel::sched::core::ScheduleCaller;
 use crate::linux::kernel::wait::{
     finish_wait, init_waitqueue_head, prepare_to_wait, waitqueue_active, wake_up_interruptible_sync_poll, WqId,

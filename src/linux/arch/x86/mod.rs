@@ -5,6 +5,7 @@
 pub mod mwait;
 
 use crate::linux::engine::{local_irq_enable, Frame, Next};
+use crate::linux::kernel::entry::common;
 use crate::linux::kernel::smp::FlushQueue;
 use crate::linux::kernel::softirq;
 use crate::linux::kernel::time::tick_sched;
@@ -103,45 +104,16 @@ pub fn irq_handler(k: &mut Kernel, cpu: CpuId, s: &mut HardIrq) -> Next {
             Next::Ret(s.saved)
         }
         HardIrqAt::Iret => {
-            // iret: the interrupted context had IRQs on. Returning to user mode with
-            // NEED_RESCHED set goes through exit_to_user_mode_loop() -> schedule(): the user
-            // code's remaining time resumes after that.
+            // iret: the interrupted context had IRQs on. Then irqentry_exit(): into user mode
+            // with NEED_RESCHED set, exit_to_user_mode_loop() schedules (the user code's
+            // remaining time resumes after that); into a task's own kernel code under full
+            // preemption, preempt_schedule_irq().
             local_irq_enable(k, cpu);
             let nr = crate::linux::kernel::sched::need_resched(k, cpu);
-            if let Some(Frame::Workload(tf)) = k.cpus[cpu as usize].x.caller_frame_mut() {
-                if tf.user && nr {
-                    tf.preempt = true;
-                    tf.remaining += s.saved;
-                    return Next::Ret(k.m.costs.irq_exit_ns);
-                }
-                if tf.user && tf.spin_until > 0 {
-                    // A wall-clock spin (schbench's usec_spin() polling gettimeofday()) ends at
-                    // its deadline: the time spent in the handler is not added to it. It ends
-                    // at the return to user mode if the deadline passed meanwhile.
-                    let exit = k.m.costs.irq_exit_ns;
-                    return Next::Ret(exit.max(tf.spin_until.saturating_sub(k.now)));
-                }
+            if let Some(next) = common::irqentry_exit_to_user_mode(k, cpu, s.saved, nr) {
+                return next;
             }
-            if let Some(Frame::Background(b)) = k.cpus[cpu as usize].x.caller_frame_mut() {
-                if b.user && nr {
-                    b.preempt = true;
-                    b.remaining += s.saved;
-                    return Next::Ret(k.m.costs.irq_exit_ns);
-                }
-            }
-            // irqentry_exit() -> irqentry_exit_cond_resched(): under full preemption, kernel
-            // code interrupted with preemption enabled is preempted here
-            // (preempt_schedule_irq()). The model takes this point only in a task's own code
-            // (a kernel thread's body), where it knows no lock is held.
-            let own_code = matches!(
-                k.cpus[cpu as usize].x.caller_frame_mut().map(|f| &*f),
-                Some(Frame::Workload(_)) | Some(Frame::Worker(_)) | Some(Frame::Background(_))
-            );
-            if nr
-                && own_code
-                && crate::linux::kernel::sched::core::full_preemption(k)
-                && k.cpus[cpu as usize].preempt_count == 0
-            {
+            if common::irqentry_exit_cond_resched(k, cpu, nr) {
                 s.at = HardIrqAt::Preempted;
                 return Next::Call(
                     k.m.costs.irq_exit_ns,

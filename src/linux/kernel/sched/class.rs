@@ -9,7 +9,7 @@
 //! [`SchedClass`]: the classes are fixed at compile time, and a `match` lets the compiler
 //! inline the fair operations into `__schedule()` and `try_to_wake_up()`, where a table of
 //! function pointers would be an indirect call on every pick and enqueue (docs in
-//! ARCHITECTURE.md, "The class table", with the measured cost).
+//! docs/design.md, "The class table", with the measured cost).
 //!
 //! The deadline class (`dl_sched_class`, between stop and RT) is not modelled: a
 //! `SchedClass::Dl` variant between `Stop` and `Rt`, one arm per operation and an entry in

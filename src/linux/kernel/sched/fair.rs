@@ -139,10 +139,18 @@ fn task_hot(k: &Kernel, p: TaskId) -> bool {
 /// `task_hot()` with `nr_balance_failed > cache_nice_tries`, NEWLY_IDLE stops after one task,
 /// `nr_balance_failed` and `balance_interval` growth/reset outside NEWLY_IDLE, and the pulled
 /// task preempting the destination's current task (`attach_tasks` -> `wakeup_preempt`).
+///
+/// Schedstat (`sd->lb_*[idle]`, shown by `show_schedstat()`, see `super::stats`): counted where
+/// the kernel counts them; a model verdict of "balanced" after picking the busiest group (the
+/// kernel's `calculate_imbalance()` finding none, inside `sched_balance_find_src_group()`)
+/// counts as `lb_nobusyg`, and all tasks pinned as `out_all_pinned` (`lb_balanced`).
 pub fn sched_balance_rq(k: &mut Kernel, cpu: CpuId, dst: CpuId, sd: usize, idle: CpuIdleType) -> (u32, Time) {
+    let ti = super::stats::idx(idle);
+    k.sd.domains_mut(dst)[sd].lb[ti].lb_count += 1;
     // should_we_balance() looks at the local group only; update_sd_lb_stats() runs after it.
     let mut cost = k.costs.balance_rq;
     if !should_we_balance(k, dst, sd, idle) {
+        k.sd.domains_mut(dst)[sd].lb[ti].lb_balanced += 1;
         return (0, cost);
     }
     cost += update_sd_lb_stats_cost(k, cpu, dst, sd);
@@ -169,6 +177,9 @@ pub fn sched_balance_rq(k: &mut Kernel, cpu: CpuId, dst: CpuId, sd: usize, idle:
         super::set_rd_overloaded(k, o);
     }
     let Some((_, gi)) = busiest else {
+        let lb = &mut k.sd.domains_mut(dst)[sd].lb[ti];
+        lb.lb_nobusyg += 1;
+        lb.lb_balanced += 1;
         balanced(k, dst, sd, idle);
         return (0, cost);
     };
@@ -181,14 +192,21 @@ pub fn sched_balance_rq(k: &mut Kernel, cpu: CpuId, dst: CpuId, sd: usize, idle:
         k.sd.sums.cfs_h_nr_running(c)
     };
     let Some(src) = group.iter().filter(|&c| c != dst).max_by_key(|&c| (h_nr(c), u32::MAX - c)) else {
+        let lb = &mut k.sd.domains_mut(dst)[sd].lb[ti];
+        lb.lb_nobusyq += 1;
+        lb.lb_balanced += 1;
         return (0, cost);
     };
     // calculate_imbalance(): moving must leave the two runqueues closer; half the difference.
     let (src_nr, dst_nr) = (k.cpus[src as usize].rq.cfs_h_nr_running, k.cpus[dst as usize].rq.cfs_h_nr_running);
     if src_nr < 2 || dst_nr + 1 >= src_nr {
+        let lb = &mut k.sd.domains_mut(dst)[sd].lb[ti];
+        lb.lb_nobusyg += 1;
+        lb.lb_balanced += 1;
         balanced(k, dst, sd, idle);
         return (0, cost);
     }
+    k.sd.domains_mut(dst)[sd].lb[ti].lb_imbalance += ((src_nr - dst_nr) / 2).max(1);
     // detach_tasks(): queued tasks, oldest-first as the kernel walks cfs_tasks from the tail.
     cost += k.line_read(cpu, k.cpus[src as usize].rq.lock_line);
     let nice_tries = k.sd.domains(dst)[sd].cache_nice_tries;
@@ -197,6 +215,7 @@ pub fn sched_balance_rq(k: &mut Kernel, cpu: CpuId, dst: CpuId, sd: usize, idle:
     let nr_migrate = if k.cfg.preempt_rt { 8 } else { 32 };
     let want = if idle == CpuIdleType::NewlyIdle { 1 } else { ((src_nr - dst_nr) / 2).clamp(1, nr_migrate) };
     let mut moved = 0u32;
+    let mut hot_moved = 0u32;
     // LBF_ALL_PINNED: stays set while every task looked at is bound elsewhere.
     let mut all_pinned = true;
     let curr = k.cpus[src as usize].rq.curr;
@@ -229,12 +248,23 @@ pub fn sched_balance_rq(k: &mut Kernel, cpu: CpuId, dst: CpuId, sd: usize, idle:
         if t.on_cpu && p == k.cpus[src as usize].rq.curr {
             continue;
         }
-        if task_hot(k, p) && failed <= nice_tries {
+        let hot = task_hot(k, p);
+        if hot && failed <= nice_tries {
             continue;
         }
         move_queued_task(k, cpu, src, dst, p);
         cost += k.costs.ttwu_activate;
         moved += 1;
+        hot_moved += hot as u32;
+    }
+    let lb = &mut k.sd.domains_mut(dst)[sd].lb[ti];
+    if moved > 0 {
+        lb.lb_gained += moved;
+        lb.lb_hot_gained += hot_moved;
+    } else if all_pinned {
+        lb.lb_balanced += 1;
+    } else {
+        lb.lb_failed += 1;
     }
     if moved == 0 && all_pinned {
         // out_all_pinned: nothing here may run on dst; back off (up to MAX_PINNED_INTERVAL).
@@ -1313,13 +1343,9 @@ fn idle_cpu_like(k: &Kernel, c: CpuId) -> bool {
 #[cfg(test)]
 mod newidle_gate_tests {
     use super::*;
-    use crate::run::{build, RunSpec};
 
     fn kernel() -> Kernel {
-        let mut s = RunSpec::new("idle");
-        s.machine = "i7-4c8t".into();
-        s.background = Some("none".into());
-        let mut k = build(&s).expect("valid spec");
+        let mut k = Kernel::for_test("i7-4c8t");
         // A long uptime so that decay and blocked-load clocks are past their first period.
         k.now = 10 * crate::sim::NSEC_PER_SEC;
         k

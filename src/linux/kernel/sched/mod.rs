@@ -10,6 +10,7 @@ pub mod features;
 pub mod group_sums;
 pub mod idle;
 pub mod rt;
+pub mod stats;
 pub mod stop_task;
 pub mod syscalls;
 pub mod topology;
@@ -132,7 +133,7 @@ pub struct Task {
     /// The CPU this task is bound to (`kthread_bind`), if any.
     pub pinned: Option<CpuId>,
     /// The return value of the task's last syscall, as its user code sees it in `pt_regs->ax`
-    /// (written by `kernel::entry::syscall_exit_to_user_mode` for a workload task; the CPU's
+    /// (written by `kernel::entry::common::syscall_exit_to_user_mode` for a workload task; the CPU's
     /// return register is clobbered if the task schedules on its way back to user mode).
     pub user_ret: i64,
     /// Accumulated run time and the start of the current run.

@@ -198,6 +198,9 @@ pub struct SchedDomain {
     pub max_newidle_lb_cost: u64,
     /// Jiffies of the last decay of `max_newidle_lb_cost`.
     pub last_decay_max_lb_cost: u64,
+    /// The schedstat `lb_*` counters of `sched_balance_rq()` on this domain, per idle type
+    /// (CONFIG_SCHEDSTATS; `super::stats`). Last: read only by `show_schedstat()`.
+    pub lb: super::stats::DomainLbCounters,
 }
 
 impl SchedDomain {
@@ -444,6 +447,7 @@ fn sd_init(
         nr_balance_failed: 0,
         max_newidle_lb_cost: 0,
         last_decay_max_lb_cost: jiffies,
+        lb: Default::default(),
     };
 
     if sd.flags & SD_SHARE_CPUCAPACITY != 0 {

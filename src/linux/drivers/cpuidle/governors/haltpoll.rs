@@ -72,9 +72,7 @@ mod tests {
     use crate::linux::drivers::cpuidle::EBUSY_IDX;
 
     fn guest(edit: impl Fn(&mut HaltpollParams)) -> Kernel {
-        let mut s = crate::run::RunSpec::new("idle");
-        s.machine = "icx-vm-32".into();
-        let mut k = crate::run::build(&s).unwrap();
+        let mut k = Kernel::for_test("icx-vm-32");
         edit(&mut k.m.haltpoll);
         k
     }

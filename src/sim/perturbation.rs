@@ -1,13 +1,82 @@
-//! Replay tokens: a run's perturbation (the choices that differ from FIFO and the re-seeded
-//! jitter streams) as one short printable word, `schedsim run ... --replay TOKEN`.
+//! Perturbations of a run: what the interleaving explorer (`crate::explore`) is free to change
+//! (the choices that differ from FIFO at same-time actions, and re-seeded jitter streams),
+//! their replay ([`ReplayPicks`]), and replay tokens: a perturbation as one short printable
+//! word, `schedsim run ... --replay TOKEN`.
 //!
-//! Layout: the version prefix `x1.`, then base64url (no padding) of: the number of picks, each
-//! pick as (choice-point delta from the previous pick, candidate index), the number of jitter
-//! entries, each as (CPU delta from the previous entry, salt), every number an unsigned LEB128
-//! varint; then two check bytes (FNV-1a of the body, folded to 16 bits) so that a mistyped token
-//! is an error rather than another run.
+//! Token layout: the version prefix `x1.`, then base64url (no padding) of: the number of picks,
+//! each pick as (choice-point delta from the previous pick, candidate index), the number of
+//! jitter entries, each as (CPU delta from the previous entry, salt), every number an unsigned
+//! LEB128 varint; then two check bytes (FNV-1a of the body, folded to 16 bits) so that a
+//! mistyped token is an error rather than another run.
 
-use super::Perturbation;
+use super::queue::ChoiceStrategy;
+
+/// What a run changes from the unperturbed one: the choices that differ from FIFO and the
+/// re-seeded jitter streams. Both lists are sorted (by choice point, by CPU).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Perturbation {
+    /// `(choice point, candidate index)`, index > 0.
+    pub picks: Vec<(u64, u32)>,
+    /// `(CPU, salt)`: that CPU's jitter stream is re-seeded with the salt after boot.
+    pub jitter: Vec<(u32, u32)>,
+}
+
+impl Perturbation {
+    /// The replay token (`x1.` + base64url).
+    pub fn token(&self) -> String {
+        encode(self)
+    }
+
+    /// Read a replay token (a clear error for a bad one).
+    pub fn parse(t: &str) -> Result<Perturbation, String> {
+        decode(t)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.picks.is_empty() && self.jitter.is_empty()
+    }
+
+    /// Number of perturbed items (choices plus salts).
+    pub fn len(&self) -> usize {
+        self.picks.len() + self.jitter.len()
+    }
+}
+
+/// The replay of recorded choices: `picks[i].1` at choice point `picks[i].0`, FIFO elsewhere.
+#[derive(Debug, Clone)]
+pub struct ReplayPicks {
+    picks: Vec<(u64, u32)>,
+    next: usize,
+}
+
+impl ReplayPicks {
+    pub fn new(picks: Vec<(u64, u32)>) -> ReplayPicks {
+        ReplayPicks { picks, next: 0 }
+    }
+
+    /// The candidate to take at choice point `point` among `n`.
+    pub fn pick(&mut self, point: u64, n: usize) -> usize {
+        while self.next < self.picks.len() && self.picks[self.next].0 < point {
+            self.next += 1;
+        }
+        match self.picks.get(self.next) {
+            Some(&(p, c)) if p == point => c as usize % n,
+            _ => 0,
+        }
+    }
+}
+
+impl ChoiceStrategy for ReplayPicks {
+    fn choose(&mut self, point: u64, owners: &[u32]) -> usize {
+        self.pick(point, owners.len())
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+    fn box_clone(&self) -> Box<dyn ChoiceStrategy> {
+        Box::new(self.clone())
+    }
+}
 
 /// The version prefix of tokens this build writes and reads.
 pub const PREFIX: &str = "x1.";
