@@ -13,8 +13,8 @@
 
 mod support;
 
-use schedsim::linux::Kernel;
-use schedsim::run::{build, execute, RunSpec};
+use schedsim::run::{build, execute, RunWorld};
+use schedsim::spec::RunSpec;
 use schedsim::trace::Event;
 use schedsim::workload::params::Params;
 use schedsim::workload::Workload;
@@ -59,13 +59,13 @@ fn delayed_sleepers_stay_queued_and_are_woken_in_place() {
 /// and no `sched_migrate_task` for it.
 #[test]
 fn a_delayed_task_is_woken_on_the_cpu_it_slept_on() {
-    let mut k: Kernel = build(&spec("v6.18")).expect("valid spec");
+    let mut k: RunWorld = build(&spec("v6.18")).expect("valid spec");
     k.trace.enabled = true;
     // Per task: the CPU it was delayed on, while it is.
     let mut delayed_on: Vec<Option<u32>> = Vec::new();
     let mut woken_in_place = 0;
     let mut last_trace = 0;
-    while !k.finished && k.now < 10_000_000_000 {
+    while !k.finished() && k.now < 10_000_000_000 {
         if !step_one(&mut k, 10_000_000_000) {
             break;
         }
@@ -107,7 +107,7 @@ fn a_delayed_task_is_woken_on_the_cpu_it_slept_on() {
             }
         }
     }
-    assert!(k.finished);
+    assert!(k.finished());
     assert!(woken_in_place > 5, "delayed tasks woken in place: {woken_in_place}");
     k.check_invariants().expect("runqueue invariants");
 }
