@@ -43,17 +43,21 @@ fn compare_labels_schbench_in_microseconds() {
     assert!(!out.contains("time(ms)"), "{out}");
 }
 
-fn hackbench(kernel: &str, features: &[&str]) -> u64 {
-    let mut s = RunSpec::new("hackbench");
+fn trace_of(workload: &str, params: &[&str], kernel: &str, features: &[&str]) -> u64 {
+    let mut s = RunSpec::new(workload);
     s.machine = "smp-4".into();
     s.kernel = kernel.into();
     s.background = Some("none".into());
-    s.params = Params::parse(["tool=perf", "args=-p -g 2 -l 20"], "test").unwrap();
+    s.params = Params::parse(params.iter().copied(), "test").unwrap();
     s.features = features.iter().map(|f| f.to_string()).collect();
     s.trace = true;
     let r = execute(&s).unwrap();
     assert!(r.finished);
     trace_hash(&r.trace)
+}
+
+fn hackbench(kernel: &str, features: &[&str]) -> u64 {
+    trace_of("hackbench", &["tool=perf", "args=-p -g 2 -l 50"], kernel, features)
 }
 
 #[test]
@@ -62,8 +66,14 @@ fn the_fair_class_features_are_reachable_by_feature() {
     assert_eq!(base, hackbench("v6.10", &["PLACE_LAG", "RUN_TO_PARITY"]), "naming a default changes nothing");
     assert_ne!(base, hackbench("v6.10", &["NO_PLACE_LAG"]), "PLACE_LAG reaches EEVDF");
     let cfs = hackbench("v6.1", &[]);
-    assert_ne!(cfs, hackbench("v6.1", &["NO_GENTLE_FAIR_SLEEPERS"]), "GENTLE_FAIR_SLEEPERS reaches CFS");
     assert_ne!(cfs, hackbench("v6.1", &["NO_START_DEBIT"]), "START_DEBIT reaches CFS");
+    // hackbench's children all sleep long while the main task forks, so all get the same
+    // sleeper credit: schbench's sleepers differ.
+    let schbench = |f: &[&str]| trace_of("schbench", &["args=-m 2 -t 8 -r 1"], "v6.1", f);
+    assert_ne!(schbench(&[]), schbench(&["NO_GENTLE_FAIR_SLEEPERS"]), "GENTLE_FAIR_SLEEPERS reaches CFS");
+    // DELAY_DEQUEUE reaches EEVDF where the kernel has the patch, and only there.
+    assert_ne!(hackbench("v6.18", &[]), hackbench("v6.18", &["NO_DELAY_DEQUEUE"]), "DELAY_DEQUEUE reaches v6.18");
+    assert_eq!(base, hackbench("v6.10", &["DELAY_DEQUEUE"]), "v6.10 has no delayed dequeue");
     // Every fair feature lands in every CPU's cfs_rq (RUN_TO_PARITY changes nothing in these
     // runs: a slice ends before the tick that would test it).
     let mut s = RunSpec::new("idle");

@@ -83,12 +83,31 @@ fn perf_bench_sched_pipe_wakes_through_the_wakelist_and_halts_once_per_round_tri
     assert_rare(&r, "migrations per wakeup");
 }
 
+/// The model's figure lies within the real captures' spread, widened by `tol` on each side.
+fn assert_within_spread(runs: &[Vec<(String, f64, f64)>], name: &str, tol: f64) {
+    let reals: Vec<f64> = runs.iter().map(|r| get(r, name).0).collect();
+    let model = get(&runs[0], name).1;
+    let (lo, hi) = reals.iter().fold((f64::MAX, 0.0f64), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+    assert!(lo > 0.0, "{name}: a real trace has none");
+    assert!(
+        model >= lo * (1.0 - tol) && model <= hi * (1.0 + tol),
+        "{name}: model {model:.3} outside the real {lo:.3}..{hi:.3} +-{tol}"
+    );
+}
+
 #[test]
 fn perf_bench_sched_messaging_switches_alike() {
-    let r =
-        compare("messaging.trace.gz", &["sched-messaging"], "hackbench", &[("tool", "perf"), ("args", "-g 1 -l 20")]);
-    assert_ratio(&r, "switches per wakeup", 0.15);
-    assert_rare(&r, "IPIs per wakeup: other csd");
+    // Two captures of `perf bench sched messaging -g 1 -l 100` (middle windows): they differ
+    // (switches per wakeup 1.57 and 1.17; whole runs of other quiet captures 1.21-1.30), so
+    // the model is held to their spread.
+    let p = &[("tool", "perf"), ("args", "-g 1 -l 20")];
+    let runs: Vec<_> = ["messaging.trace.gz", "messaging-2.trace.gz"]
+        .iter()
+        .map(|f| compare(f, &["sched-messaging"], "hackbench", p))
+        .collect();
+    assert_within_spread(&runs, "switches per wakeup", 0.15);
+    let r = &runs[0];
+    assert_rare(r, "IPIs per wakeup: other csd");
     // Not matched yet (printed above): resched IPIs per wakeup (model ~0.8x) and migrations
     // per wakeup (model ~0.5x): the real guest also runs kworkers, RCU and the tracing
     // machinery on these two CPUs, which the model does not have yet, so its balancer and

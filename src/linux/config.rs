@@ -305,6 +305,15 @@ impl KernelConfig {
         self.features.has(f)
     }
 
+    /// The fair class's features for each cfs_rq: the feature table's, with the v6.12 ones
+    /// (DELAY_DEQUEUE, DELAY_ZERO) only where the kernel has their patches.
+    pub fn fair_features(&self) -> crate::linux::kernel::sched::fair_class::FairFeatures {
+        let mut f = self.features.fair();
+        f.delay_dequeue &= self.has(Patch::S152e11f6df29);
+        f.delay_zero &= self.has(Patch::S54a58a787791);
+        f
+    }
+
     /// b2a02fc43a1f is applied: CSD notifications to polling CPUs set NEED_RESCHED instead of
     /// sending an IPI.
     #[inline]

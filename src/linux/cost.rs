@@ -183,6 +183,17 @@ path_costs! {
     /// `update_cfs_rq_load_avg()`, `update_tg_load_avg()`, the group entity's
     /// `update_load_avg()` and the decayed check. An estimate (docs/costs.md, "Task groups").
     blocked_leaf = 40 @ REFERENCE_MHZ;
+    /// A process's creation and exit, from perf's process on this project's guest (docs/costs.md,
+    /// "hackbench's fork and exit"), divided by the guest's measured slowdown of 9.2
+    /// (docs/path-costs-check.md), so at the reference clock: `fork()`'s `copy_process()`
+    /// (138 us there), a forked child's copy-on-write faults up to its first syscall (79 us),
+    /// `socketpair()` beyond the syscall (4 us), and `do_exit()` before its `sched_process_exit`
+    /// record (7 us) and from the record to `exit_notify()` (`exit_mm()`, `exit_files()`: 155 us).
+    fork = 15_000 @ REFERENCE_MHZ;
+    fork_child_faults = 8_600 @ REFERENCE_MHZ;
+    socketpair = 430 @ REFERENCE_MHZ;
+    exit_head = 760 @ REFERENCE_MHZ;
+    exit_teardown = 16_800 @ REFERENCE_MHZ;
 }
 
 impl Default for PathCosts {

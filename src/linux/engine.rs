@@ -99,6 +99,8 @@ pub enum Frame {
     Wait4(super::kernel::exit::Wait4),
     /// `do_exit()`.
     DoExit(super::kernel::exit::DoExit),
+    /// `fork()`/`clone()`: `kernel_clone()`.
+    KernelClone(super::kernel::fork::KernelClone),
     /// A program task's own code (a user program, or a test module's kernel thread body):
     /// [`super::programs`].
     Program(TaskFrame),
@@ -725,6 +727,7 @@ fn phase_of(f: &Frame, waiting: bool) -> Phase {
         Frame::Pipe(_) | Frame::UnixStream(_) | Frame::Poll(_) | Frame::Wait4(_) | Frame::DoExit(_) => {
             (Phase::Task, Phase::Task)
         }
+        Frame::KernelClone(_) => (Phase::Task, Phase::Task),
     };
     if waiting {
         blocked
@@ -1061,6 +1064,7 @@ fn step<P: Programs>(k: &mut Kernel, p: &mut P, cpu: CpuId, frame: &mut Frame) -
         Frame::WakeUp(s) => run!(super::kernel::wait::wake_up(k, cpu, s)),
         Frame::Wait4(s) => run!(super::kernel::exit::do_wait(k, cpu, s)),
         Frame::DoExit(s) => run!(super::kernel::exit::do_exit(k, cpu, s)),
+        Frame::KernelClone(s) => run!(super::kernel::fork::kernel_clone(k, cpu, s)),
         Frame::Program(s) => run!(match super::kernel::entry::common::exit_to_user_mode_loop(k, s) {
             Some(next) => next,
             None => p.task_step(k, cpu, s),

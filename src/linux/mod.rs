@@ -295,7 +295,7 @@ impl Kernel {
                 rq: Rq::new(c, idle, rq_lock_line, rq_pending_lines[c as usize], {
                     let mut cfs = kernel::sched::fair_class::CfsRq::new(policy, tun);
                     // The fair class's features are rows of the one sched_features! table.
-                    cfs.feat = k.cfg.features.fair();
+                    cfs.feat = k.cfg.fair_features();
                     cfs
                 }),
                 preempt_count: 1,

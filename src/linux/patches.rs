@@ -268,6 +268,29 @@ patches! {
         conflicts: [],
         requires: [],
     }
+    /// 152e11f6df29 (v6.12): DELAY_DEQUEUE. A fair task that goes to sleep while not eligible
+    /// stays queued (`sched_delayed`, still `on_rq` and counted in `nr_running`) so that its
+    /// negative lag keeps competing: a pick that reaches it finishes the dequeue
+    /// (`pick_next_entity()` -> `dequeue_entities(DEQUEUE_DELAYED)`), a wakeup before that
+    /// requeues it in place (`ttwu_runnable()` -> `requeue_delayed_entity()`, the
+    /// ENQUEUE_DELAYED of 781773e3b680 in the same series), with no placement and no wakelist.
+    S152e11f6df29 {
+        id: "152e11f6df29",
+        subject: "sched/fair: Implement delayed dequeue",
+        merged: "v6.12",
+        conflicts: [],
+        requires: [S147f3efaa241],
+    }
+    /// 54a58a787791 (v6.12): DELAY_ZERO. A delayed task leaves the queue, or is woken, with
+    /// its lag clipped to at most 0: one woken after its lag turned positive is placed again
+    /// at the 0-lag point with a new deadline.
+    S54a58a787791 {
+        id: "54a58a787791",
+        subject: "sched/fair: Implement DELAY_ZERO",
+        merged: "v6.12",
+        conflicts: [],
+        requires: [S152e11f6df29],
+    }
     /// 62470419e993 (v3.12): `wake_wide()` turns the affine wakeup off for wakers and wakees
     /// that switch partners often (`wakee_flips`).
     S62470419e993 {
@@ -412,6 +435,25 @@ pub const KERNELS: &[NamedKernel] = &[
             Patch::E932c4ab38f0,
             Patch::S6675ce20046d,
             Patch::S147f3efaa241,
+            Patch::C6e7bd7afaeb, Patch::S2ebb17717550, Patch::S38033c37faab, Patch::S9bd721c55c8a, Patch::Abfafa54db9a, Patch::S4486edd12b5a, Patch::S62470419e993, Patch::S10e2f1acd010, Patch::B92486cbf2aa, Patch::B6366f048e0c, Patch::S82c65d60d644,
+        ],
+        fair: FairClass::Eevdf,
+    },
+    NamedKernel {
+        name: "v6.18",
+        description: "Linux 6.18 as far as modelled: v6.13 + delayed dequeue (DELAY_DEQUEUE, DELAY_ZERO of v6.12); the kernel of this project's guest",
+        patches: &[
+            Patch::B2a02fc43a1f,
+            Patch::F3dd3f674555,
+            Patch::D6962c4fe8f9,
+            Patch::Sm3dcac251b066,
+            Patch::Ea9cffc0a154,
+            Patch::Ff47a0acfcce,
+            Patch::E932c4ab38f0,
+            Patch::S6675ce20046d,
+            Patch::S147f3efaa241,
+            Patch::S152e11f6df29,
+            Patch::S54a58a787791,
             Patch::C6e7bd7afaeb, Patch::S2ebb17717550, Patch::S38033c37faab, Patch::S9bd721c55c8a, Patch::Abfafa54db9a, Patch::S4486edd12b5a, Patch::S62470419e993, Patch::S10e2f1acd010, Patch::B92486cbf2aa, Patch::B6366f048e0c, Patch::S82c65d60d644,
         ],
         fair: FairClass::Eevdf,

@@ -35,6 +35,10 @@ pub struct Stats {
     pub wakeups_wakelist_ipi: u64,
     pub wakeups_wakelist_coalesced: u64,
     pub wakeups_direct: u64,
+    /// DELAY_DEQUEUE (v6.12): sleeps that left the task queued (`sched_delayed`), and wakeups
+    /// that found it so and requeued it in place (`ttwu_runnable()`).
+    pub delayed_dequeues: u64,
+    pub wakeups_delayed: u64,
     /// Wakeups placed on a CPU that already had a pending wakee while another CPU of its LLC
     /// was idle.
     pub stacking_wakeups: u64,
@@ -119,6 +123,8 @@ impl Stats {
             wakeups_wakelist_ipi: 0,
             wakeups_wakelist_coalesced: 0,
             wakeups_direct: 0,
+            delayed_dequeues: 0,
+            wakeups_delayed: 0,
             stacking_wakeups: 0,
             stacking_fallback_wakeups: 0,
             first_stacking: None,

@@ -240,15 +240,38 @@ pub fn analyze(text: &str, program: &Program, silent: &BTreeSet<u32>) -> Counts 
     let mut waking: Vec<Option<(bool, u32, u64)>> = vec![None; nr_cpus as usize];
     // Per CPU: the current task (from sched_switch) and since when.
     let mut curr: Vec<Option<(u32, u64)>> = vec![None; nr_cpus as usize];
+    // CPU time of the task current on a CPU from `since` to `until`, clipped to the lifetime.
+    let charge = |c: &mut Counts, p: u32, since: u64, until: u64| {
+        let ran = until.min(last).saturating_sub(since.max(first));
+        if pids.contains(&p) {
+            c.program_ns = c.program_ns.saturating_add(ran);
+        } else if p != 0 {
+            c.foreign_ns = c.foreign_ns.saturating_add(ran);
+        }
+    };
     for l in text.lines().filter_map(Line::parse) {
-        if l.ts_ns < first || l.ts_ns > last {
+        let cpu = l.cpu as usize;
+        // Every line names the task current on its CPU (interrupts log the task they
+        // interrupted), so a task that was running before the first sched_switch of its CPU
+        // (before the capture started) is known from its first line there.
+        if curr[cpu].is_none() {
+            curr[cpu] = Some((l.pid, l.ts_ns));
+        }
+        if l.ts_ns > last {
+            continue;
+        }
+        if l.ts_ns < first {
+            if l.event == "sched_switch" {
+                if let Some(n) = l.num("next_pid") {
+                    curr[cpu] = Some((n as u32, l.ts_ns));
+                }
+            }
             continue;
         }
         if silent.contains(&l.cpu) && l.idle_task_context() {
             c.dropped_idle_lines += 1;
             continue;
         }
-        let cpu = l.cpu as usize;
         let attributed = |waking: &[Option<(bool, u32, u64)>]| -> Option<bool> {
             match waking[cpu] {
                 Some((is_prog, waker, ts)) if waker == l.pid && l.ts_ns.saturating_sub(ts) <= WAKE_WINDOW_NS => {
@@ -287,12 +310,7 @@ pub fn analyze(text: &str, program: &Program, silent: &BTreeSet<u32>) -> Counts 
                 if let Some((p, since)) = curr[cpu] {
                     // A line earlier than the switch it follows (a malformed or merged trace)
                     // counts as no time.
-                    let ran = l.ts_ns.saturating_sub(since);
-                    if pids.contains(&p) {
-                        c.program_ns = c.program_ns.saturating_add(ran);
-                    } else if p != 0 {
-                        c.foreign_ns = c.foreign_ns.saturating_add(ran);
-                    }
+                    charge(&mut c, p, since, l.ts_ns);
                 }
                 if let Some(n) = next {
                     curr[cpu] = Some((n as u32, l.ts_ns));
@@ -312,6 +330,10 @@ pub fn analyze(text: &str, program: &Program, silent: &BTreeSet<u32>) -> Counts 
             "local_timer_entry" if l.pid == 0 => c.idle_timer_irqs += 1,
             _ => {}
         }
+    }
+    // What each CPU ran from its last switch to the end of the program's lifetime.
+    for &(p, since) in curr.iter().flatten() {
+        charge(&mut c, p, since, last);
     }
     c
 }
@@ -602,6 +624,25 @@ mod tests {
         let c = analyze(T, &Program::Pids { roots: &[10, 11], follow_forks: false }, &BTreeSet::from([0]));
         assert_eq!(c.idle_entries.get(&1), None);
         assert_eq!(c.dropped_idle_lines, 1);
+    }
+
+    #[test]
+    fn a_task_running_since_before_the_capture_counts_as_foreign() {
+        // rustc holds CPU 1 from before the capture to after the program: it never switches,
+        // only its interrupts log lines. The program runs on CPU 0 only.
+        let t = "\
+           rustc-77      [001] d.h1.   1.000000: local_timer_entry: vector=236
+            ping-10      [000] d..3.   1.000000: sched_waking: comm=pong pid=11 prio=120 target_cpu=000
+            ping-10      [000] d..2.   1.000100: sched_switch: prev_comm=ping prev_pid=10 prev_prio=120 prev_state=S ==> next_comm=pong next_pid=11 next_prio=120
+           rustc-77      [001] d.h1.   1.000500: local_timer_entry: vector=236
+            pong-11      [000] d..2.   1.001000: sched_switch: prev_comm=pong prev_pid=11 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120
+           rustc-77      [001] d.h1.   1.004000: local_timer_entry: vector=236
+";
+        let c = analyze(t, &Program::Pids { roots: &[10, 11], follow_forks: false }, &BTreeSet::new());
+        assert_eq!(c.span_ns, 1_000_000);
+        assert_eq!(c.program_ns, 1_000_000, "ping then pong on CPU 0");
+        assert_eq!(c.foreign_ns, 1_000_000, "rustc on CPU 1 for the whole lifetime");
+        assert!((c.foreign_share() - 0.5).abs() < 1e-9);
     }
 
     #[test]

@@ -32,11 +32,21 @@
 //! ([`Hackbench::messages_sent`], [`Hackbench::messages_received`]) lets tests check the
 //! `groups x fds x loops x fds` total.
 //!
-//! Simplifications: creating the objects and the children is not modelled as running code
-//! (docs/design.md): the main task creates everything in its first step and the children are
-//! placed by fork balancing from its CPU at that instant; fork/exit work is not charged.
-//! Thread and process mode differ in how the main task reaps (futex vs `wait()`), not in the
-//! cost of a context switch (no mm switch or TLB flush is modelled). The user code between
+//! The main task creates the children one by one, as `group()` does: a receiver's fdpair,
+//! then `fork()` (the syscall [`crate::linux::kernel::fork::kernel_clone`], charged
+//! `PathCosts::fork` of `copy_process()`) or `pthread_create()`, the parent's `close()`s, the next.
+//! Each child starts when its creator's syscall wakes it (fork balancing from the creator's
+//! CPU), runs its start-up (a forked child's copy-on-write faults, `fork_child_faults`) and
+//! sleeps in `poll()` while the parent forks on: on a 2-CPU machine the CPU it lands on idles
+//! between forks, as the real program's does. A child process's exit charges `exit_mm()` and
+//! `exit_files()` (`exit_head`, `exit_teardown`). The costs are measured on this project's
+//! guest with perf's process and scaled to the model's bare-metal path costs (docs/costs.md);
+//! the other tools use the same figures.
+//!
+//! Simplifications: the objects (fdpairs, task structs) cost nothing beyond those syscalls;
+//! no page-fault, mm or TLB-shootdown activity is modelled beyond those charges (no
+//! `flush_tlb_func` IPIs). Thread and process mode differ in how the main task reaps (futex
+//! vs `wait()`) and in these charges, not in the cost of a context switch (no mm switch). The user code between
 //! syscalls costs `PathCosts::user_op`. rt-tests' `-F/--fifo` (a SCHED_FIFO main task) is
 //! refused: the model has no RT class.
 
@@ -45,10 +55,12 @@ use super::TaskFrame;
 use crate::linux::engine::{Action, Next};
 use crate::linux::fs::{fdpair, prefetch_fd, sys_poll_in, sys_read, sys_write, Fd};
 use crate::linux::kernel::exit::{link_child, signal_alloc, DoExit, SigId, Wait4};
+use crate::linux::kernel::fork::KernelClone;
 use crate::linux::kernel::futex::{futex_alloc, FutexId, FutexOp};
 use crate::linux::programs::resume_points;
 use crate::linux::{CpuId, Kernel, TaskId};
 use crate::sim::{Time, NSEC_PER_USEC};
+use crate::workload::rtapp::PTHREAD_CREATE_NS;
 
 pub const PARAM_NAMES: &[&str] = &["tool", "args"];
 
@@ -561,8 +573,13 @@ fn gettimeofday_us(k: &Kernel) -> u64 {
 resume_points! {
     /// Where the main task resumes.
     enum MainAt {
-        /// Create the pipes or socketpairs and the children.
+        /// Create the ready and wake fdpairs.
         Setup,
+        /// Create the next child (its fdpair first, for a receiver) with `fork()` or
+        /// `pthread_create()`, or go on once all exist.
+        Spawn,
+        /// The child is running: the parent closes the fds it no longer needs.
+        Spawned,
         /// Read the children's ready bytes until all are in, then write "GO".
         WaitReady,
         /// A read of ready bytes returned: count them.
@@ -596,8 +613,40 @@ fn main_step(w: &mut Hackbench, k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -
         MainAt::Setup => {
             setup(w, k, cpu);
             s.i = 0;
-            s.at = MainAt::WaitReady as u8;
+            s.at = MainAt::Spawn as u8;
             user(k, s)
+        }
+        MainAt::Spawn => {
+            let n = s.i;
+            if n == w.o.tasks() {
+                s.i = 0;
+                s.at = MainAt::WaitReady as u8;
+                return user(k, s);
+            }
+            s.at = MainAt::Spawned as u8;
+            spawn_child(w, k, cpu, n as u32)
+        }
+        MainAt::Spawned => {
+            // Process mode: after forking a receiver the parent closes its read end; after a
+            // group's last sender, the group's write ends (`close()` each).
+            let o = &w.o;
+            let (sender, index) = child_role(o, s.i as u32);
+            let closes = match (o.threads, sender) {
+                (true, _) => 0,
+                (false, false) => 1,
+                (false, true) => {
+                    if index + 1 == o.fds {
+                        o.fds
+                    } else {
+                        0
+                    }
+                }
+            };
+            s.i += 1;
+            s.at = MainAt::Spawn as u8;
+            s.user = true;
+            // close(): below the guest's trace clock (1 us) beyond the syscall.
+            Next::Cont(k.costs.user_op + closes as Time * k.costs.syscall)
         }
         MainAt::WaitReady => {
             // Wait for everyone to be ready: one byte per child.
@@ -656,61 +705,66 @@ fn main_step(w: &mut Hackbench, k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -
     }
 }
 
-/// Create the fdpairs and the children (`group()` of the tools), then start the children.
+/// The ready and wake fdpairs and, in process mode, the main process's `signal_struct`; the
+/// tool prints its header.
 fn setup(w: &mut Hackbench, k: &mut Kernel, cpu: CpuId) {
     let o = w.o.clone();
-    let comm = o.tool.comm();
     let ready = fdpair(k, cpu, o.pipe);
     let wake = fdpair(k, cpu, o.pipe);
     let parent_sig = (!o.threads).then(|| signal_alloc(k, cpu));
-    let mut pairs = Vec::new();
-    let mut children = Vec::new();
-    for g in 0..o.groups {
-        for r in 0..o.fds {
-            pairs.push(fdpair(k, cpu, o.pipe));
-            children.push((false, g, r));
-        }
-        for i in 0..o.fds {
-            children.push((true, g, i));
-        }
+    w.ready = Some(ready);
+    w.wake = Some(wake);
+    w.parent_sig = parent_sig;
+    let header = w.header();
+    w.output.push_str(&header);
+    w.children.reserve(o.tasks() as usize);
+}
+
+/// Child `n` in creation order (`group()` of the tools): each group's `fds` receivers, then
+/// its `fds` senders. Returns (sender, index within the group's senders or receivers).
+fn child_role(o: &HackbenchOpts, n: u32) -> (bool, u32) {
+    let r = n % (2 * o.fds);
+    (r >= o.fds, r % o.fds)
+}
+
+/// Create child `n` (`create_worker()`): a receiver's fdpair first (`pipe()` or
+/// `socketpair()`), then `fork()` (the parent's [`KernelClone`] of `PathCosts::fork`) or
+/// `pthread_create()` ([`PTHREAD_CREATE_NS`]); the child starts when the syscall wakes it.
+fn spawn_child(w: &mut Hackbench, k: &mut Kernel, cpu: CpuId, n: u32) -> Next {
+    let o = w.o.clone();
+    let (sender, index) = child_role(&o, n);
+    let group = n / (2 * o.fds);
+    let mut c = k.costs.user_op;
+    if !sender {
+        let p = fdpair(k, cpu, o.pipe);
+        w.pairs.push(p);
+        // pipe() was not measured: charged as socketpair().
+        c += k.costs.syscall + k.costs.socketpair;
     }
-    let mut made = Vec::with_capacity(children.len());
-    for (n, (sender, group, index)) in children.into_iter().enumerate() {
-        let task = new_task(k, comm, n as u32 + 1);
-        let tid_futex = if o.threads {
-            let pid = k.tasks[task as usize].pid as i64;
-            Some(futex_alloc(k, cpu, pid))
-        } else {
-            link_child(k, parent_sig.expect("process mode"), task);
-            None
-        };
-        made.push(Child { task, sender, group, index, tid_futex });
-    }
-    let header = {
-        w.ready = Some(ready);
-        w.wake = Some(wake);
-        w.pairs = pairs;
-        w.parent_sig = parent_sig;
-        w.header()
+    let task = new_task(k, o.tool.comm(), n + 1);
+    let tid_futex = if o.threads {
+        let pid = k.tasks[task as usize].pid as i64;
+        Some(futex_alloc(k, cpu, pid))
+    } else {
+        let sig = w.parent_sig.expect("process mode");
+        link_child(k, sig, task);
+        None
     };
-    let tasks: Vec<TaskId> = made.iter().map(|c| c.task).collect();
-    {
-        w.output.push_str(&header);
-        w.children = made;
-    }
-    for t in tasks {
-        super::spawn(k, cpu, t);
-    }
+    w.children.push(Child { task, sender, group, index, tid_futex });
+    let copy = if o.threads { PTHREAD_CREATE_NS } else { k.costs.fork };
+    Next::Call(c, KernelClone::frame(task, copy as u32))
 }
 
 /// A sender or a receiver.
 fn child_step(w: &mut Hackbench, k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, ci: usize) -> Next {
     match ChildAt::from_u8(s.at) {
         ChildAt::Ready => {
-            // ready(): tell them we're ready...
+            // ready(): tell them we're ready... A forked child first pays the copy-on-write
+            // faults of the pages it touches.
             let fd = w.ready.expect("set up").1;
+            let faults = if w.o.threads { 0 } else { k.costs.fork_child_faults };
             s.at = ChildAt::WaitGo as u8;
-            Next::Call(k.costs.user_op, sys_write(fd, 1))
+            Next::Call(k.costs.user_op + faults, sys_write(fd, 1))
         }
         ChildAt::WaitGo => {
             // ...and wait for "GO".
@@ -735,7 +789,9 @@ fn child_step(w: &mut Hackbench, k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, 
             let total = o.loops as u64 * o.fds as u64;
             if s.i == total {
                 let f = match (w.parent_sig, w.children[ci].tid_futex) {
-                    (Some(sig), _) => DoExit::process(sig),
+                    (Some(sig), _) => {
+                        DoExit::with_costs(DoExit::process(sig), k.costs.exit_head as u32, k.costs.exit_teardown as u32)
+                    }
                     (None, Some(f)) => DoExit::thread(f),
                     (None, None) => unreachable!(),
                 };

@@ -13,8 +13,8 @@
 //! `child_wait_callback()` entry, then loops: TASK_INTERRUPTIBLE, walk `->children` (oldest
 //! first) for a zombie, reap the first found (`release_task()` unlinks it), else schedule.
 //!
-//! Costs: the exit work itself (`exit_mm`, `exit_files`, ...) is not charged, like task
-//! creation (docs/design.md: creators are not modelled as running code). `wait4()` is
+//! Costs: the exit work itself (`exit_mm`, `exit_files`, ...) is not charged unless the program
+//! gives its times ([`DoExit::with_costs`]: hackbench's processes). `wait4()` is
 //! `PathCosts::wait4` = 150 ns beyond the syscall (tasklist lock, `wait_task_zombie()`, rusage) plus
 //! `PathCosts::wait_per_child` = 10 ns per child `wait_consider_task()` looks at (a few loads of
 //! the child's `task_struct`, mostly cache hits). Estimates of the instruction counts, in
@@ -147,8 +147,13 @@ pub fn link_child(k: &mut Kernel, parent: SigId, task: TaskId) {
 /// `do_exit()` resume points, in code order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DoExitAt {
+    /// The work before the `sched_process_exit` record (only when it is charged,
+    /// [`DoExit::with_costs`]).
+    ExitMm,
     /// `mm_release()`: clear and wake `clear_child_tid`.
     MmRelease,
+    /// The work between the record and `exit_notify()` (only when it is charged).
+    ExitFiles,
     /// `exit_notify()`: wake the waiting parent.
     ExitNotify,
     /// `do_task_dead()`: the final `schedule()`.
@@ -164,17 +169,46 @@ pub struct DoExit {
     pub parent: SigId,
     /// `clear_child_tid` ([`NONE`] if not set).
     pub clear_child_tid: u32,
+    /// The time of `do_exit()`'s own work before its `sched_process_exit` record, and between
+    /// the record and `exit_notify()` (`exit_mm()` tearing down the address space,
+    /// `exit_files()`, ...; which side of the record `exit_mm()` falls on depends on the
+    /// kernel version), ns; 0 unless the workload charges them ([`DoExit::with_costs`]).
+    pub exit_mm_ns: u32,
+    pub exit_files_ns: u32,
     pub at: DoExitAt,
 }
 
 impl DoExit {
     /// A forked child process exiting.
     pub fn process(parent: SigId) -> Frame {
-        Frame::DoExit(DoExit { parent, clear_child_tid: NONE, at: DoExitAt::MmRelease })
+        Frame::DoExit(DoExit {
+            parent,
+            clear_child_tid: NONE,
+            exit_mm_ns: 0,
+            exit_files_ns: 0,
+            at: DoExitAt::MmRelease,
+        })
     }
     /// A thread created with CLONE_CHILD_CLEARTID (pthread_create) exiting.
     pub fn thread(tid_futex: FutexId) -> Frame {
-        Frame::DoExit(DoExit { parent: NONE, clear_child_tid: tid_futex, at: DoExitAt::MmRelease })
+        Frame::DoExit(DoExit {
+            parent: NONE,
+            clear_child_tid: tid_futex,
+            exit_mm_ns: 0,
+            exit_files_ns: 0,
+            at: DoExitAt::MmRelease,
+        })
+    }
+    /// The same exit charging its work before and after the `sched_process_exit` record (the
+    /// workload's measured times).
+    pub fn with_costs(frame: Frame, exit_mm_ns: u32, exit_files_ns: u32) -> Frame {
+        let Frame::DoExit(mut d) = frame else { unreachable!("DoExit::with_costs() of a DoExit frame") };
+        d.exit_mm_ns = exit_mm_ns;
+        d.exit_files_ns = exit_files_ns;
+        if exit_mm_ns > 0 {
+            d.at = DoExitAt::ExitMm;
+        }
+        Frame::DoExit(d)
     }
 }
 
@@ -182,8 +216,12 @@ impl DoExit {
 pub fn do_exit(k: &mut Kernel, cpu: CpuId, s: &mut DoExit) -> Next {
     let me = k.curr(cpu);
     match s.at {
+        DoExitAt::ExitMm => {
+            s.at = DoExitAt::MmRelease;
+            Next::Cont(s.exit_mm_ns as Time)
+        }
         DoExitAt::MmRelease => {
-            s.at = DoExitAt::ExitNotify;
+            s.at = if s.exit_files_ns > 0 { DoExitAt::ExitFiles } else { DoExitAt::ExitNotify };
             // A process (not a thread of one) is its group's last thread.
             trace_sched_process_exit(k, cpu, s.parent != NONE);
             if s.clear_child_tid != NONE {
@@ -198,6 +236,11 @@ pub fn do_exit(k: &mut Kernel, cpu: CpuId, s: &mut DoExit) -> Next {
                 return Next::Cont(c);
             }
             Next::Cont(0)
+        }
+        DoExitAt::ExitFiles => {
+            // exit_files(), exit_fs(), ... before exit_notify().
+            s.at = DoExitAt::ExitNotify;
+            Next::Cont(s.exit_files_ns as Time)
         }
         DoExitAt::ExitNotify => {
             s.at = DoExitAt::TaskDead;

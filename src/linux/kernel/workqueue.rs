@@ -131,7 +131,9 @@ pub fn __queue_work(k: &mut Kernel, cpu: CpuId, w: WorkId) -> (Time, Option<Fram
     let on = p.cpu.unwrap_or(cpu);
     k.tp(cpu, Event::WorkqueueQueueWork { work: addr, func: src as u32, req_cpu, cpu: on });
     let t = &k.tasks[worker as usize];
-    let wake = (t.state != TASK_RUNNING && !t.on_rq).then(|| Frame::TryToWakeUp(TryToWakeUp::new(worker, 0)));
+    // A worker asleep but still queued (DELAY_DEQUEUE) needs its wakeup too.
+    let asleep = !t.on_rq || k.ents[worker as usize].sched_delayed;
+    let wake = (t.state != TASK_RUNNING && asleep).then(|| Frame::TryToWakeUp(TryToWakeUp::new(worker, 0)));
     // `queue_work` covers this function and `process_one_work()`'s bookkeeping: half each.
     (k.costs.queue_work / 2, wake)
 }

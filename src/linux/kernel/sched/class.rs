@@ -84,11 +84,18 @@ impl SchedClass {
     }
 
     /// `class->dequeue_task(rq, p, flags)` (the caller, `deactivate_task()`, uncounts it).
+    /// False if the task stays queued: the fair class delayed its dequeue (DELAY_DEQUEUE).
     #[inline]
-    pub fn dequeue_task(self, k: &mut Kernel, rq_cpu: CpuId, p: TaskId, flags: DequeueFlags) {
+    pub fn dequeue_task(self, k: &mut Kernel, rq_cpu: CpuId, p: TaskId, flags: DequeueFlags) -> bool {
         match self {
-            SchedClass::Stop => super::stop_task::dequeue_task_stop(k, rq_cpu),
-            SchedClass::Rt => super::rt::dequeue_task_rt(k, rq_cpu, p),
+            SchedClass::Stop => {
+                super::stop_task::dequeue_task_stop(k, rq_cpu);
+                true
+            }
+            SchedClass::Rt => {
+                super::rt::dequeue_task_rt(k, rq_cpu, p);
+                true
+            }
             SchedClass::Fair => super::fair::dequeue_task_fair(k, rq_cpu, p, flags),
             SchedClass::Idle => unreachable!("dequeue_task_idle(): the idle task never sleeps"),
         }

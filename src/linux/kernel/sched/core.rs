@@ -342,18 +342,20 @@ pub fn activate_task(k: &mut Kernel, cpu: CpuId, rq_cpu: CpuId, p: TaskId, flags
 
 /// Models `deactivate_task()` -> `dequeue_task()` — kernel/sched/core.c @ v6.10: the task's
 /// class dequeues `p` (a running task going to sleep, DEQUEUE_SLEEP, or a queued task leaving
-/// for another CPU), then `sub_nr_running()` and `p->on_rq = 0`. Performed by `cpu`, which
-/// writes the fair runqueue's lines. Returns the cost of those writes.
+/// for another CPU), then `sub_nr_running()` and `p->on_rq = 0`. With DELAY_DEQUEUE (v6.12,
+/// `block_task()`) a fair task the class keeps queued stays `on_rq` and counted, and the walk
+/// over its group entities stops at it (`dequeue_entities()`). Performed by `cpu`, which writes
+/// the fair runqueue's lines. Returns the cost of those writes and of the walk.
 pub fn deactivate_task(k: &mut Kernel, cpu: CpuId, rq_cpu: CpuId, p: TaskId, flags: DequeueFlags) -> Time {
     crate::linux::check::on_dequeue(k, rq_cpu, p);
     let class = SchedClass::of(k, p);
-    class.dequeue_task(k, rq_cpu, p, flags);
-    let c = if class == SchedClass::Fair {
-        let levels = Time::from(k.ents[p as usize].depth);
-        super::rq_lines::cfs_written(k, cpu, rq_cpu) + levels * k.costs.dequeue_level
-    } else {
-        0
-    };
+    let dequeued = class.dequeue_task(k, rq_cpu, p, flags);
+    let c = if class == SchedClass::Fair { super::rq_lines::cfs_written(k, cpu, rq_cpu) } else { 0 };
+    if !dequeued {
+        return c;
+    }
+    let c =
+        if class == SchedClass::Fair { c + Time::from(k.ents[p as usize].depth) * k.costs.dequeue_level } else { c };
     k.cpus[rq_cpu as usize].rq.nr_running -= 1;
     super::group_sums::rq_changed(k, rq_cpu);
     k.tasks[p as usize].on_rq = false;
@@ -368,7 +370,10 @@ pub fn deactivate_task(k: &mut Kernel, cpu: CpuId, rq_cpu: CpuId, p: TaskId, fla
 /// balancer attaches, an unconditional `resched_curr()` when RT pushes) and the cost of the
 /// runqueue line writes.
 pub fn move_queued_task_locked(k: &mut Kernel, cpu: CpuId, src: CpuId, dst: CpuId, p: TaskId) -> (bool, Time) {
-    let c = deactivate_task(k, cpu, src, p, DequeueFlags { sleep: false, migrating: true });
+    // The model never moves a delayed (sleeping, still queued) task: the balancer skips them
+    // and affinity changes finish their dequeue first.
+    debug_assert!(!k.ents[p as usize].sched_delayed, "move_queued_task_locked() of a delayed task");
+    let c = deactivate_task(k, cpu, src, p, DequeueFlags { migrating: true, ..Default::default() });
     let (pid, prio) = (k.tasks[p as usize].pid, k.tasks[p as usize].prio);
     k.tp(cpu, Event::SchedMigrateTask { pid, prio, orig_cpu: src, dest_cpu: dst });
     k.stats.cpu_migrations += 1;
@@ -406,7 +411,10 @@ pub fn __schedule(k: &mut Kernel, cpu: CpuId, s: &mut Schedule) -> Next {
             };
             let mut lc = lc;
             if deactivates && k.tasks[prev as usize].state != TASK_RUNNING && k.tasks[prev as usize].on_rq {
-                lc += deactivate_task(k, cpu, cpu, prev, DequeueFlags { sleep: true, migrating: false });
+                // try_to_block_task(): a state outside TASK_NORMAL is DEQUEUE_SPECIAL (v6.12).
+                let special =
+                    k.tasks[prev as usize].state & (super::TASK_INTERRUPTIBLE | super::TASK_UNINTERRUPTIBLE) == 0;
+                lc += deactivate_task(k, cpu, cpu, prev, DequeueFlags { sleep: true, special, ..Default::default() });
             }
             if s.mode == SchedMode::Idle && k.cpus[cpu as usize].rq.nr_running == 0 {
                 // SM_IDLE fast path: nothing to pick, keep running the idle task.
@@ -501,7 +509,7 @@ pub fn __schedule(k: &mut Kernel, cpu: CpuId, s: &mut Schedule) -> Next {
                 k.stats.switches_to_idle += 1;
             } else if prev == idle {
                 k.stats.switches_from_idle += 1;
-            } else if k.tasks[prev as usize].on_rq {
+            } else if k.tasks[prev as usize].on_rq && !k.ents[prev as usize].sched_delayed {
                 k.stats.switches_preempt += 1;
             }
             k.cpus[cpu as usize].rq.curr = next;
@@ -728,6 +736,8 @@ fn task_state_index(p: &Task, mode: SchedMode) -> u32 {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TtwuAt {
     Start,
+    /// `ttwu_runnable()` for a delayed task (DELAY_DEQUEUE): lock its rq, requeue it there.
+    Runnable,
     /// Waiting for `p->on_cpu` to clear, then placement.
     WaitOnCpu,
     /// `ttwu_queue()` direct path: taking the target rq lock.
@@ -885,6 +895,12 @@ pub fn try_to_wake_up(k: &mut Kernel, cpu: CpuId, s: &mut TryToWakeUp) -> Next {
                 k.stats.ksoftirqd_wakeups += 1;
             }
             if k.tasks[p as usize].on_rq {
+                if k.ents[p as usize].sched_delayed {
+                    // Asleep but still queued (DELAY_DEQUEUE): ttwu_runnable() under its rq lock.
+                    s.target = k.tasks[p as usize].cpu;
+                    s.at = TtwuAt::Runnable;
+                    return Next::Cont(0);
+                }
                 // ttwu_runnable(): still queued, it has not scheduled out yet.
                 k.tasks[p as usize].state = TASK_RUNNING;
                 k.tasks[p as usize].woken_at = None;
@@ -892,19 +908,36 @@ pub fn try_to_wake_up(k: &mut Kernel, cpu: CpuId, s: &mut TryToWakeUp) -> Next {
                 s.at = TtwuAt::Done;
                 return Next::Cont(0);
             }
-            k.tasks[p as usize].state = TASK_WAKING;
-            crate::linux::check::on_waking(k, p);
-            let prev_cpu = k.tasks[p as usize].cpu;
-            if k.tasks[p as usize].on_cpu && k.cfg.has(crate::linux::patches::Patch::C6e7bd7afaeb) {
-                // Still switching out on its old CPU: queue there; it is activated when that
-                // CPU takes the IPI after the switch (c6e7bd7afaeb; before it, always spin).
-                if let Some(c) = ttwu_queue_wakelist(k, cpu, p, prev_cpu, s.wake_flags | WF_TTWU | WF_ON_CPU) {
-                    s.cost += c;
-                    s.at = TtwuAt::Done;
-                    return Next::Cont(0);
-                }
+            ttwu_not_queued(k, cpu, s)
+        }
+        TtwuAt::Runnable => {
+            let rq_cpu = s.target;
+            let Some(lc) = raw_spin_rq_lock(k, cpu, rq_cpu) else {
+                return Next::Wait(WaitOn::Lock);
+            };
+            s.cost += lc;
+            if !k.tasks[p as usize].on_rq || k.tasks[p as usize].cpu != rq_cpu {
+                // Its CPU finished the dequeue meanwhile (a pick): a plain wakeup after all.
+                s.cost += raw_spin_rq_unlock(k, cpu, rq_cpu);
+                return ttwu_not_queued(k, cpu, s);
             }
-            s.at = TtwuAt::WaitOnCpu;
+            k.cpus[rq_cpu as usize].rq.clock = k.now;
+            if k.ents[p as usize].sched_delayed {
+                // enqueue_task(ENQUEUE_DELAYED) -> requeue_delayed_entity().
+                super::fair::requeue_delayed_task(k, rq_cpu, p);
+                k.stats.wakeups_delayed += 1;
+            }
+            s.cost += k.costs.ttwu_activate;
+            if !k.tasks[p as usize].on_cpu && wakeup_preempt(k, rq_cpu, p, false) {
+                s.cost += resched_curr(k, cpu, rq_cpu, Sym::WakeupPreempt);
+            }
+            // ttwu_do_wakeup().
+            k.tasks[p as usize].state = TASK_RUNNING;
+            k.tasks[p as usize].wake_placement = super::WakePlacement::None;
+            let (pid, prio) = (k.tasks[p as usize].pid, k.tasks[p as usize].prio);
+            k.tp(cpu, Event::SchedWakeup { pid, prio, target_cpu: rq_cpu });
+            s.cost += raw_spin_rq_unlock(k, cpu, rq_cpu);
+            s.at = TtwuAt::Done;
             Next::Cont(0)
         }
         TtwuAt::WaitOnCpu => {
@@ -965,6 +998,27 @@ pub fn try_to_wake_up(k: &mut Kernel, cpu: CpuId, s: &mut TryToWakeUp) -> Next {
             Next::Ret(s.cost)
         }
     }
+}
+
+/// The part of `try_to_wake_up()` after `ttwu_runnable()` found `p` off its runqueue:
+/// TASK_WAKING, then the wakelist of a CPU it is still switching out on, or on to the wait for
+/// `p->on_cpu` and placement.
+fn ttwu_not_queued(k: &mut Kernel, cpu: CpuId, s: &mut TryToWakeUp) -> Next {
+    let p = s.p;
+    k.tasks[p as usize].state = TASK_WAKING;
+    crate::linux::check::on_waking(k, p);
+    let prev_cpu = k.tasks[p as usize].cpu;
+    if k.tasks[p as usize].on_cpu && k.cfg.has(crate::linux::patches::Patch::C6e7bd7afaeb) {
+        // Still switching out on its old CPU: queue there; it is activated when that
+        // CPU takes the IPI after the switch (c6e7bd7afaeb; before it, always spin).
+        if let Some(c) = ttwu_queue_wakelist(k, cpu, p, prev_cpu, s.wake_flags | WF_TTWU | WF_ON_CPU) {
+            s.cost += c;
+            s.at = TtwuAt::Done;
+            return Next::Cont(0);
+        }
+    }
+    s.at = TtwuAt::WaitOnCpu;
+    Next::Cont(0)
 }
 
 /// `sched_ttwu_pending()` resume points.

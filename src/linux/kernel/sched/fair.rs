@@ -243,6 +243,11 @@ pub fn sched_balance_rq(k: &mut Kernel, cpu: CpuId, dst: CpuId, sd: usize, idle:
         if !t.cpu_allowed(dst) {
             continue;
         }
+        // A delayed task is asleep: it is not moved (the kernel moves one only when migrating
+        // load; the model's balancer moves runnable counts).
+        if k.ents[p as usize].sched_delayed {
+            continue;
+        }
         all_pinned = false;
         // detach_tasks() runs under busiest's rq lock, which a CPU in the middle of a context
         // switch holds until finish_task_switch() has cleared prev->on_cpu: so only the task
@@ -330,7 +335,7 @@ pub fn active_load_balance_cpu_stop(k: &mut Kernel, cpu: CpuId, push_cpu: CpuId)
     let mut after = None;
     while let Some(p) = k.cpus[cpu as usize].rq.cfs.next_queued(&k.ents, after) {
         after = Some(k.cpus[cpu as usize].rq.cfs.tree_pos(&k.ents[p as usize]));
-        if !k.tasks[p as usize].cpu_allowed(push_cpu) {
+        if !k.tasks[p as usize].cpu_allowed(push_cpu) || k.ents[p as usize].sched_delayed {
             continue;
         }
         let c = move_queued_task(k, cpu, cpu, push_cpu, p);
@@ -767,23 +772,65 @@ pub fn enqueue_task_fair(
 }
 
 /// Models `dequeue_task_fair()` — kernel/sched/fair.c @ v6.10 (flat): `dequeue_entity()` and
-/// `h_nr_running--`.
+/// `h_nr_running--`. Returns false if the entity was delayed instead (DELAY_DEQUEUE, v6.12:
+/// `dequeue_entities()` returns -1): the task stays queued and counted, and the caller,
+/// `deactivate_task()`, leaves it `on_rq` (`block_task()` skips `__block_task()`).
 pub fn dequeue_task_fair(
     k: &mut Kernel,
     rq_cpu: CpuId,
     p: crate::linux::TaskId,
     flags: super::fair_class::DequeueFlags,
-) {
+) -> bool {
     let now = k.now;
     k.with_cfs(rq_cpu, |cfs, ents| cfs.dequeue_entity(ents, p, now, flags));
+    if k.ents[p as usize].sched_delayed {
+        k.stats.delayed_dequeues += 1;
+        return false;
+    }
     k.cpus[rq_cpu as usize].rq.cfs_h_nr_running -= 1;
+    true
 }
 
 /// Models `pick_task_fair()` — kernel/sched/fair.c @ v6.10: `pick_next_entity()` (EEVDF's
-/// eligible entity with the earliest deadline, or CFS's leftmost).
+/// eligible entity with the earliest deadline, or CFS's leftmost). With DELAY_DEQUEUE (v6.12)
+/// a picked entity that is delayed is dequeued for good instead (`pick_next_entity()` ->
+/// `dequeue_entities(DEQUEUE_SLEEP | DEQUEUE_DELAYED)` -> `__block_task()`), and the pick
+/// starts again (`goto again`). Simplification: that final dequeue costs nothing beyond the
+/// pick's own cost.
 pub fn pick_task_fair(k: &mut Kernel, cpu: CpuId) -> Option<crate::linux::TaskId> {
     let now = k.now;
-    k.with_cfs(cpu, |cfs, ents| cfs.pick_next_entity(ents, now))
+    loop {
+        let p = k.with_cfs(cpu, |cfs, ents| cfs.pick_next_entity(ents, now))?;
+        if !k.ents[p as usize].sched_delayed {
+            return Some(p);
+        }
+        finish_delayed_dequeue(k, cpu, p);
+    }
+}
+
+/// The end of a delayed dequeue: `dequeue_entities(DEQUEUE_SLEEP | DEQUEUE_DELAYED)` on `p`'s
+/// entity, then the core's `__block_task()` (`p->on_rq = 0`, `sub_nr_running()`), under the
+/// rq lock of `rq_cpu`.
+pub fn finish_delayed_dequeue(k: &mut Kernel, rq_cpu: CpuId, p: crate::linux::TaskId) {
+    use super::fair_class::DequeueFlags;
+    crate::linux::check::on_dequeue(k, rq_cpu, p);
+    let now = k.now;
+    let flags = DequeueFlags { sleep: true, delayed: true, ..Default::default() };
+    k.with_cfs(rq_cpu, |cfs, ents| cfs.dequeue_entity(ents, p, now, flags));
+    let rq = &mut k.cpus[rq_cpu as usize].rq;
+    rq.cfs_h_nr_running -= 1;
+    rq.nr_running -= 1;
+    super::group_sums::rq_changed(k, rq_cpu);
+    k.tasks[p as usize].on_rq = false;
+    crate::linux::check::on_rq_changed(k, rq_cpu);
+}
+
+/// Models the fair part of `ttwu_runnable()` — kernel/sched/core.c @ v6.12 for a delayed task
+/// (`enqueue_task(ENQUEUE_DELAYED)` -> `enqueue_task_fair()` -> `requeue_delayed_entity()`),
+/// under `rq_cpu`'s lock: the task is queued again as it was, no placement, no migration.
+pub fn requeue_delayed_task(k: &mut Kernel, rq_cpu: CpuId, p: crate::linux::TaskId) {
+    let now = k.now;
+    k.with_cfs(rq_cpu, |cfs, ents| cfs.requeue_delayed_entity(ents, p, now));
 }
 
 /// Models `set_next_task_fair()` as `pick_next_task_fair()` reaches it: with `prev` still the

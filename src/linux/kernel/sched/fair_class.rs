@@ -59,6 +59,12 @@
 //! * Sleep (`deactivate_task` in `__schedule`): `dequeue_entity(.., DequeueFlags { sleep: true,
 //!   .. })` on curr; then `pick_next_entity(now)`; then `put_prev_entity(now)` if nothing is
 //!   picked (go idle), or `switch_to(next, now)`.
+//! * Delayed dequeue (DELAY_DEQUEUE, 152e11f6df29, v6.12): with [`FairFeatures::delay_dequeue`]
+//!   a sleep dequeue of an entity that is not eligible leaves it queued with
+//!   [`SchedEntity::sched_delayed`] set (`dequeue_entity()` returns with it still `on_rq`); the
+//!   caller keeps the task on the runqueue. A wakeup before it is picked calls
+//!   [`CfsRq::requeue_delayed_entity`]; a pick that returns it must finish the dequeue with
+//!   `dequeue_entity(.., DequeueFlags { sleep: true, delayed: true, .. })` and pick again.
 //! * Load-balance migration of a queued task: `src.dequeue_entity(.., migrating)`, then
 //!   `dst.enqueue_entity(.., migrated)` (no `wakeup`).
 //! * Tick (`task_tick_fair` → `entity_tick`): `check_preempt_tick(now)`.
@@ -198,6 +204,12 @@ pub struct FairFeatures {
     pub gentle_fair_sleepers: bool,
     /// WAKEUP_PREEMPTION (both).
     pub wakeup_preemption: bool,
+    /// EEVDF DELAY_DEQUEUE (152e11f6df29, v6.12): a task that sleeps while not eligible stays
+    /// queued until it is picked or woken.
+    pub delay_dequeue: bool,
+    /// EEVDF DELAY_ZERO (54a58a787791, v6.12): a delayed entity leaves (or is woken) with its
+    /// lag clipped to at most 0.
+    pub delay_zero: bool,
 }
 
 impl Default for FairFeatures {
@@ -209,6 +221,9 @@ impl Default for FairFeatures {
             start_debit: true,
             gentle_fair_sleepers: true,
             wakeup_preemption: true,
+            // Features of v6.12, off unless the kernel has the patch (`KernelConfig::fair_features`).
+            delay_dequeue: false,
+            delay_zero: false,
         }
     }
 }
@@ -302,6 +317,9 @@ pub struct SchedEntity {
     /// 0 in the root group. The model keeps one flat runqueue per CPU and charges the walk over
     /// the group entities above it (`PathCosts::enqueue_level`, `dequeue_level`).
     pub depth: u8,
+    /// DELAY_DEQUEUE: its task went to sleep but the entity stays queued (still `on_rq`)
+    /// until a pick dequeues it or a wakeup requeues it.
+    pub sched_delayed: bool,
     pub avg: SchedAvg,
     /// `avg` is attached to a cfs_rq's sums (the kernel: `avg.last_update_time != 0`).
     pub avg_attached: bool,
@@ -339,6 +357,11 @@ pub struct DequeueFlags {
     pub sleep: bool,
     /// The task leaves for another CPU (`task_on_rq_migrating()`): detach its PELT average.
     pub migrating: bool,
+    /// DEQUEUE_DELAYED: finish the dequeue of a delayed entity (from the pick).
+    pub delayed: bool,
+    /// DEQUEUE_SPECIAL: the task sleeps in a state other than TASK_NORMAL (e.g. TASK_DEAD),
+    /// which must not be delayed (a delayed task relies on a spurious wakeup being harmless).
+    pub special: bool,
 }
 
 /// `struct cfs_rq` (flat, one per CPU) — kernel/sched/sched.h @ v6.10.
@@ -1034,9 +1057,27 @@ impl CfsRq {
     /// / @ v6.5 (CFS: vruntime made relative to `min_vruntime` unless sleeping). With
     /// `migrating`, the PELT average is detached from this cfs_rq (DO_DETACH) and the entity is
     /// marked for attach on the destination. Returns true if `update_curr()` asked for a resched.
+    ///
+    /// With DELAY_DEQUEUE (EEVDF, v6.12): a sleep dequeue (not DEQUEUE_SPECIAL) of an entity
+    /// that is not eligible only marks it `sched_delayed` and leaves it queued (the caller sees
+    /// it still `on_rq`); DEQUEUE_DELAYED finishes such a dequeue, and with DELAY_ZERO clips a
+    /// positive lag to 0 (`finish_delayed_dequeue_entity()`).
     pub fn dequeue_entity(&mut self, ents: &mut [SchedEntity], id: u32, now: u64, flags: DequeueFlags) -> bool {
         debug_assert!(ents[id as usize].on_rq, "entity {id} is not on a cfs_rq");
         let resched = self.update_curr(ents, now);
+        debug_assert_eq!(flags.delayed, ents[id as usize].sched_delayed, "DEQUEUE_DELAYED is for delayed entities");
+        if !flags.delayed
+            && flags.sleep
+            && !flags.special
+            && self.feat.delay_dequeue
+            && self.policy == FairPolicy::Eevdf
+            && !self.entity_eligible(ents, id)
+        {
+            // update_load_avg(cfs_rq, se, 0); set_delayed(se).
+            self.update_load_avg_se(ents, id, now);
+            ents[id as usize].sched_delayed = true;
+            return resched;
+        }
         self.update_load_avg_se(ents, id, now);
         if flags.migrating {
             let se = &mut ents[id as usize];
@@ -1062,7 +1103,41 @@ impl CfsRq {
             ents[id as usize].exec_start = 0;
         }
         self.update_min_vruntime(ents);
+        if flags.delayed {
+            // finish_delayed_dequeue_entity(): clear_delayed(), DELAY_ZERO.
+            let se = &mut ents[id as usize];
+            se.sched_delayed = false;
+            if self.feat.delay_zero && se.vlag > 0 {
+                se.vlag = 0;
+            }
+        }
         resched
+    }
+
+    /// Models `requeue_delayed_entity()` — kernel/sched/fair.c @ v6.12, for a wakeup of a
+    /// delayed entity (`ttwu_runnable()` -> `enqueue_task(ENQUEUE_DELAYED)`): it never left
+    /// the queue, so only its mark goes; with DELAY_ZERO an entity that became eligible while
+    /// it slept (positive lag) is placed again at lag 0, with a new deadline.
+    pub fn requeue_delayed_entity(&mut self, ents: &mut [SchedEntity], id: u32, now: u64) {
+        debug_assert!(ents[id as usize].sched_delayed && ents[id as usize].on_rq, "entity {id} is not delayed");
+        if self.feat.delay_zero {
+            self.update_entity_lag(ents, id);
+            if ents[id as usize].vlag > 0 {
+                let is_curr = self.curr == Some(id);
+                self.nr_running -= 1;
+                if !is_curr {
+                    self.dequeue_tree(ents, id);
+                }
+                ents[id as usize].vlag = 0;
+                self.place_entity_eevdf(ents, id, false);
+                if !is_curr {
+                    self.enqueue_tree(ents, id);
+                }
+                self.nr_running += 1;
+            }
+        }
+        self.update_load_avg_se(ents, id, now);
+        ents[id as usize].sched_delayed = false;
     }
 
     /// Models the TASK_WAKING case of `migrate_task_rq_fair()` — kernel/sched/fair.c @ v6.10 /
@@ -1790,6 +1865,85 @@ mod tests {
         rq.enqueue_entity(&mut e, 1, 500 * US, wake());
         assert_eq!(e[1].deadline, e[0].deadline);
         assert!(rq.check_preempt_wakeup(&mut e, 1, 500 * US));
+    }
+
+    /// A and B (nice 0) on a 1-CPU cfs_rq with DELAY_DEQUEUE and DELAY_ZERO: B joins at 0,
+    /// A runs alone from 0 to 300us and goes to sleep there, ahead of V (V = 150us).
+    fn eevdf_a_sleeps_ineligible(delay: bool) -> (CfsRq, Vec<SchedEntity>) {
+        let mut e = ents(&[1024, 1024]);
+        let mut rq = CfsRq::new(FairPolicy::Eevdf, FairTunables::for_cpus(1));
+        rq.feat.delay_dequeue = delay;
+        rq.feat.delay_zero = delay;
+        rq.enqueue_entity(&mut e, 0, 0, new_task());
+        rq.set_next_entity(&mut e, 0, 0);
+        rq.enqueue_entity(&mut e, 1, 0, new_task());
+        rq.update_curr(&mut e, 300 * US);
+        assert_eq!(rq.avg_vruntime(&e), 150 * US);
+        assert!(!rq.entity_eligible(&e, 0), "A ran ahead of V");
+        rq.dequeue_entity(&mut e, 0, 300 * US, sleep());
+        (rq, e)
+    }
+
+    #[test]
+    fn eevdf_delay_dequeue_keeps_an_ineligible_sleeper_queued_until_it_is_picked() {
+        let (mut rq, mut e) = eevdf_a_sleeps_ineligible(true);
+        // Still queued, still counted, still in V: its negative lag keeps competing.
+        assert!(e[0].on_rq && e[0].sched_delayed);
+        assert_eq!((rq.nr_running, rq.load_weight), (2, 2048));
+        assert_eq!(rq.avg_vruntime(&e), 150 * US);
+        check_invariants(&rq, &e);
+        // The pick passes it over (not eligible) for B, which runs 400us.
+        assert_eq!(rq.pick_next_entity(&mut e, 300 * US), Some(1));
+        rq.switch_to(&mut e, 1, 300 * US);
+        assert!(rq.is_queued(&e, 0), "put_prev_entity() put the delayed A back in the tree");
+        rq.update_curr(&mut e, 700 * US);
+        // V = (300 + 400) / 2 = 350us: A is eligible again, so the pick reaches it, and the
+        // caller must finish its dequeue (pick_next_entity() -> dequeue_entities()).
+        assert_eq!(rq.pick_next_entity(&mut e, 700 * US), Some(0));
+        let done = DequeueFlags { sleep: true, delayed: true, ..Default::default() };
+        rq.dequeue_entity(&mut e, 0, 700 * US, done);
+        assert!(!e[0].on_rq && !e[0].sched_delayed);
+        // It left 50us ahead of its share; DELAY_ZERO keeps no positive lag.
+        assert_eq!(e[0].vlag, 0);
+        assert_eq!(rq.nr_running, 1);
+        check_invariants(&rq, &e);
+        // Without DELAY_DEQUEUE the same sleep leaves at once, with its negative lag kept.
+        let (rq, e) = eevdf_a_sleeps_ineligible(false);
+        assert!(!e[0].on_rq && !e[0].sched_delayed);
+        assert_eq!((rq.nr_running, e[0].vlag), (1, -(150 * US as i64)));
+        // A special sleep (not TASK_NORMAL, e.g. exit) is never delayed.
+        let mut e = ents(&[1024, 1024]);
+        let mut rq = CfsRq::new(FairPolicy::Eevdf, FairTunables::for_cpus(1));
+        rq.feat.delay_dequeue = true;
+        rq.enqueue_entity(&mut e, 0, 0, new_task());
+        rq.set_next_entity(&mut e, 0, 0);
+        rq.enqueue_entity(&mut e, 1, 0, new_task());
+        rq.update_curr(&mut e, 300 * US);
+        rq.dequeue_entity(&mut e, 0, 300 * US, DequeueFlags { sleep: true, special: true, ..Default::default() });
+        assert!(!e[0].on_rq && !e[0].sched_delayed);
+    }
+
+    #[test]
+    fn eevdf_a_delayed_entity_woken_is_requeued_in_place_or_at_zero_lag() {
+        // Woken at once: still behind (lag -150us), so it keeps its place and deadline.
+        let (mut rq, mut e) = eevdf_a_sleeps_ineligible(true);
+        let (v, d) = (e[0].vruntime, e[0].deadline);
+        rq.requeue_delayed_entity(&mut e, 0, 300 * US);
+        assert!(e[0].on_rq && !e[0].sched_delayed);
+        assert_eq!((e[0].vruntime, e[0].deadline, rq.nr_running), (v, d, 2));
+        check_invariants(&rq, &e);
+        // Woken after B ran 600us (V = 450us, A's lag +150us): DELAY_ZERO places it again at
+        // the 0-lag point of the others (V without A: B's 600us), with a new request.
+        let (mut rq, mut e) = eevdf_a_sleeps_ineligible(true);
+        rq.switch_to(&mut e, 1, 300 * US);
+        rq.update_curr(&mut e, 900 * US);
+        assert_eq!(rq.avg_vruntime(&e), 450 * US);
+        rq.requeue_delayed_entity(&mut e, 0, 900 * US);
+        assert!(!e[0].sched_delayed);
+        assert_eq!(e[0].vruntime, 600 * US);
+        assert_eq!(e[0].deadline, 600 * US + 750 * US);
+        assert_eq!((e[0].vlag, rq.nr_running), (0, 2));
+        check_invariants(&rq, &e);
     }
 
     #[test]

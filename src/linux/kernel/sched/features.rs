@@ -99,6 +99,12 @@ sched_features! {
     START_DEBIT = true, modelled;
     /// CFS (features.h @ v6.1): a sleeper's credit is half the latency.
     GENTLE_FAIR_SLEEPERS = true, modelled;
+    /// EEVDF (features.h @ v6.12, with 152e11f6df29): a task that sleeps while not eligible
+    /// stays queued until picked or woken (read only with that patch).
+    DELAY_DEQUEUE = true, modelled;
+    /// EEVDF (features.h @ v6.12, with 54a58a787791): a delayed task's lag is clipped to at
+    /// most 0 (read only with that patch).
+    DELAY_ZERO = true, modelled;
 }
 
 impl SchedFeat {
@@ -169,6 +175,8 @@ impl Features {
             start_debit: self.has(SchedFeat::START_DEBIT),
             gentle_fair_sleepers: self.has(SchedFeat::GENTLE_FAIR_SLEEPERS),
             wakeup_preemption: self.has(SchedFeat::WAKEUP_PREEMPTION),
+            delay_dequeue: self.has(SchedFeat::DELAY_DEQUEUE),
+            delay_zero: self.has(SchedFeat::DELAY_ZERO),
         }
     }
 }
@@ -203,8 +211,10 @@ mod tests {
 
     #[test]
     fn the_fair_class_features_come_from_the_table() {
-        // The defaults are the fair class's own defaults.
-        assert_eq!(Features::default().fair(), FairFeatures::default());
+        // The defaults are the fair class's own defaults, but for the v6.12 features, which
+        // the kernel's patch set gates (`KernelConfig::fair_features`).
+        let d = FairFeatures { delay_dequeue: true, delay_zero: true, ..FairFeatures::default() };
+        assert_eq!(Features::default().fair(), d);
         let mut f = Features::default();
         f.apply("NO_RUN_TO_PARITY").unwrap();
         f.apply("NO_GENTLE_FAIR_SLEEPERS").unwrap();

@@ -30,6 +30,12 @@ pub fn sched_setaffinity(k: &mut Kernel, cpu: CpuId, p: TaskId, mask: &CpuMask) 
     if k.tasks[p as usize].cpu_allowed(tcpu) {
         return 0;
     }
+    if on_rq && k.ents[p as usize].sched_delayed {
+        // Asleep but still queued (DELAY_DEQUEUE): finish its dequeue, and its next wakeup
+        // places it. Simplification: the kernel moves the delayed task as it is.
+        super::fair::finish_delayed_dequeue(k, tcpu, p);
+        return 0;
+    }
     let Some(dest) = mask.first() else { return 0 };
     if k.cpus[tcpu as usize].rq.curr == p {
         return stop_one_cpu_nowait(k, cpu, tcpu, StopWork::MigrationCpuStop { p, dest }).unwrap_or(0);
@@ -58,6 +64,11 @@ fn move_queued(k: &mut Kernel, cpu: CpuId, src: CpuId, dst: CpuId, p: TaskId) ->
 pub fn migration_cpu_stop(k: &mut Kernel, cpu: CpuId, p: TaskId, dest: CpuId) -> Time {
     let t = &k.tasks[p as usize];
     if t.cpu != cpu || !t.on_rq || t.cpu_allowed(cpu) {
+        return k.costs.balance_rq;
+    }
+    if k.ents[p as usize].sched_delayed {
+        // It went to sleep meanwhile and is still queued (DELAY_DEQUEUE): as above.
+        super::fair::finish_delayed_dequeue(k, cpu, p);
         return k.costs.balance_rq;
     }
     k.costs.balance_rq + move_queued(k, cpu, cpu, dest, p)
