@@ -1,5 +1,5 @@
 //! schbench as rewritten in 2023 (Chris Mason, masoncl/schbench @ 48aed1d, 2023-04-21), the
-//! version LKP ran for Chen Yu's 2024 matrix, as its threads behave (docs/workloads.md §2.2).
+//! version LKP ran for Chen Yu's 2024 matrix, as its threads behave (docs/workloads.md section 2.2).
 //! Its options, main loop and report text are [`super::schbench23_stats`]; the histogram is
 //! the 2021 version's ([`super::schbench_stats::Histogram`]).
 //!
@@ -63,7 +63,7 @@ const RUNNING: i64 = 1;
 /// CPU time of one multiply-add of `do_some_math()`'s inner loop, in picoseconds, measured on
 /// this project's host (docs/costs.md, "Workload costs (schbench 2023)"): 48aed1d built as its
 /// Makefile builds it (gcc -O2), run in its calibration mode.
-pub const MATH_PS_PER_MULADD: u64 = 700;
+pub const MATH_PS_PER_MULADD: u64 = 470;
 
 /// `usleep(100)` of every request.
 pub const REQUEST_USLEEP_NS: Time = 100 * NSEC_PER_USEC;

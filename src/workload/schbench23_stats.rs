@@ -1,6 +1,6 @@
 //! schbench's options, main loop and report text as of the 2023 rewrite: masoncl/schbench at
 //! 48aed1d (2023-04-21), the version LKP built for Chen Yu's 2024 matrix (docs/workloads.md
-//! §2.2). The model of its threads is [`super::schbench23`].
+//! section 2.2). The model of its threads is [`super::schbench23`].
 //!
 //! What this module reproduces, function by function of that `schbench.c`:
 //! - `parse_options()` (getopt_long, short options `"p:m:t:Cr:R:w:i:z:A:n:F:L"`) and the
