@@ -726,7 +726,7 @@ fn msg_step(w: &mut Schbench23, k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, m
             Next::Cont(k.costs.user_op)
         }
         MsgAt::RpsPost => {
-            if s.i >= w.rps + 1 {
+            if s.i > w.rps {
                 s.at = MsgAt::RpsEnd as u8;
                 return Next::Cont(0);
             }
