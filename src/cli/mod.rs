@@ -311,7 +311,7 @@ struct ReproduceArgs {
     #[arg(long, value_name = "N", default_value_t = crate::sweep::band::DEFAULT_BAND_RUNS, requires = "band")]
     band_runs: usize,
     /// Fit the experiment's named unknowns to its controls (published figures of its baseline
-    /// row that no variant changes: docs/unknowns.md §8) by a stated search on the baseline row
+    /// row that no variant changes: docs/unknowns.md §9) by a stated search on the baseline row
     /// alone, print each control's residual, then every variant's prediction at the fitted
     /// values with its band (the default band design) over the unknowns not fitted.
     #[arg(long, conflicts_with = "band")]
@@ -766,7 +766,7 @@ fn cmd_reproduce(a: ReproduceArgs) -> Result<(), String> {
     }
     if let Some(p) = plans.iter().find(|p| a.calibrate && p.controls.is_empty()) {
         return Err(format!(
-            "experiment '{}' names no controls: nothing to calibrate on (docs/unknowns.md §8 says which experiments have controls)",
+            "experiment '{}' names no controls: nothing to calibrate on (docs/unknowns.md §9 says which experiments have controls)",
             p.experiment
         ));
     }

@@ -1,5 +1,5 @@
 //! Controls: published figures of an experiment's baseline row that no variant changes in the
-//! model (issue 31, item 3; docs/unknowns.md §8). A calibration (`reproduce X --calibrate`,
+//! model (issue 31, item 3; docs/unknowns.md §9). A calibration (`reproduce X --calibrate`,
 //! `crate::sweep::calibrate`) fits the named unknowns to them, and only to them: a control is a
 //! figure of the baseline row (the plan's first variant) by construction, since it names no
 //! row, so no patched row, and no normalized or withheld figure, can be one.

@@ -12,6 +12,7 @@ pub mod controls;
 pub mod file;
 pub mod hackbench2013;
 pub mod ipistorm;
+pub mod ipistorm_arm;
 pub mod ipistorm_intel;
 pub mod nohz;
 pub mod plan;
@@ -104,6 +105,14 @@ pub const EXPERIMENTS: &[Experiment] = &[
         source: Source::Code {
             description: "Chen Yu's ipistorm on a 240-CPU 2-node Intel server (C1E and deeper off): v6.10 vs SM_IDLE, ten runs each, every run's time with its ungated newidle passes and rd->overloaded time",
             plan: ipistorm_intel::plan,
+            takes_kernel: false,
+        },
+    },
+    Experiment {
+        name: "ipistorm-arm",
+        source: Source::Code {
+            description: "the TIF_NOTIFY_IPI RFC's ipistorm on a 2S Neoverse-N1 (arm64, WFI idle, no polling flag): v6.10, SM_IDLE, TIF_NOTIFY_IPI, with how each call completed",
+            plan: ipistorm_arm::plan,
             takes_kernel: false,
         },
     },

@@ -50,7 +50,7 @@ pub struct Plan {
     /// metric, `Program::metric`). A band is a band of this figure.
     pub figure: fn(&RunResult) -> Metric,
     /// Published figures of the baseline row (the first variant) that no variant changes in
-    /// the model: what `reproduce --calibrate` fits the unknowns to (docs/unknowns.md §8).
+    /// the model: what `reproduce --calibrate` fits the unknowns to (docs/unknowns.md §9).
     /// Empty: the experiment has none.
     pub controls: Vec<super::Control>,
 }

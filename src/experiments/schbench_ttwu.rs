@@ -79,7 +79,7 @@ const CONTROL_SPREAD: &str =
      whole microseconds and its histogram keeps every value below 512 us exactly), the smallest spread the figure can \
      have";
 
-/// The controls (docs/unknowns.md §8): the v6.1 row's p50, p75 and p90, which no variant of
+/// The controls (docs/unknowns.md §9): the v6.1 row's p50, p75 and p90, which no variant of
 /// the model moves (the fix and the revert change how a stacked wakee waits, which reaches
 /// only the tail); never p99 or above, never a patched row.
 pub fn controls() -> Vec<crate::experiments::Control> {

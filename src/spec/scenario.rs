@@ -18,6 +18,11 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
         include_str!("../../scenarios/schbench.toml"),
     ),
     (
+        "schbench23",
+        "schbench 2023 (48aed1d) -m 2 -t 16 -r 30: LKP's default job, 25% load on the 128-CPU 4-node Xeon",
+        include_str!("../../scenarios/schbench23.toml"),
+    ),
+    (
         "spinners",
         "8 spinners started on CPU 8 of an EPYC 7763 2S with polling idle CPUs (the ilb-polling setup)",
         include_str!("../../scenarios/spinners.toml"),

@@ -1,7 +1,7 @@
 //! `reproduce X --calibrate`: the values of an experiment's named unknowns that best match its
 //! controls (published figures of the baseline row that no variant changes in the model,
 //! [`crate::experiments::Control`]), then every variant's prediction at those values with its
-//! band over the unknowns not fitted (docs/unknowns.md §8).
+//! band over the unknowns not fitted (docs/unknowns.md §9).
 //!
 //! The search, stated and deterministic:
 //! 1. **Which unknowns.** Each of the plan's axes alone at each of its band values
@@ -360,7 +360,7 @@ pub fn search(
 pub fn calibrate(plan: &Plan, jobs: usize) -> Result<Calibration, String> {
     if plan.controls.is_empty() {
         return Err(format!(
-            "experiment '{}' names no controls: nothing to calibrate on (docs/unknowns.md §8 says which experiments have controls)",
+            "experiment '{}' names no controls: nothing to calibrate on (docs/unknowns.md §9 says which experiments have controls)",
             plan.experiment
         ));
     }
@@ -392,7 +392,7 @@ pub fn render(c: &Calibration) -> String {
     let h = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
     let names: Vec<&str> = c.controls.iter().map(|x| x.name.as_str()).collect();
     let mut o = format!(
-        "Calibration of {} on its controls: {}'s published {} (docs/unknowns.md §8)\n",
+        "Calibration of {} on its controls: {}'s published {} (docs/unknowns.md §9)\n",
         c.experiment,
         c.row,
         names.join(", ")

@@ -307,7 +307,7 @@ impl HackbenchOpts {
 /// `--name`, `--name=value`, `--name value`, unique prefixes of long names, `--` ends the
 /// options. Non-option arguments are refused (both tools would ignore them silently).
 #[allow(clippy::type_complexity)]
-fn getopt(
+pub(crate) fn getopt(
     args: &[&str],
     short: &str,
     long: &[(&str, char, bool)],

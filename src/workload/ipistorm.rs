@@ -119,6 +119,49 @@ pub struct Ipistorm {
     pub ns_polling: u64,
     pub ns_ipi: u64,
     pub ns_coalesced: u64,
+    /// `single` calls by where their target was when the call began (indexed by
+    /// [`TargetAt`]): what the notification found on the other side.
+    pub target_at_call: [u64; 4],
+}
+
+/// Where the target of a call is at the call's start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TargetAt {
+    /// Halted in an idle state (MWAIT, HLT or WFI, an I/O-port C-state): only an interrupt,
+    /// or for MWAIT a write to its flag line, wakes it.
+    Halted = 0,
+    /// In `poll_idle()`, running with TIF_POLLING_NRFLAG set.
+    PollIdle = 1,
+    /// The idle task running outside an idle state (the idle loop's entry or exit path, an
+    /// interrupt taken in it).
+    IdleAwake = 2,
+    /// Running a task.
+    Busy = 3,
+}
+
+impl TargetAt {
+    pub const ALL: [TargetAt; 4] = [TargetAt::Halted, TargetAt::PollIdle, TargetAt::IdleAwake, TargetAt::Busy];
+
+    /// The state of `cpu` now.
+    pub fn of(k: &Kernel, cpu: CpuId) -> TargetAt {
+        use crate::linux::engine::WaitOn;
+        let c = &k.cpus[cpu as usize];
+        match c.x.waiting {
+            Some(w) if w.halts() => TargetAt::Halted,
+            Some(WaitOn::PollIdle) => TargetAt::PollIdle,
+            _ if k.curr(cpu) == c.rq.idle => TargetAt::IdleAwake,
+            _ => TargetAt::Busy,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            TargetAt::Halted => "halted",
+            TargetAt::PollIdle => "poll_idle",
+            TargetAt::IdleAwake => "idle task awake",
+            TargetAt::Busy => "busy",
+        }
+    }
 }
 
 impl Ipistorm {
@@ -137,6 +180,7 @@ impl Ipistorm {
             ns_polling: 0,
             ns_ipi: 0,
             ns_coalesced: 0,
+            target_at_call: [0; 4],
         }
     }
 
@@ -228,6 +272,9 @@ pub fn kthread_step(w: &mut Ipistorm, k: &mut Kernel, cpu: CpuId, s: &mut TaskFr
             s.mark[2] = k.stats.ipis_avoided;
             w.call_start[cpu as usize] = now;
             w.first_call_ns.get_or_insert(now);
+            if single {
+                w.target_at_call[TargetAt::of(k, target) as usize] += 1;
+            }
             s.at = KthreadAt::Returned as u8;
             let call = if single {
                 SmpCallFunction::single(target, CsdFunc::DoNothingIpi, wait)

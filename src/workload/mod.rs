@@ -20,6 +20,8 @@ pub mod rtapp;
 pub mod rtapp_json;
 pub mod rtpush;
 pub mod schbench;
+pub mod schbench23;
+pub mod schbench23_stats;
 pub mod schbench_stats;
 pub mod spinners;
 
@@ -204,6 +206,7 @@ macro_rules! workloads {
 workloads! {
     Ipistorm(ipistorm::Ipistorm) = "ipistorm": "Anton Blanchard's IPI stress module: kthreads issuing smp_call_function_single()",
     Schbench(schbench::Schbench) = "schbench": "Chris Mason's wakeup-latency benchmark (2021-12 version): message threads and workers on futexes",
+    Schbench23(schbench23::Schbench23) = "schbench23": "schbench as rewritten in 2023 (48aed1d, LKP's): workers usleep, then matrix work under a per-CPU lock; request latency p90",
     Spinners(spinners::Spinners) = "spinners": "N CPU-bound tasks started on chosen CPUs (tasks=, start=CPULIST, duration_ms=): overload setups",
     RtPush(rtpush::RtPush) = "rt-push": "a SCHED_FIFO task woken onto a pinned RT task's CPU: where it runs (pinned_cpu=, hold_us=, wake_delay_us=, ..._prio=)",
     Nanosleep(nanosleep::NanosleepLoop) = "nanosleep": "N processes looping nanosleep(1 us) with timer slack (procs=, ns=, duration_ms=)",

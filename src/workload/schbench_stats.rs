@@ -263,6 +263,35 @@ impl Histogram {
             PercentileRow { percentile: p, value, band_samples: band }
         })
     }
+
+    /// `calc_percentiles()` over any list of percentiles (in tenths, non-decreasing): for each,
+    /// the printed bucket value and the band count (samples after the previous entry's bucket
+    /// up to and including this one's; the first entry counts from bucket 0). The 2023 version
+    /// (48aed1d) computes every entry of its `plist[]` this way and prints only some of them,
+    /// so a printed row's band starts after the previous *computed* entry, printed or not.
+    pub fn percentile_bands(&self, permilles: &[u16]) -> Vec<(u32, u64)> {
+        let mut prev_cum = 0u64;
+        permilles
+            .iter()
+            .map(|&p| {
+                let threshold = percentile_threshold(p.min(1000), self.nr_samples);
+                let (value, cum) = self.first_bucket_reaching(threshold);
+                let band = cum - prev_cum;
+                prev_cum = cum;
+                (value, band)
+            })
+            .collect()
+    }
+
+    /// This histogram's buckets with another count, min and max: how a histogram whose buckets
+    /// were summed in one place takes the per-thread fields `combine_stats()` folded in
+    /// thread order (bucket sums do not depend on the order; `min` does, see [`Histogram::merge`]).
+    pub fn with_summary(mut self, nr_samples: u64, min: u32, max: u32) -> Histogram {
+        self.nr_samples = nr_samples;
+        self.min = min;
+        self.max = max;
+        self
+    }
 }
 
 /// Render one latency block exactly as `show_latencies()` prints it (to stderr): the header,
@@ -765,7 +794,7 @@ fn find_long(name: &str) -> Result<&'static OptSpec, String> {
     }
 }
 
-fn isqrt(n: u64) -> u64 {
+pub(crate) fn isqrt(n: u64) -> u64 {
     if n < 2 {
         return n;
     }
@@ -823,7 +852,7 @@ pub struct MainLoop {
     zero_time: u64,
 }
 
-fn sec_to_usec_as_int(s: u64) -> u64 {
+pub(crate) fn sec_to_usec_as_int(s: u64) -> u64 {
     (s as i32).wrapping_mul(1_000_000) as i64 as u64
 }
 
