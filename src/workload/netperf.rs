@@ -44,7 +44,8 @@ use super::TaskFrame;
 use crate::linux::engine::{Action, Next, Phase};
 use crate::linux::net::core::sock::{InetId, Proto};
 use crate::linux::net::socket::{
-    inet_connect_pair, sys_recvfrom, sys_sendto, SockOpts, TCP_RMEM_DEFAULT, TCP_WMEM_DEFAULT,
+    inet_connect_pair, pair_accounting, sys_recvfrom, sys_sendto, Accounting, SockOpts, TCP_RMEM_DEFAULT,
+    TCP_WMEM_DEFAULT,
 };
 use crate::linux::programs::resume_points;
 use crate::linux::{CpuId, Kernel, TaskId};
@@ -312,6 +313,11 @@ pub struct Pair {
     pub srv_bytes: u64,
     pub srv_msgs: u64,
     pub finished: bool,
+    /// The first loop test past half the test length: its time and the transactions and
+    /// bytes done by then (for the convergence check of the shortened runs).
+    pub half_ns: Time,
+    pub half_trans: u64,
+    pub half_bytes: u64,
 }
 
 /// Run state and results.
@@ -325,6 +331,11 @@ pub struct Netperf {
     pub output: String,
     pub finished: u32,
     pub done: bool,
+    /// Where the bytes of every connection were when the last client stopped: client to
+    /// server, and server to client (`net::socket::pair_accounting`, summed over the pairs).
+    pub accounting: [Accounting; 2],
+    /// The network paths' counters when the last client stopped.
+    pub net: crate::linux::net::NetStats,
 }
 
 impl Netperf {
@@ -334,7 +345,17 @@ impl Netperf {
         let clients = clients_param(p, nr_cpus)?;
         let args: Vec<&str> = p.get("args").unwrap_or("-t TCP_RR").split_whitespace().collect();
         let o = NetperfOpts::parse(&args).map_err(|e| format!("{}: {e}", p.origin))?;
-        Ok(Netperf { o, clients, pairs: Vec::new(), nr_cpus, output: String::new(), finished: 0, done: false })
+        Ok(Netperf {
+            o,
+            clients,
+            pairs: Vec::new(),
+            nr_cpus,
+            output: String::new(),
+            finished: 0,
+            done: false,
+            accounting: Default::default(),
+            net: Default::default(),
+        })
     }
 
     /// Transactions per second of all clients (RR), as LKP's `Throughput_total_tps` sums them.
@@ -346,6 +367,22 @@ impl Netperf {
     /// `Throughput_total_Mbps` sums them.
     pub fn total_mbps(&self) -> f64 {
         self.pairs.iter().filter(|p| p.finished).map(|p| p.bytes as f64 * 8.0 / 1e6 / secs(p)).sum()
+    }
+
+    /// The rate of the second half of the clients' tests relative to the first half's
+    /// (transactions for RR, bytes for STREAM), over all clients: 1.0 when the rate has
+    /// converged by the test's length.
+    pub fn half_ratio(&self) -> f64 {
+        let rr = self.o.test.rr();
+        let (mut a, mut ta, mut b, mut tb) = (0.0, 0.0, 0.0, 0.0);
+        for p in self.pairs.iter().filter(|p| p.finished && p.half_ns > 0) {
+            let (h, e) = if rr { (p.half_trans, p.trans) } else { (p.half_bytes, p.bytes) };
+            a += h as f64;
+            ta += (p.half_ns - p.start_ns) as f64;
+            b += (e - h) as f64;
+            tb += (p.end_ns - p.half_ns) as f64;
+        }
+        (b / tb.max(1.0)) / (a / ta.max(1.0)).max(1e-12)
     }
 
     /// The machine's CPU utilization (percent) over a pair's test.
@@ -595,10 +632,15 @@ pub fn task_step(w: &mut Netperf, k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame)
             user(k, s)
         }
         NetAt::Loop => {
-            let p = &w.pairs[i];
+            let p = &mut w.pairs[i];
             if is_client {
                 if k.now >= p.start_ns + w.o.len_ns {
                     return finish(w, k, cpu, s, i);
+                }
+                if p.half_ns == 0 && k.now >= p.start_ns + w.o.len_ns / 2 {
+                    p.half_ns = k.now;
+                    p.half_trans = p.trans;
+                    p.half_bytes = p.bytes;
                 }
                 let len = if test.rr() { w.o.req } else { w.o.stream_sizes().0 };
                 s.at = NetAt::First as u8;
@@ -667,6 +709,20 @@ fn finish(w: &mut Netperf, k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, i: usi
     w.finished += 1;
     if w.finished == w.clients {
         w.done = true;
+        w.net = k.ipc.net.stats.clone();
+        for p in &w.pairs {
+            for (dir, sk) in [p.csock, p.ssock].into_iter().enumerate() {
+                let a = pair_accounting(k, sk);
+                let t = &mut w.accounting[dir];
+                t.sent += a.sent;
+                t.received += a.received;
+                t.unread += a.unread;
+                t.socket_backlog += a.socket_backlog;
+                t.cpu_backlogs += a.cpu_backlogs;
+                t.unsent += a.unsent;
+                t.dropped += a.dropped;
+            }
+        }
     }
     super::exit_current(k, cpu, s)
 }
@@ -703,8 +759,7 @@ impl super::Program for Netperf {
             super::Metric { name: "throughput", unit: "Mbps", lower_is_better: false, value: self.total_mbps() }
         }
     }
-    fn json(&self, f: &super::RunFacts) -> serde_json::Value {
-        let _ = f;
+    fn json(&self, _f: &super::RunFacts) -> serde_json::Value {
         serde_json::json!({
             "name": "netperf",
             "test": self.o.test.name(),
@@ -716,10 +771,121 @@ impl super::Program for Netperf {
             "transactions": self.pairs.iter().map(|p| p.trans).sum::<u64>(),
             "bytes_sent": self.pairs.iter().map(|p| p.bytes).sum::<u64>(),
             "bytes_received": self.pairs.iter().map(|p| p.srv_bytes).sum::<u64>(),
+            "second_half_rate_ratio": self.half_ratio(),
+            "accounting": {"client_to_server": self.accounting[0], "server_to_client": self.accounting[1]},
+            "net": self.net,
             "output": self.output,
         })
     }
     fn text(&self, _f: &super::RunFacts) -> String {
         self.output.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(args: &str) -> NetperfOpts {
+        NetperfOpts::parse(&args.split_whitespace().collect::<Vec<_>>()).unwrap()
+    }
+
+    fn pair(secs: u64, trans: u64, bytes: u64, msgs: u64) -> Pair {
+        Pair { start_ns: 0, end_ns: secs * NSEC_PER_SEC, trans, bytes, msgs, finished: true, ..Default::default() }
+    }
+
+    /// The result lines are netperf 2.7.0's, byte for byte: the expected lines are those of
+    /// real runs on this project's guest (Debian's netperf 2.7.0-0.1), with the rate digits
+    /// the given counts produce.
+    #[test]
+    fn result_lines_are_netperfs_own() {
+        let o = opts("-H 127.0.0.1 -t TCP_RR -c -C");
+        let b = result_block(&o, &pair(1, 111_467, 0, 0), 100.0, 2);
+        assert!(b.starts_with("MIGRATED TCP REQUEST/RESPONSE TEST from 0.0.0.0 (0.0.0.0) port 0 AF_INET to 127.0.0.1 () port 0 AF_INET : demo : first burst 0\nLocal /Remote\nSocket Size   Request Resp.  Elapsed Trans.   CPU    CPU    S.dem   S.dem\n"), "{b}");
+        assert!(
+            b.ends_with(
+                "\n16384  131072 1       1      1.00    111467.00  100.00 100.00 17.943  17.943 \n16384  131072\n"
+            ),
+            "{b}"
+        );
+        let o = opts("-H 127.0.0.1 -t UDP_RR -c -C");
+        let b = result_block(&o, &pair(1, 114_652, 0, 0), 100.0, 2);
+        assert!(
+            b.ends_with(
+                "\n212992 212992 1       1      1.00    114652.00   100.00 100.00 17.444  17.444 \n212992 212992\n"
+            ),
+            "{b}"
+        );
+        let o = opts("-H 127.0.0.1 -t TCP_RR");
+        let b = result_block(&o, &pair(1, 12_583, 0, 0), 0.0, 2);
+        assert!(b.ends_with("Socket Size   Request  Resp.   Elapsed  Trans.\nSend   Recv   Size     Size    Time     Rate         \nbytes  Bytes  bytes    bytes   secs.    per sec   \n\n16384  131072 1        1       1.00     12583.00   \n16384  131072\n"), "{b}");
+        let o = opts("-H 127.0.0.1 -t TCP_STREAM -c -C");
+        let b = result_block(&o, &pair(1, 0, 1_938_176_250, 0), 100.0, 2);
+        assert!(
+            b.ends_with("\n131072  16384  16384    1.00       15505.41   100.00   100.00   1.057   1.057  \n"),
+            "{b}"
+        );
+        let o = opts("-H 127.0.0.1 -t TCP_STREAM");
+        let b = result_block(&o, &pair(1, 0, 1_976_217_500, 0), 0.0, 2);
+        assert!(
+            b.ends_with(
+                "bytes  bytes   bytes    secs.    10^6bits/sec  \n\n131072  16384  16384    1.00     15809.74   \n"
+            ),
+            "{b}"
+        );
+        let o = opts("-H 127.0.0.1 -t TCP_STREAM -c -C -- -s 8192 -S 8192");
+        let b = result_block(&o, &pair(1, 0, 1_498_028_750, 0), 100.0, 2);
+        assert!(
+            b.ends_with("\n 16384  16384  16384    1.00       11984.23   100.00   100.00   1.367   1.367  \n"),
+            "{b}"
+        );
+        let o = opts("-H 127.0.0.1 -t UDP_STREAM -c -C");
+        let mut p = pair(1, 0, 13_774_812_500, 210_561);
+        p.srv_bytes = 4_156_300_000;
+        p.srv_msgs = 63_533;
+        let b = result_block(&o, &p, 100.0, 2);
+        assert!(b.ends_with("\n212992   65507   1.00       210561      0    110198.5     100.00   0.149 \n212992           1.00        63533           33250.4     100.00   0.149 \n\n"), "{b}");
+        let o = opts("-H 127.0.0.1 -t UDP_STREAM");
+        let mut p = pair(1, 0, 12_804_505_000, 195_482);
+        p.srv_bytes = 3_764_085_000;
+        p.srv_msgs = 57_465;
+        let b = result_block(&o, &p, 0.0, 2);
+        assert!(b.ends_with("\n212992   65507   1.00       195482      0    102436.04\n212992           1.00        57465           30112.68\n\n"), "{b}");
+    }
+
+    #[test]
+    fn options_and_their_errors() {
+        let o = opts("-4 -H 127.0.0.1 -t tcp_stream -l 0.25 -c -- -m 1K -s 8192 -D");
+        assert_eq!((o.test, o.len_ns, o.cpu_local, o.cpu_remote), (Test::TcpStream, 250_000_000, true, false));
+        assert_eq!((o.send_size, o.lss, o.nodelay), (1024, 8192, true));
+        assert_eq!(o.socket_sizes(), (16384, 16384, 16384, 131072));
+        assert_eq!(o.stream_sizes(), (1024, 131072));
+        assert_eq!(opts("-t UDP_STREAM").stream_sizes(), (65507, 212992));
+        assert_eq!(opts("-t TCP_RR -- -r 64,1024").rsp, 1024);
+        let err = |a: &str| NetperfOpts::parse(&a.split_whitespace().collect::<Vec<_>>()).unwrap_err();
+        assert!(err("-t SCTP_RR").contains("-t SCTP_RR"), "{}", err("-t SCTP_RR"));
+        assert!(err("-l 0").contains("-l 0"));
+        assert!(err("-l -100").contains("-l -100"));
+        assert!(err("-H 10.0.0.1").contains("-H 10.0.0.1"));
+        assert!(err("-T 0,1").contains("'-T'"));
+        assert!(err("-t TCP_RR -- -r x").contains("-r x"));
+        assert!(err("-t UDP_STREAM -- -m 70000").contains("-m 70000"));
+        assert!(err("-l").contains("-l requires an argument"));
+    }
+
+    #[test]
+    fn clients_are_a_count_or_a_share_of_the_cpus() {
+        let p = |v: &str| Params::from_pairs(vec![("clients".into(), v.into())], "test");
+        assert_eq!(clients_param(&p("25%"), 128), Ok(32));
+        assert_eq!(clients_param(&p("1%"), 4), Ok(1));
+        assert_eq!(clients_param(&p("3"), 4), Ok(3));
+        assert!(clients_param(&p("0"), 4).unwrap_err().contains("clients=0"));
+        assert!(clients_param(&p("x%"), 4).unwrap_err().contains("clients=x%"));
+        let w = |v: &[&str]| command_line_params(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(
+            w(&["25%", "-t", "TCP_RR"]),
+            vec![("clients".into(), "25%".into()), ("args".into(), "-t TCP_RR".into())]
+        );
+        assert_eq!(w(&["-t", "TCP_RR"]), vec![("args".to_string(), "-t TCP_RR".to_string())]);
     }
 }

@@ -341,6 +341,8 @@ pub struct Tbench {
     pub output: String,
     pub exited: u32,
     pub done: bool,
+    /// The network paths' counters at the end.
+    pub net: crate::linux::net::NetStats,
 }
 
 impl Tbench {
@@ -368,6 +370,7 @@ impl Tbench {
             output: String::new(),
             exited: 0,
             done: false,
+            net: Default::default(),
         })
     }
 
@@ -515,6 +518,7 @@ fn sig_alarm(w: &mut Tbench, k: &mut Kernel) {
     }
     if final_call {
         finish(w);
+        w.net = k.ipc.net.stats.clone();
         super::all_exited(k);
     }
 }
@@ -750,10 +754,72 @@ impl super::Program for Tbench {
             "execute_mb_s": self.execute_rates(),
             "operations": self.children.iter().map(|c| c.ops.iter().map(|o| o.count).sum::<u64>()).sum::<u64>(),
             "bytes": self.children.iter().map(|c| c.bytes).sum::<u64>(),
+            "net": self.net,
             "output": self.output,
         })
     }
     fn text(&self, _f: &super::RunFacts) -> String {
         self.output.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_builtin_loadfile_has_the_documented_mix() {
+        let ops = parse_loadfile(BUILTIN_LOADFILE, BUILTIN_LOADFILE_NAME).unwrap();
+        assert!(ops.len() > 1000, "{}", ops.len());
+        let count = |name: &str| {
+            let i = OPS.iter().position(|o| *o == name).unwrap() as u8;
+            ops.iter().filter(|o| o.op == i).count()
+        };
+        // docs/workloads.md §6: ReadX 27.1%, NTCreateX 17.3%, WriteX 8.6% of 1000.
+        assert_eq!((count("ReadX"), count("NTCreateX"), count("WriteX")), (271, 173, 86));
+        let reads: Vec<&LoadOp> =
+            ops.iter().filter(|o| o.op == OPS.iter().position(|x| *x == "ReadX").unwrap() as u8).collect();
+        let mean = reads.iter().map(|o| o.bytes as u64).sum::<u64>() / reads.len() as u64;
+        assert!((11_000..12_700).contains(&mean), "ReadX mean {mean}");
+        assert!(reads.iter().all(|o| o.send == 55 && o.recv == o.bytes + 4));
+    }
+
+    #[test]
+    fn loadfile_errors_name_the_line() {
+        let e = parse_loadfile("Close 1 NT_STATUS_OK\nFrobnicate 3 NT_STATUS_OK\n", "f.txt").unwrap_err();
+        assert!(e.starts_with("f.txt:2: unknown operation 'Frobnicate'"), "{e}");
+        let e = parse_loadfile("ReadX 1 0 abc 4 NT_STATUS_OK\n", "f.txt").unwrap_err();
+        assert!(e.starts_with("f.txt:1: ReadX: parameter 3 'abc'"), "{e}");
+        let e = parse_loadfile("ReadX 1 0 80000 80000 NT_STATUS_OK\n", "f.txt").unwrap_err();
+        assert!(e.contains("overflows tbench_srv's 70000-byte buffer"), "{e}");
+        let e = parse_loadfile("Deltree \"\\\\x\" NT_STATUS_OK\n", "f.txt").unwrap_err();
+        assert!(e.contains("no operation that sends"), "{e}");
+        // A timestamped line (dbench's client.txt syntax) parses.
+        let ops = parse_loadfile("0.000 NTCreateX \"\\\\a\\\\b\" 0x1 0x2 7 NT_STATUS_OK\n", "f.txt").unwrap();
+        assert_eq!((ops[0].send, ops[0].recv), (111, 69));
+    }
+
+    #[test]
+    fn options_and_their_errors() {
+        let (o, f) = TbenchOpts::parse(&["-t", "4", "8", "127.0.0.1"], None, 16).unwrap();
+        assert_eq!((o.timelimit, o.nprocs, o.warmup(), f), (4, 8, 0, None));
+        let (o, _) = TbenchOpts::parse(&["-t", "30", "25%"], None, 128).unwrap();
+        assert_eq!((o.nprocs, o.warmup()), (32, 6));
+        let err = |a: &[&str]| TbenchOpts::parse(a, None, 4).unwrap_err();
+        assert!(err(&["-t", "0", "2"]).contains("-t 0"));
+        assert!(err(&["-t", "1"]).contains("NPROCS"));
+        assert!(err(&["x"]).contains("NPROCS 'x'"));
+        assert!(err(&["-s", "2"]).contains("'-s'"));
+        assert!(err(&["2", "10.1.1.1"]).contains("SERVER 10.1.1.1"));
+    }
+
+    #[test]
+    fn percent_g_prints_as_c_does() {
+        assert_eq!(fmt_g(1244.0), "1244");
+        assert_eq!(fmt_g(20853.4), "20853.4");
+        assert_eq!(fmt_g(1680.13), "1680.13");
+        assert_eq!(fmt_g(123456.7), "123457");
+        assert_eq!(fmt_g(1234567.0), "1.23457e+06");
+        assert_eq!(fmt_g(0.5), "0.5");
     }
 }

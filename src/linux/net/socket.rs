@@ -224,3 +224,79 @@ pub fn after_xmit(s: &mut InetOp, then: InetAt, c: crate::sim::Time) -> Next {
     s.then = then;
     Next::Cont(c)
 }
+
+/// Where the bytes sent on one direction of a connection are (from socket `tx` to its peer):
+/// what [`pair_accounting`] counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Accounting {
+    /// Bytes `sendmsg()` accepted on `tx`.
+    pub sent: u64,
+    /// Bytes the peer's `recvmsg()` copied out.
+    pub received: u64,
+    /// Still on the peer's receive queue, on its owner backlog, on some CPU's backlog, and not
+    /// yet sent (TCP's write queue).
+    pub unread: u64,
+    pub socket_backlog: u64,
+    pub cpu_backlogs: u64,
+    pub unsent: u64,
+    /// Dropped by the peer (UDP, its receive buffer full, or a full CPU backlog).
+    pub dropped: u64,
+}
+
+impl Accounting {
+    /// Every byte sent is accounted for somewhere.
+    pub fn balanced(&self) -> bool {
+        self.sent == self.received + self.unread + self.socket_backlog + self.cpu_backlogs + self.unsent + self.dropped
+    }
+}
+
+/// Count where the bytes sent from `tx` to its peer are now (tests and workloads check that
+/// none is lost or made up).
+pub fn pair_accounting(k: &Kernel, tx: InetId) -> Accounting {
+    let s = k.ipc.net.sk(tx);
+    let rx = k.ipc.net.sk(s.peer);
+    Accounting {
+        sent: s.bytes_sent,
+        received: rx.bytes_received,
+        unread: rx.receive_queue.iter().map(|b| (b.len - b.consumed) as u64).sum(),
+        socket_backlog: rx.backlog.iter().map(|p| p.len as u64).sum(),
+        cpu_backlogs: k
+            .ipc
+            .net
+            .softnet
+            .iter()
+            .flat_map(|sd| sd.input_pkt_queue.iter())
+            .filter(|p| p.dst == s.peer)
+            .map(|p| p.len as u64)
+            .sum(),
+        unsent: s.tcp.write_queue.iter().map(|&l| l as u64).sum(),
+        dropped: rx.drop_bytes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buffer_sizes_follow_the_kernels_rules() {
+        // tcp_sndbuf_expand(): 2 x 10 x (roundup_pow_of_two(65495 + 640) + 256).
+        assert_eq!(tcp_sndbuf_initial(), 2_626_560);
+        // SO_SNDBUF doubles, caps at wmem_max first, and has a floor.
+        assert_eq!(so_buf(8192, SOCK_MIN_SNDBUF), 16_384);
+        assert_eq!(so_buf(1 << 20, SOCK_MIN_SNDBUF), 2 * SK_MEM_DEFAULT);
+        assert_eq!(so_buf(1, SOCK_MIN_SNDBUF), SOCK_MIN_SNDBUF);
+    }
+
+    #[test]
+    fn a_pair_is_two_connected_sockets() {
+        let mut k = Kernel::for_test("smp-4");
+        let o = SockOpts { nodelay: true, sndbuf: 4096, rcvbuf: 0 };
+        let (a, b) = inet_connect_pair(&mut k, 1, Proto::Tcp, o, SockOpts::default());
+        assert_eq!((k.ipc.net.sk(a).peer, k.ipc.net.sk(b).peer), (b, a));
+        assert!(k.ipc.net.sk(a).tcp.nodelay && !k.ipc.net.sk(b).tcp.nodelay);
+        assert_eq!((k.ipc.net.sk(a).sndbuf, k.ipc.net.sk(b).sndbuf), (8192, tcp_sndbuf_initial()));
+        assert_eq!(k.ipc.net.softnet.len(), 4);
+        assert!(pair_accounting(&k, a).balanced());
+    }
+}

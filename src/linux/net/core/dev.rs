@@ -125,6 +125,7 @@ pub fn dev_queue_xmit(k: &mut Kernel, cpu: CpuId, src: InetId, pkt: Pkt) -> Time
     if sd.input_pkt_queue.len() > NETDEV_MAX_BACKLOG {
         if udp {
             sd.dropped += 1;
+            k.ipc.net.sk_mut(pkt.dst).drop_bytes += pkt.len as u64;
             return DEV_XMIT_NS;
         }
         sd.over_backlog += 1;

@@ -158,8 +158,9 @@ pub struct InetSock {
     /// Bytes the application handed to `sendmsg()` and got from `recvmsg()`.
     pub bytes_sent: u64,
     pub bytes_received: u64,
-    /// Datagrams this socket dropped on receive (UDP, receive buffer full).
+    /// Datagrams this socket dropped on receive (UDP, receive buffer full), and their bytes.
     pub drops: u64,
+    pub drop_bytes: u64,
     /// `TCP_DELACK_TIMER_DEFERRED`: the delayed-ACK timer fired while a task owned the socket.
     pub delack_deferred: bool,
 }
@@ -195,6 +196,7 @@ impl InetSock {
             bytes_sent: 0,
             bytes_received: 0,
             drops: 0,
+            drop_bytes: 0,
             delack_deferred: false,
         }
     }

@@ -278,3 +278,41 @@ pub fn tcp_mss_for_window(max_window: u32) -> u32 {
         TCP_MSS_LO
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_mss_is_los_bounded_by_half_the_largest_window() {
+        assert_eq!(tcp_mss_for_window(6 << 20), TCP_MSS_LO);
+        // tcp_rmem[1] = 131072 offers 65536 rounded down to an MSS: 65483, half of it.
+        assert_eq!(tcp_mss_for_window(65_483), 32_741);
+        assert_eq!(tcp_mss_for_window(500), 500);
+    }
+
+    #[test]
+    fn the_window_is_the_free_space_never_shrinking() {
+        let mut k = crate::linux::Kernel::for_test("smp-4");
+        let o = crate::linux::net::socket::SockOpts::default();
+        let (c, s) =
+            crate::linux::net::socket::inet_connect_pair(&mut k, 0, crate::linux::net::core::sock::Proto::Tcp, o, o);
+        // The handshake offered 65483 both ways.
+        assert_eq!(k.ipc.net.sk(c).tcp.snd_wnd_end, 65_483);
+        assert_eq!(tcp_receive_window(&k, s), 65_483);
+        // 40000 bytes queued and unread: the free space is half of what is left, rounded down
+        // to rcv_mss (536), and the edge moves right.
+        let so = k.ipc.net.sk_mut(s);
+        so.tcp.rcv_nxt = 40_000;
+        so.rmem_alloc = 40_000 + TCP_SKB_OVERHEAD;
+        assert_eq!(__tcp_select_window(&k, s), (131_072 - 40_896) / 2 / 536 * 536);
+        assert_eq!(tcp_select_window(&mut k, s), 40_000 + 45_024);
+        // Little data in much truesize: the free space is below what is left of the window
+        // offered, whose right edge stays.
+        let so = k.ipc.net.sk_mut(s);
+        so.tcp.rcv_nxt = 41_000;
+        so.rmem_alloc = 125_000;
+        assert_eq!(__tcp_select_window(&k, s), (131_072 - 125_000) / 2 / 536 * 536);
+        assert_eq!(tcp_select_window(&mut k, s), 40_000 + 45_024);
+    }
+}

@@ -72,9 +72,9 @@ pub fn udp_sendmsg(k: &mut Kernel, cpu: CpuId, s: &mut InetOp) -> Next {
     match s.at {
         InetAt::Enter => {
             let so = k.ipc.net.sk(sk);
-            // sock_alloc_send_pskb(): sk_wmem_alloc is back at its base on lo (see the module
-            // doc), under any sk_sndbuf.
-            debug_assert!(so.sndbuf > 0);
+            // sock_alloc_send_pskb(): on lo sk_wmem_alloc is back at its base (see the module
+            // doc), so the wait for send space never happens.
+            assert!(so.wmem_alloc < so.sndbuf, "socket {sk}: no UDP send space on loopback");
             let pkt = Pkt {
                 dst: so.peer,
                 len: s.len,
@@ -84,7 +84,9 @@ pub fn udp_sendmsg(k: &mut Kernel, cpu: CpuId, s: &mut InetOp) -> Next {
                 flags: 0,
                 truesize: udp_skb_truesize(s.len),
             };
-            k.ipc.net.sk_mut(sk).bytes_sent += s.len as u64;
+            let so = k.ipc.net.sk_mut(sk);
+            so.bytes_sent += s.len as u64;
+            so.wmem_alloc += pkt.truesize;
             s.done = s.len;
             let c = syscall_enter(k) + UDP_SENDMSG_NS + copy_cost(s.len);
             local_bh_disable(k, cpu);
@@ -109,6 +111,7 @@ pub fn udp_rcv(k: &mut Kernel, cpu: CpuId, pkt: Pkt) -> Time {
     if so.rmem_alloc > so.rcvbuf {
         let so = k.ipc.net.sk_mut(sk);
         so.drops += 1;
+        so.drop_bytes += pkt.len as u64;
         k.ipc.net.stats.udp_rcvbuf_errors += 1;
         return UDP_RCV_NS;
     }
@@ -155,5 +158,20 @@ pub fn udp_recvmsg(k: &mut Kernel, cpu: CpuId, s: &mut InetOp) -> Next {
             s.at = InetAt::Woken;
             Next::Call(c, Frame::ScheduleCaller(ScheduleCaller::schedule()))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn datagram_truesize_is_head_then_pages() {
+        // A 1-byte datagram fits the small-head cache.
+        assert_eq!(udp_skb_truesize(1), 256 + 640);
+        // 4000 bytes: a kmalloc'ed head rounded to a power of two.
+        assert_eq!(udp_skb_truesize(4000), 256 + 8192);
+        // Beyond SKB_MAX_ALLOC the payload is in page fragments, charged byte for byte.
+        assert_eq!(udp_skb_truesize(65_507), 256 + 640 + 65_507);
     }
 }
