@@ -23,7 +23,8 @@
 //! loopback address), `-P 0|1` (banner). Anything else is refused by name.
 //!
 //! **Shortened runs.** netperf's default test length is 10 s and LKP runs 300 s; the model's
-//! default is [`DEFAULT_LEN_MS`] (0.1 s), and `-l` accepts fractions of a second (`-l 0.25`).
+//! default is [`DEFAULT_LEN_MS`] (0.1 s), and `-l` accepts fractions of a second (`-l 0.25`);
+//! a negative `-l -N` is netperf's count mode (N transactions, or N bytes for a stream).
 //! `tests/netperf.rs` checks that the rate has converged at the default: the second half of a
 //! run's transactions per second is within 2% of the first half's.
 //!
@@ -98,8 +99,10 @@ impl Test {
 #[derive(Debug, Clone, PartialEq)]
 pub struct NetperfOpts {
     pub test: Test,
-    /// Test length (`-l`).
+    /// Test length (`-l`): a time, or with a negative `-l` (netperf's count mode) a number
+    /// of transactions (RR) or bytes (STREAM), `len_count`.
     pub len_ns: Time,
+    pub len_count: u64,
     /// `-c`, `-C`.
     pub cpu_local: bool,
     pub cpu_remote: bool,
@@ -132,6 +135,7 @@ impl NetperfOpts {
         let mut o = NetperfOpts {
             test: Test::TcpStream,
             len_ns: DEFAULT_LEN_MS * NSEC_PER_MSEC,
+            len_count: 0,
             cpu_local: false,
             cpu_remote: false,
             host: "localhost".into(),
@@ -161,7 +165,19 @@ impl NetperfOpts {
                         format!("netperf: -t {v}: not a modelled test (expected one of: {})", Test::NAMES.join(", "))
                     })?;
                 }
-                "-l" => o.len_ns = parse_len(val("-l")?)?,
+                "-l" => {
+                    let v = val("-l")?;
+                    match v.strip_prefix('-') {
+                        Some(n) => {
+                            o.len_count = match n.parse::<u64>() {
+                                Ok(n) if n > 0 => n,
+                                _ => return Err(format!("netperf: -l {v}: a negative length is a count of transactions or bytes: expected -N with N > 0")),
+                            };
+                            o.len_ns = crate::limits::MAX_SIM_NS;
+                        }
+                        None => o.len_ns = parse_len(v)?,
+                    }
+                }
                 "-c" => o.cpu_local = true,
                 "-C" => o.cpu_remote = true,
                 "-4" => {}
@@ -634,10 +650,17 @@ pub fn task_step(w: &mut Netperf, k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame)
         NetAt::Loop => {
             let p = &mut w.pairs[i];
             if is_client {
-                if k.now >= p.start_ns + w.o.len_ns {
+                let count = if test.rr() { p.trans } else { p.bytes };
+                let o = &w.o;
+                let (over, half) = if o.len_count > 0 {
+                    (count >= o.len_count, count >= o.len_count / 2)
+                } else {
+                    (k.now >= p.start_ns + o.len_ns, k.now >= p.start_ns + o.len_ns / 2)
+                };
+                if over {
                     return finish(w, k, cpu, s, i);
                 }
-                if p.half_ns == 0 && k.now >= p.start_ns + w.o.len_ns / 2 {
+                if p.half_ns == 0 && half {
                     p.half_ns = k.now;
                     p.half_trans = p.trans;
                     p.half_bytes = p.bytes;
@@ -865,7 +888,8 @@ mod tests {
         let err = |a: &str| NetperfOpts::parse(&a.split_whitespace().collect::<Vec<_>>()).unwrap_err();
         assert!(err("-t SCTP_RR").contains("-t SCTP_RR"), "{}", err("-t SCTP_RR"));
         assert!(err("-l 0").contains("-l 0"));
-        assert!(err("-l -100").contains("-l -100"));
+        assert_eq!(opts("-t TCP_RR -l -20000").len_count, 20_000);
+        assert!(err("-l -x").contains("-l -x"));
         assert!(err("-H 10.0.0.1").contains("-H 10.0.0.1"));
         assert!(err("-T 0,1").contains("'-T'"));
         assert!(err("-t TCP_RR -- -r x").contains("-r x"));
