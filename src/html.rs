@@ -13,41 +13,104 @@ use std::sync::{Arc, Mutex};
 
 use plotters::prelude::*;
 
+use crate::focus::{Cpus as FocusCpus, Focus, Match, Trigger};
 use crate::linux::engine::Phase;
 use crate::report::Comparison;
 use crate::run::RunResult;
 use crate::spec::RunSpec;
 use crate::trace::{Event, Record, TaskInfo, TraceSink, Vector};
 
-/// Length of the timeline window.
-pub const WINDOW_NS: u64 = 100_000;
-/// CPUs shown in a timeline at most (the busiest in the window).
+/// CPUs shown in a timeline at most (those of interest, then the busiest in the window).
 const TIMELINE_CPUS: usize = 12;
 
-/// The records of one window of a run, and each CPU's state when the window opens.
+/// The records of one run's context window (the narrow window lies inside it), and each CPU's
+/// state when it opens.
 #[derive(Debug, Default, Clone)]
 pub struct Window {
     pub start_ns: u64,
     pub len_ns: u64,
+    /// The narrow window: its start and length (inside the context window).
+    pub narrow_start_ns: u64,
+    pub narrow_len_ns: u64,
+    /// The record that opened the window (`None`: the trigger never fired; the window is the
+    /// first one after the trigger's anchor).
+    pub trigger: Option<Record>,
     pub records: Vec<Record>,
     /// Targets of each `ipi_send_cpumask` record in `records` (by record index).
     pub mask_targets: BTreeMap<usize, Vec<u32>>,
     /// Per CPU at the window's start: current pid and idle state (None = not in a state).
     pub initial: Vec<(u32, Option<u32>)>,
     pub comms: BTreeMap<u32, String>,
-    started: bool,
 }
 
-/// A [`TraceSink`] that keeps one window: it opens at the first IPI sent (or the first record
-/// after 1 ms when there is none) and lasts [`WINDOW_NS`]; before it opens, only each CPU's
-/// current task and idle state are tracked. Memory: one window.
-pub struct WindowSink(pub Arc<Mutex<Window>>);
+/// Apply a record to the per-CPU state (current task, idle state) a window starts from.
+fn advance(state: &mut [(u32, Option<u32>)], r: &Record) {
+    let c = r.cpu as usize;
+    if c >= state.len() {
+        return;
+    }
+    match r.event {
+        Event::SchedSwitch { next_pid, .. } => state[c].0 = next_pid,
+        Event::CpuIdle { state: s, .. } => state[c].1 = if s == u32::MAX { None } else { Some(s) },
+        _ => {}
+    }
+}
+
+/// A [`TraceSink`] that keeps one window around the first record its [`Trigger`] matches: it
+/// holds the last stretch of records before it (a ring as long as the context window's lead),
+/// so the window opens before the instant. Memory: one context window.
+pub struct WindowSink {
+    w: Arc<Mutex<Window>>,
+    trigger: Trigger,
+    /// The context window's lead and length.
+    lead_ns: u64,
+    len_ns: u64,
+    ring: std::collections::VecDeque<(Record, Option<Vec<u32>>)>,
+    /// Per-CPU state at the ring's oldest record.
+    state: Vec<(u32, Option<u32>)>,
+    opened: bool,
+}
 
 impl WindowSink {
-    pub fn new(nr_cpus: u32) -> (WindowSink, Arc<Mutex<Window>>) {
-        let w = Window { len_ns: WINDOW_NS, initial: vec![(0, None); nr_cpus as usize], ..Default::default() };
+    pub fn new(nr_cpus: u32, trigger: Trigger) -> (WindowSink, Arc<Mutex<Window>>) {
+        let lead_ns = trigger.lead_ns * crate::focus::CONTEXT;
+        let len_ns = trigger.span_ns * crate::focus::CONTEXT;
+        let w = Window { len_ns, narrow_len_ns: trigger.span_ns, ..Default::default() };
         let a = Arc::new(Mutex::new(w));
-        (WindowSink(a.clone()), a)
+        let sink = WindowSink {
+            w: a.clone(),
+            trigger,
+            lead_ns,
+            len_ns,
+            ring: Default::default(),
+            state: vec![(0, None); nr_cpus as usize],
+            opened: false,
+        };
+        (sink, a)
+    }
+
+    /// Open the window at `t0`, the instant: the ring's records from the context window's start
+    /// become its first records.
+    fn open(&mut self, w: &mut Window, t0: u64, by: Option<Record>) {
+        self.opened = true;
+        w.trigger = by;
+        w.start_ns = t0.saturating_sub(self.lead_ns);
+        w.narrow_start_ns = t0.saturating_sub(self.trigger.lead_ns);
+        while let Some((r, _)) = self.ring.front() {
+            if r.ts_ns >= w.start_ns {
+                break;
+            }
+            let (r, _) = self.ring.pop_front().expect("front");
+            advance(&mut self.state, &r);
+        }
+        w.initial = self.state.clone();
+        for (r, targets) in self.ring.drain(..) {
+            if let Some(t) = targets {
+                let i = w.records.len();
+                w.mask_targets.insert(i, t);
+            }
+            w.records.push(r);
+        }
     }
 }
 
@@ -55,50 +118,66 @@ impl TraceSink for WindowSink {
     fn funcs(&mut self, _names: &[String]) {}
 
     fn tasks(&mut self, new: &[TaskInfo]) {
-        let mut w = self.0.lock().expect("no panics hold the lock");
+        let mut w = self.w.lock().expect("no panics hold the lock");
         for t in new {
             w.comms.insert(t.pid, t.comm.clone());
         }
     }
 
     fn write(&mut self, records: &[Record], masks: &[crate::hw::cpumask::CpuMask]) -> std::io::Result<()> {
-        let mut w = self.0.lock().expect("no panics hold the lock");
+        let w = self.w.clone();
+        let mut w = w.lock().expect("no panics hold the lock");
         for r in records {
-            if !w.started {
-                let opens = matches!(r.event, Event::IpiSendCpu { .. } | Event::IpiSendCpumask { .. })
-                    || r.ts_ns >= 1_000_000 && r.pid != 0;
-                if opens {
-                    w.started = true;
-                    w.start_ns = r.ts_ns.saturating_sub(500);
-                } else {
-                    let c = r.cpu as usize;
-                    if c < w.initial.len() {
-                        match r.event {
-                            Event::SchedSwitch { next_pid, .. } => w.initial[c].0 = next_pid,
-                            Event::CpuIdle { state, .. } => {
-                                w.initial[c].1 = if state == u32::MAX { None } else { Some(state) }
-                            }
-                            _ => {}
-                        }
-                    }
+            let targets = match r.event {
+                Event::IpiSendCpumask { mask, .. } => {
+                    Some(masks.get(mask as usize).map(|m| m.iter().collect()).unwrap_or_default())
+                }
+                _ => None,
+            };
+            if !self.opened {
+                let hit = r.ts_ns >= self.trigger.from_ns
+                    && self.trigger.cpu.is_none_or(|c| c == r.cpu)
+                    && self.trigger.what.hits(r, |p| w.comms.get(&p).cloned());
+                self.ring.push_back((*r, targets.clone()));
+                if hit {
+                    // A window at a given time (any record) opens at that time exactly; one at
+                    // an event, at the event.
+                    let t0 = if self.trigger.what == Match::Any { self.trigger.from_ns } else { r.ts_ns };
+                    let by = (self.trigger.what != Match::Any).then_some(*r);
+                    self.open(&mut w, t0, by);
                     continue;
                 }
+                // Keep only the context window's lead.
+                while let Some((old, _)) = self.ring.front() {
+                    if old.ts_ns + self.lead_ns >= r.ts_ns {
+                        break;
+                    }
+                    let (old, _) = self.ring.pop_front().expect("front");
+                    advance(&mut self.state, &old);
+                }
+                continue;
             }
-            if r.ts_ns >= w.start_ns + w.len_ns {
+            if r.ts_ns >= w.start_ns + self.len_ns {
                 break;
             }
-            if let Event::IpiSendCpumask { mask, .. } = r.event {
-                let targets = masks.get(mask as usize).map(|m| m.iter().collect()).unwrap_or_default();
+            if let Some(t) = targets {
                 let i = w.records.len();
-                w.mask_targets.insert(i, targets);
+                w.mask_targets.insert(i, t);
             }
             w.records.push(*r);
         }
         Ok(())
     }
 
-    fn finish(self: Box<Self>) -> std::io::Result<u64> {
-        Ok(self.0.lock().expect("no panics hold the lock").records.len() as u64)
+    fn finish(mut self: Box<Self>) -> std::io::Result<u64> {
+        let w = self.w.clone();
+        let mut w = w.lock().expect("no panics hold the lock");
+        if !self.opened {
+            // The trigger never fired: the window after its anchor, as far as the run went.
+            let t0 = self.ring.front().map_or(self.trigger.from_ns, |(r, _)| r.ts_ns.max(self.trigger.from_ns));
+            self.open(&mut w, t0 + self.trigger.lead_ns, None);
+        }
+        Ok(w.records.len() as u64)
     }
 
     fn abort(self: Box<Self>) {}
@@ -109,15 +188,28 @@ pub struct Detail {
     pub label: String,
     pub run: RunResult,
     pub window: Window,
+    /// The focus the window was chosen by, and the rule as text.
+    pub focus: Focus,
+    pub rule: String,
 }
 
-/// Re-run `spec` keeping a trace window.
-pub fn detail(label: &str, spec: &RunSpec) -> Result<Detail, String> {
+/// Re-run `spec` keeping the window `focus` names. `first` is a run of the same spec already
+/// made (the variant's first seed), whose figures anchor the focus (the middle of the run, its
+/// first WARN); the re-run is the same run, so the instant is found again in its trace.
+/// `reference` is another variant's run whose anchor stands in when `first` never reached it.
+pub fn detail(
+    label: &str,
+    spec: &RunSpec,
+    focus: &Focus,
+    first: Option<&RunResult>,
+    reference: Option<&RunResult>,
+) -> Result<Detail, String> {
     let nr = crate::run::machine(&spec.machine)?.topo.nr_cpus;
-    let (sink, win) = WindowSink::new(nr);
+    let (trigger, rule) = focus.trigger(first, reference);
+    let (sink, win) = WindowSink::new(nr, trigger);
     let (run, _) = crate::run::execute_with_sink(spec, Box::new(sink), 0)?;
     let window = win.lock().expect("no panics hold the lock").clone();
-    Ok(Detail { label: label.to_string(), run, window })
+    Ok(Detail { label: label.to_string(), run, window, focus: focus.clone(), rule })
 }
 
 fn esc(s: &str) -> String {
@@ -361,22 +453,69 @@ struct Lanes {
     csd: Vec<(f64, f64)>,
 }
 
-/// The per-CPU timeline of a detail run's window.
-fn timeline(d: &Detail) -> Plot {
-    let w = &d.window;
-    let us = |t: u64| (t.saturating_sub(w.start_ns)) as f64 / 1000.0;
-    let end = w.len_ns as f64 / 1000.0;
+/// Colours of the timeline's marks (tests look for them in the SVG: see `MARKS`).
+const IPI: RGBColor = RGBColor(0, 0, 255);
+const KICK: RGBColor = RGBColor(0, 150, 60);
+const MIGRATION: RGBColor = RGBColor(230, 110, 0);
+const WARN: RGBColor = RGBColor(200, 0, 0);
+const STACKING: RGBColor = RGBColor(20, 20, 20);
+const BACKGROUND_TASK: RGBColor = RGBColor(200, 205, 215);
+
+/// The marks a timeline draws and the colour of each, as the SVG writes it: an IPI arrow, a
+/// polling kick (no IPI), a migration or push, a WARN, the first stacking wakeup.
+pub const MARKS: &[(&str, &str)] = &[
+    ("ipi", "#0000FF"),
+    ("polling-kick", "#00963C"),
+    ("migration", "#E66E00"),
+    ("warn", "#C80000"),
+    ("stacking", "#141414"),
+];
+
+/// An arrow between two CPUs: (time sent, from, time arrived, to), µs into the window.
+type Arrow = (f64, u32, f64, u32);
+
+/// Everything drawn in one timeline: lanes per CPU, arrows and markers, in µs from its start.
+struct Drawing {
+    lanes: Vec<Lanes>,
+    /// IPIs, polling kicks and migrations.
+    ipis: Vec<Arrow>,
+    kicks: Vec<Arrow>,
+    migrations: Vec<Arrow>,
+    warns: Vec<(f64, u32)>,
+    busy: Vec<u32>,
+}
+
+/// The records of `w` from `from` for `len` ns (the narrow window or the whole context one),
+/// with each CPU's state at `from`.
+fn draw_window(w: &Window, from: u64, len: u64) -> Drawing {
+    let us = |t: u64| (t.saturating_sub(from)) as f64 / 1000.0;
+    let end = len as f64 / 1000.0;
     let nr = w.initial.len();
+    let mut state = w.initial.clone();
+    let first = w.records.iter().position(|r| r.ts_ns >= from).unwrap_or(w.records.len());
+    for r in &w.records[..first] {
+        advance(&mut state, r);
+    }
     let mut lanes: Vec<Lanes> = (0..nr).map(|_| Lanes::default()).collect();
-    let mut cur: Vec<(u32, f64)> = w.initial.iter().map(|&(p, _)| (p, 0.0)).collect();
-    let mut idle: Vec<Option<(u32, f64)>> = w.initial.iter().map(|&(_, s)| s.map(|s| (s, 0.0))).collect();
+    let mut cur: Vec<(u32, f64)> = state.iter().map(|&(p, _)| (p, 0.0)).collect();
+    let mut idle: Vec<Option<(u32, f64)>> = state.iter().map(|&(_, s)| s.map(|s| (s, 0.0))).collect();
     let mut irq_open: Vec<Vec<f64>> = vec![Vec::new(); nr];
     let mut sirq_open: Vec<Option<f64>> = vec![None; nr];
     let mut csd_open: Vec<Option<f64>> = vec![None; nr];
     let mut pending: Vec<Vec<(f64, u32)>> = vec![Vec::new(); nr];
-    let mut arrows: Vec<(f64, u32, f64, u32)> = Vec::new();
-    let mut busy = vec![0u32; nr];
-    for (i, r) in w.records.iter().enumerate() {
+    let mut kicked: Vec<Vec<(f64, u32)>> = vec![Vec::new(); nr];
+    let mut d = Drawing {
+        lanes: Vec::new(),
+        ipis: Vec::new(),
+        kicks: Vec::new(),
+        migrations: Vec::new(),
+        warns: Vec::new(),
+        busy: vec![0; nr],
+    };
+    for (i, r) in w.records.iter().enumerate().skip(first) {
+        if r.ts_ns >= from + len {
+            break;
+        }
         let c = r.cpu as usize;
         if c >= nr {
             continue;
@@ -395,17 +534,19 @@ fn timeline(d: &Detail) -> Plot {
                     if let Some((st, s)) = idle[c].take() {
                         lanes[c].idle.push((s, t, st));
                     }
+                    // A polling kick lands when the target leaves its idle state.
+                    for (ts, from_cpu) in kicked[c].drain(..) {
+                        d.kicks.push((ts, from_cpu, t, c as u32));
+                    }
                 } else {
                     idle[c] = Some((state, t));
                 }
             }
             Event::VectorEntry { vector } => {
                 irq_open[c].push(t);
-                if vector != Vector::LocalTimer {
-                    if let Some(k) = (!pending[c].is_empty()).then_some(0) {
-                        let (ts, from) = pending[c].remove(k);
-                        arrows.push((ts, from, t, c as u32));
-                    }
+                if vector != Vector::LocalTimer && !pending[c].is_empty() {
+                    let (ts, from_cpu) = pending[c].remove(0);
+                    d.ipis.push((ts, from_cpu, t, c as u32));
                 }
             }
             Event::VectorExit { .. } => {
@@ -429,6 +570,11 @@ fn timeline(d: &Detail) -> Plot {
                     }
                 }
             }
+            Event::SchedWakeIdleWithoutIpi { cpu: target } if (target as usize) < nr => {
+                kicked[target as usize].push((t, r.cpu));
+            }
+            Event::SchedMigrateTask { orig_cpu, dest_cpu, .. } => d.migrations.push((t, orig_cpu, t, dest_cpu)),
+            Event::Warning { .. } => d.warns.push((t, r.cpu)),
             Event::CsdFunctionEntry { .. } => csd_open[c] = Some(t),
             Event::CsdFunctionExit { .. } => {
                 if let Some(s) = csd_open[c].take() {
@@ -437,7 +583,7 @@ fn timeline(d: &Detail) -> Plot {
             }
             _ => {}
         }
-        busy[c] += 1;
+        d.busy[c] += 1;
     }
     for c in 0..nr {
         let (pid, s) = cur[c];
@@ -456,39 +602,108 @@ fn timeline(d: &Detail) -> Plot {
         if let Some(s) = csd_open[c] {
             lanes[c].csd.push((s, end));
         }
+        // A kick whose target never left idle in the window: drawn to the window's end.
+        for (ts, from_cpu) in kicked[c].drain(..) {
+            d.kicks.push((ts, from_cpu, end, c as u32));
+        }
     }
-    // The busiest CPUs, in CPU order.
-    let mut order: Vec<usize> = (0..nr).filter(|&c| busy[c] > 0 || !lanes[c].tasks.is_empty()).collect();
-    order.sort_by_key(|&c| std::cmp::Reverse(busy[c]));
-    order.truncate(TIMELINE_CPUS);
+    d.lanes = lanes;
+    d
+}
+
+/// The CPU a record points at besides its own (an IPI's or a wakeup's target, a migration's
+/// destination), if any.
+fn target_of(r: &Record) -> Option<u32> {
+    match r.event {
+        Event::IpiSendCpu { cpu, .. } | Event::CsdQueueCpu { cpu, .. } | Event::SchedWakeIdleWithoutIpi { cpu } => {
+            Some(cpu)
+        }
+        Event::SchedWaking { target_cpu, .. } | Event::SchedWakeup { target_cpu, .. } => Some(target_cpu),
+        Event::SchedMigrateTask { dest_cpu, .. } => Some(dest_cpu),
+        _ => None,
+    }
+}
+
+/// The CPUs a detail's timeline shows, in CPU order, and those of interest among them: the
+/// focus's CPUs (or where the workload's tasks ran), the CPU of the record that opened the
+/// window and its target, then the busiest CPUs of the window up to [`TIMELINE_CPUS`].
+fn timeline_cpus(d: &Detail, dr: &Drawing) -> (Vec<usize>, Vec<usize>) {
+    let nr = dr.lanes.len();
+    let mut interest: Vec<usize> = match &d.focus.cpus {
+        FocusCpus::Listed(v) => v.iter().map(|&c| c as usize).filter(|&c| c < nr).collect(),
+        FocusCpus::WorkloadTasks => {
+            (0..nr).filter(|&c| dr.lanes[c].tasks.iter().any(|t| d.run.workload_pids.contains(&t.2))).collect()
+        }
+    };
+    if let Some(r) = &d.window.trigger {
+        interest.push(r.cpu as usize);
+        interest.extend(target_of(r).map(|c| c as usize));
+    }
+    // What the window is about: a stacking wakeup's CPU, a migration's two ends.
+    let w = &d.window;
+    if let Some((t, c, _)) = d.run.stats.first_stacking {
+        if t >= w.start_ns && t < w.start_ns + w.len_ns {
+            interest.push(c as usize);
+        }
+    }
+    for &(_, a, _, b) in &dr.migrations {
+        interest.extend([a as usize, b as usize]);
+    }
+    interest.retain(|&c| c < nr);
+    interest.sort();
+    interest.dedup();
+    interest.truncate(TIMELINE_CPUS);
+    let mut order = interest.clone();
+    let mut rest: Vec<usize> =
+        (0..nr).filter(|&c| !order.contains(&c) && (dr.busy[c] > 0 || !dr.lanes[c].tasks.is_empty())).collect();
+    rest.sort_by_key(|&c| std::cmp::Reverse(dr.busy[c]));
+    order.extend(rest.into_iter().take(TIMELINE_CPUS.saturating_sub(order.len())));
     if order.is_empty() {
         order = (0..nr.min(4)).collect();
     }
     order.sort();
+    (order, interest)
+}
+
+/// The per-CPU timeline of a detail run: its narrow window, or the context window around it.
+fn timeline(d: &Detail, context: bool) -> Plot {
+    let w = &d.window;
+    let (from, len) = if context { (w.start_ns, w.len_ns) } else { (w.narrow_start_ns, w.narrow_len_ns) };
+    let dr = draw_window(w, from, len);
+    let end = len as f64 / 1000.0;
+    let (order, interest) = timeline_cpus(d, &dr);
     let row: BTreeMap<usize, f64> = order.iter().enumerate().map(|(i, &c)| (c, (order.len() - 1 - i) as f64)).collect();
     let n = order.len();
-    let mut pids: Vec<u32> = order.iter().flat_map(|&c| lanes[c].tasks.iter().map(|t| t.2)).collect();
+    let workload = |pid: u32| d.run.workload_pids.contains(&pid);
+    let mut pids: Vec<u32> =
+        order.iter().flat_map(|&c| dr.lanes[c].tasks.iter().map(|t| t.2)).filter(|&p| workload(p)).collect();
     pids.sort();
     pids.dedup();
+    let stacking = d.run.stats.first_stacking.filter(|&(t, _, _)| t >= from && t < from + len);
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (1100, 110 + 40 * n.max(5) as u32)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (1100, 130 + 40 * n.max(5) as u32)).into_drawing_area();
         root.fill(&WHITE).map_err(perr)?;
-        let labels: Vec<String> = order.iter().rev().map(|c| format!("CPU{c}")).collect();
+        let labels: Vec<String> = order
+            .iter()
+            .rev()
+            .map(|&c| if interest.contains(&c) { format!("CPU{c} *") } else { format!("CPU{c}") })
+            .collect();
         let mut ch = ChartBuilder::on(&root)
             .caption(
                 format!(
-                    "{}: {:.0} µs from {:.3} ms. Task colour per pid; grey = idle state (darker = deeper); red = hard IRQ; purple = csd callback; orange = softirq; blue arrows = IPIs",
+                    "{}: {:.0} µs from {:.3} ms ({}; * = CPU of interest)",
                     d.label,
                     end,
-                    w.start_ns as f64 / 1e6
+                    from as f64 / 1e6,
+                    if context { "context" } else { "around the instant" }
                 ),
                 ("sans-serif", 14),
             )
             .margin(10)
             .x_label_area_size(30)
-            .y_label_area_size(70)
-            .build_cartesian_2d(0f64..end * 1.22, 0f64..n as f64)
+            .y_label_area_size(80)
+            .build_cartesian_2d(0f64..end * 1.28, 0f64..n as f64)
             .map_err(perr)?;
         ch.configure_mesh()
             .disable_y_mesh()
@@ -507,15 +722,18 @@ fn timeline(d: &Detail) -> Plot {
             .map_err(perr)?;
         for &c in &order {
             let y = row[&c];
-            let l = &lanes[c];
+            let l = &dr.lanes[c];
             ch.draw_series(l.idle.iter().map(|&(s, e, st)| {
                 let g = 215u8.saturating_sub(25 * st.min(4) as u8);
                 Rectangle::new([(s, y + 0.1), (e, y + 0.9)], RGBColor(g, g, g).filled())
             }))
             .map_err(perr)?;
             ch.draw_series(l.tasks.iter().map(|&(s, e, pid)| {
-                let k = pids.iter().position(|&p| p == pid).unwrap_or(0);
-                Rectangle::new([(s, y + 0.1), (e, y + 0.9)], color(k).mix(0.75).filled())
+                let fill = match pids.iter().position(|&p| p == pid) {
+                    Some(k) => color(k).mix(0.75).filled(),
+                    None => BACKGROUND_TASK.filled(),
+                };
+                Rectangle::new([(s, y + 0.1), (e, y + 0.9)], fill)
             }))
             .map_err(perr)?;
             ch.draw_series(
@@ -533,21 +751,39 @@ fn timeline(d: &Detail) -> Plot {
             )
             .map_err(perr)?;
         }
-        for &(t0, from, t1, to) in &arrows {
-            let (Some(&y0), Some(&y1)) = (row.get(&(from as usize)), row.get(&(to as usize))) else { continue };
-            let (y0, y1) = (y0 + 0.5, y1 + 0.5);
-            ch.draw_series(std::iter::once(PathElement::new(vec![(t0, y0), (t1, y1)], BLUE.stroke_width(1))))
+        let arrow_sets: [(&Vec<Arrow>, RGBColor); 3] =
+            [(&dr.ipis, IPI), (&dr.kicks, KICK), (&dr.migrations, MIGRATION)];
+        for (set, col) in arrow_sets {
+            for &(t0, from_cpu, t1, to) in set {
+                let (Some(&y0), Some(&y1)) = (row.get(&(from_cpu as usize)), row.get(&(to as usize))) else {
+                    continue;
+                };
+                let (y0, y1) = (y0 + 0.5, y1 + 0.5);
+                ch.draw_series(std::iter::once(PathElement::new(vec![(t0, y0), (t1, y1)], col.stroke_width(2))))
+                    .map_err(perr)?;
+                let dir = if y1 < y0 { 1.0 } else { -1.0 };
+                let dx = end * 0.004;
+                ch.draw_series(std::iter::once(Polygon::new(
+                    vec![(t1, y1), (t1 - dx, y1 + dir * 0.18), (t1 + dx * 0.3, y1 + dir * 0.18)],
+                    col.filled(),
+                )))
                 .map_err(perr)?;
-            let dir = if y1 < y0 { 1.0 } else { -1.0 };
-            let dx = end * 0.004;
-            ch.draw_series(std::iter::once(Polygon::new(
-                vec![(t1, y1), (t1 - dx, y1 + dir * 0.18), (t1 + dx * 0.3, y1 + dir * 0.18)],
-                BLUE.filled(),
-            )))
-            .map_err(perr)?;
+            }
         }
-        // Legend of the tasks seen.
-        for (k, pid) in pids.iter().enumerate().take(10) {
+        for &(t, c) in &dr.warns {
+            if let Some(&y) = row.get(&(c as usize)) {
+                ch.draw_series(std::iter::once(Cross::new((t, y + 0.5), 8, WARN.stroke_width(3)))).map_err(perr)?;
+            }
+        }
+        if let Some((t, c, _)) = stacking {
+            let t = (t - from) as f64 / 1000.0;
+            if let Some(&y) = row.get(&(c as usize)) {
+                ch.draw_series(std::iter::once(TriangleMarker::new((t, y + 0.95), 9, STACKING.filled())))
+                    .map_err(perr)?;
+            }
+        }
+        // The legend: the workload's tasks by name, then what every other mark means.
+        for (k, pid) in pids.iter().enumerate().take(8) {
             let name = w.comms.get(pid).cloned().unwrap_or_else(|| "?".into());
             let c = color(k);
             ch.draw_series(std::iter::once(Rectangle::new([(0.0, -1.0), (0.0, -1.0)], c.filled())))
@@ -555,14 +791,34 @@ fn timeline(d: &Detail) -> Plot {
                 .label(format!("{name}-{pid}"))
                 .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], c.mix(0.75).filled()));
         }
-        if !pids.is_empty() {
-            ch.configure_series_labels()
-                .position(SeriesLabelPosition::UpperRight)
-                .background_style(WHITE.mix(0.9))
-                .border_style(BLACK)
-                .draw()
-                .map_err(perr)?;
+        let boxes: [(&str, RGBColor); 5] = [
+            ("other task (background)", BACKGROUND_TASK),
+            ("idle state (darker: deeper)", RGBColor(165, 165, 165)),
+            ("hard IRQ", RED),
+            ("softirq", RGBColor(255, 150, 0)),
+            ("csd callback", RGBColor(120, 0, 160)),
+        ];
+        for (label, c) in boxes {
+            ch.draw_series(std::iter::once(Rectangle::new([(0.0, -1.0), (0.0, -1.0)], c.filled())))
+                .map_err(perr)?
+                .label(label)
+                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], c.filled()));
         }
+        let lines: [(&str, RGBColor); 3] =
+            [("IPI", IPI), ("polling kick (no IPI)", KICK), ("migration / push", MIGRATION)];
+        for (label, c) in lines {
+            ch.draw_series(std::iter::once(PathElement::new(vec![(0.0, -1.0), (0.0, -1.0)], c)))
+                .map_err(perr)?
+                .label(label)
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], c.stroke_width(2)));
+        }
+        ch.configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.9))
+            .border_style(BLACK)
+            .label_font(("sans-serif", 11))
+            .draw()
+            .map_err(perr)?;
         root.present().map_err(perr)?;
     }
     Ok(svg)
@@ -670,13 +926,21 @@ pub fn section(c: &Comparison, details: &[Detail]) -> String {
         None => s.push_str("<p>(No task wakeups were measured in these runs: no latency CDF.)</p>\n"),
     }
     for d in details {
-        figure(&mut s, &format!("Timeline: {}", d.label), timeline(d));
+        timelines(&mut s, d);
     }
     for d in details {
         figure(&mut s, &format!("Phases: {}", d.label), phase_breakdown(d));
     }
     s.push_str("</section>\n");
     s
+}
+
+/// A detail's two timelines (around the instant, and its context) and the rule that chose
+/// the window.
+fn timelines(s: &mut String, d: &Detail) {
+    figure(s, &format!("Timeline: {}", d.label), timeline(d, false));
+    s.push_str(&format!("<p class=rule>{}</p>\n", esc(&d.rule)));
+    figure(s, &format!("Timeline (context): {}", d.label), timeline(d, true));
 }
 
 /// The section of one `run`: its output, then the plots of its detail run.
@@ -691,7 +955,7 @@ pub fn section_run(c: &Comparison, details: &[Detail]) -> String {
         None => s.push_str("<p>(No task wakeups were measured in this run: no latency CDF.)</p>\n"),
     }
     for d in details {
-        figure(&mut s, &format!("Timeline: {}", d.label), timeline(d));
+        timelines(&mut s, d);
         figure(&mut s, &format!("Phases: {}", d.label), phase_breakdown(d));
     }
     s.push_str("</section>\n");

@@ -14,6 +14,7 @@ pub mod cli;
 pub mod crash;
 pub mod experiments;
 pub mod explore;
+pub mod focus;
 pub mod html;
 pub mod hw;
 pub mod input;

@@ -27,6 +27,10 @@ pub struct Comparison {
     pub metric: String,
     pub unit: String,
     pub lower_is_better: bool,
+    /// What the table's figure is and whose convention it follows (mmtests' AMean and sample
+    /// standard deviation, perf stat's mean and standard error, perf report's shares of
+    /// unhalted cycles, ...): the table's "Statistic" line.
+    pub statistic: String,
     pub rows: Vec<CompareRow>,
     /// The command line of the workload, for the table's title.
     #[serde(skip)]
@@ -35,6 +39,10 @@ pub struct Comparison {
     #[serde(skip)]
     pub notes: Vec<String>,
 }
+
+/// The statistic of an mmtests-style table: the mean over seeds, and beside it the sample
+/// standard deviation (what mmtests' compare-kernels prints as AMean and its stddev).
+pub const MMTESTS_AMEAN: &str = "AMean (mmtests: mean over seeds; stddev is the sample standard deviation)";
 
 /// Arithmetic mean and sample standard deviation.
 pub fn mean_stddev(v: &[f64]) -> (f64, f64) {
@@ -80,7 +88,7 @@ pub fn render_table(c: &Comparison) -> String {
         "Interpretation: {}\n",
         if c.lower_is_better { "Lower is better" } else { "Higher is better" }
     ));
-    s.push_str("Statistic     : AMean\n");
+    s.push_str(&format!("Statistic     : {}\n", c.statistic));
     s.push_str(&bar);
     s.push('\n');
     let kw = c.rows.iter().map(|r| r.variant.len() + r.kernel.len() + 3).max().unwrap_or(10).max(20);
@@ -204,6 +212,7 @@ mod tests {
             metric: "time".into(),
             unit: "ms".into(),
             lower_is_better: true,
+            statistic: "AMean".into(),
             rows,
             title: "ipistorm".into(),
             notes: vec![],

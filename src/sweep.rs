@@ -672,6 +672,7 @@ pub fn merge(lines: &[Value]) -> Vec<MergedGroup> {
             metric,
             unit: m["unit"].as_str().unwrap_or("").to_string(),
             lower_is_better: m["lower_is_better"].as_bool().unwrap_or(true),
+            statistic: crate::report::MMTESTS_AMEAN.into(),
             rows,
             title: g.clone(),
             notes: Vec::new(),

@@ -334,3 +334,21 @@ fn a_machine_file_is_read_and_its_errors_name_it() {
     assert!(schedsim::run::machine("smp-5").unwrap_err().contains("known presets: epyc-7763-2s"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Issue 35: a machine file with the haltpoll governor and only a POLL state indexed a second
+/// state that was not there (162 fuzzed machine files panicked in cpuidle). Refused with the
+/// line of `governor`.
+#[test]
+fn a_haltpoll_machine_with_only_poll_is_refused() {
+    let text = schedsim::hw::preset_text("smp-4").unwrap();
+    let first = text.find("[[idle_state]]").unwrap();
+    let second = text[first + 1..].find("[[idle_state]]").unwrap() + first + 1;
+    let text = text[..second].replace("name = \"smp-4\"", "name = \"h\"\ngovernor = \"haltpoll\"");
+    let line = text.lines().position(|l| l.starts_with("governor")).unwrap() + 1;
+    let f = tmp("haltpoll-poll-only.toml", &text);
+    let f = f.to_str().unwrap();
+    rejected(
+        &["run", "idle", "--machine", f, "--limit-ms", "10"],
+        &[&format!("{f}:{line}: governor = \"haltpoll\" needs exactly two idle states")],
+    );
+}

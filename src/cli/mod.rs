@@ -193,6 +193,11 @@ struct RunArgs {
     /// Also write a self-contained HTML report (timeline, phases, wakeup latency) to FILE.
     #[arg(long, value_name = "FILE")]
     html: Option<PathBuf>,
+    /// The report's timeline window: CPUS@TIME_MS[+SPAN_US] (a cpulist, ms since boot as the
+    /// trace prints it, the span in us; default: the first IPI or kick of the workload, on the
+    /// CPUs its tasks ran on).
+    #[arg(long, value_name = "CPUS@TIME[+SPAN]", requires = "html")]
+    html_window: Option<String>,
     /// No progress display on stderr.
     #[arg(long)]
     quiet: bool,
@@ -269,9 +274,13 @@ struct ReproduceArgs {
     #[arg(long)]
     kernel: Option<String>,
     /// Also write a self-contained HTML report with plots to FILE (re-runs each variant's first
-    /// seed once more, keeping a trace window).
+    /// seed once more, keeping a trace window at the experiment's instant of interest).
     #[arg(long, value_name = "FILE")]
     html: Option<PathBuf>,
+    /// The report's timeline window for every variant: CPUS@TIME_MS[+SPAN_US] (default: each
+    /// experiment's CPUs and instant of interest).
+    #[arg(long, value_name = "CPUS@TIME[+SPAN]", requires = "html")]
+    html_window: Option<String>,
     /// No progress bar on stderr.
     #[arg(long)]
     quiet: bool,
@@ -526,13 +535,18 @@ fn cmd_run(a: RunArgs) -> Result<(), String> {
         None => (run::execute(&s)?, None),
     };
     if let Some(path) = &a.html {
-        let d = crate::html::detail(&format!("{} {}", s.workload, r.kernel_label), &s)?;
+        let focus = match &a.html_window {
+            Some(w) => crate::focus::Focus::parse_window(w, r.nr_cpus)?,
+            None => crate::focus::Focus::default(),
+        };
+        let d = crate::html::detail(&format!("{} {}", s.workload, r.kernel_label), &s, &focus, Some(&r), None)?;
         let c = Comparison {
             experiment: format!("run {} on {} ({})", s.workload, r.machine, r.kernel_label),
             machine: r.machine.clone(),
             metric: "time".into(),
             unit: "ms".into(),
             lower_is_better: true,
+            statistic: report::MMTESTS_AMEAN.into(),
             rows: Vec::new(),
             title: String::new(),
             notes: vec![crate::output::run_text(&s, &r)],
@@ -624,6 +638,7 @@ fn cmd_compare(a: CompareArgs) -> Result<(), String> {
         metric: metric.into(),
         unit: unit.into(),
         lower_is_better: true,
+        statistic: report::MMTESTS_AMEAN.into(),
         rows,
         title: format!("{} {}", base.workload, params.join(" ")),
         notes: vec![],
@@ -672,12 +687,19 @@ fn cmd_reproduce(a: ReproduceArgs) -> Result<(), String> {
     let mut sections = Vec::new();
     let progress = Progress::start(a.quiet, Progress::RUNS);
     for plan in &plans {
-        let c = plan.run(a.jobs)?;
+        let results = plan.results(a.jobs)?;
+        let c = plan.analyze(&results)?;
         if a.html.is_some() {
-            // Each variant's first seed again, with a trace window.
+            // Each variant's first seed again, with a trace window at the experiment's instant
+            // of interest (or the user's --html-window).
             let mut details = Vec::new();
-            for v in &plan.variants {
-                details.push(crate::html::detail(&v.label, &v.spec)?);
+            let reference = results.iter().filter_map(|rs| rs.first()).find(|r| plan.focus.reaches(r));
+            for (v, rs) in plan.variants.iter().zip(&results) {
+                let focus = match &a.html_window {
+                    Some(w) => crate::focus::Focus::parse_window(w, rs[0].nr_cpus)?,
+                    None => plan.focus.clone(),
+                };
+                details.push(crate::html::detail(&v.label, &v.spec, &focus, rs.first(), reference)?);
             }
             sections.push(crate::html::section(&c, &details));
         }

@@ -23,6 +23,26 @@ struct RawFile {
     variant: Vec<toml::Spanned<FileTable>>,
     #[serde(default)]
     breakdown: Vec<Breakdown>,
+    focus: Option<RawFocus>,
+}
+
+/// What the report's timelines show (`crate::focus`): `cpus` first, the window opening at the
+/// first record of `event` (on `cpu` if given) at or after `after`, `span_us` long.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFocus {
+    #[serde(default)]
+    cpus: Vec<u32>,
+    event: String,
+    cpu: Option<u32>,
+    #[serde(default = "default_after")]
+    after: String,
+    span_us: Option<u64>,
+    why: String,
+}
+
+fn default_after() -> String {
+    "start".into()
 }
 
 /// A table printed after the main one: a row per variant, a column per figure.
@@ -105,7 +125,26 @@ pub fn plan(text: &str, origin: &str, o: &ExpOpts) -> Result<Plan, String> {
     }
     let machine = variants[0].spec.machine.clone();
     let tables = Tables { origin: origin.to_string(), breakdowns: f.breakdown };
-    Plan::new(&f.name, f.title, &machine, variants, o.runs, o, Analysis::File(tables))
+    let mut p = Plan::new(&f.name, f.title, &machine, variants, o.runs, o, Analysis::File(tables))?;
+    if let Some(fo) = f.focus {
+        use crate::focus::{Anchor, Cpus, Focus, Match, Moment};
+        let at = |e: String| format!("{origin}: [focus] {e}");
+        let span_us = fo.span_us.unwrap_or(crate::focus::SPAN_NS / 1000);
+        if !(1..=1_000_000).contains(&span_us) {
+            return Err(at(format!("span_us = {span_us}: expected 1..=1000000")));
+        }
+        p.focus = Focus {
+            cpus: Cpus::Listed(fo.cpus),
+            instant: Moment {
+                what: Match::parse(&fo.event).map_err(at)?,
+                cpu: fo.cpu,
+                after: Anchor::parse(&fo.after).map_err(at)?,
+            },
+            span_ns: span_us * 1000,
+            why: fo.why,
+        };
+    }
+    Ok(p)
 }
 
 impl Tables {
@@ -186,6 +225,7 @@ impl Tables {
             metric: m0.name.into(),
             unit: m0.unit.into(),
             lower_is_better: m0.lower_is_better,
+            statistic: crate::report::MMTESTS_AMEAN.into(),
             rows,
             title: p.title.clone(),
             notes,

@@ -141,6 +141,8 @@ fn analyze(p: &Plan, results: &[Vec<RunResult>]) -> Result<Comparison, String> {
         metric: "elapsed".into(),
         unit: "s".into(),
         lower_is_better: true,
+        statistic: "AMean over seeds; perf stat -r N prints the mean and after +- its standard error (the block below)"
+            .into(),
         rows,
         title: p.title.clone(),
         notes: vec![

@@ -7,6 +7,7 @@ use crate::linux::engine::Phase;
 use crate::report::{mean_stddev, normalize, render_grid, CompareRow, Comparison};
 use crate::run::RunResult;
 use crate::spec::RunSpec;
+use crate::workload::ipistorm::IpistormParams;
 use crate::workload::params::Params;
 use crate::workload::Workload;
 use serde_json::json;
@@ -105,7 +106,29 @@ pub fn plan(o: &ExpOpts) -> Result<Plan, String> {
     let mut p = Plan::new("ipistorm", String::new(), "epyc-7763-2s", variants, o.runs, o, Analysis::Code(analyze))?;
     let params: Vec<String> = p.variants[0].spec.params.pairs().iter().map(|(k, v)| format!("{k}={v}")).collect();
     p.title = format!("ipistorm {} (CPU8 -> CPU16, C2 disabled)", params.join(" "));
+    p.focus = focus(&p.variants[0].spec)?;
     Ok(p)
+}
+
+/// The report's window for a run of ipistorm `spec`: its senders (`cpulist`) and their targets,
+/// at a call half way through the run (a steady stretch).
+pub fn focus(spec: &RunSpec) -> Result<crate::focus::Focus, String> {
+    use crate::focus::{Anchor, Cpus, Focus, Match, Moment};
+    let nr = crate::run::machine(&spec.machine)?.topo.nr_cpus;
+    let p = IpistormParams::parse(&spec.params, nr)?;
+    let senders: Vec<u32> = p.cpulist.iter().collect();
+    let mut cpus = senders.clone();
+    cpus.extend(senders.iter().map(|&c| p.target(c, nr)));
+    Ok(Focus {
+        cpus: Cpus::Listed(cpus),
+        instant: Moment {
+            what: Match::CsdQueue(Some(crate::trace::Sym::DoNothingIpi)),
+            cpu: senders.first().copied(),
+            after: Anchor::Middle,
+        },
+        span_ns: crate::focus::SPAN_NS,
+        why: "ipistorm's senders (cpulist) and targets (offset), at a call half way through the run".into(),
+    })
 }
 
 fn analyze(p: &Plan, results: &[Vec<RunResult>]) -> Result<Comparison, String> {
@@ -227,6 +250,7 @@ fn analyze(p: &Plan, results: &[Vec<RunResult>]) -> Result<Comparison, String> {
         metric: "time".into(),
         unit: "ms".into(),
         lower_is_better: true,
+        statistic: crate::report::MMTESTS_AMEAN.into(),
         rows,
         title: p.title.clone(),
         notes,

@@ -52,7 +52,9 @@ pub fn plan(o: &ExpOpts) -> Result<Plan, String> {
         .map(|(label, patches)| Variant { label: label.to_string(), spec: spec(patches), published: None })
         .collect();
     let title = "ipistorm numipi=100000 single=1 offset=8 cpulist=8 wait=1 on intel-240-2s (C1E, C6 off)".to_string();
-    Plan::new("ipistorm-intel", title, MACHINE, variants, runs, o, Analysis::Code(analyze))
+    let mut p = Plan::new("ipistorm-intel", title, MACHINE, variants, runs, o, Analysis::Code(analyze))?;
+    p.focus = super::ipistorm::focus(&p.variants[0].spec)?;
+    Ok(p)
 }
 
 fn analyze(p: &Plan, results: &[Vec<RunResult>]) -> Result<Comparison, String> {
@@ -117,6 +119,7 @@ fn analyze(p: &Plan, results: &[Vec<RunResult>]) -> Result<Comparison, String> {
         metric: "time".into(),
         unit: "ms".into(),
         lower_is_better: true,
+        statistic: "AMean and Std (sample standard deviation) of the runs, as Chen Yu's reply prints them".into(),
         rows,
         title: p.title.clone(),
         notes: vec![

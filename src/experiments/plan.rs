@@ -37,6 +37,8 @@ pub struct Plan {
     pub runs: usize,
     pub seed: u64,
     pub analysis: Analysis,
+    /// What the report's timelines show: the experiment's CPUs and instant of interest.
+    pub focus: crate::focus::Focus,
 }
 
 impl Plan {
@@ -60,6 +62,7 @@ impl Plan {
             runs,
             seed: o.seed,
             analysis,
+            focus: Default::default(),
         };
         for v in &mut p.variants {
             v.spec.seed = o.seed;
@@ -90,14 +93,17 @@ impl Plan {
     }
 
     /// Run every spec on `jobs` threads (the first is validated before anything runs, so a bad
-    /// parameter gives its error at once) and make the table.
-    pub fn run(&self, jobs: usize) -> Result<Comparison, String> {
+    /// parameter gives its error at once): the results per variant, in seed order.
+    pub fn results(&self, jobs: usize) -> Result<Vec<Vec<RunResult>>, String> {
         let specs: Vec<RunSpec> = self.specs().into_iter().map(|(_, s)| s).collect();
         crate::run::build(&specs[0])?;
         let mut results = crate::run::run_all(&specs, jobs)?.into_iter();
-        let per: Vec<Vec<RunResult>> =
-            (0..self.variants.len()).map(|_| results.by_ref().take(self.runs).collect()).collect();
-        self.analyze(&per)
+        Ok((0..self.variants.len()).map(|_| results.by_ref().take(self.runs).collect()).collect())
+    }
+
+    /// Run the plan and make its table.
+    pub fn run(&self, jobs: usize) -> Result<Comparison, String> {
+        self.analyze(&self.results(jobs)?)
     }
 
     /// The table of results per variant (in seed order).

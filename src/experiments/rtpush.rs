@@ -52,7 +52,20 @@ pub fn plan(o: &ExpOpts) -> Result<Plan, String> {
             published: None,
         })
         .collect();
-    Plan::new("rt-push", String::new(), MACHINE, variants, o.runs, o, Analysis::Code(analyze))
+    let mut p = Plan::new("rt-push", String::new(), MACHINE, variants, o.runs, o, Analysis::Code(analyze))?;
+    let spec = &p.variants[0].spec;
+    let w = crate::workload::rtpush::RtPush::parse(&spec.params, crate::run::machine(&spec.machine)?.topo.nr_cpus)?;
+    p.focus = crate::focus::Focus {
+        cpus: crate::focus::Cpus::Listed(vec![w.pinned_cpu, w.waker_cpu]),
+        instant: crate::focus::Moment {
+            what: crate::focus::Match::Waking("woken".into()),
+            cpu: None,
+            after: crate::focus::Anchor::MeasureStart,
+        },
+        span_ns: 2 * crate::focus::SPAN_NS,
+        why: "the FIFO task's wakeup: the pinned task's CPU, the waker's, and where the woken task goes".into(),
+    };
+    Ok(p)
 }
 
 fn analyze(_p: &Plan, results: &[Vec<RunResult>]) -> Result<Comparison, String> {
@@ -134,6 +147,7 @@ fn analyze(_p: &Plan, results: &[Vec<RunResult>]) -> Result<Comparison, String> 
         metric: "wakeup-to-run".into(),
         unit: "us".into(),
         lower_is_better: true,
+        statistic: crate::report::MMTESTS_AMEAN.into(),
         rows,
         title: setup,
         notes: vec![format!("where the woken task ran (pinned CPU = {pinned_cpu})\n{}", render_grid(&h, &grid))],

@@ -44,7 +44,20 @@ pub fn plan(o: &ExpOpts) -> Result<Plan, String> {
         })
         .collect();
     let title = format!("schbench {ARGS} (wakeup latency percentiles, us; means over seeds)");
-    Plan::new("schbench-ttwu", title, "icx-vm-32", variants, o.runs, o, Analysis::Code(analyze))
+    let mut p = Plan::new("schbench-ttwu", title, "icx-vm-32", variants, o.runs, o, Analysis::Code(analyze))?;
+    p.focus = crate::focus::Focus {
+        cpus: crate::focus::Cpus::Listed(Vec::new()),
+        instant: crate::focus::Moment {
+            what: crate::focus::Match::Any,
+            cpu: None,
+            after: crate::focus::Anchor::FirstStacking,
+        },
+        span_ns: crate::focus::SPAN_NS,
+        why: "the first stacking wakeup (a worker woken onto an idle CPU already chosen for another wakee, \
+              another CPU of its LLC idle), its CPU marked"
+            .into(),
+    };
+    Ok(p)
 }
 
 fn analyze(p: &Plan, results: &[Vec<RunResult>]) -> Result<Comparison, String> {
@@ -131,6 +144,7 @@ fn analyze(p: &Plan, results: &[Vec<RunResult>]) -> Result<Comparison, String> {
         metric: "p99.9".into(),
         unit: "us".into(),
         lower_is_better: true,
+        statistic: "AMean over seeds of schbench's own p99.9 (its percentile rule: workload/schbench_stats.rs)".into(),
         rows,
         title: p.title.clone(),
         notes: vec![

@@ -523,6 +523,19 @@ pub fn machine_from_toml(text: &str, origin: &str) -> Result<Machine, String> {
         });
     }
 
+    if raw.governor == Governor::Haltpoll && idle_states.len() != 2 {
+        // drivers/cpuidle/cpuidle-haltpoll.c registers exactly POLL and the halt state, and
+        // haltpoll_select() picks one of those two by index.
+        let offset = text.find("governor").unwrap_or(0);
+        return Err(at(
+            offset,
+            &format!(
+                "governor = \"haltpoll\" needs exactly two idle states, POLL and the halt state (as \
+                 cpuidle-haltpoll registers them); this machine has {}",
+                idle_states.len()
+            ),
+        ));
+    }
     Ok(Machine {
         name: raw.name,
         description: raw.description,

@@ -41,6 +41,9 @@ pub struct Stats {
     /// Wakeups placed on a CPU that already had a pending wakee when no other CPU of its LLC
     /// was idle (the overflow fallback of `select_idle_sibling()` to its target).
     pub stacking_fallback_wakeups: u64,
+    /// The first stacking wakeup of the measured window: (time, target CPU, wakee pid), for a
+    /// report's timeline (never read by the model).
+    pub first_stacking: Option<(u64, u32, u32)>,
     /// RT tasks moved by `push_rt_task()` / `pull_rt_task()`, and RT push irq_works queued.
     pub rt_pushes: u64,
     pub rt_pulls: u64,
@@ -118,6 +121,7 @@ impl Stats {
             wakeups_direct: 0,
             stacking_wakeups: 0,
             stacking_fallback_wakeups: 0,
+            first_stacking: None,
             rt_pushes: 0,
             rt_pulls: 0,
             rt_push_ipis: 0,

@@ -124,6 +124,9 @@ impl Reader<'_> {
             Some(b'{') => {
                 self.i += 1;
                 let mut items: Vec<(String, u32, JVal)> = Vec::new();
+                // The keys seen so far: a duplicate is found in O(log n), so a file of many
+                // tasks parses in time linear in its size (not quadratic).
+                let mut seen = std::collections::BTreeSet::new();
                 loop {
                     self.ws()?;
                     if self.b.get(self.i) == Some(&b'}') {
@@ -135,7 +138,7 @@ impl Reader<'_> {
                     }
                     let kline = self.line;
                     let key = self.string()?;
-                    if items.iter().any(|(k, ..)| *k == key) {
+                    if !seen.insert(key.clone()) {
                         return Err((
                             kline,
                             format!(

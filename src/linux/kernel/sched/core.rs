@@ -983,6 +983,9 @@ fn note_placement(k: &mut Kernel, p: TaskId, target: CpuId) {
             llc.is_some_and(|l| k.sd.domains(target)[l].span.iter().any(|c| c != target && idle_cpu(k, c)));
         if other_idle {
             k.stats.stacking_wakeups += 1;
+            if k.stats.first_stacking.is_none() {
+                k.stats.first_stacking = Some((k.now, target, k.tasks[p as usize].pid));
+            }
             super::WakePlacement::IdleStacked
         } else {
             k.stats.stacking_fallback_wakeups += 1;
