@@ -18,6 +18,10 @@
 //! [[run]]
 //! experiment = "rt-push"                      # an experiment's variants and seeds (a built-in
 //! seeds = 2                                   # name or an experiment FILE.toml)
+//!
+//! [[run]]
+//! experiment = "lkp-matrix"                   # cells = "hackbench": `reproduce --cells`
+//! cells = "hackbench"
 //! ```
 //!
 //! Spec fields (`spec::FIELDS`, e.g. `hz`, `features`, `idle_states`) at the top level apply to
@@ -106,7 +110,7 @@ impl Shard {
 /// fields, `spec::FIELDS` by file key, applied to every run below them).
 const GRID_KEYS: &[&str] = &["kernels", "machines", "seeds", "first_seed", "run"];
 const RUN_KEYS: &[&str] =
-    &["workload", "scenario", "experiment", "kernels", "machines", "seeds", "first_seed", "kernel", "params"];
+    &["workload", "scenario", "experiment", "kernels", "machines", "seeds", "first_seed", "kernel", "cells", "params"];
 
 /// Fields a grid cannot set for a run: it says them with its own lists.
 fn grid_owned_field(key: &str) -> Option<&'static str> {
@@ -233,11 +237,12 @@ pub fn parse_grid(text: &str, origin: &str) -> Result<Vec<GridRun>, String> {
                 params.push((k.clone(), vals));
             }
         }
-        let (workload, scenario, experiment, kernel) = (
+        let (workload, scenario, experiment, kernel, cells) = (
             string_at(e, "workload", text, origin)?,
             string_at(e, "scenario", text, origin)?,
             string_at(e, "experiment", text, origin)?,
             string_at(e, "kernel", text, origin)?,
+            string_at(e, "cells", text, origin)?,
         );
         let (kernels, machines) = (strings_at(e, "kernels", text, origin)?, strings_at(e, "machines", text, origin)?);
         let chosen = [&workload, &scenario, &experiment].iter().filter(|x| x.is_some()).count();
@@ -264,6 +269,7 @@ pub fn parse_grid(text: &str, origin: &str) -> Result<Vec<GridRun>, String> {
                 params: params.iter().map(|(k, v)| (k.clone(), v[0].clone())).collect(),
                 overrides: fields.iter().map(|(n, v, _)| (n.to_string(), v.clone())).collect(),
                 kernel: kernel.clone(),
+                cells: cells.clone(),
             };
             let plan = experiments::plan_of(name, &o).map_err(&at)?;
             for (v, spec) in plan.specs() {
@@ -290,6 +296,9 @@ pub fn parse_grid(text: &str, origin: &str) -> Result<Vec<GridRun>, String> {
         }
         if kernel.is_some() {
             return Err(at("kernel = NAME is for experiments; use kernels = [...]".into()));
+        }
+        if cells.is_some() {
+            return Err(at("cells = PATTERNS is for experiment = \"lkp-matrix\"".into()));
         }
         let kernels = kernels.unwrap_or_else(|| top_kernels.clone());
         let mut base = match (&workload, &scenario) {
@@ -667,6 +676,7 @@ pub fn merge(lines: &[Value]) -> Vec<MergedGroup> {
             changes.push(Change { metric: mname.clone(), variants });
         }
         let comparison = Comparison {
+            table: None,
             experiment: g.clone(),
             machine: first["result"]["machine"].as_str().unwrap_or("").to_string(),
             metric,

@@ -273,6 +273,10 @@ struct ReproduceArgs {
     /// The named kernel the variants are built on (hackbench-2013 only; default v3.8).
     #[arg(long)]
     kernel: Option<String>,
+    /// lkp-matrix only: the cells to run, comma-separated substrings or globs of their names
+    /// (`--cells hackbench`, `--cells 'netperf-*_RR-25%'`).
+    #[arg(long, value_name = "PATTERNS")]
+    cells: Option<String>,
     /// Also write a self-contained HTML report with plots to FILE (re-runs each variant's first
     /// seed once more, keeping a trace window at the experiment's instant of interest).
     #[arg(long, value_name = "FILE")]
@@ -541,6 +545,7 @@ fn cmd_run(a: RunArgs) -> Result<(), String> {
         };
         let d = crate::html::detail(&format!("{} {}", s.workload, r.kernel_label), &s, &focus, Some(&r), None)?;
         let c = Comparison {
+            table: None,
             experiment: format!("run {} on {} ({})", s.workload, r.machine, r.kernel_label),
             machine: r.machine.clone(),
             metric: "time".into(),
@@ -633,6 +638,7 @@ fn cmd_compare(a: CompareArgs) -> Result<(), String> {
     report::normalize(&mut rows);
     let params: Vec<String> = base.params.pairs().iter().map(|(k, v)| format!("{k}={v}")).collect();
     let c = Comparison {
+        table: None,
         experiment: base.workload.clone(),
         machine: base.machine.clone(),
         metric: metric.into(),
@@ -680,6 +686,7 @@ fn cmd_reproduce(a: ReproduceArgs) -> Result<(), String> {
         params: params.pairs().to_vec(),
         overrides,
         kernel: a.kernel.clone(),
+        cells: a.cells.clone(),
     };
     // Every plan first: a bad name or option is an error before anything runs.
     let plans: Vec<experiments::Plan> = names.iter().map(|n| experiments::plan_of(n, &o)).collect::<Result<_, _>>()?;
