@@ -212,7 +212,7 @@ pub fn detail(
     Ok(Detail { label: label.to_string(), run, window, focus: focus.clone(), rule })
 }
 
-fn esc(s: &str) -> String {
+pub fn esc(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
 }
 
@@ -232,7 +232,7 @@ fn color(i: usize) -> RGBColor {
     C[i % C.len()]
 }
 
-type Plot = Result<String, String>;
+pub type Plot = Result<String, String>;
 
 fn perr<E: std::fmt::Debug>(e: E) -> String {
     format!("plot: {e:?}")
@@ -897,7 +897,7 @@ fn phase_breakdown(d: &Detail) -> Plot {
     Ok(svg)
 }
 
-fn figure(out: &mut String, title: &str, svg: Plot) {
+pub fn figure(out: &mut String, title: &str, svg: Plot) {
     out.push_str(&format!("<figure><figcaption>{}</figcaption>\n", esc(title)));
     match svg {
         Ok(s) => out.push_str(&s),
@@ -941,6 +941,69 @@ fn timelines(s: &mut String, d: &Detail) {
     figure(s, &format!("Timeline: {}", d.label), timeline(d, false));
     s.push_str(&format!("<p class=rule>{}</p>\n", esc(&d.rule)));
     figure(s, &format!("Timeline (context): {}", d.label), timeline(d, true));
+}
+
+/// One row of a band plot: a variant's label, its value in the default state, its band
+/// (lowest and highest over the states) and, when the sources give one, the published figure.
+pub struct BandBar {
+    pub label: String,
+    pub point: Option<f64>,
+    pub lo: f64,
+    pub hi: f64,
+    pub published: Option<f64>,
+}
+
+/// Each variant's band as a horizontal bar from its lowest to its highest value over the
+/// states, its default state's value as a black tick, the published figure as a red diamond.
+pub fn band_chart(bars: &[BandBar], caption: &str, x_desc: &str) -> Plot {
+    let n = bars.len();
+    let mut svg = String::new();
+    {
+        let h = 80 + 34 * n as u32;
+        let root = SVGBackend::with_string(&mut svg, (900, h)).into_drawing_area();
+        root.fill(&WHITE).map_err(perr)?;
+        let xmax = bars.iter().map(|b| b.hi.max(b.published.unwrap_or(0.0))).fold(1e-9f64, f64::max) * 1.1;
+        let labels: Vec<String> = bars.iter().map(|b| b.label.clone()).collect();
+        let mut ch = ChartBuilder::on(&root)
+            .caption(caption, ("sans-serif", 16))
+            .margin(10)
+            .x_label_area_size(30)
+            .y_label_area_size(190)
+            .build_cartesian_2d(0f64..xmax, 0f64..n as f64)
+            .map_err(perr)?;
+        ch.configure_mesh()
+            .disable_y_mesh()
+            .y_labels(n * 2 + 1)
+            .y_label_formatter(&|y| row_label(&labels, *y))
+            .x_desc(x_desc)
+            .draw()
+            .map_err(perr)?;
+        for (i, b) in bars.iter().enumerate() {
+            let y = (n - 1 - i) as f64;
+            let w = (b.hi - b.lo).max(xmax * 0.003);
+            ch.draw_series(std::iter::once(Rectangle::new(
+                [(b.lo, y + 0.3), (b.lo + w, y + 0.7)],
+                color(i).mix(0.6).filled(),
+            )))
+            .map_err(perr)?;
+            if let Some(p) = b.point {
+                ch.draw_series(std::iter::once(PathElement::new(
+                    vec![(p, y + 0.15), (p, y + 0.85)],
+                    BLACK.stroke_width(3),
+                )))
+                .map_err(perr)?;
+            }
+            if let Some(p) = b.published {
+                ch.draw_series(std::iter::once(Polygon::new(
+                    vec![(p, y + 0.25), (p + xmax * 0.012, y + 0.5), (p, y + 0.75), (p - xmax * 0.012, y + 0.5)],
+                    RED.filled(),
+                )))
+                .map_err(perr)?;
+            }
+        }
+        root.present().map_err(perr)?;
+    }
+    Ok(svg)
 }
 
 /// The section of one `run`: its output, then the plots of its detail run.

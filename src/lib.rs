@@ -6,7 +6,7 @@
 //! the machine runs, [`spec`] what decides a run, [`run`] one run from its spec, [`trace`] the
 //! trace records and their writers, [`experiments`] the built-in experiments as plans,
 //! [`explore`] the interleaving explorer, [`sweep`] grids of runs, [`validate`] the
-//! model-versus-kernel figures, [`output`], [`report`] and [`html`] the output, and [`cli`] the
+//! model-versus-kernel figures, [`output`], [`report`] and [`html`] the output, [`unknowns`] the named set-up unknowns, and [`cli`] the
 //! command line.
 
 pub mod background;
@@ -27,6 +27,7 @@ pub mod sim;
 pub mod spec;
 pub mod sweep;
 pub mod trace;
+pub mod unknowns;
 pub mod validate;
 pub mod workload;
 pub mod world;

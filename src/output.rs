@@ -82,9 +82,13 @@ pub fn run_json(s: &RunSpec, r: &RunResult) -> serde_json::Value {
         "actions": r.actions,
         "workload": r.workload.json(&r.facts()),
         "counters": counters_json(r),
+        "schedstat": schedstat_json(&r.schedstat),
     });
     if let Some(c) = &r.checks {
         v["checks"] = checks_json(c);
+    }
+    if !r.unknowns.is_empty() {
+        v["unknowns"] = json!(r.unknowns);
     }
     v
 }
@@ -148,8 +152,19 @@ pub fn run_header(s: &RunSpec, r: &RunResult) -> String {
     format!("# {}\n", shown.command_line())
 }
 
+/// The line under the header naming each set unknown with what it did and its mechanism
+/// (none when every unknown is at its default).
+pub fn unknowns_line(r: &RunResult) -> String {
+    if r.unknowns.is_empty() {
+        return String::new();
+    }
+    let items: Vec<String> = r.unknowns.iter().map(|a| format!("{}={}: {}", a.name, a.value, a.effect)).collect();
+    format!("# unknowns: {}\n", items.join("; "))
+}
+
 pub fn run_text(s: &RunSpec, r: &RunResult) -> String {
     let mut o = run_header(s, r);
+    o.push_str(&unknowns_line(r));
     o.push_str(&r.workload.text(&r.facts()));
     if !r.finished && r.workload.finishes() {
         o.push_str("warning: the workload did not finish before the time limit\n");
@@ -203,39 +218,112 @@ pub fn run_text(s: &RunSpec, r: &RunResult) -> String {
             h.max() as f64 / 1e3
         ));
     }
-    // The busiest CPUs: by time out of idle (every phase but the idle state and the idle loop),
-    // ties by CPU id; IRQ-off time is a column, not the rank (an idle CPU in MWAIT has IRQs off).
-    let busy_ns = |c: usize| -> u64 {
-        Phase::ALL
-            .iter()
-            .filter(|p| !matches!(p, Phase::IdleState | Phase::IdleLoop))
-            .map(|p| st.phase_ns[c][*p as usize])
-            .sum()
-    };
-    let mut busy: Vec<(usize, u64, u64)> = st
-        .irqs_off_ns
-        .iter()
-        .copied()
-        .enumerate()
-        .map(|(c, off)| (c, off, busy_ns(c)))
-        .filter(|&(_, off, b)| off > 0 || b > 0)
-        .collect();
-    busy.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
+    // The busiest CPUs (`run::busiest_cpus`); IRQ-off time is a column, not the rank.
     o.push_str("\n Time by phase on the busiest CPUs (ms):\n");
     let mut header = vec!["cpu".to_string(), "irqs-off".to_string()];
     header.extend(Phase::ALL.iter().map(|p| p.name().to_string()));
-    let rows: Vec<Vec<String>> = busy
+    let rows: Vec<Vec<String>> = crate::run::busiest_cpus(st, crate::run::BUSIEST_SHOWN)
         .iter()
-        .take(4)
-        .map(|(c, off, _)| {
-            let mut row = vec![c.to_string(), format!("{:.3}", *off as f64 / 1e6)];
-            row.extend(Phase::ALL.iter().map(|p| format!("{:.3}", st.phase_ns[*c][*p as usize] as f64 / 1e6)));
+        .map(|&c| {
+            let c = c as usize;
+            let mut row = vec![c.to_string(), format!("{:.3}", st.irqs_off_ns[c] as f64 / 1e6)];
+            row.extend(Phase::ALL.iter().map(|p| format!("{:.3}", st.phase_ns[c][*p as usize] as f64 / 1e6)));
             row
         })
         .collect();
     o.push_str(&report::render_grid(&header, &rows));
+    o.push_str(&schedstat_text(&r.schedstat));
     if let Some(c) = &r.checks {
         o.push_str(&checks_text(c));
     }
     o
+}
+
+/// The newidle balancing counters per domain of the CPUs of interest, as `/proc/schedstat`
+/// has them (v16), so a user can compare the model's state with their own machine's: a table
+/// of the CPU_NEWLY_IDLE columns, then the kernel's own lines.
+pub fn schedstat_text(s: &crate::run::Schedstat) -> String {
+    use crate::linux::kernel::sched::fair::CpuIdleType;
+    use crate::linux::kernel::sched::stats::idx;
+    if s.cpus.is_empty() {
+        return String::new();
+    }
+    let mut o = String::from(
+        "\n Newidle balancing per domain (/proc/schedstat version 16, the CPU_NEWLY_IDLE columns, measured window):\n",
+    );
+    let header: Vec<String> = [
+        "cpu",
+        "domain",
+        "name",
+        "span",
+        "lb_count",
+        "lb_balanced",
+        "lb_failed",
+        "lb_imbalance",
+        "lb_gained",
+        "lb_hot_gained",
+        "lb_nobusyq",
+        "lb_nobusyg",
+    ]
+    .iter()
+    .map(|h| h.to_string())
+    .collect();
+    let mut rows = Vec::new();
+    for (cpu, ds) in s.cpus.iter().zip(&s.domains) {
+        for d in ds {
+            let lb = d.lb[idx(CpuIdleType::NewlyIdle)];
+            rows.push(vec![
+                cpu.to_string(),
+                d.level.to_string(),
+                d.name.to_string(),
+                d.span.clone(),
+                lb.lb_count.to_string(),
+                lb.lb_balanced.to_string(),
+                lb.lb_failed.to_string(),
+                lb.lb_imbalance.to_string(),
+                lb.lb_gained.to_string(),
+                lb.lb_hot_gained.to_string(),
+                lb.lb_nobusyq.to_string(),
+                lb.lb_nobusyg.to_string(),
+            ]);
+        }
+    }
+    o.push_str(&report::render_grid(&header, &rows));
+    o.push_str(
+        " As /proc/schedstat prints them (per domain: __CPU_NOT_IDLE, CPU_IDLE, CPU_NEWLY_IDLE, eight fields each):\n",
+    );
+    o.push_str(&s.text);
+    o
+}
+
+/// The same counters as numbers (`run --json`).
+pub fn schedstat_json(s: &crate::run::Schedstat) -> serde_json::Value {
+    use crate::linux::kernel::sched::fair::CpuIdleType;
+    use crate::linux::kernel::sched::stats::{idx, LbCounters};
+    let lb = |c: &LbCounters| {
+        json!({
+            "lb_count": c.lb_count,
+            "lb_balanced": c.lb_balanced,
+            "lb_failed": c.lb_failed,
+            "lb_imbalance": c.lb_imbalance,
+            "lb_gained": c.lb_gained,
+            "lb_hot_gained": c.lb_hot_gained,
+            "lb_nobusyq": c.lb_nobusyq,
+            "lb_nobusyg": c.lb_nobusyg,
+        })
+    };
+    json!({
+        "version": 16,
+        "cpus": s.cpus.iter().zip(&s.domains).map(|(cpu, ds)| json!({
+            "cpu": cpu,
+            "domains": ds.iter().map(|d| json!({
+                "level": d.level,
+                "name": d.name,
+                "span": d.span,
+                "not_idle": lb(&d.lb[idx(CpuIdleType::NotIdle)]),
+                "idle": lb(&d.lb[idx(CpuIdleType::Idle)]),
+                "newly_idle": lb(&d.lb[idx(CpuIdleType::NewlyIdle)]),
+            })).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+    })
 }

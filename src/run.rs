@@ -49,6 +49,18 @@ pub fn spec_notes(spec: &RunSpec) -> Vec<String> {
             notes.extend(w.inert_keys().into_iter().map(|n| format!("{f}: {n}")));
         }
     }
+    if !spec.unknowns.is_empty() {
+        if let Ok(bg) = background(spec.background.as_deref().unwrap_or(&m.background)) {
+            if let Ok((_, applied)) = crate::unknowns::resolve(&spec.unknowns, &m, &bg) {
+                notes.extend(
+                    applied
+                        .iter()
+                        .filter(|a| !a.active)
+                        .map(|a| format!("unknown {}={}: {}", a.name, a.value, a.effect)),
+                );
+            }
+        }
+    }
     let disabled: Vec<&str> = spec.idle_states.iter().filter(|(_, on)| !on).map(|(n, _)| n.as_str()).collect();
     if m.governor == hw::Governor::Haltpoll && !disabled.is_empty() {
         notes.push(format!(
@@ -68,13 +80,22 @@ pub fn build(spec: &RunSpec) -> Result<RunWorld, String> {
 }
 
 /// [`build`], with `set` editing the machine and the kernel configuration once they are
-/// resolved (where a set-up unknown of issue 31 is put in: `linux::unknowns`). What `set` leaves
-/// is checked as the rest is: background sources bound to CPUs the machine lacks, and a
-/// `StartState` a machine cannot be in (`StartState::validate`), are errors.
+/// resolved, after the spec's own named unknowns (`crate::unknowns::apply`; `set` is where a
+/// caller puts in a set-up of its own through the mechanisms' APIs). What they leave is checked
+/// as the rest is: background sources bound to CPUs the machine lacks, and a `StartState` a
+/// machine cannot be in (`StartState::validate`), are errors.
 pub fn build_with(
     spec: &RunSpec,
     set: impl FnOnce(&mut hw::Machine, &mut KernelConfig) -> Result<(), String>,
 ) -> Result<RunWorld, String> {
+    build_applied(spec, set).map(|(w, _)| w)
+}
+
+/// [`build_with`], also returning what each of the spec's unknowns did.
+fn build_applied(
+    spec: &RunSpec,
+    set: impl FnOnce(&mut hw::Machine, &mut KernelConfig) -> Result<(), String>,
+) -> Result<(RunWorld, Vec<crate::unknowns::Applied>), String> {
     let mut m = machine(&spec.machine)?;
     for (name, on) in &spec.idle_states {
         let Some(i) = m.idle_states.iter().position(|s| &s.name == name) else {
@@ -118,6 +139,7 @@ pub fn build_with(
         )
     })?;
     cfg.background = background(spec.background.as_deref().unwrap_or(&m.background))?;
+    let applied = crate::unknowns::apply(&spec.unknowns, &mut m, &mut cfg)?;
     set(&mut m, &mut cfg)?;
     if !cfg.start.is_empty() {
         let sd = crate::linux::kernel::sched::topology::build_sched_domains(&m.topo);
@@ -162,7 +184,7 @@ pub fn build_with(
     if spec.check {
         w.k.enable_checks();
     }
-    Ok(w)
+    Ok((w, applied))
 }
 
 /// The programs of a run: its workload and the daemons of its background profile. A task's
@@ -240,6 +262,77 @@ pub struct RunResult {
     pub workload_pids: Vec<u32>,
     /// The invariant checkers' findings (`--check`), `None` without checks.
     pub checks: Option<Box<crate::linux::check::Checks>>,
+    /// What each of the spec's named unknowns did (empty: none set).
+    pub unknowns: Vec<crate::unknowns::Applied>,
+    /// The load-balancing counters of `/proc/schedstat` for the CPUs of interest.
+    pub schedstat: Schedstat,
+}
+
+/// How many of the busiest CPUs a run's report shows (phases, `/proc/schedstat`).
+pub const BUSIEST_SHOWN: usize = 4;
+
+/// The busiest CPUs of a run, busiest first: by time out of idle (every phase but the idle
+/// state and the idle loop), ties by CPU id; CPUs with no such time and no IRQ-off time are
+/// left out. IRQ-off time is not the rank (an idle CPU in MWAIT has IRQs off).
+pub fn busiest_cpus(st: &Stats, n: usize) -> Vec<CpuId> {
+    use crate::linux::engine::Phase;
+    let busy_ns = |c: usize| -> u64 {
+        Phase::ALL
+            .iter()
+            .filter(|p| !matches!(p, Phase::IdleState | Phase::IdleLoop))
+            .map(|p| st.phase_ns[c][*p as usize])
+            .sum()
+    };
+    let mut busy: Vec<(usize, u64)> = st
+        .irqs_off_ns
+        .iter()
+        .enumerate()
+        .map(|(c, &off)| (c, off, busy_ns(c)))
+        .filter(|&(_, off, b)| off > 0 || b > 0)
+        .map(|(c, _, b)| (c, b))
+        .collect();
+    busy.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    busy.into_iter().take(n).map(|(c, _)| c as CpuId).collect()
+}
+
+/// One domain's lines of `/proc/schedstat` as numbers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DomainSchedstat {
+    pub level: usize,
+    /// Its topology level's name (SMT, MC, PKG, NUMA, ...).
+    pub name: &'static str,
+    /// The CPUs it spans, as a CPU list.
+    pub span: String,
+    /// The counters per `enum cpu_idle_type`, indexed as `stats::idx()` does.
+    pub lb: crate::linux::kernel::sched::stats::DomainLbCounters,
+}
+
+/// The load-balancing counters of `/proc/schedstat` (v16, as v6.10 prints them) for some CPUs:
+/// the kernel's text and the numbers, over the measured window.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Schedstat {
+    pub cpus: Vec<CpuId>,
+    /// `show_schedstat()`'s text for them.
+    pub text: String,
+    /// Per CPU (in `cpus` order), its domains bottom-up.
+    pub domains: Vec<Vec<DomainSchedstat>>,
+}
+
+impl Schedstat {
+    fn of(k: &Kernel, cpus: &[CpuId]) -> Schedstat {
+        use crate::linux::kernel::sched::stats::{show_schedstat, SchedstatVersion};
+        let domains = cpus
+            .iter()
+            .map(|&c| {
+                k.sd.domains(c)
+                    .iter()
+                    .enumerate()
+                    .map(|(level, d)| DomainSchedstat { level, name: d.name, span: d.span.to_string(), lb: d.lb })
+                    .collect()
+            })
+            .collect();
+        Schedstat { cpus: cpus.to_vec(), text: show_schedstat(k, cpus, SchedstatVersion::V16), domains }
+    }
 }
 
 impl RunResult {
@@ -258,10 +351,10 @@ impl RunResult {
 
 /// Run a spec to completion.
 pub fn execute(spec: &RunSpec) -> Result<RunResult, String> {
-    let mut w = build(spec)?;
+    let (mut w, applied) = build_applied(spec, |_, _| Ok(()))?;
     let line = reproduce_line(spec, &w);
     crate::crash::run_guarded(&mut w, spec.limit_ns, line);
-    Ok(collect(w, spec))
+    Ok(collect(w, spec, applied))
 }
 
 /// The `# schedsim run ...` line of a built run, as `schedsim run` prints it at the top of its
@@ -276,7 +369,7 @@ fn reproduce_line(s: &RunSpec, k: &RunWorld) -> String {
     format!("# {}", shown.command_line())
 }
 
-fn collect(w: RunWorld, spec: &RunSpec) -> RunResult {
+fn collect(w: RunWorld, spec: &RunSpec, unknowns: Vec<crate::unknowns::Applied>) -> RunResult {
     let finished = w.finished();
     let World { mut k, progs, .. } = w;
     let comms = k.tasks.iter().filter(|t| t.pid != 0).map(|t| (t.pid, t.comm.clone())).collect();
@@ -289,6 +382,11 @@ fn collect(w: RunWorld, spec: &RunSpec) -> RunResult {
         .sum();
     let workload_pids =
         k.tasks.iter().filter(|t| t.kind == crate::linux::kernel::sched::TaskKind::Workload).map(|t| t.pid).collect();
+    let cpus = match &spec.schedstat_cpus {
+        Some(c) => c.iter().copied().filter(|&c| c < k.m.topo.nr_cpus).collect(),
+        None => busiest_cpus(&k.stats, BUSIEST_SHOWN),
+    };
+    let schedstat = Schedstat::of(&k, &cpus);
     RunResult {
         kernel_label: k.cfg.label(),
         machine: k.m.name.clone(),
@@ -309,6 +407,8 @@ fn collect(w: RunWorld, spec: &RunSpec) -> RunResult {
         preempt: k.cfg.preempt.name(),
         workload_pids,
         checks: k.checks.take(),
+        unknowns,
+        schedstat,
     }
 }
 
@@ -344,7 +444,7 @@ pub fn execute_with_sink(
     sink: Box<dyn crate::trace::TraceSink>,
     chunk: usize,
 ) -> Result<(RunResult, std::io::Result<u64>), String> {
-    let mut w = build(spec)?;
+    let (mut w, applied) = build_applied(spec, |_, _| Ok(()))?;
     w.k.trace.enabled = true;
     w.k.trace.chunk = chunk;
     let mut sink = sink;
@@ -362,7 +462,7 @@ pub fn execute_with_sink(
         None => sink.finish(),
     };
     w.k.trace.enabled = false;
-    Ok((collect(w, spec), n))
+    Ok((collect(w, spec, applied), n))
 }
 
 /// Runs finished and runs queued by [`run_all`] since the program started, for the progress
@@ -373,9 +473,19 @@ pub static RUNS_QUEUED: std::sync::atomic::AtomicUsize = std::sync::atomic::Atom
 /// Run many independent specs on `jobs` threads; results come back in input order. Each run
 /// is single-threaded and deterministic, so the result does not depend on `jobs`.
 pub fn run_all(specs: &[RunSpec], jobs: usize) -> Result<Vec<RunResult>, String> {
+    run_all_map(specs, jobs, |_, r| r)
+}
+
+/// [`run_all`], each result turned into what the caller keeps by `f(index, result)` as soon
+/// as its run ends (so many runs need not all be held at once).
+pub fn run_all_map<T: Send>(
+    specs: &[RunSpec],
+    jobs: usize,
+    f: impl Fn(usize, RunResult) -> T + Sync,
+) -> Result<Vec<T>, String> {
     let jobs = jobs.max(1).min(specs.len().max(1));
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let mut out: Vec<Option<Result<RunResult, String>>> = (0..specs.len()).map(|_| None).collect();
+    let mut out: Vec<Option<Result<T, String>>> = (0..specs.len()).map(|_| None).collect();
     let slots = std::sync::Mutex::new(&mut out);
     RUNS_QUEUED.fetch_add(specs.len(), std::sync::atomic::Ordering::Relaxed);
     std::thread::scope(|sc| {
@@ -385,7 +495,7 @@ pub fn run_all(specs: &[RunSpec], jobs: usize) -> Result<Vec<RunResult>, String>
                 if i >= specs.len() {
                     break;
                 }
-                let r = execute(&specs[i]);
+                let r = execute(&specs[i]).map(|r| f(i, r));
                 slots.lock().expect("no panics hold the lock")[i] = Some(r);
                 RUNS_DONE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             });

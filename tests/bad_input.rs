@@ -352,3 +352,25 @@ fn a_haltpoll_machine_with_only_poll_is_refused() {
         &[&format!("{f}:{line}: governor = \"haltpoll\" needs exactly two idle states")],
     );
 }
+
+/// Named unknowns and bands: a bad name, value, CPU or machine, and a band of an experiment
+/// that names no unknowns, are one-line errors before anything runs.
+#[test]
+fn bad_unknowns_and_bands_are_clean_errors() {
+    rejected(&["run", "ipistorm", "--unknown", "nosuch=1"], &["--unknown 'nosuch=1': no unknown named 'nosuch'"]);
+    rejected(&["run", "ipistorm", "--unknown", "start-avg-idle"], &["expected NAME=VALUE"]);
+    rejected(&["run", "ipistorm", "--unknown", "start-avg-idle=5@16"], &["expected TIME@CPULIST"]);
+    rejected(&["run", "ipistorm", "--unknown", "overload-holder=999"], &["CPU 999 is not on machine epyc-7763-2s"]);
+    rejected(&["run", "ipistorm", "--unknown", "guest-idle=mwait"], &["is not a KVM guest"]);
+    rejected(&["run", "ipistorm", "--unknown", "start-avg-idle=2ms@16"], &["capped at 2 * max_idle_balance_cost"]);
+    rejected(&["reproduce", "ipistorm", "--unknown", "newidle-cost=1us@16/9"], &["has domain levels"]);
+    rejected(&["reproduce", "rt-push", "--band"], &["experiment 'rt-push' names no unknowns"]);
+    rejected(&["run", "ipistorm", "--schedstat", "999"], &["--schedstat: cpulist `999`", "out of range"]);
+    rejected(&["run", "ipistorm", "--schedstat", ""], &["--schedstat: expected at least one CPU"]);
+    rejected(&["reproduce", "ipistorm", "--band", "--band-design", "lhs:0"], &["expected grid or lhs:N"]);
+    rejected(&["reproduce", "ipistorm", "--band", "--band-runs", "0"], &["--band-runs 0 is out of range"]);
+    let grid = tmp("band-grid.toml", "[[run]]\nworkload = \"ipistorm\"\nband = true\n");
+    rejected(&["sweep", grid.to_str().unwrap(), "--dry-run"], &["band = true is for experiment = NAME"]);
+    let grid = tmp("band-grid2.toml", "[[run]]\nexperiment = \"rt-push\"\nband = true\n");
+    rejected(&["sweep", grid.to_str().unwrap(), "--dry-run"], &[":1: experiment 'rt-push' names no unknowns"]);
+}

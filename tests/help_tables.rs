@@ -28,6 +28,7 @@ fn help_lists_every_scenario_kernel_machine_feature_and_experiment() {
     let scenarios: Vec<&str> = scenario::BUILTIN.iter().map(|b| b.0).collect();
     let kernels: Vec<&str> = KERNELS.iter().map(|k| k.name).collect();
     let features: Vec<&str> = SCHED_FEATURES.iter().filter(|f| f.modelled).map(|f| f.name).collect();
+    let unknowns: Vec<&str> = schedsim::unknowns::UNKNOWNS.iter().map(|u| u.name).collect();
     for cmd in ["run", "compare"] {
         let h = help(&[cmd, "--help"]);
         assert_lists(&h, cmd, &scenarios);
@@ -36,9 +37,12 @@ fn help_lists_every_scenario_kernel_machine_feature_and_experiment() {
         assert_lists(&h, cmd, &features);
         assert_lists(&h, cmd, &schedsim::background::names());
         assert_lists(&h, cmd, schedsim::linux::config::Preempt::NAMES);
+        assert_lists(&h, cmd, &unknowns);
     }
     let experiments: Vec<&str> = EXPERIMENTS.iter().map(|e| e.name).collect();
     assert_lists(&help(&["reproduce", "--help"]), "reproduce", &experiments);
+    assert_lists(&help(&["reproduce", "--help"]), "reproduce", &unknowns);
+    assert_lists(&help(&["explore", "--help"]), "explore", &unknowns);
     // An unmodelled feature is not offered.
     let h = help(&["run", "--help"]);
     let unmodelled = SCHED_FEATURES.iter().find(|f| !f.modelled).unwrap();
@@ -80,4 +84,22 @@ fn the_commands_readme_says_take_json_do() {
         let takes = help(&[cmd, "--help"]).contains("--json");
         assert_eq!(takes, named.contains(&cmd), "{cmd}: takes --json = {takes}, README: {line}");
     }
+}
+
+/// `list --unknowns` prints the table of named unknowns, every row with its mechanism, range,
+/// default and collapsing measurement; `list --json` carries the same rows.
+#[test]
+fn list_prints_the_unknowns_table() {
+    let text = help(&["list", "--unknowns"]);
+    for u in schedsim::unknowns::UNKNOWNS {
+        assert!(text.contains(u.name), "{}", u.name);
+        assert!(text.contains(&u.collapse.split_whitespace().collect::<Vec<_>>().join(" ")), "{}", u.name);
+    }
+    assert_eq!(text.matches("mechanism:").count(), schedsim::unknowns::UNKNOWNS.len());
+    let out = Command::new(env!("CARGO_BIN_EXE_schedsim")).args(["list", "--json"]).output().unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let names: Vec<&str> = doc["unknowns"].as_array().unwrap().iter().map(|u| u["name"].as_str().unwrap()).collect();
+    let want: Vec<&str> = schedsim::unknowns::UNKNOWNS.iter().map(|u| u.name).collect();
+    assert_eq!(names, want);
+    assert!(doc["unknowns"][0]["range"].as_str().unwrap().contains("docs/unknowns.md"));
 }

@@ -79,33 +79,59 @@ fn spec_strategy() -> impl Strategy<Value = RunSpec> {
     ));
     let params = prop::collection::btree_map("[a-z][a-z_]{0,7}", "[ -~]{0,16}", 0..4)
         .prop_map(|m| m.into_iter().map(|(k, v)| (k, v.trim().to_string())).collect::<Vec<_>>());
+    // Named unknowns, some spelled as a user might (units and CPU lists not in canonical form):
+    // the spec keeps each value's canonical form, which prints and reads back the same.
+    let unknowns = prop::collection::vec(
+        (0usize..9, 0u64..=1_000_000, 0u64..=1_000_000, prop::sample::select(vec!["16", "0-3,8", "17,16", "255"])),
+        0..4,
+    )
+    .prop_map(|v| {
+        v.into_iter()
+            .map(|(which, a, b, cpus)| match which {
+                0 => format!("overload-holder={}", ["none", "same-core@16", "other-node@0", "17"][a as usize % 4]),
+                1 => format!("start-overloaded={}", if a % 2 == 0 { "set" } else { "clear" }),
+                2 => format!("start-avg-idle={a}ns@{cpus}"),
+                3 => format!("newidle-cost={}us@{cpus}/{}", a / 1000, ["NUMA", "0", "mc"][b as usize % 3]),
+                4 => format!("guest-idle={}", ["hlt", "guest-haltpoll", "mwait"][a as usize % 3]),
+                5 => format!("guest-halt-poll-ns={}ns", a % 200_001),
+                6 => format!("host-halt-poll-ns={}.{}us", a % 200, b % 1000),
+                7 => format!("hlt-wake={}ns-{}ns", a.min(b), a.max(b)),
+                _ => format!("background-intensity={}%", 1 + a % 10_000),
+            })
+            .collect::<Vec<_>>()
+    });
     (
-        (workload, machine, kernel, patches, features, hz, replay),
+        (workload, machine, kernel, patches, features, hz, replay, unknowns),
         (idle, limit_ms, background, preempt, any::<u64>(), any::<(bool, bool)>(), params),
     )
-        .prop_map(|((w, m, k, p, f, hz, replay), (idle, limit_ms, bg, pre, seed, (rt, check), params))| {
-            let mut s = RunSpec::new(w);
-            s.machine = m.into();
-            s.kernel = k;
-            s.patches = p;
-            s.features = f;
-            s.hz = hz;
-            s.idle_states = idle;
-            if let Some(l) = limit_ms {
-                s.limit_ns = l * 1_000_000;
-            }
-            s.background = bg.map(String::from);
-            s.preempt = pre.map(String::from);
-            s.seed = seed;
-            s.preempt_rt = rt;
-            s.check = check;
-            s.replay = replay.map(|(picks, jitter)| schedsim::explore::Perturbation {
-                picks: picks.into_iter().collect(),
-                jitter: jitter.into_iter().collect(),
-            });
-            s.params = Params::from_pairs(params, "generated");
-            s
-        })
+        .prop_map(
+            |((w, m, k, p, f, hz, replay, unknowns), (idle, limit_ms, bg, pre, seed, (rt, check), params))| {
+                let mut s = RunSpec::new(w);
+                s.machine = m.into();
+                s.kernel = k;
+                s.patches = p;
+                s.features = f;
+                s.hz = hz;
+                s.idle_states = idle;
+                if let Some(l) = limit_ms {
+                    s.limit_ns = l * 1_000_000;
+                }
+                s.background = bg.map(String::from);
+                s.preempt = pre.map(String::from);
+                s.seed = seed;
+                s.preempt_rt = rt;
+                s.check = check;
+                s.replay = replay.map(|(picks, jitter)| schedsim::explore::Perturbation {
+                    picks: picks.into_iter().collect(),
+                    jitter: jitter.into_iter().collect(),
+                });
+                s.params = Params::from_pairs(params, "generated");
+                for u in unknowns {
+                    s.set("unknown", &u).unwrap_or_else(|e| panic!("{u}: {e}"));
+                }
+                s
+            },
+        )
 }
 
 proptest! {
@@ -181,6 +207,25 @@ fn every_builtin_scenario_reruns_from_its_header() {
     s.machine = m.display().to_string();
     assert_header_reruns("rtapp on a machine file", &s);
     std::fs::remove_dir_all(&dir).unwrap();
+    // Named unknowns on the command line: each one in the header, the same run again.
+    let mut s = scenario::builtin("ipistorm").unwrap();
+    s.limit_ns = BRIEF_NS;
+    for u in [
+        "overload-holder=same-llc@16",
+        "start-overloaded=set",
+        "start-avg-idle=0.25ms@16",
+        "newidle-cost=3us@16/NUMA",
+        "background-intensity=250",
+    ] {
+        s.set("unknown", u).unwrap();
+    }
+    assert_header_reruns("ipistorm with unknowns", &s);
+    let mut s = scenario::builtin("schbench").unwrap();
+    s.limit_ns = BRIEF_NS;
+    for u in ["guest-idle=hlt", "host-halt-poll-ns=100us", "hlt-wake=11us-15us"] {
+        s.set("unknown", u).unwrap();
+    }
+    assert_header_reruns("schbench with guest unknowns", &s);
 }
 
 #[test]
@@ -213,6 +258,15 @@ fn a_header_names_every_switch() {
         s.command_line(),
         "schedsim run --workload ipistorm numipi=10 single=1 --machine '/tmp/my box.toml' --kernel v6.1 \
          --patch +3dcac251b066 --feature NO_TTWU_QUEUE --hz 1000 --cstate C2=off --limit-ms 7 --seed 1 --preempt-rt"
+    );
+    s.set("unknown", "start-avg-idle=50000ns@16").unwrap();
+    s.set("unknown", "overload-holder=same-llc@16").unwrap();
+    assert!(
+        s.command_line().ends_with(
+            "--limit-ms 7 --unknown overload-holder=same-llc@16 --unknown start-avg-idle=50us@16 --seed 1 --preempt-rt"
+        ),
+        "{}",
+        s.command_line()
     );
 }
 

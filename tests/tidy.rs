@@ -179,6 +179,7 @@ const LAYERS: &[&[&str]] = &[
     &["trace"],
     &["linux"],
     &["world", "workload", "background"],
+    &["unknowns"],
     &["spec", "crash"],
     &["run"],
     &["output", "explore", "focus", "validate"],

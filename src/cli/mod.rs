@@ -123,6 +123,15 @@ fn preempt_help() -> String {
     )
 }
 
+fn unknown_help() -> String {
+    let names: Vec<&str> = crate::unknowns::UNKNOWNS.iter().map(|u| u.name).collect();
+    format!(
+        "Set a named unknown, a set-up fact the published runs did not record (repeatable; `schedsim list \
+         --unknowns` gives each one's values, mechanism and range): {}",
+        names.join(", ")
+    )
+}
+
 fn experiments_help() -> String {
     let names: Vec<&str> = experiments::EXPERIMENTS.iter().map(|e| e.name).collect();
     format!("Experiments to run (default: all): {}, or an experiment file FILE.toml", names.join(", "))
@@ -133,6 +142,10 @@ struct ListArgs {
     /// Print this machine preset's TOML file instead (a starting point for `--machine FILE.toml`).
     #[arg(long)]
     machine: Option<String>,
+    /// Print only the named unknowns: each one's values, mechanism, range with its sources,
+    /// default, and the measurement that would collapse it.
+    #[arg(long, conflicts_with = "machine")]
+    unknowns: bool,
     /// Print one JSON document instead of text.
     #[arg(long)]
     json: bool,
@@ -164,6 +177,8 @@ struct SpecArgs {
     background: Option<String>,
     #[arg(long, value_name = "MODEL", help = preempt_help())]
     preempt: Option<String>,
+    #[arg(long = "unknown", value_name = "NAME=VALUE", help = unknown_help())]
+    unknowns: Vec<String>,
 }
 
 #[derive(Args, Debug)]
@@ -222,6 +237,10 @@ struct RunArgs {
     /// re-seeded jitter streams) on this run.
     #[arg(long, value_name = "TOKEN")]
     replay: Option<String>,
+    /// The CPUs whose per-domain load-balancing counters the report prints, as /proc/schedstat
+    /// has them (default: the busiest CPUs it shows), e.g. 16 or 0-3,8.
+    #[arg(long, value_name = "CPULIST")]
+    schedstat: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -277,6 +296,23 @@ struct ReproduceArgs {
     /// (`--cells hackbench`, `--cells 'netperf-*_RR-25%'`).
     #[arg(long, value_name = "PATTERNS")]
     cells: Option<String>,
+    #[arg(long = "unknown", value_name = "NAME=VALUE", help = unknown_help())]
+    unknowns: Vec<String>,
+    /// Also run every variant over the experiment's named unknowns (its band: the default
+    /// state, each unknown alone at each design value, and the design's points) and print each
+    /// row's band, the ratios between variants within one state, and which unknown moves which
+    /// row. The default state is the point answer (--runs seeds); every other state runs
+    /// --band-runs seeds.
+    #[arg(long)]
+    band: bool,
+    /// The band's design: grid (every combination of each unknown's sourced ends and
+    /// midpoint, or every value of an enumeration) or lhs:N (a Latin hypercube of N points
+    /// drawn from --seed).
+    #[arg(long, value_name = "grid|lhs:N", default_value = "grid", requires = "band")]
+    band_design: String,
+    /// Seeds per state of the band besides the default state (1..=--runs).
+    #[arg(long, value_name = "N", default_value_t = crate::sweep::band::DEFAULT_BAND_RUNS, requires = "band")]
+    band_runs: usize,
     /// Also write a self-contained HTML report with plots to FILE (re-runs each variant's first
     /// seed once more, keeping a trace window at the experiment's instant of interest).
     #[arg(long, value_name = "FILE")]
@@ -346,6 +382,15 @@ pub fn main() -> i32 {
         Cmd::Compare(a) => cmd_compare(a),
         Cmd::Reproduce(a) => cmd_reproduce(a),
         Cmd::List(a) => match a.machine {
+            None if a.unknowns && a.json => {
+                let doc = crate::unknowns::table_json();
+                emit(&format!("{}\n", serde_json::to_string_pretty(&doc).expect("serializable")));
+                Ok(())
+            }
+            None if a.unknowns => {
+                emit(&crate::unknowns::table_text());
+                Ok(())
+            }
             None if a.json => {
                 emit(&format!("{}\n", serde_json::to_string_pretty(&list_json()).expect("serializable")));
                 Ok(())
@@ -419,6 +464,7 @@ fn spec_args_fields(a: &SpecArgs) -> Vec<(&'static str, String)> {
     };
     one("background", &a.background);
     one("preempt", &a.preempt);
+    v.extend(a.unknowns.iter().map(|u| ("unknown", u.clone())));
     if a.preempt_rt {
         v.push(("preempt-rt", "true".into()));
     }
@@ -519,7 +565,15 @@ fn cmd_run(a: RunArgs) -> Result<(), String> {
     if let Some(ms) = a.panic_at_ms {
         crate::crash::set_panic_at(ms.saturating_mul(crate::sim::NSEC_PER_MSEC).max(1));
     }
-    let s = spec_from_run_args(&a)?;
+    let mut s = spec_from_run_args(&a)?;
+    if let Some(list) = &a.schedstat {
+        let nr = run::machine(&s.machine)?.topo.nr_cpus;
+        let mask = crate::hw::cpumask::parse_cpulist(list, nr).map_err(|e| format!("--schedstat: {e}"))?;
+        if mask.is_empty() {
+            return Err("--schedstat: expected at least one CPU".into());
+        }
+        s.schedstat_cpus = Some(mask.iter().collect());
+    }
     for n in run::spec_notes(&s) {
         eprintln!("schedsim: note: {n}");
     }
@@ -666,6 +720,15 @@ fn cmd_reproduce(a: ReproduceArgs) -> Result<(), String> {
     if a.seed.checked_add(a.runs as u64).is_none() {
         return Err(format!("--seed {}: the runs use seeds seed..seed+runs, which overflows 64 bits", a.seed));
     }
+    let band = if a.band {
+        check_runs(a.band_runs).map_err(|e| e.replace("--runs", "--band-runs"))?;
+        Some(crate::sweep::band::BandOpts {
+            design: crate::sweep::band::Design::parse(&a.band_design)?,
+            runs: a.band_runs,
+        })
+    } else {
+        None
+    };
     let names: Vec<String> = if a.experiments.is_empty() {
         experiments::EXPERIMENTS.iter().map(|e| e.name.to_string()).collect()
     } else {
@@ -679,6 +742,7 @@ fn cmd_reproduce(a: ReproduceArgs) -> Result<(), String> {
     if let Some(p) = &a.preempt {
         overrides.push(("preempt".to_string(), p.clone()));
     }
+    overrides.extend(a.unknowns.iter().map(|u| ("unknown".to_string(), u.clone())));
     let o = ExpOpts {
         runs: a.runs,
         seed: a.seed,
@@ -689,12 +753,29 @@ fn cmd_reproduce(a: ReproduceArgs) -> Result<(), String> {
         cells: a.cells.clone(),
     };
     // Every plan first: a bad name or option is an error before anything runs.
-    let plans: Vec<experiments::Plan> = names.iter().map(|n| experiments::plan_of(n, &o)).collect::<Result<_, _>>()?;
+    let mut plans: Vec<experiments::Plan> =
+        names.iter().map(|n| experiments::plan_of(n, &o)).collect::<Result<_, _>>()?;
+    if band.is_some() && a.experiments.is_empty() {
+        // All experiments with --band: those that name unknowns.
+        plans.retain(|p| !p.unknowns.is_empty());
+    }
+    // And every band's runs (each state's first run built once).
+    let bands: Vec<Option<Vec<crate::sweep::GridRun>>> = plans
+        .iter()
+        .map(|p| band.as_ref().map(|b| crate::sweep::band::runs(p, b, 0)).transpose())
+        .collect::<Result<_, _>>()?;
     let mut docs = Vec::new();
     let mut sections = Vec::new();
     let progress = Progress::start(a.quiet, Progress::RUNS);
-    for plan in &plans {
-        let results = plan.results(a.jobs)?;
+    for (plan, band_runs) in plans.iter().zip(&bands) {
+        let (results, report) = match band_runs {
+            None => (plan.results(a.jobs)?, None),
+            Some(runs) => {
+                let (point, lines) = crate::sweep::band::execute(plan, runs, a.jobs)?;
+                let refs: Vec<&serde_json::Value> = lines.iter().collect();
+                (point, Some(crate::sweep::band::analyze(&refs)?))
+            }
+        };
         let c = plan.analyze(&results)?;
         if a.html.is_some() {
             // Each variant's first seed again, with a trace window at the experiment's instant
@@ -709,11 +790,17 @@ fn cmd_reproduce(a: ReproduceArgs) -> Result<(), String> {
                 details.push(crate::html::detail(&v.label, &v.spec, &focus, rs.first(), reference)?);
             }
             sections.push(crate::html::section(&c, &details));
+            if let Some(r) = &report {
+                sections.push(crate::sweep::band::section_html(r));
+            }
         }
         if a.json {
-            docs.push(c);
+            docs.push(ReproduceDoc { comparison: c, band: report.as_ref().map(crate::sweep::band::json_fields) });
         } else {
             print_comparison(&c, false);
+            if let Some(r) = &report {
+                emit(&crate::sweep::band::render(r));
+            }
             emit("\n");
         }
     }
@@ -731,6 +818,16 @@ fn cmd_reproduce(a: ReproduceArgs) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// One experiment's `reproduce --json` document: its table, and with `--band` the band's
+/// fields (`band`, `ratios`, `sensitivity`).
+#[derive(serde::Serialize)]
+struct ReproduceDoc {
+    #[serde(flatten)]
+    comparison: Comparison,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    band: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// A progress display on stderr for long runs and experiments: only when stderr is a terminal
@@ -965,11 +1062,12 @@ pub fn list_json() -> serde_json::Value {
         "workloads": crate::workload::WORKLOADS.iter().map(|(n, d)| json!({"name": n, "description": d})).collect::<Vec<_>>(),
         "scenarios": scenario::BUILTIN.iter().map(|(n, d, _)| json!({"name": n, "description": d})).collect::<Vec<_>>(),
         "experiments": experiments::EXPERIMENTS.iter().map(|e| json!({"name": e.name, "description": e.description()})).collect::<Vec<_>>(),
+        "unknowns": crate::unknowns::table_json(),
     })
 }
 
 /// README's reference tables (scenarios, experiments, kernels, patches, sched features,
-/// machines), generated from the tables in code; `tests/help_tables.rs` fails when README's
+/// named unknowns, machines), generated from the tables in code; `tests/help_tables.rs` fails when README's
 /// copy differs (`UPDATE_README=1` rewrites it).
 pub fn readme_tables() -> String {
     use crate::linux::kernel::sched::features::SCHED_FEATURES;
@@ -1003,6 +1101,13 @@ pub fn readme_tables() -> String {
     for f in SCHED_FEATURES {
         let m = if f.modelled { "yes" } else { "no" };
         o.push_str(&format!("| `{}` | {} | {m} | {} |\n", f.name, f.default, cell(f.doc)));
+    }
+    o.push_str(
+        "\nNamed unknowns (`--unknown NAME=VALUE`; `schedsim list --unknowns` gives each one's mechanism, sources and \
+         collapsing measurement; docs/unknowns.md):\n\n| unknown | values | range |\n|---|---|---|\n",
+    );
+    for u in crate::unknowns::UNKNOWNS {
+        o.push_str(&format!("| `{}` | {} | {} |\n", u.name, cell(u.grammar), cell(u.range)));
     }
     o.push_str(
         "\nMachines (`--machine NAME`):\n\n| machine | what it is | background | preempt |\n|---|---|---|---|\n",
@@ -1070,6 +1175,10 @@ pub fn list_text() -> String {
     o.push_str("\nExperiments (schedsim reproduce NAME):\n");
     for e in experiments::EXPERIMENTS {
         o.push_str(&format!("  {:<16} {}\n", e.name, e.description()));
+    }
+    o.push_str("\nNamed unknowns (--unknown NAME=VALUE; `schedsim list --unknowns` describes them):\n");
+    for u in crate::unknowns::UNKNOWNS {
+        o.push_str(&format!("  {:<22} {}\n", u.name, u.grammar));
     }
     o
 }

@@ -49,7 +49,8 @@ pub fn cmd_sweep(a: SweepArgs) -> Result<(), String> {
     if a.dry_run {
         let mut o = String::new();
         for r in runs.iter().filter(|r| shard.contains(r)) {
-            o.push_str(&format!("{}  {}  {}  seed {}\n", r.key(), r.group, r.variant, r.spec.seed));
+            let state = r.band.as_ref().map_or(String::new(), |b| format!("  state s{}", b.state));
+            o.push_str(&format!("{}  {}  {}  seed {}{state}\n", r.key(), r.group, r.variant, r.spec.seed));
         }
         super::emit(&o);
         return Ok(());

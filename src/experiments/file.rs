@@ -3,13 +3,16 @@
 //! differ and its published figure), and the tables its results make: the main table of the
 //! workload's primary figure per variant (`Program::metric`, mean and standard deviation over
 //! seeds, normalized to the first row) and `[[breakdown]]` tables of figures of each run's
-//! `schedsim run --json` document. `experiments/ilb-polling.toml` is the built-in example;
-//! `schedsim reproduce FILE.toml` runs a user's own.
+//! `schedsim run --json` document, and `[[unknown]]` tables naming the unknowns its answer
+//! depends on with the values a band takes of them (`reproduce --band`).
+//! `experiments/ilb-polling.toml` is the built-in example; `schedsim reproduce FILE.toml` runs
+//! a user's own.
 
 use super::{Analysis, ExpOpts, Plan, Variant};
 use crate::report::{mean_stddev, normalize, render_grid, CompareRow, Comparison};
 use crate::run::RunResult;
 use crate::spec::scenario::{apply_fields, from_table, line_of, FileTable};
+use crate::unknowns::{Axis, Domain, Unknown};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -24,6 +27,8 @@ struct RawFile {
     #[serde(default)]
     breakdown: Vec<Breakdown>,
     focus: Option<RawFocus>,
+    #[serde(default)]
+    unknown: Vec<toml::Spanned<RawUnknown>>,
 }
 
 /// What the report's timelines show (`crate::focus`): `cpus` first, the window opening at the
@@ -43,6 +48,19 @@ struct RawFocus {
 
 fn default_after() -> String {
     "start".into()
+}
+
+/// An `[[unknown]]` table: a named unknown the answer depends on and the values a band takes
+/// of it: `values = [...]`, an interval `lo = ..., hi = ...`, or the row's own design with
+/// `at = "CPU"` (the CPU part of its values; `schedsim list --unknowns`).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawUnknown {
+    name: String,
+    at: Option<String>,
+    values: Option<Vec<String>>,
+    lo: Option<String>,
+    hi: Option<String>,
 }
 
 /// A table printed after the main one: a row per variant, a column per figure.
@@ -123,6 +141,30 @@ pub fn plan(text: &str, origin: &str, o: &ExpOpts) -> Result<Plan, String> {
             }
         }
     }
+    let mut axes = Vec::new();
+    for u in &f.unknown {
+        let line = line_of(text, u.span().start);
+        let at = |m: String| format!("{origin}:{line}: [[unknown]] {m}");
+        let r = u.get_ref();
+        let which = Unknown::from_name(&r.name).map_err(at)?;
+        let axis = match (&r.values, &r.lo, &r.hi, &r.at) {
+            (Some(v), None, None, None) => Axis::new(which, Domain::Values(v.clone())),
+            (None, Some(lo), Some(hi), None) => Axis::new(which, Domain::Interval { lo: lo.clone(), hi: hi.clone() }),
+            (None, None, None, a) => Axis::of(which, a.as_deref().unwrap_or("")),
+            _ => {
+                return Err(at(format!(
+                    "{}: give values = [...], or lo = ... and hi = ..., or neither (the unknown's own design, \
+                     with at = \"CPU\" where its values name one)",
+                    r.name
+                )))
+            }
+        };
+        let axis = axis.map_err(at)?;
+        if axes.iter().any(|a: &Axis| a.unknown == which) {
+            return Err(at(format!("{}: named twice", r.name)));
+        }
+        axes.push(axis);
+    }
     let machine = variants[0].spec.machine.clone();
     let tables = Tables { origin: origin.to_string(), breakdowns: f.breakdown };
     let mut p = Plan::new(&f.name, f.title, &machine, variants, o.runs, o, Analysis::File(tables))?;
@@ -144,6 +186,7 @@ pub fn plan(text: &str, origin: &str, o: &ExpOpts) -> Result<Plan, String> {
             why: fo.why,
         };
     }
+    p.unknowns = axes;
     Ok(p)
 }
 

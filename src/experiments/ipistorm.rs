@@ -7,6 +7,7 @@ use crate::linux::engine::Phase;
 use crate::report::{mean_stddev, normalize, render_grid, CompareRow, Comparison};
 use crate::run::RunResult;
 use crate::spec::RunSpec;
+use crate::unknowns::{Axis, Domain, Unknown};
 use crate::workload::ipistorm::IpistormParams;
 use crate::workload::params::Params;
 use crate::workload::Workload;
@@ -29,6 +30,29 @@ pub const VARIANTS: &[(&str, &str, &str, Option<f64>)] = &[
 /// The sender and target of the published run.
 const SENDER: usize = 8;
 const TARGET: usize = 16;
+
+/// The model's own walk of CPU16's NUMA domain on epyc-7763-2s (256 CPUs): the
+/// `max_newidle_lb_cost` `update_newidle_cost()` leaves there after a run in which CPU16 walks
+/// on every pass, the upper end of that unknown where no figure is published for a machine of
+/// this size (docs/unknowns.md §2; `tests/unknowns.rs` fails if the model's walk moves away).
+pub const NUMA_WALK_NS: u64 = 43_400;
+
+/// The unknowns ipistorm's answer depends on (docs/unknowns.md §1, §2, §4): what holds
+/// `rd->overloaded` (nothing, a pinned pair at each placement from CPU16, or a transient set as
+/// the window opens), CPU16's start `avg_idle` and its NUMA domain's `max_newidle_lb_cost`
+/// (whether its walk is gated or stops below the root), and the background's intensity.
+pub fn unknowns() -> Result<Vec<Axis>, String> {
+    Ok(vec![
+        Axis::of(Unknown::OverloadHolder, "16")?,
+        Axis::of(Unknown::StartOverloaded, "")?,
+        Axis::of(Unknown::StartAvgIdle, "16")?,
+        Axis::new(
+            Unknown::NewidleCost,
+            Domain::Interval { lo: "0ns@16/NUMA".into(), hi: format!("{NUMA_WALK_NS}ns@16/NUMA") },
+        )?,
+        Axis::of(Unknown::BackgroundIntensity, "")?,
+    ])
+}
 
 /// The run spec of the published configuration for one variant.
 pub fn spec(kernel: &str, patches: &str) -> RunSpec {
@@ -107,6 +131,7 @@ pub fn plan(o: &ExpOpts) -> Result<Plan, String> {
     let params: Vec<String> = p.variants[0].spec.params.pairs().iter().map(|(k, v)| format!("{k}={v}")).collect();
     p.title = format!("ipistorm {} (CPU8 -> CPU16, C2 disabled)", params.join(" "));
     p.focus = focus(&p.variants[0].spec)?;
+    p.unknowns = unknowns()?;
     Ok(p)
 }
 

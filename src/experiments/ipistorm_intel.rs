@@ -10,6 +10,7 @@ use super::{Analysis, ExpOpts, Plan, Variant};
 use crate::report::{normalize, render_grid, Comparison};
 use crate::run::RunResult;
 use crate::spec::RunSpec;
+use crate::unknowns::{Axis, Domain, Unknown};
 use crate::workload::params::Params;
 use crate::workload::Workload;
 use serde_json::json;
@@ -21,6 +22,26 @@ pub const MACHINE: &str = "intel-240-2s";
 
 /// Runs per variant in the published reply.
 pub const PUBLISHED_RUNS: usize = 10;
+
+/// The model's own walk of CPU16's NUMA (root) domain on intel-240-2s, the upper end of its
+/// `max_newidle_lb_cost` (as `super::ipistorm::NUMA_WALK_NS`; docs/unknowns.md §2).
+pub const NUMA_WALK_NS: u64 = 17_800;
+
+/// The unknowns of the Intel runs: as ipistorm's, with the placements this machine has (a node
+/// is one LLC, so no CPU is "same node, other LLC"; docs/unknowns.md §1).
+pub fn unknowns() -> Result<Vec<Axis>, String> {
+    let holder = ["none", "same-core@16", "same-llc@16", "other-node@16"].map(String::from).to_vec();
+    Ok(vec![
+        Axis::new(Unknown::OverloadHolder, Domain::Values(holder))?,
+        Axis::of(Unknown::StartOverloaded, "")?,
+        Axis::of(Unknown::StartAvgIdle, "16")?,
+        Axis::new(
+            Unknown::NewidleCost,
+            Domain::Interval { lo: "0ns@16/NUMA".into(), hi: format!("{NUMA_WALK_NS}ns@16/NUMA") },
+        )?,
+        Axis::of(Unknown::BackgroundIntensity, "")?,
+    ])
+}
 
 fn spec(patches: &str) -> RunSpec {
     let mut s = RunSpec::new("ipistorm");
@@ -54,6 +75,7 @@ pub fn plan(o: &ExpOpts) -> Result<Plan, String> {
     let title = "ipistorm numipi=100000 single=1 offset=8 cpulist=8 wait=1 on intel-240-2s (C1E, C6 off)".to_string();
     let mut p = Plan::new("ipistorm-intel", title, MACHINE, variants, runs, o, Analysis::Code(analyze))?;
     p.focus = super::ipistorm::focus(&p.variants[0].spec)?;
+    p.unknowns = unknowns()?;
     Ok(p)
 }
 

@@ -6,7 +6,9 @@ use super::{Analysis, ExpOpts, Plan, Variant};
 use crate::report::{mean_stddev, normalize, render_grid, CompareRow, Comparison};
 use crate::run::RunResult;
 use crate::spec::RunSpec;
+use crate::unknowns::{Axis, Domain, Unknown};
 use crate::workload::params::Params;
+use crate::workload::Metric;
 use serde_json::json;
 
 fn spec(workload: &str, machine: &str, kernel: &str, patches: &str, params: &[(&str, &str)]) -> RunSpec {
@@ -142,7 +144,25 @@ pub fn nanosleep(o: &ExpOpts) -> Result<Plan, String> {
         })
         .collect();
     let title = "nanosleep procs=240 ns=1000 duration_ms=50 (perf record -a: shares of unhalted cycles)".to_string();
-    Plan::new("nanosleep", title, "intel-240-2s", variants, o.runs, o, Analysis::Code(analyze_nanosleep))
+    let mut p = Plan::new("nanosleep", title, "intel-240-2s", variants, o.runs, o, Analysis::Code(analyze_nanosleep))?;
+    // The background's intensity, and whether a pinned pair holds rd->overloaded (then every
+    // CPU's newidle pass passes its overload gate; docs/unknowns.md §1, §4). The share sums
+    // over every CPU, each running a sleeper, so where the pair sits is not a dimension: one
+    // placement stands for all. The start avg_idle and newidle costs are not: every CPU's own
+    // wakeups, one per microsecond, overwrite them within the first few.
+    let holder = ["none", "same-llc@0"].map(String::from).to_vec();
+    p.unknowns =
+        vec![Axis::of(Unknown::BackgroundIntensity, "")?, Axis::new(Unknown::OverloadHolder, Domain::Values(holder))?];
+    p.figure = newidle_share;
+    Ok(p)
+}
+
+/// A run's figure, as a row of nanosleep's table: newidle balance's share of the unhalted
+/// cycles (what `perf record -a` counts; `Stats::halted_ns`).
+fn newidle_share(r: &RunResult) -> Metric {
+    let unhalted = r.sim_ns as f64 * r.nr_cpus as f64 - r.stats.halted_ns.iter().sum::<u64>() as f64;
+    let value = r.stats.newidle_ns as f64 / unhalted.max(1.0);
+    Metric { name: "newidle_share", unit: "of unhalted cycles", lower_is_better: true, value }
 }
 
 fn analyze_nanosleep(p: &Plan, results: &[Vec<RunResult>]) -> Result<Comparison, String> {

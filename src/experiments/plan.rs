@@ -5,6 +5,8 @@ use super::ExpOpts;
 use crate::report::Comparison;
 use crate::run::RunResult;
 use crate::spec::RunSpec;
+use crate::unknowns::Axis;
+use crate::workload::Metric;
 
 /// One variant of an experiment: a row of its table.
 #[derive(Debug, Clone)]
@@ -39,6 +41,19 @@ pub struct Plan {
     pub analysis: Analysis,
     /// What the report's timelines show: the experiment's CPUs and instant of interest.
     pub focus: crate::focus::Focus,
+    /// The named unknowns the answer depends on, each over the values a band takes of it
+    /// (`crate::unknowns::Axis`): what `reproduce --band` runs every variant over, and the space
+    /// a calibration searches. Empty: the experiment names none. Set by each experiment's plan
+    /// function (an experiment file's `[[unknown]]` tables).
+    pub unknowns: Vec<Axis>,
+    /// One run's figure: what a row of the table averages (by default the workload's primary
+    /// metric, `Program::metric`). A band is a band of this figure.
+    pub figure: fn(&RunResult) -> Metric,
+}
+
+/// The workload's primary metric, the default figure of a plan.
+pub fn workload_metric(r: &RunResult) -> Metric {
+    r.workload.metric(&r.facts())
 }
 
 impl Plan {
@@ -63,6 +78,8 @@ impl Plan {
             seed: o.seed,
             analysis,
             focus: Default::default(),
+            unknowns: Vec::new(),
+            figure: workload_metric,
         };
         for v in &mut p.variants {
             v.spec.seed = o.seed;

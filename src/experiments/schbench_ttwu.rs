@@ -7,10 +7,11 @@ use super::{Analysis, ExpOpts, Plan, Variant};
 use crate::report::{mean_stddev, normalize, render_grid, CompareRow, Comparison};
 use crate::run::RunResult;
 use crate::spec::RunSpec;
+use crate::unknowns::{Axis, Unknown};
 use crate::workload::params::Params;
 use crate::workload::schbench::{TailCauses, TAIL_US};
 use crate::workload::schbench_stats::PERCENTILES;
-use crate::workload::Workload;
+use crate::workload::{Metric, Workload};
 use serde_json::json;
 
 /// (label, kernel, patches, published percentiles in us: 50/75/90/95/99/99.5/99.9)
@@ -57,7 +58,21 @@ pub fn plan(o: &ExpOpts) -> Result<Plan, String> {
               another CPU of its LLC idle), its CPU marked"
             .into(),
     };
+    // How the VM's idle vCPUs wait and wake (docs/unknowns.md §3): the guest's idle mode, its
+    // own and its host's poll windows, and what a blocked vCPU's wake costs.
+    p.unknowns = [Unknown::GuestIdleMode, Unknown::GuestHaltPollNs, Unknown::HostHaltPollNs, Unknown::HltWake]
+        .into_iter()
+        .map(|u| Axis::of(u, ""))
+        .collect::<Result<_, _>>()?;
+    p.figure = p999;
     Ok(p)
+}
+
+/// A run's figure, as a row of the table: the p99.9 wakeup latency of the final histogram (us).
+fn p999(r: &RunResult) -> Metric {
+    let Workload::Schbench(w) = &r.workload else { unreachable!("a schbench plan") };
+    let value = w.final_hist.as_ref().map_or(0, |h| h.percentile(999)) as f64;
+    Metric { name: "p99.9", unit: "us", lower_is_better: true, value }
 }
 
 fn analyze(p: &Plan, results: &[Vec<RunResult>]) -> Result<Comparison, String> {

@@ -48,6 +48,13 @@ pub struct RunSpec {
     /// Run the invariant checkers (`--check`; `linux::check`). They only observe: the run is
     /// the same with or without them.
     pub check: bool,
+    /// Named unknowns set (`--unknown NAME=VALUE`; `crate::unknowns`): (name, canonical
+    /// value), in the table's order, each at most once. Empty: every unknown at its default.
+    pub unknowns: Vec<(String, String)>,
+    /// The CPUs whose `/proc/schedstat` lines the result keeps (`run --schedstat CPULIST`);
+    /// `None`: the busiest CPUs the report shows. Not part of the command line: it changes
+    /// what is kept, never the run.
+    pub schedstat_cpus: Option<Vec<u32>>,
 }
 
 /// One field of a run spec besides its workload and parameters: its name (the `--NAME` flag
@@ -194,6 +201,14 @@ pub const FIELDS: &[Field] = &[
         get: |s| s.preempt.clone().into_iter().collect(),
     },
     Field {
+        name: "unknown",
+        key: "unknowns",
+        switch: false,
+        repeats: true,
+        set: |s, v, what| crate::unknowns::set_in(&mut s.unknowns, v, what),
+        get: |s| s.unknowns.iter().map(|(n, v)| format!("{n}={v}")).collect(),
+    },
+    Field {
         name: "seed",
         key: "seed",
         switch: false,
@@ -277,6 +292,8 @@ impl RunSpec {
             preempt: None,
             replay: None,
             check: false,
+            unknowns: Vec::new(),
+            schedstat_cpus: None,
         }
     }
 

@@ -83,7 +83,8 @@ pub fn read_table(text: &str, origin: &str) -> Result<FileTable, String> {
 }
 
 /// The values a file gives a spec field: a scalar is one value, a list one per item (for
-/// fields that repeat), a table of on/off switches one `NAME=on|off` per entry (idle states).
+/// fields that repeat), a table of on/off switches one `NAME=on|off` per entry (idle states),
+/// a table of `NAME = "VALUE"` one `NAME=VALUE` per entry (unknowns).
 fn field_values(f: &super::Field, v: &toml::Value) -> Result<Vec<String>, String> {
     let scalar = |v: &toml::Value| match v {
         toml::Value::String(s) => Some(s.clone()),
@@ -95,6 +96,14 @@ fn field_values(f: &super::Field, v: &toml::Value) -> Result<Vec<String>, String
         toml::Value::Array(items) if f.repeats => items
             .iter()
             .map(|i| scalar(i).ok_or_else(|| format!("{} = [...]: expected a list of strings", f.key)))
+            .collect(),
+        toml::Value::Table(t) if f.name == "unknown" => t
+            .iter()
+            .map(|(n, v)| match v {
+                toml::Value::String(s) => Ok(format!("{n}={s}")),
+                toml::Value::Integer(i) => Ok(format!("{n}={i}")),
+                other => Err(format!("{}.{n} = {other}: expected a string, e.g. \"50us@16\"", f.key)),
+            })
             .collect(),
         toml::Value::Table(t) if f.name == "cstate" => t
             .iter()
@@ -261,5 +270,16 @@ mod tests {
                 .unwrap();
         assert_eq!(s.idle_states, vec![("C2".to_string(), false)]);
         assert_eq!(s.patches, "+3dcac251b066");
+        let s = parse(
+            "workload = \"ipistorm\"\nunknowns = { start-avg-idle = \"0.05ms@16\", overload-holder = \"same-llc@16\" }\n",
+            "u.toml",
+        )
+        .unwrap();
+        let want = [("overload-holder", "same-llc@16"), ("start-avg-idle", "50us@16")];
+        assert_eq!(s.unknowns, want.map(|(a, b)| (a.to_string(), b.to_string())));
+        let e = parse("workload = \"ipistorm\"\n\nunknowns = { newidle-cost = 5 }\n", "u.toml").unwrap_err();
+        assert!(e.starts_with("u.toml:3: unknowns: newidle-cost=5: expected TIME@CPULIST/LEVEL"), "{e}");
+        let e = parse("workload = \"ipistorm\"\nunknowns = { bogus = \"1\" }\n", "u.toml").unwrap_err();
+        assert!(e.starts_with("u.toml:2: unknowns 'bogus=1': no unknown named 'bogus'"), "{e}");
     }
 }

@@ -20,6 +20,12 @@
 //! seeds = 2                                   # name or an experiment FILE.toml)
 //!
 //! [[run]]
+//! experiment = "ipistorm"                     # its variants over its named unknowns
+//! band = true                                 # (`reproduce ipistorm --band`)
+//! band_design = "grid"                        # or "lhs:N"
+//! band_seeds = 2                              # seeds per state besides the default
+//!
+//! [[run]]
 //! experiment = "lkp-matrix"                   # cells = "hackbench": `reproduce --cells`
 //! cells = "hackbench"
 //! ```
@@ -41,6 +47,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::io::Write;
+
+pub mod band;
 use std::path::Path;
 
 /// One run of a grid: its spec and where it belongs in the merged tables.
@@ -55,16 +63,23 @@ pub struct GridRun {
     /// The experiment it comes from, if any.
     pub experiment: Option<String>,
     pub spec: RunSpec,
+    /// Its state and variant in an experiment's band (`crate::sweep::band`), if it is a band's run.
+    pub band: Option<crate::sweep::band::BandTag>,
 }
 
 impl GridRun {
     /// The canonical description of the run: everything that decides its result, as the run
     /// spec's own command line (`RunSpec::command_line`) and the experiment it belongs to.
     pub fn describe(&self) -> Value {
-        json!({
+        let mut v = json!({
             "command": self.spec.command_line(),
             "experiment": self.experiment,
-        })
+        });
+        if let Some(b) = &self.band {
+            // A band's default state runs the experiment's own commands: its own runs still.
+            v["band"] = json!(b.state);
+        }
+        v
     }
 
     /// The stable run key: FNV-1a (64 bit) of the canonical description, in hex.
@@ -109,8 +124,37 @@ impl Shard {
 /// The grid's own keys at its top level and in each `[[run]]` (all other keys are run spec
 /// fields, `spec::FIELDS` by file key, applied to every run below them).
 const GRID_KEYS: &[&str] = &["kernels", "machines", "seeds", "first_seed", "run"];
-const RUN_KEYS: &[&str] =
-    &["workload", "scenario", "experiment", "kernels", "machines", "seeds", "first_seed", "kernel", "cells", "params"];
+const RUN_KEYS: &[&str] = &[
+    "workload",
+    "scenario",
+    "experiment",
+    "kernels",
+    "machines",
+    "seeds",
+    "first_seed",
+    "kernel",
+    "cells",
+    "params",
+    "band",
+    "band_design",
+    "band_seeds",
+];
+
+/// A variant's label in a grid: `#INDEX KERNEL PATCHES FEATURES`.
+pub fn variant_label(v: usize, spec: &RunSpec) -> String {
+    let (k, p) = (&spec.kernel, &spec.patches);
+    let mut variant = format!("#{v} {k}");
+    if !p.is_empty() {
+        variant.push_str(&format!(" {}", p.replace(',', " ")));
+    }
+    for f in &spec.features {
+        variant.push_str(&format!(" {f}"));
+    }
+    if spec.preempt_rt {
+        variant.push_str(" PREEMPT_RT");
+    }
+    variant
+}
 
 /// Fields a grid cannot set for a run: it says them with its own lists.
 fn grid_owned_field(key: &str) -> Option<&'static str> {
@@ -272,27 +316,48 @@ pub fn parse_grid(text: &str, origin: &str) -> Result<Vec<GridRun>, String> {
                 cells: cells.clone(),
             };
             let plan = experiments::plan_of(name, &o).map_err(&at)?;
+            let band = match e.get("band").map(|b| b.get_ref()) {
+                None | Some(toml::Value::Boolean(false)) => None,
+                Some(toml::Value::Boolean(true)) => {
+                    let design = string_at(e, "band_design", text, origin)?;
+                    let design = crate::sweep::band::Design::parse(design.as_deref().unwrap_or("grid")).map_err(&at)?;
+                    let runs =
+                        uint_at(e, "band_seeds", text, origin)?.unwrap_or(crate::sweep::band::DEFAULT_BAND_RUNS as u64);
+                    if runs == 0 || runs > crate::limits::MAX_RUNS as u64 {
+                        return Err(at(format!(
+                            "band_seeds = {runs} is out of range (1..={})",
+                            crate::limits::MAX_RUNS
+                        )));
+                    }
+                    Some(crate::sweep::band::BandOpts { design, runs: runs as usize })
+                }
+                Some(other) => return Err(at(format!("band = {other}: expected true or false"))),
+            };
+            if band.is_none() && (e.contains_key("band_design") || e.contains_key("band_seeds")) {
+                return Err(at("band_design and band_seeds are for band = true".into()));
+            }
+            if let Some(b) = band {
+                let runs = crate::sweep::band::runs(&plan, &b, out.len()).map_err(&at)?;
+                if out.len() + runs.len() > MAX_GRID_RUNS {
+                    return Err(at(format!("this band expands to more than {MAX_GRID_RUNS} runs")));
+                }
+                out.extend(runs);
+                continue;
+            }
             for (v, spec) in plan.specs() {
-                let (k, p) = (&spec.kernel, &spec.patches);
-                let mut variant = format!("#{v} {k}");
-                if !p.is_empty() {
-                    variant.push_str(&format!(" {}", p.replace(',', " ")));
-                }
-                for f in &spec.features {
-                    variant.push_str(&format!(" {f}"));
-                }
-                if spec.preempt_rt {
-                    variant.push_str(" PREEMPT_RT");
-                }
                 out.push(GridRun {
                     index: out.len(),
                     group: format!("experiment {}", plan.experiment),
-                    variant,
+                    variant: variant_label(v, &spec),
                     experiment: Some(plan.experiment.clone()),
                     spec,
+                    band: None,
                 });
             }
             continue;
+        }
+        if e.contains_key("band") || e.contains_key("band_design") || e.contains_key("band_seeds") {
+            return Err(at("band = true is for experiment = NAME (its unknowns)".into()));
         }
         if kernel.is_some() {
             return Err(at("kernel = NAME is for experiments; use kernels = [...]".into()));
@@ -387,6 +452,7 @@ pub fn parse_grid(text: &str, origin: &str) -> Result<Vec<GridRun>, String> {
                             variant: k.clone(),
                             experiment: None,
                             spec: s,
+                            band: None,
                         });
                     }
                 }
@@ -422,8 +488,14 @@ pub fn primary_metric(r: &RunResult) -> (&'static str, &'static str, bool, f64) 
 
 /// The JSON line of a finished run (without the trailing newline).
 pub fn run_line(run: &GridRun, r: &RunResult) -> String {
+    run_line_value(run, r).to_string()
+}
+
+/// The JSON document of [`run_line`]; a band's run also carries its `band` object (its
+/// experiment, state, variant and figure: `crate::sweep::band`).
+pub fn run_line_value(run: &GridRun, r: &RunResult) -> Value {
     let (name, unit, lower, value) = primary_metric(r);
-    let v = json!({
+    let mut v = json!({
         "key": run.key(),
         "index": run.index,
         "group": run.group,
@@ -432,7 +504,10 @@ pub fn run_line(run: &GridRun, r: &RunResult) -> String {
         "metric": {"name": name, "unit": unit, "lower_is_better": lower, "value": value},
         "result": crate::output::run_json(&run.spec, r),
     });
-    v.to_string()
+    if let Some(b) = &run.band {
+        v["band"] = b.line(r);
+    }
+    v
 }
 
 /// The complete lines of a JSONL file (a partial last line, from an interrupted write, is
@@ -590,12 +665,21 @@ pub struct Change {
     pub variants: Vec<(String, f64, f64, Option<f64>)>,
 }
 
-/// One merged group: its mmtests-style comparison and its `%change` rows.
+/// One merged group: its mmtests-style comparison and its `%change` rows; for a band, the
+/// comparison and changes of its default state (the point answer, in the experiment's figure)
+/// and the band's tables.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct MergedGroup {
     pub group: String,
     pub comparison: Comparison,
     pub changes: Vec<Change>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub band: Option<crate::sweep::band::Report>,
+}
+
+/// A line's primary figure: a band's run's figure (`band.figure`), else the workload's metric.
+fn primary(l: &Value) -> &Value {
+    l.get("band").map_or(&l["metric"], |b| &b["figure"])
 }
 
 /// A group's variants in order of first appearance, each with its lines.
@@ -604,9 +688,17 @@ type Variants<'a> = Vec<(String, Vec<&'a Value>)>;
 /// Merge sweep lines (from [`read_lines`]) into one comparison per group; the baseline is each
 /// group's first variant in grid order.
 pub fn merge(lines: &[Value]) -> Vec<MergedGroup> {
-    // group -> variant -> lines, both in order of first appearance.
+    // group -> variant -> lines, both in order of first appearance; a band's group keeps its
+    // default state's lines, and all its lines for its band tables.
     let mut groups: Vec<(String, Variants)> = Vec::new();
+    let mut bands: BTreeMap<String, Vec<&Value>> = BTreeMap::new();
     for l in lines {
+        if let Some(b) = l.get("band") {
+            bands.entry(l["group"].as_str().unwrap_or("").to_string()).or_default().push(l);
+            if b["state"].as_u64() != Some(0) {
+                continue;
+            }
+        }
         let g = l["group"].as_str().unwrap_or("").to_string();
         let v = l["variant"].as_str().unwrap_or("").to_string();
         let gi = match groups.iter().position(|(n, _)| *n == g) {
@@ -628,7 +720,7 @@ pub fn merge(lines: &[Value]) -> Vec<MergedGroup> {
         let first = vars[0].1[0];
         let mut rows = Vec::new();
         for (name, ls) in &vars {
-            let vals: Vec<f64> = ls.iter().map(|l| num(&l["metric"]["value"])).collect();
+            let vals: Vec<f64> = ls.iter().map(|l| num(&primary(l)["value"])).collect();
             let (mean, stddev) = report::mean_stddev(&vals);
             // The patch deltas of the row's kernel, as its label prints them ("v6.10 +ID -ID").
             let label = ls[0]["result"]["kernel"].as_str().unwrap_or("");
@@ -647,14 +739,14 @@ pub fn merge(lines: &[Value]) -> Vec<MergedGroup> {
             });
         }
         report::normalize(&mut rows);
-        let m = &first["metric"];
+        let m = primary(first);
         let metric = m["name"].as_str().unwrap_or("metric").to_string();
         let mut changes = Vec::new();
         let mut names = vec![format!("{metric}_{}", m["unit"].as_str().unwrap_or(""))];
         names.extend(CHANGE_COUNTERS.iter().map(|c| c.to_string()));
         for (mi, mname) in names.iter().enumerate() {
             let value =
-                |l: &Value| if mi == 0 { num(&l["metric"]["value"]) } else { num(&l["result"]["counters"][mname]) };
+                |l: &Value| if mi == 0 { num(&primary(l)["value"]) } else { num(&l["result"]["counters"][mname]) };
             let stats: Vec<(f64, f64)> = vars
                 .iter()
                 .map(|(_, ls)| report::mean_stddev(&ls.iter().map(|l| value(l)).collect::<Vec<_>>()))
@@ -687,7 +779,8 @@ pub fn merge(lines: &[Value]) -> Vec<MergedGroup> {
             title: g.clone(),
             notes: Vec::new(),
         };
-        out.push(MergedGroup { group: g, comparison, changes });
+        let band = bands.get(&g).and_then(|ls| crate::sweep::band::analyze(ls).ok());
+        out.push(MergedGroup { group: g, comparison, changes, band });
     }
     out
 }
@@ -747,6 +840,9 @@ pub fn render_merged(groups: &[MergedGroup]) -> String {
         s.push_str(&report::render_table(&g.comparison));
         s.push('\n');
         s.push_str(&render_changes(g));
+        if let Some(b) = &g.band {
+            s.push_str(&crate::sweep::band::render(b));
+        }
     }
     s
 }
