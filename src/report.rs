@@ -38,6 +38,11 @@ pub struct Comparison {
     /// Extra tables printed after the main one (already formatted).
     #[serde(skip)]
     pub notes: Vec<String>,
+    /// The experiment's own main table (already formatted), printed under the header instead
+    /// of the mmtests rows: a table whose rows are not variants of one metric (LKP's matrix of
+    /// cells, each with its own unit).
+    #[serde(skip)]
+    pub table: Option<String>,
 }
 
 /// The statistic of an mmtests-style table: the mean over seeds, and beside it the sample
@@ -125,6 +130,14 @@ pub fn render_table(c: &Comparison) -> String {
     s.push_str(&format!("Statistic     : {}\n", c.statistic));
     s.push_str(&bar);
     s.push('\n');
+    if let Some(t) = &c.table {
+        s.push_str(t);
+        for n in &c.notes {
+            s.push('\n');
+            s.push_str(n);
+        }
+        return s;
+    }
     let kw = c.rows.iter().map(|r| r.variant.len() + r.kernel.len() + 3).max().unwrap_or(10).max(20);
     s.push_str(&format!(
         "{:<kw$}  {:>12}  {:>10}  {:>4}  {:>24}  {:>9}\n",
@@ -340,6 +353,7 @@ mod tests {
         let mut rows = vec![row("baseline", 100.0), row("sm_idle", 25.0)];
         normalize(&mut rows);
         let c = Comparison {
+            table: None,
             experiment: "ipistorm".into(),
             machine: "m".into(),
             metric: "time".into(),

@@ -1,4 +1,4 @@
-//! Controls (docs/unknowns.md §8): a control is a published figure of an experiment's baseline
+//! Controls (docs/unknowns.md §9): a control is a published figure of an experiment's baseline
 //! row that no variant moves in the model, and `reproduce --calibrate` fits the named unknowns
 //! to the controls alone. These tests hold both halves: no variant moves a control beyond its
 //! spread in the default state, and a calibration recovers a state the model was put in from
@@ -13,7 +13,7 @@ fn opts(runs: usize) -> ExpOpts {
 
 /// Which experiments name controls, and that each control is of its baseline row: the row a
 /// `Control` reads is the plan's first variant by construction, so this pins the list that
-/// docs/unknowns.md §8 explains.
+/// docs/unknowns.md §9 explains.
 #[test]
 fn only_schbench_ttwu_names_controls() {
     let with: Vec<&str> =

@@ -5,7 +5,12 @@
 //! - `pingpong iters= sleep_us= ping_cpu= pong_cpu=` ([`crate::workload::pipepair`]),
 //! - `perf-pipe loops= threaded=` (`perf bench sched pipe`, written again here),
 //! - `messaging -- [-p] [-t] [-g N] [-l N]` (`perf bench sched messaging`, written again here),
-//! - `nanosleep procs= ns= duration_ms=` ([`crate::workload::nanosleep`]).
+//! - `nanosleep procs= ns= duration_ms=` ([`crate::workload::nanosleep`]);
+//! - `netperf -- [N|N%] NETPERF-ARGS` and `tbench -- TBENCH-ARGS`: the real programs (Debian's
+//!   `netperf`, non-free, and `dbench` packages), not written again: a `netserver` (or
+//!   `tbench_srv`) of our own in its own process group, N concurrent `netperf` clients (or one
+//!   `tbench`), their output in the order they end, then the server group is killed. The
+//!   arguments are checked by the model's parsers first, so both sides run the same test.
 //!
 //! Threads and processes are made with `pthread_create` (std threads) and `fork()`, pinned with
 //! `sched_setaffinity()`, and talk through `pipe()` or `socketpair()` with plain `read()` and
@@ -26,7 +31,7 @@ pub struct HostRunArgs {
 }
 
 /// The programs `host-run` knows.
-pub const PROGRAMS: &[&str] = &["pingpong", "perf-pipe", "messaging", "nanosleep"];
+pub const PROGRAMS: &[&str] = &["pingpong", "perf-pipe", "messaging", "nanosleep", "netperf", "tbench"];
 
 pub fn cmd_host_run(a: HostRunArgs) -> Result<(), String> {
     let out = run_program(&a.program, &a.params)?;
@@ -60,8 +65,114 @@ pub fn run_program(program: &str, params: &[String]) -> Result<String, String> {
             let w = crate::workload::nanosleep::NanosleepLoop::parse(&p, nr_cpus)?;
             nanosleep(w.procs, w.ns, w.duration_ns)
         }
+        "netperf" => real_netperf(params, nr_cpus),
+        "tbench" => real_tbench(params, nr_cpus),
         other => Err(format!("host-run: unknown program '{other}' (expected one of: {})", PROGRAMS.join(", "))),
     }
+}
+
+/// The path of `prog` on `$PATH` (or in /usr/bin), or an error saying how to install it.
+fn find_program(prog: &str, package: &str) -> Result<std::path::PathBuf, String> {
+    let dirs = std::env::var("PATH").unwrap_or_default();
+    std::env::split_paths(&dirs)
+        .chain(std::iter::once(std::path::PathBuf::from("/usr/bin")))
+        .map(|d| d.join(prog))
+        .find(|p| p.is_file())
+        .ok_or_else(|| format!("host-run: {prog} is not installed (Debian: apt-get install {package})"))
+}
+
+/// A server started in a process group of its own, killed (with the children it forked) when
+/// dropped.
+struct ServerGroup(std::process::Child);
+
+impl ServerGroup {
+    fn start(path: &std::path::Path, args: &[&str]) -> Result<ServerGroup, String> {
+        use std::os::unix::process::CommandExt;
+        let child = std::process::Command::new(path)
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .process_group(0)
+            .spawn()
+            .map_err(|e| format!("host-run: cannot start {}: {e}", path.display()))?;
+        // Give it time to listen.
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        Ok(ServerGroup(child))
+    }
+}
+
+impl Drop for ServerGroup {
+    fn drop(&mut self) {
+        // SAFETY: signalling the process group this module created.
+        unsafe { libc::killpg(self.0.id() as libc::pid_t, libc::SIGTERM) };
+        let _ = self.0.wait();
+    }
+}
+
+/// Run `cmd` with its stdout captured; its output, or an error naming it.
+fn run_capture(cmd: &mut std::process::Command, what: &str) -> Result<String, String> {
+    let out = cmd.stderr(std::process::Stdio::inherit()).output().map_err(|e| format!("host-run: {what}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("host-run: {what} failed ({})", out.status));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The port our netserver listens on (not netserver's default 12865, which another may hold).
+const NETSERVER_PORT: &str = "22865";
+
+/// The real netperf: `-- [N|N%] ARGS`, N concurrent clients (the model's `netperf` workload's
+/// command line, checked by its parser).
+fn real_netperf(words: &[String], nr_cpus: u32) -> Result<String, String> {
+    use crate::workload::netperf::{clients_param, command_line_params, NetperfOpts};
+    let netperf = find_program("netperf", "netperf")?;
+    let netserver = find_program("netserver", "netperf")?;
+    let pairs = command_line_params(words);
+    let p = Params::from_pairs(pairs, "host-run netperf");
+    let clients = clients_param(&p, nr_cpus)?;
+    let args: Vec<&str> = p.get("args").unwrap_or("").split_whitespace().collect();
+    NetperfOpts::parse(&args)?;
+    let _server = ServerGroup::start(&netserver, &["-D", "-p", NETSERVER_PORT])?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    for _ in 0..clients {
+        let (netperf, args, tx) = (netperf.clone(), args.iter().map(|s| s.to_string()).collect::<Vec<_>>(), tx.clone());
+        std::thread::spawn(move || {
+            let mut cmd = std::process::Command::new(&netperf);
+            cmd.arg("-p").arg(NETSERVER_PORT).args(&args);
+            let _ = tx.send(run_capture(&mut cmd, "netperf"));
+        });
+    }
+    drop(tx);
+    let mut out = String::new();
+    for r in rx {
+        out.push_str(&r?);
+    }
+    Ok(out)
+}
+
+/// The real tbench: `-- ARGS` (checked by the model's `tbench` parser), against a `tbench_srv`
+/// of our own.
+fn real_tbench(words: &[String], nr_cpus: u32) -> Result<String, String> {
+    use crate::workload::tbench::TbenchOpts;
+    let tbench = find_program("tbench", "dbench")?;
+    let srv = find_program("tbench_srv", "dbench")?;
+    let args: Vec<&str> = words.iter().map(String::as_str).collect();
+    let (o, _) = TbenchOpts::parse(&args, None, nr_cpus)?;
+    // NPROCS as a share of the CPUs is the model's: give tbench the count.
+    let mut real: Vec<String> = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if *a == "-t" || *a == "-c" || *a == "-T" {
+            real.push(a.to_string());
+            real.extend(it.next().map(|s| s.to_string()));
+        } else if a.ends_with('%') {
+            real.push(o.nprocs.to_string());
+        } else {
+            real.push(a.to_string());
+        }
+    }
+    let _server = ServerGroup::start(&srv, &[])?;
+    run_capture(std::process::Command::new(&tbench).args(&real), "tbench")
 }
 
 fn online_cpus() -> u32 {

@@ -293,6 +293,10 @@ struct ReproduceArgs {
     /// The named kernel the variants are built on (hackbench-2013 only; default v3.8).
     #[arg(long)]
     kernel: Option<String>,
+    /// lkp-matrix only: the cells to run, comma-separated substrings or globs of their names
+    /// (`--cells hackbench`, `--cells 'netperf-*_RR-25%'`).
+    #[arg(long, value_name = "PATTERNS")]
+    cells: Option<String>,
     #[arg(long = "unknown", value_name = "NAME=VALUE", help = unknown_help())]
     unknowns: Vec<String>,
     /// Also run every variant over the experiment's named unknowns (its band: the default
@@ -602,6 +606,7 @@ fn cmd_run(a: RunArgs) -> Result<(), String> {
         };
         let d = crate::html::detail(&format!("{} {}", s.workload, r.kernel_label), &s, &focus, Some(&r), None)?;
         let c = Comparison {
+            table: None,
             experiment: format!("run {} on {} ({})", s.workload, r.machine, r.kernel_label),
             machine: r.machine.clone(),
             metric: "time".into(),
@@ -694,6 +699,7 @@ fn cmd_compare(a: CompareArgs) -> Result<(), String> {
     report::normalize(&mut rows);
     let params: Vec<String> = base.params.pairs().iter().map(|(k, v)| format!("{k}={v}")).collect();
     let c = Comparison {
+        table: None,
         experiment: base.workload.clone(),
         machine: base.machine.clone(),
         metric: metric.into(),
@@ -753,6 +759,7 @@ fn cmd_reproduce(a: ReproduceArgs) -> Result<(), String> {
         params: params.pairs().to_vec(),
         overrides,
         kernel: a.kernel.clone(),
+        cells: a.cells.clone(),
     };
     // Every plan first: a bad name or option is an error before anything runs.
     let mut plans: Vec<experiments::Plan> =

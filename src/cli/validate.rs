@@ -16,10 +16,11 @@ use std::path::{Path, PathBuf};
 /// `schedsim validate`.
 #[derive(clap::Args, Debug)]
 pub struct ValidateArgs {
-    /// The program: pingpong, perf-pipe, messaging, nanosleep or rtapp (file=PATH.json, run
-    /// with Debian's rt-app).
+    /// The program: pingpong, perf-pipe, messaging, nanosleep, netperf, tbench or rtapp
+    /// (file=PATH.json, run with Debian's rt-app).
     pub workload: String,
-    /// Its parameters, key=value as for `schedsim run` (messaging: perf's options after --).
+    /// Its parameters, key=value as for `schedsim run` (messaging: perf's options after --;
+    /// netperf and tbench: their command lines after --, as `schedsim run` takes them).
     pub params: Vec<String>,
     /// Real runs (their spread is reported).
     #[arg(long, default_value_t = 3)]
@@ -243,8 +244,55 @@ impl Program {
                     comms: vec!["rt-app".into()],
                 })
             }
+            "netperf" => {
+                // The model's command line: [N|N%] and netperf's own options; 20000 transactions
+                // (netperf's count mode) unless a length is given.
+                let mut words: Vec<String> = params.to_vec();
+                if words.is_empty() {
+                    words = ["1", "-t", "TCP_RR"].iter().map(|s| s.to_string()).collect();
+                }
+                if !words.iter().any(|w| w == "-l") {
+                    let at = words.iter().position(|w| w == "--").unwrap_or(words.len());
+                    words.splice(at..at, ["-l".to_string(), "-20000".to_string()]);
+                }
+                let pairs = crate::workload::netperf::command_line_params(&words);
+                let pp = Params::from_pairs(pairs.clone(), "validate");
+                let w = crate::workload::netperf::Netperf::parse(&pp, 1)?;
+                let mut command = vec![exe.to_string(), "host-run".into(), "netperf".into(), "--".into()];
+                command.extend(words.iter().cloned());
+                Ok(Program {
+                    label: format!("netperf {}", words.join(" ")),
+                    workload: "netperf".into(),
+                    params: pairs,
+                    command,
+                    own_name: if w.o.test.rr() { "program: transactions per second" } else { "program: 10^6bits/s" },
+                    scale: 1.0,
+                    comms: vec!["netperf".into(), "netserver".into()],
+                })
+            }
+            "tbench" => {
+                // Two seconds: real dbench prints no `execute` line (and a zero throughput) at -t 1.
+                let words: Vec<String> = if params.is_empty() {
+                    ["-t", "2", "1"].iter().map(|s| s.to_string()).collect()
+                } else {
+                    params.to_vec()
+                };
+                let args: Vec<&str> = words.iter().map(String::as_str).collect();
+                crate::workload::tbench::TbenchOpts::parse(&args, None, 1)?;
+                let mut command = vec![exe.to_string(), "host-run".into(), "tbench".into(), "--".into()];
+                command.extend(words.iter().cloned());
+                Ok(Program {
+                    label: format!("tbench {}", words.join(" ")),
+                    workload: "tbench".into(),
+                    params: vec![("args".into(), words.join(" "))],
+                    command,
+                    own_name: "program: MB/sec",
+                    scale: 1.0,
+                    comms: vec!["tbench".into(), "tbench_srv".into()],
+                })
+            }
             other => Err(format!(
-                "validate: unknown workload '{other}' (expected one of: pingpong, perf-pipe, messaging, nanosleep, rtapp)"
+                "validate: unknown workload '{other}' (expected one of: pingpong, perf-pipe, messaging, nanosleep, netperf, tbench, rtapp)"
             )),
         }
     }
@@ -262,6 +310,32 @@ impl Program {
             "program: us per message" => before("[sec]").map(|s| s * 1e6 / self.scale),
             "program: loops per second" => before("sleeps").map(|n| n / self.scale),
             "program: mean wakeup latency (wu_lat, us)" => before("us mean wu_lat"),
+            "program: transactions per second" | "program: 10^6bits/s" => {
+                // The sum of the clients' data lines (LKP's total). RR: the rate is the 6th
+                // column. STREAM: TCP_STREAM's line has 5 (9 with -c -C) columns, the rate 5th;
+                // UDP_STREAM's local line 6 (8), the rate 6th; its remote line (elapsed time
+                // second) is not the sender's figure.
+                let rr = self.own_name.contains("transactions");
+                let mut total = None;
+                for l in output.lines() {
+                    let f: Vec<&str> = l.split_whitespace().collect();
+                    if f.len() < 5 || !f.iter().all(|x| x.parse::<f64>().is_ok()) {
+                        continue;
+                    }
+                    let col = match (rr, f.len()) {
+                        (true, _) => 5,
+                        (false, _) if f[1].contains('.') => continue,
+                        (false, 5 | 9) => 4,
+                        (false, _) => 5,
+                    };
+                    *total.get_or_insert(0.0) += f.get(col)?.parse::<f64>().ok()?;
+                }
+                total
+            }
+            "program: MB/sec" => {
+                let line = output.lines().find(|l| l.starts_with("Throughput "))?;
+                line.split_whitespace().nth(1)?.parse().ok()
+            }
             _ => None,
         }
     }
@@ -274,6 +348,8 @@ fn model_output(r: &run::RunResult) -> String {
         Workload::Hackbench(w) => w.output.clone(),
         Workload::Nanosleep(w) => format!("nanosleep: {} processes, {} sleeps\n", w.procs, w.loops),
         Workload::RtApp(w) => rtapp_summary(w.threads.iter().map(|th| w.log_text(th)).collect::<Vec<_>>().iter()),
+        Workload::Netperf(w) => w.output.clone(),
+        Workload::Tbench(w) => w.output.clone(),
         _ => String::new(),
     }
 }

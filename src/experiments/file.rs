@@ -263,6 +263,7 @@ impl Tables {
             })
             .collect();
         Ok(Comparison {
+            table: None,
             experiment: p.experiment.clone(),
             machine: p.machine.clone(),
             metric: m0.name.into(),

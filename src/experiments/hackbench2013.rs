@@ -173,6 +173,7 @@ fn analyze(p: &Plan, results: &[Vec<RunResult>]) -> Result<Comparison, String> {
     .map(|s| s.to_string())
     .collect();
     Ok(Comparison {
+        table: None,
         experiment: "hackbench-2013".into(),
         machine: "i7-4c8t".into(),
         metric: "elapsed".into(),

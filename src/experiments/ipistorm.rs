@@ -270,6 +270,7 @@ fn analyze(p: &Plan, results: &[Vec<RunResult>]) -> Result<Comparison, String> {
         ),
     ];
     Ok(Comparison {
+        table: None,
         experiment: "ipistorm".into(),
         machine: "epyc-7763-2s".into(),
         metric: "time".into(),

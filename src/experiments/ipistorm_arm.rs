@@ -229,5 +229,6 @@ fn analyze(p: &Plan, results: &[Vec<RunResult>]) -> Result<Comparison, String> {
         rows,
         title: p.title.clone(),
         notes,
+        table: None,
     })
 }

@@ -136,6 +136,7 @@ fn analyze(p: &Plan, results: &[Vec<RunResult>]) -> Result<Comparison, String> {
         ));
     }
     Ok(Comparison {
+        table: None,
         experiment: "ipistorm-intel".into(),
         machine: MACHINE.into(),
         metric: "time".into(),

@@ -14,6 +14,7 @@ pub mod hackbench2013;
 pub mod ipistorm;
 pub mod ipistorm_arm;
 pub mod ipistorm_intel;
+pub mod lkp_matrix;
 pub mod nohz;
 pub mod plan;
 pub mod rtpush;
@@ -40,11 +41,14 @@ pub struct ExpOpts {
     /// The named kernel the variants are built on, for experiments that take one
     /// (hackbench-2013: v3.8 by default).
     pub kernel: Option<String>,
+    /// The cells of a matrix experiment to run (lkp-matrix's `--cells`: substrings or globs,
+    /// comma-separated).
+    pub cells: Option<String>,
 }
 
 impl Default for ExpOpts {
     fn default() -> Self {
-        ExpOpts { runs: 5, seed: 1, jobs: 2, params: Vec::new(), overrides: Vec::new(), kernel: None }
+        ExpOpts { runs: 5, seed: 1, jobs: 2, params: Vec::new(), overrides: Vec::new(), kernel: None, cells: None }
     }
 }
 
@@ -84,6 +88,9 @@ impl Experiment {
                 takes_kernel().join(", ")
             ));
         }
+        if let (Some(c), false) = (&o.cells, self.name == "lkp-matrix") {
+            return Err(format!("--cells {c}: experiment '{}' has no cells (--cells is for lkp-matrix)", self.name));
+        }
         match &self.source {
             Source::Code { plan, .. } => plan(o),
             Source::File(text) => file::plan(text, &format!("<built-in experiment {}>", self.name), o),
@@ -121,6 +128,14 @@ pub const EXPERIMENTS: &[Experiment] = &[
         source: Source::Code {
             description: "schbench -m 2 -t 16 on a 32-vCPU Ice Lake VM: ttwu_pending cleared early (v6.1), revert of f3dd3f674555, the fix d6962c4fe8f9 (v6.2)",
             plan: schbench_ttwu::plan,
+            takes_kernel: false,
+        },
+    },
+    Experiment {
+        name: "lkp-matrix",
+        source: Source::Code {
+            description: "the 0-day robot's SM_IDLE matrix on a 128-CPU 4-node Xeon: hackbench pipe/socket x process/threads at 25/50/100% and netperf TCP_RR/UDP_RR/TCP_STREAM/UDP_STREAM at 25-100%, v6.10 vs +SM_IDLE as LKP's %change (shortened runs; --cells to choose)",
+            plan: lkp_matrix::plan,
             takes_kernel: false,
         },
     },

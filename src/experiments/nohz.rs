@@ -110,6 +110,7 @@ fn analyze_rt_warn(p: &Plan, results: &[Vec<RunResult>]) -> Result<Comparison, S
         .map(|s| s.to_string())
         .collect();
     Ok(Comparison {
+        table: None,
         experiment: "rt-warn".into(),
         machine: "epyc-7763-2s".into(),
         metric: "warns".into(),
@@ -218,6 +219,7 @@ fn analyze_nanosleep(p: &Plan, results: &[Vec<RunResult>]) -> Result<Comparison,
     .map(|s| s.to_string())
     .collect();
     Ok(Comparison {
+        table: None,
         experiment: "nanosleep".into(),
         machine: "intel-240-2s".into(),
         metric: "newidle_share".into(),

@@ -142,6 +142,7 @@ fn analyze(_p: &Plan, results: &[Vec<RunResult>]) -> Result<Comparison, String> 
     .map(|s| s.to_string())
     .collect();
     Ok(Comparison {
+        table: None,
         experiment: "rt-push".into(),
         machine: MACHINE.into(),
         metric: "wakeup-to-run".into(),

@@ -198,6 +198,7 @@ fn analyze(p: &Plan, results: &[Vec<RunResult>]) -> Result<Comparison, String> {
     let mut tail_header = vec!["kernel".to_string()];
     tail_header.extend(TailCauses::default().rows().iter().map(|(_, label, _)| label.to_string()));
     Ok(Comparison {
+        table: None,
         experiment: "schbench-ttwu".into(),
         machine: "icx-vm-32".into(),
         metric: "p99.9".into(),

@@ -141,6 +141,7 @@ impl Profile {
         let mut v: Vec<String> = self.sources.iter().map(|s| s.name.clone()).collect();
         v.push("delayed_work_timer_fn".into());
         v.push("process_timeout".into());
+        v.push("tcp_delack_timer".into());
         v
     }
 }

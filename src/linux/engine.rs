@@ -91,6 +91,12 @@ pub enum Frame {
     Pipe(super::fs::pipe::PipeOp),
     /// `sendmsg()` / `recvmsg()` (`write()` / `read()`) on an AF_UNIX stream socket.
     UnixStream(super::net::unix::UnixStreamOp),
+    /// `sendto()` / `recvfrom()` on a TCP or UDP socket.
+    Inet(super::net::socket::InetOp),
+    /// `net_rx_action()` (the NET_RX softirq) with the backlog NAPI's `process_backlog()`.
+    NetRxAction(super::net::core::dev::NetRxAction),
+    /// `release_sock()` / `__sk_flush_backlog()` of an AF_INET socket.
+    SockBacklog(super::net::core::sock::SockBacklog),
     /// `poll()` on one descriptor.
     Poll(super::fs::select::PollOp),
     /// `__wake_up_common_lock()` walking a wait queue.
@@ -716,17 +722,22 @@ fn phase_of(f: &Frame, waiting: bool) -> Phase {
             (Phase::Flush, Phase::Flush)
         }
         Frame::HardIrq(_) => (Phase::HardIrq, Phase::HardIrq),
-        Frame::HandleSoftirqs(_) | Frame::SchedBalanceSoftirq(_) | Frame::RunTimerSoftirq(_) => {
-            (Phase::Softirq, Phase::Softirq)
-        }
+        Frame::HandleSoftirqs(_)
+        | Frame::SchedBalanceSoftirq(_)
+        | Frame::RunTimerSoftirq(_)
+        | Frame::NetRxAction(_) => (Phase::Softirq, Phase::Softirq),
         Frame::Worker(_) | Frame::Kthread(_) => (Phase::Task, Phase::Task),
         Frame::SmpCallFunction(_) | Frame::TryToWakeUp(_) | Frame::WakeUp(_) => (Phase::Task, Phase::Spin),
         Frame::Ksoftirqd(_) | Frame::Program(_) | Frame::Futex(_) | Frame::Nanosleep(_) | Frame::Stopper(_) => {
             (Phase::Task, Phase::Task)
         }
-        Frame::Pipe(_) | Frame::UnixStream(_) | Frame::Poll(_) | Frame::Wait4(_) | Frame::DoExit(_) => {
-            (Phase::Task, Phase::Task)
-        }
+        Frame::Pipe(_)
+        | Frame::UnixStream(_)
+        | Frame::Inet(_)
+        | Frame::SockBacklog(_)
+        | Frame::Poll(_)
+        | Frame::Wait4(_)
+        | Frame::DoExit(_) => (Phase::Task, Phase::Task),
         Frame::KernelClone(_) => (Phase::Task, Phase::Task),
     };
     if waiting {
@@ -1060,6 +1071,9 @@ fn step<P: Programs>(k: &mut Kernel, p: &mut P, cpu: CpuId, frame: &mut Frame) -
         Frame::Nanosleep(s) => run!(super::kernel::futex::nanosleep(k, cpu, s)),
         Frame::Pipe(s) => run!(super::fs::pipe::pipe_op(k, cpu, s)),
         Frame::UnixStream(s) => run!(super::net::unix::unix_stream_op(k, cpu, s)),
+        Frame::Inet(s) => run!(super::net::socket::inet_op(k, cpu, s)),
+        Frame::NetRxAction(s) => run!(super::net::core::dev::net_rx_action(k, cpu, s)),
+        Frame::SockBacklog(s) => run!(super::net::core::sock::release_sock(k, cpu, s)),
         Frame::Poll(s) => run!(super::fs::select::do_sys_poll(k, cpu, s)),
         Frame::WakeUp(s) => run!(super::kernel::wait::wake_up(k, cpu, s)),
         Frame::Wait4(s) => run!(super::kernel::exit::do_wait(k, cpu, s)),

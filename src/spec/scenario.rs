@@ -54,6 +54,16 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
     ),
     ("perf-pipe", "perf bench sched pipe -l 100000 on a 4-CPU SMP", include_str!("../../scenarios/perf-pipe.toml")),
     ("idle", "an idle EPYC 7763 2S for 100 ms (ticks, idle states, nohz)", include_str!("../../scenarios/idle.toml")),
+    (
+        "netperf",
+        "LKP's netperf TCP_RR at 25% load (32 netperf/netserver pairs over loopback) on the 128-CPU 4-node Xeon",
+        include_str!("../../scenarios/netperf.toml"),
+    ),
+    (
+        "tbench",
+        "LKP's tbench at 25% load (32 clients and tbench_srv children over loopback TCP, -t 1) on the 128-CPU 4-node Xeon",
+        include_str!("../../scenarios/tbench.toml"),
+    ),
 ];
 
 /// A TOML document's top-level keys with where each value starts (for `file:line` errors).

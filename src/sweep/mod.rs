@@ -24,6 +24,10 @@
 //! band = true                                 # (`reproduce ipistorm --band`)
 //! band_design = "grid"                        # or "lhs:N"
 //! band_seeds = 2                              # seeds per state besides the default
+//!
+//! [[run]]
+//! experiment = "lkp-matrix"                   # cells = "hackbench": `reproduce --cells`
+//! cells = "hackbench"
 //! ```
 //!
 //! Spec fields (`spec::FIELDS`, e.g. `hz`, `features`, `idle_states`) at the top level apply to
@@ -130,6 +134,7 @@ const RUN_KEYS: &[&str] = &[
     "seeds",
     "first_seed",
     "kernel",
+    "cells",
     "params",
     "band",
     "band_design",
@@ -277,11 +282,12 @@ pub fn parse_grid(text: &str, origin: &str) -> Result<Vec<GridRun>, String> {
                 params.push((k.clone(), vals));
             }
         }
-        let (workload, scenario, experiment, kernel) = (
+        let (workload, scenario, experiment, kernel, cells) = (
             string_at(e, "workload", text, origin)?,
             string_at(e, "scenario", text, origin)?,
             string_at(e, "experiment", text, origin)?,
             string_at(e, "kernel", text, origin)?,
+            string_at(e, "cells", text, origin)?,
         );
         let (kernels, machines) = (strings_at(e, "kernels", text, origin)?, strings_at(e, "machines", text, origin)?);
         let chosen = [&workload, &scenario, &experiment].iter().filter(|x| x.is_some()).count();
@@ -308,6 +314,7 @@ pub fn parse_grid(text: &str, origin: &str) -> Result<Vec<GridRun>, String> {
                 params: params.iter().map(|(k, v)| (k.clone(), v[0].clone())).collect(),
                 overrides: fields.iter().map(|(n, v, _)| (n.to_string(), v.clone())).collect(),
                 kernel: kernel.clone(),
+                cells: cells.clone(),
             };
             let plan = experiments::plan_of(name, &o).map_err(&at)?;
             let band = match e.get("band").map(|b| b.get_ref()) {
@@ -355,6 +362,9 @@ pub fn parse_grid(text: &str, origin: &str) -> Result<Vec<GridRun>, String> {
         }
         if kernel.is_some() {
             return Err(at("kernel = NAME is for experiments; use kernels = [...]".into()));
+        }
+        if cells.is_some() {
+            return Err(at("cells = PATTERNS is for experiment = \"lkp-matrix\"".into()));
         }
         let kernels = kernels.unwrap_or_else(|| top_kernels.clone());
         let mut base = match (&workload, &scenario) {
@@ -763,6 +773,7 @@ pub fn merge(lines: &[Value]) -> Vec<MergedGroup> {
             changes.push(Change { metric: mname.clone(), variants });
         }
         let comparison = Comparison {
+            table: None,
             experiment: g.clone(),
             machine: first["result"]["machine"].as_str().unwrap_or("").to_string(),
             metric,

@@ -13,6 +13,9 @@
 //!   with no `sched_switch` on that CPU in between (the kernel emits both inside one
 //!   `try_to_wake_up()`); every other
 //!   IPI is background activity, counted per second.
+//! - A program task's `sched_waking` logged in softirq context (the flags' third column `s`)
+//!   counts as a wakeup made in softirq: on loopback, a socket's receiver is woken from the
+//!   NET_RX softirq the sender runs.
 //! - IPI kinds: `ttwu` (callsite `ttwu_queue_wakelist`), `resched` (a NULL callback:
 //!   `resched_curr` from `wakeup_preempt`, the tick, ...), `other csd` (any other callback,
 //!   and every `ipi_send_cpumask`).
@@ -155,6 +158,9 @@ pub struct Counts {
     pub span_ns: u64,
     pub pids: usize,
     pub wakeups: u64,
+    /// `sched_waking` records of program tasks logged in softirq context (a socket's receive
+    /// path waking its reader from NET_RX, a timer's callback).
+    pub wakings_in_softirq: u64,
     pub ipi_ttwu: u64,
     pub ipi_resched: u64,
     pub ipi_other: u64,
@@ -281,7 +287,13 @@ pub fn analyze(text: &str, program: &Program, silent: &BTreeSet<u32>) -> Counts 
             }
         };
         match l.event {
-            "sched_waking" => waking[cpu] = Some((prog(l.num("pid")), l.pid, l.ts_ns)),
+            "sched_waking" => {
+                let p = prog(l.num("pid"));
+                if p && l.flags.get(2) == Some(&b's') {
+                    c.wakings_in_softirq += 1;
+                }
+                waking[cpu] = Some((p, l.pid, l.ts_ns));
+            }
             "sched_wakeup" if prog(l.num("pid")) => c.wakeups += 1,
             "ipi_send_cpu" | "ipi_send_cpumask" => {
                 if attributed(&waking) == Some(true) {
@@ -375,6 +387,7 @@ pub fn figures(c: &Counts, idle_state_names: &[String], own: Option<(&str, f64)>
         (RowKind::Structure, 3, "wakeups without IPI per wakeup".into(), c.wake_without_ipi as f64 / w),
         (RowKind::Structure, 4, "switches per wakeup".into(), c.switches as f64 / w),
         (RowKind::Structure, 5, "migrations per wakeup".into(), c.migrations as f64 / w),
+        (RowKind::Structure, 6, "wakeups made in softirq per wakeup".into(), c.wakings_in_softirq as f64 / w),
     ];
     for (&s, &n) in &c.idle_entries {
         let name = idle_state_names.get(s as usize).cloned().unwrap_or_else(|| format!("state {s}"));

@@ -14,6 +14,7 @@ pub mod hackbench;
 pub mod idle;
 pub mod ipistorm;
 pub mod nanosleep;
+pub mod netperf;
 pub mod params;
 pub mod pipepair;
 pub mod rtapp;
@@ -24,6 +25,7 @@ pub mod schbench23;
 pub mod schbench23_stats;
 pub mod schbench_stats;
 pub mod spinners;
+pub mod tbench;
 
 use crate::hw::Machine;
 use crate::linux::engine::Next;
@@ -218,6 +220,8 @@ workloads! {
     /// Nothing runs: the machine idles (useful for tests of the idle path).
     Idle(idle::Idle) = "idle": "nothing runs; the machine idles (ticks, idle states)",
     RtApp(rtapp::RtApp) = "rtapp": "an rt-app JSON file (file=PATH, or `schedsim run --rtapp FILE.json`): rt-app's threads, events and per-thread log",
+    Netperf(netperf::Netperf) = "netperf": "netperf 2.7 over loopback TCP/UDP: clients= pairs (a count or N% of the CPUs) of netperf and netserver, netperf's own options after -- (-t TCP_RR|UDP_RR|TCP_STREAM|UDP_STREAM -l SECS -c -C -- -r -m -M -s -S -D)",
+    Tbench(tbench::Tbench) = "tbench": "dbench 4.0's tbench over loopback TCP: tbench's own options after -- (-t SECS [-c LOADFILE] NPROCS), or clients= (a count or N% of the CPUs)",
 }
 
 /// Start a created task from `creator` (`wake_up_new_task`). The creating process (insmod,

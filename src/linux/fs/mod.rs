@@ -17,6 +17,8 @@ pub struct Ipc {
     pub wqs: WaitQueues,
     pub pipes: Vec<Pipe>,
     pub socks: Socks,
+    /// AF_INET sockets and the per-CPU network state (`net/`).
+    pub net: crate::linux::net::Net,
     pub signals: Vec<SignalStruct>,
     /// Wait-queue entry stamps and walk ids (see `kernel/wait.rs`).
     pub wq_seq: u64,

@@ -4,11 +4,12 @@
 use super::sched::core::{ScheduleCaller, TryToWakeUp};
 use super::sched::{need_resched, TASK_INTERRUPTIBLE, TASK_RUNNING};
 use crate::linux::engine::{local_irq_disable, local_irq_enable, Frame, Next};
-use crate::linux::preempt::{HARDIRQ_MASK, NMI_MASK, SOFTIRQ_MASK, SOFTIRQ_OFFSET};
+use crate::linux::preempt::{HARDIRQ_MASK, NMI_MASK, SOFTIRQ_DISABLE_OFFSET, SOFTIRQ_MASK, SOFTIRQ_OFFSET};
 use crate::linux::{CpuId, Kernel};
 use crate::trace::Event;
 
 pub const TIMER_SOFTIRQ: u32 = 1;
+pub const NET_RX_SOFTIRQ: u32 = 3;
 pub const SCHED_SOFTIRQ: u32 = 7;
 pub const RCU_SOFTIRQ: u32 = 9;
 /// MAX_SOFTIRQ_RESTART.
@@ -18,6 +19,44 @@ const MAX_SOFTIRQ_RESTART: u8 = 10;
 #[inline]
 pub fn in_interrupt(k: &Kernel, cpu: CpuId) -> bool {
     k.cpus[cpu as usize].preempt_count & (HARDIRQ_MASK | SOFTIRQ_MASK | NMI_MASK) != 0
+}
+
+/// Models `in_serving_softirq()`: a softirq handler is running on `cpu` (not merely
+/// bottom halves disabled).
+#[inline]
+pub fn in_serving_softirq(k: &Kernel, cpu: CpuId) -> bool {
+    k.cpus[cpu as usize].preempt_count & SOFTIRQ_OFFSET != 0
+}
+
+/// Models `local_bh_disable()` — include/linux/bottom_half.h @ v6.10 (!RT): add
+/// `SOFTIRQ_DISABLE_OFFSET` to the preempt count; softirqs raised meanwhile wait for
+/// [`local_bh_enable`] (an interrupt's exit sees `in_interrupt()`).
+#[inline]
+pub fn local_bh_disable(k: &mut Kernel, cpu: CpuId) {
+    k.cpus[cpu as usize].preempt_count += SOFTIRQ_DISABLE_OFFSET;
+}
+
+/// Models `__local_bh_enable_ip()` — kernel/softirq.c @ v6.10 (!RT): drop the bottom-half count
+/// but keep preemption disabled; outside interrupt context with softirqs pending,
+/// `do_softirq()` runs them here (IRQs saved off, `handle_softirqs()` on this task's stack).
+/// Returns that call; the caller then calls [`local_bh_enable_done`] (also when there is none).
+pub fn local_bh_enable(k: &mut Kernel, cpu: CpuId) -> Option<Frame> {
+    k.cpus[cpu as usize].preempt_count -= SOFTIRQ_DISABLE_OFFSET - 1;
+    if !in_interrupt(k, cpu) && k.cpus[cpu as usize].softirq_pending != 0 {
+        local_irq_disable(k, cpu);
+        return Some(Frame::HandleSoftirqs(HandleSoftirqs::default()));
+    }
+    None
+}
+
+/// The end of `__local_bh_enable_ip()` — kernel/softirq.c @ v6.10: `do_softirq()`'s
+/// `local_irq_restore()` (when it ran, `ran`), `preempt_count_dec()` and
+/// `preempt_check_resched()`, which under full preemption schedules now. Returns that call.
+pub fn local_bh_enable_done(k: &mut Kernel, cpu: CpuId, ran: bool) -> Option<Frame> {
+    if ran {
+        local_irq_enable(k, cpu);
+    }
+    super::sched::core::preempt_enable(k, cpu)
 }
 
 /// Models `__raise_softirq_irqoff()` — kernel/softirq.c @ v6.10: set the pending bit, nothing
@@ -172,6 +211,9 @@ pub fn handle_softirqs(k: &mut Kernel, cpu: CpuId, s: &mut HandleSoftirqs) -> Ne
             s.at = HandleSoftirqsAt::HandlerDone;
             if vec == SCHED_SOFTIRQ {
                 return Next::Call(0, Frame::SchedBalanceSoftirq(Default::default()));
+            }
+            if vec == NET_RX_SOFTIRQ && !k.ipc.net.softnet.is_empty() {
+                return Next::Call(0, Frame::NetRxAction(Default::default()));
             }
             if vec == TIMER_SOFTIRQ {
                 // The profile's measured TIMER softirq time (callbacks the model does not run

@@ -30,6 +30,8 @@ pub enum TimerFn {
     Callback { src: u16 },
     /// `process_timeout()`: wake the task sleeping in `schedule_timeout()`.
     ProcessTimeout(TaskId),
+    /// `tcp_delack_timer()` of a TCP socket (`net/ipv4/tcp_input.rs`).
+    TcpDelack(crate::linux::net::core::sock::InetId),
 }
 
 /// A `struct timer_list`.
@@ -82,6 +84,27 @@ pub fn add_timer_on(k: &mut Kernel, cpu: CpuId, delay: Time, deferrable: bool, f
     if !deferrable {
         crate::linux::kernel::time::tick_sched::tick_program(k, cpu);
     }
+}
+
+/// Models `sk_reset_timer()` -> `mod_timer()` of a TCP socket's delayed-ACK timer —
+/// net/core/sock.c, kernel/time/timer.c @ v6.10: the socket's one timer now expires at jiffy
+/// `expires` (at the wheel's granularity), armed on `cpu`; an earlier arming, on whichever
+/// CPU, is replaced.
+pub fn mod_timer_tcp_delack(k: &mut Kernel, cpu: CpuId, sk: crate::linux::net::core::sock::InetId, expires: u64) {
+    if let Some(old) = k.ipc.net.sk_mut(sk).tcp.ack.timer_cpu.replace(cpu) {
+        k.cpus[old as usize].timers.timers.retain(|t| t.func != TimerFn::TcpDelack(sk));
+    }
+    let now_j = k.jiffies();
+    let expires = wheel_expiry(now_j, expires);
+    let addr = 0xffff_8881_0000_0000 ^ ((sk as u64) << 11);
+    k.cpus[cpu as usize].timers.timers.push(TimerList {
+        expires,
+        deferrable: false,
+        func: TimerFn::TcpDelack(sk),
+        addr,
+        src: 0,
+    });
+    crate::linux::kernel::time::tick_sched::tick_program(k, cpu);
 }
 
 /// The next non-deferrable expiry on `cpu` after the current jiffy, in ns
@@ -149,6 +172,7 @@ pub fn run_timer_softirq(k: &mut Kernel, cpu: CpuId, s: &mut RunTimerSoftirq) ->
                 TimerFn::Callback { src } => src as u32,
                 TimerFn::DelayedWork(_) => n,
                 TimerFn::ProcessTimeout(_) => n + 1,
+                TimerFn::TcpDelack(_) => n + 2,
             };
             k.tp(cpu, Event::TimerExpireEntry { timer: t.addr, func, now: j, baseclk: t.expires });
             s.at = RunTimerAt::CallFn;
@@ -157,7 +181,7 @@ pub fn run_timer_softirq(k: &mut Kernel, cpu: CpuId, s: &mut RunTimerSoftirq) ->
                     let d = k.cfg.background.sources[src as usize].runtime;
                     d.draw(&mut k.cpus[cpu as usize].bg_rng)
                 }
-                TimerFn::DelayedWork(_) | TimerFn::ProcessTimeout(_) => 0,
+                TimerFn::DelayedWork(_) | TimerFn::ProcessTimeout(_) | TimerFn::TcpDelack(_) => 0,
             };
             Next::Cont(c)
         }
@@ -173,6 +197,7 @@ pub fn run_timer_softirq(k: &mut Kernel, cpu: CpuId, s: &mut RunTimerSoftirq) ->
                     }
                 }
                 TimerFn::ProcessTimeout(p) => Next::Call(0, Frame::TryToWakeUp(TryToWakeUp::new(p, 0))),
+                TimerFn::TcpDelack(sk) => Next::Cont(crate::linux::net::ipv4::tcp_input::tcp_delack_timer(k, cpu, sk)),
                 TimerFn::Callback { .. } => Next::Cont(0),
             }
         }
