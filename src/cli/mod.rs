@@ -576,6 +576,11 @@ fn cmd_run(a: RunArgs) -> Result<(), String> {
     if a.log_dir.is_some() && s.workload != "rtapp" {
         return Err("command line: --log-dir is for rt-app workloads (--rtapp FILE.json)".into());
     }
+    if let Some(dir) = &a.log_dir {
+        if !dir.is_dir() {
+            return Err(format!("--log-dir {}: not a directory (create it before the run)", dir.display()));
+        }
+    }
     let progress = Progress::start(a.quiet, Progress::SIM_TIME);
     let (r, written) = match &a.trace {
         Some(path) => {
