@@ -137,3 +137,62 @@ fn a_missing_log_dir_is_an_error_before_the_run() {
     assert!(t0.elapsed().as_secs() < 20);
     rejected(&["run", "--rtapp", s(&f), "--quiet", "--log-dir", s(&f)], &["--log-dir", "not a directory"]);
 }
+
+#[test]
+fn sweep_out_without_a_final_newline_is_not_truncated() {
+    let d = dir("sweep-out");
+    let grid = write(
+        &d,
+        "grid.toml",
+        "kernels = [\"v6.10\"]\nmachines = [\"smp-4\"]\nseeds = 1\nlimit_ms = 1\nbackground = \"none\"\n[[run]]\nworkload = \"idle\"",
+    );
+    let before = std::fs::read(&grid).unwrap();
+    // A grid given as its own --out: refused with its name, left whole.
+    rejected(&["sweep", s(&grid), "--out", s(&grid)], &["grid.toml:", "not a line of a schedsim sweep"]);
+    assert_eq!(std::fs::read(&grid).unwrap(), before);
+    // Any other file that is not a sweep's JSONL: refused, untouched.
+    let notes = write(&d, "notes.jsonl", "{\"a\": 1}\nsome text");
+    rejected(&["sweep", s(&grid), "--out", s(&notes)], &["notes.jsonl:1: not a line of a schedsim sweep"]);
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "{\"a\": 1}\nsome text");
+    // A sweep's output whose last line was cut short: the line is ended, not truncated, the run
+    // it was is run again, and merge reads the whole lines.
+    let out = d.join("out.jsonl");
+    ok(&["sweep", s(&grid), "--out", s(&out)]);
+    let whole = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(whole.lines().count(), 1);
+    let cut = &whole[..whole.len() / 2];
+    std::fs::write(&out, cut).unwrap();
+    ok(&["sweep", s(&grid), "--out", s(&out)]);
+    let now = std::fs::read_to_string(&out).unwrap();
+    assert!(now.starts_with(cut), "the interrupted line is kept");
+    assert_eq!(now.lines().count(), 2);
+    assert!(now.ends_with('\n'));
+    ok(&["merge", s(&out)]);
+}
+
+#[test]
+fn run_trace_over_its_scenario_or_machine_file_is_refused() {
+    let d = dir("clobber");
+    let sc = write(&d, "my.toml", "workload = \"idle\"\nlimit_ms = 1\nbackground = \"none\"\nmachine = \"smp-4\"\n");
+    let before = std::fs::read(&sc).unwrap();
+    rejected(&["run", "--scenario", s(&sc), "--trace", s(&sc), "--quiet"], &["same file as the scenario file"]);
+    let rel = d.join("./sub/../my.toml");
+    std::fs::create_dir_all(d.join("sub")).unwrap();
+    rejected(&["run", "--scenario", s(&sc), "--html", s(&rel), "--quiet"], &["same file as the scenario file"]);
+    assert_eq!(std::fs::read(&sc).unwrap(), before);
+    let m = d.join("m.toml");
+    let o = ok(&["list", "--machine", "smp-4"]);
+    std::fs::write(&m, o).unwrap();
+    let before = std::fs::read(&m).unwrap();
+    rejected(
+        &["run", "idle", "--machine", s(&m), "--html", s(&m), "--quiet", "--limit-ms", "1"],
+        &["same file as the machine file"],
+    );
+    assert_eq!(std::fs::read(&m).unwrap(), before);
+    let x = d.join("x.html");
+    rejected(
+        &["run", "idle", "--trace", s(&x), "--html", s(&x), "--quiet", "--limit-ms", "1"],
+        &["--trace", "--html", "are the same file"],
+    );
+    assert!(!x.exists());
+}
