@@ -36,8 +36,12 @@ outputs() {
     fi
     [ -f "$dir/.done" ] || rm -rf "$dir"
     mkdir -p "$dir"
-    # The same trace path for every binary (the run prints it).
-    local tmp="$work/trace.tmp"
+    # The run prints its trace path, so every binary's outputs name the same one: each
+    # invocation writes its traces in a private directory (several checks may share WORKDIR)
+    # and the outputs are rewritten to the shared name.
+    local private
+    private="$(mktemp -d "$work/trace.XXXXXX")"
+    local tmp="$private/trace.tmp"
     # One run: stdout to NAME.out, the trace's sum to NAME.trace.sha256, the JSON counters
     # (without "actions") to NAME.json.
     one() {
@@ -47,6 +51,7 @@ outputs() {
         "$bin" run --quiet "$@" --trace "$tmp.txt" >"$dir/$name.out" 2>"$dir/$name.err" || echo "exit $?" >>"$dir/$name.out"
         sha256sum <"$tmp.txt" >"$dir/$name.trace.sha256"
         rm -f "$tmp.txt"
+        sed -i "s#$private/trace.tmp#$work/trace.tmp#g" "$dir/$name.out" "$dir/$name.err"
         "$bin" run --quiet "$@" --json 2>/dev/null | python3 -c 'import json,sys; d=json.load(sys.stdin); d.pop("actions",None); print(json.dumps(d,sort_keys=True,indent=1))' >"$dir/$name.json" || echo "json failed" >>"$dir/$name.json"
     }
     local scenarios
@@ -78,6 +83,7 @@ outputs() {
             "$bin" reproduce --quiet "$e" >"$dir/reproduce-$e.out" 2>"$dir/reproduce-$e.err" || echo "exit $?" >>"$dir/reproduce-$e.out"
         fi
     done
+    rm -rf "$private"
     echo "$RUNS_VERSION" >"$dir/.done"
     echo "$dir"
 }
