@@ -57,7 +57,7 @@ pub fn check_memory(nr_cpus: u64, tasks: u64, workload_bytes: u64, flags: &str) 
     if bytes > MAX_MEMORY_BYTES {
         return Err(format!(
             "this run would need about {} of memory ({tasks} tasks set by {flags}, {nr_cpus} CPUs set by \
-             --machine); schedsim allows at most {}: give fewer tasks or a smaller machine",
+             --machine); schedsim allows at most {}: give fewer tasks, a smaller machine or less simulated time",
             bytes_text(bytes),
             bytes_text(MAX_MEMORY_BYTES)
         ));

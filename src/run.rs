@@ -177,7 +177,11 @@ fn build_applied(
     }
     let nr = m.topo.nr_cpus;
     let wl = Workload::parse(&spec.workload, &spec.params, &m)?;
-    let (tasks, wl_bytes, flags) = wl.planned_size(nr);
+    let (tasks, mut wl_bytes, flags) = wl.planned_size(nr);
+    if let Workload::RtApp(r) = &wl {
+        // rt-app's log rows grow with simulated time, not with the task count.
+        wl_bytes = wl_bytes.saturating_add(r.log_bytes_bound(spec.limit_ns, nr));
+    }
     crate::limits::check_memory(u64::from(nr), tasks, wl_bytes, flags)?;
     // With background activity, the machine runs it alone for `WARMUP_NS` before the workload
     // starts, so that the state it leaves behind (`rd->overloaded`, `avg_idle`, balance

@@ -7,6 +7,7 @@ pub mod calibrate;
 pub mod explore;
 pub mod host;
 pub mod host_run;
+mod same_file;
 pub mod sweep;
 pub mod validate;
 
@@ -568,6 +569,28 @@ fn spec_from_run_args(a: &RunArgs) -> Result<RunSpec, String> {
     Ok(s)
 }
 
+/// The files a run reads (scenario, rt-app, machine and background files, a workload's
+/// `file=`), each with what it is, for [`same_file::check`].
+fn run_inputs(a: &RunArgs, s: &RunSpec) -> Vec<(&'static str, PathBuf)> {
+    let mut v: Vec<(&'static str, PathBuf)> = Vec::new();
+    if let Some(p) = &a.scenario_file {
+        v.push(("scenario file", p.clone()));
+    }
+    if let Some(p) = &a.rtapp {
+        v.push(("rt-app file", p.clone()));
+    }
+    if let Some(p) = s.params.get("file") {
+        v.push(("workload file", PathBuf::from(p)));
+    }
+    v.push(("machine file", PathBuf::from(&s.machine)));
+    if let Some(b) = &s.background {
+        v.push(("background file", PathBuf::from(b)));
+    }
+    // Names that are presets, not paths, are no files and match nothing.
+    v.retain(|(_, p)| p.is_file());
+    v
+}
+
 fn cmd_run(a: RunArgs) -> Result<(), String> {
     if let Some(ms) = a.panic_at_ms {
         crate::crash::set_panic_at(ms.saturating_mul(crate::sim::NSEC_PER_MSEC).max(1));
@@ -587,6 +610,21 @@ fn cmd_run(a: RunArgs) -> Result<(), String> {
     if a.log_dir.is_some() && s.workload != "rtapp" {
         return Err("command line: --log-dir is for rt-app workloads (--rtapp FILE.json)".into());
     }
+    if let Some(dir) = &a.log_dir {
+        if !dir.is_dir() {
+            return Err(format!("--log-dir {}: not a directory (create it before the run)", dir.display()));
+        }
+    }
+    let inputs = run_inputs(&a, &s);
+    let ins: Vec<(&str, &std::path::Path)> = inputs.iter().map(|(w, p)| (*w, p.as_path())).collect();
+    let mut outs: Vec<(&str, &std::path::Path)> = Vec::new();
+    if let Some(p) = &a.trace {
+        outs.push(("--trace", p));
+    }
+    if let Some(p) = &a.html {
+        outs.push(("--html", p));
+    }
+    same_file::check(&ins, &outs)?;
     let progress = Progress::start(a.quiet, Progress::SIM_TIME);
     let (r, written) = match &a.trace {
         Some(path) => {
@@ -625,8 +663,13 @@ fn cmd_run(a: RunArgs) -> Result<(), String> {
         let Workload::RtApp(w) = &r.workload else {
             return Err("command line: --log-dir is for rt-app workloads (--rtapp FILE.json)".into());
         };
-        for t in &w.threads {
-            host::write_atomically(&dir.join(w.log_file_name(t)), w.log_text(t).as_bytes())?;
+        // Every log's name is checked against the inputs and the other outputs before the
+        // first is written.
+        let logs: Vec<PathBuf> = w.threads.iter().map(|t| dir.join(w.log_file_name(t))).collect();
+        outs.extend(logs.iter().map(|p| ("--log-dir's log", p.as_path())));
+        same_file::check(&ins, &outs)?;
+        for (t, p) in w.threads.iter().zip(&logs) {
+            host::write_atomically(p, w.log_text(t).as_bytes())?;
         }
     }
     if a.json {

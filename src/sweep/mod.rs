@@ -511,17 +511,53 @@ pub fn run_line_value(run: &GridRun, r: &RunResult) -> Value {
     v
 }
 
-/// The complete lines of a JSONL file (a partial last line, from an interrupted write, is
-/// left out) and the byte length they cover. A missing file has none.
-fn complete_lines(path: &Path) -> Result<(Vec<String>, u64), String> {
+/// What a sweep's JSONL file holds: its sweep lines, how many interrupted lines (a write cut
+/// short: a line that begins a JSON object and ends before it closes), and whether the last line
+/// lacks its newline. A missing file holds nothing.
+#[derive(Debug, Default)]
+struct Jsonl {
+    lines: Vec<Value>,
+    interrupted: usize,
+    unterminated: bool,
+}
+
+/// Read `path` as a sweep's JSONL: every line a sweep line (key, index and metric) or an
+/// interrupted one; anything else is not this tool's file and an error naming it, so that a
+/// sweep never appends to (or a merge never reads) a file that is not its own.
+fn read_jsonl(path: &Path) -> Result<Jsonl, String> {
     let text = match std::fs::read(path) {
         Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), 0)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Jsonl::default()),
         Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
     };
-    let end = text.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
-    let body = std::str::from_utf8(&text[..end]).map_err(|_| format!("{}: not UTF-8 text", path.display()))?;
-    Ok((body.lines().filter(|l| !l.trim().is_empty()).map(str::to_string).collect(), end as u64))
+    let foreign = |n: usize, why: &str| {
+        format!(
+            "{}:{n}: not a line of a schedsim sweep ({why}); a sweep appends only to its own JSONL output \
+             (give --out a new file or a sweep's output)",
+            path.display()
+        )
+    };
+    let text = std::str::from_utf8(&text).map_err(|_| foreign(1, "not UTF-8 text"))?;
+    let mut j = Jsonl { unterminated: !text.is_empty() && !text.ends_with('\n'), ..Default::default() };
+    for (i, l) in text.split('\n').enumerate() {
+        if l.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Value>(l) {
+            Ok(v) => {
+                let ok = v.get("key").and_then(Value::as_str).is_some()
+                    && v.get("index").and_then(Value::as_u64).is_some()
+                    && v.pointer("/metric/value").is_some();
+                if !ok {
+                    return Err(foreign(i + 1, "expected key, index and metric"));
+                }
+                j.lines.push(v);
+            }
+            Err(e) if e.is_eof() && l.starts_with('{') => j.interrupted += 1,
+            Err(e) => return Err(foreign(i + 1, &e.to_string())),
+        }
+    }
+    Ok(j)
 }
 
 /// Options of one sweep.
@@ -543,15 +579,9 @@ pub struct SweepSummary {
 /// Run this shard's runs not already in `out` on `jobs` threads, appending one complete JSON
 /// line per finished run (so an interrupted sweep resumes where it stopped).
 pub fn sweep(runs: &[GridRun], out: &Path, o: &SweepOpts) -> Result<SweepSummary, String> {
-    let (lines, end) = complete_lines(out)?;
-    let mut done = std::collections::BTreeSet::new();
-    for (i, l) in lines.iter().enumerate() {
-        let v: Value =
-            serde_json::from_str(l).map_err(|e| format!("{}:{}: not a sweep line ({e})", out.display(), i + 1))?;
-        if let Some(k) = v.get("key").and_then(Value::as_str) {
-            done.insert(k.to_string());
-        }
-    }
+    let j = read_jsonl(out)?;
+    let done: std::collections::BTreeSet<String> =
+        j.lines.iter().filter_map(|v| v["key"].as_str().map(str::to_string)).collect();
     let mine: Vec<&GridRun> = runs.iter().filter(|r| o.shard.contains(r)).collect();
     let todo: Vec<&GridRun> = mine.iter().copied().filter(|r| !done.contains(&r.key())).collect();
     let summary = SweepSummary {
@@ -563,14 +593,15 @@ pub fn sweep(runs: &[GridRun], out: &Path, o: &SweepOpts) -> Result<SweepSummary
     if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
-    let file = std::fs::OpenOptions::new()
+    let mut file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(out)
         .map_err(|e| format!("cannot open {}: {e}", out.display()))?;
-    // Drop a partial last line left by an interrupted sweep before appending.
-    if file.metadata().map(|m| m.len()).unwrap_or(0) > end {
-        file.set_len(end).map_err(|e| format!("cannot truncate {}: {e}", out.display()))?;
+    // A last line cut short by an interrupted sweep is ended, never truncated: it stays an
+    // interrupted line (not a done run) and the lines appended after it are whole.
+    if j.unterminated {
+        file.write_all(b"\n").map_err(|e| format!("cannot write {}: {e}", out.display()))?;
     }
     if todo.is_empty() {
         // The file exists even for a shard with nothing to run, so a merge finds every shard.
@@ -622,19 +653,10 @@ pub fn sweep(runs: &[GridRun], out: &Path, o: &SweepOpts) -> Result<SweepSummary
 pub fn read_lines(files: &[std::path::PathBuf]) -> Result<Vec<Value>, String> {
     let mut by_key: BTreeMap<String, Value> = BTreeMap::new();
     for f in files {
-        let (lines, _) = complete_lines(f)?;
-        if lines.is_empty() && !f.exists() {
+        if !f.exists() {
             return Err(format!("cannot read {}: no such file", f.display()));
         }
-        for (i, l) in lines.iter().enumerate() {
-            let v: Value =
-                serde_json::from_str(l).map_err(|e| format!("{}:{}: not a sweep line ({e})", f.display(), i + 1))?;
-            let ok = v.get("key").and_then(Value::as_str).is_some()
-                && v.get("index").and_then(Value::as_u64).is_some()
-                && v.pointer("/metric/value").is_some();
-            if !ok {
-                return Err(format!("{}:{}: not a sweep line (expected key, index and metric)", f.display(), i + 1));
-            }
+        for v in read_jsonl(f)?.lines {
             let k = v["key"].as_str().expect("checked").to_string();
             by_key.entry(k).or_insert(v);
         }

@@ -52,6 +52,16 @@ pub const MEMSET_BYTES_PER_NS: u64 = 35;
 /// measured on the same host, median 5.7-5.9 us over 2000 create+join pairs (p10 5.5 us).
 pub const PTHREAD_CREATE_NS: Time = 5_800;
 
+/// rt-app's own bookkeeping around each phase (rt-app.c `thread_body()`): a `clock_gettime()`
+/// before and after the phase's events (vDSO), measured on the 2-vCPU KVM host at
+/// 17 ns each (docs/rtapp.md, "rt-app's own costs").
+pub const PHASE_CLOCKS_NS: Time = 2 * 17;
+/// rt-app's log row (`log_timing()`: an `fprintf()` of eleven numbers into the thread's
+/// buffered log file, and its share of the `write()` that flushes every few dozen rows), charged
+/// at every phase end when logging is on (rt-app's default, `"log_size": "file"`); measured on the
+/// same host, 393 and 422 ns a row in two runs (docs/rtapp.md).
+pub const LOG_ROW_NS: Time = 390;
+
 /// rt-app's `FORKS_LIMIT`: forks of one task beyond this are refused (rt-app exits).
 pub const FORKS_LIMIT: u32 = 1024;
 
@@ -353,6 +363,45 @@ impl RtApp {
             live: 0,
             notes: Vec::new(),
         }
+    }
+
+    /// rt-app's own time between two phases of a thread ([`PHASE_CLOCKS_NS`], plus
+    /// [`LOG_ROW_NS`] when it logs): never zero, so that every logged row costs simulated time.
+    pub fn phase_cost(&self) -> Time {
+        PHASE_CLOCKS_NS + if self.cfg.global.log_disabled { 0 } else { LOG_ROW_NS }
+    }
+
+    /// The most log rows a run of at most `limit_ns` on `nr_cpus` CPUs can keep, for the memory
+    /// estimate: a row per phase, each phase at least [`RtApp::phase_cost`] of one CPU's time
+    /// (so at most `min(threads, CPUs) x time / cost` rows), and at most `loop x phases` rows a
+    /// thread when its loop is finite.
+    pub fn log_rows_bound(&self, limit_ns: Time, nr_cpus: u32) -> u64 {
+        let time = match self.cfg.global.duration_s {
+            Some(d) => limit_ns.min(d.saturating_mul(NSEC_PER_SEC)),
+            None => limit_ns,
+        };
+        let mut threads = 0u64;
+        let mut by_loops = 0u64;
+        for t in &self.cfg.tasks {
+            let forks = t.phases.iter().flat_map(|p| &p.events).any(|e| matches!(e.ev, Event::Fork(_)));
+            let n = u64::from(t.instance).saturating_mul(if forks { 1 + u64::from(FORKS_LIMIT) } else { 1 });
+            threads = threads.saturating_add(n);
+            let per_loop = t.phases.iter().map(|p| p.loop_.max(0) as u64).fold(0u64, u64::saturating_add);
+            let rows = if t.loop_ < 0 || t.phases.iter().any(|p| p.loop_ < 0) {
+                u64::MAX
+            } else {
+                (t.loop_ as u64).saturating_mul(per_loop)
+            };
+            by_loops = by_loops.saturating_add(n.saturating_mul(rows));
+        }
+        let by_time = (time / self.phase_cost() + 1).saturating_mul(threads.min(u64::from(nr_cpus)));
+        by_loops.min(by_time)
+    }
+
+    /// The memory the log rows of [`RtApp::log_rows_bound`] take: a row's size, twice (a
+    /// vector's growth by doubling).
+    pub fn log_bytes_bound(&self, limit_ns: Time, nr_cpus: u32) -> u64 {
+        self.log_rows_bound(limit_ns, nr_cpus).saturating_mul(2 * std::mem::size_of::<LogRow>() as u64)
     }
 
     /// rt-app's name for a thread: `<name>-<ind>`, and `-<fork id>` for a forked one
@@ -972,7 +1021,9 @@ pub fn task_step(w: &mut RtApp, k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -
                         return thread_exit(w, k, cpu, s, ti);
                     }
                     s.at = ThreadAt::Phase as u8;
-                    return Next::Cont(cost);
+                    // rt-app's own work between phases: the clocks and the log row. It is what
+                    // makes a loop of zero-time events advance (rt-app spins, it does not refuse).
+                    return Next::Cont(cost + w.phase_cost());
                 }
                 match event_begin(w, k, cpu, s, ti, &mut cost) {
                     Some(n) => {
@@ -1017,7 +1068,7 @@ impl super::Program for RtApp {
             let per = if forks { 1 + u64::from(FORKS_LIMIT) } else { 1 };
             tasks = tasks.saturating_add(u64::from(t.instance).saturating_mul(per));
         }
-        (tasks, 0, "the rt-app file's instances and forks")
+        (tasks, 0, "the rt-app file's instances and forks, its log rows by its loops, duration and --limit-ms")
     }
     fn start(&mut self, k: &mut Kernel) {
         start(self, k)

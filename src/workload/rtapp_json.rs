@@ -778,7 +778,17 @@ fn parse_global(c: &Ctx, v: &JVal) -> Result<Global, JsonError> {
                 let d = c.int(x, &p, "seconds, -1 until the threads end")?;
                 g.duration_s = match d {
                     -1 => None,
-                    d if d > 0 => Some(d as u64),
+                    d if d > 0 && (d as u64) <= crate::limits::MAX_SIM_NS / crate::sim::NSEC_PER_SEC => Some(d as u64),
+                    d if d > 0 => {
+                        return Err(c.err(
+                            x.line,
+                            &p,
+                            format!(
+                                "duration = {d} s is out of range (-1, or 1..={} s: one hour of simulated time)",
+                                crate::limits::MAX_SIM_NS / crate::sim::NSEC_PER_SEC
+                            ),
+                        ))
+                    }
                     d => {
                         return Err(c.err(
                             x.line,
@@ -808,7 +818,20 @@ fn parse_global(c: &Ctx, v: &JVal) -> Result<Global, JsonError> {
             }
             "lock_pages" => g.lock_pages = c.boolean(x, &p)?,
             "logdir" => g.logdir = c.string(x, &p, "a directory")?,
-            "log_basename" => g.log_basename = c.string(x, &p, "a file name prefix")?,
+            "log_basename" => {
+                g.log_basename = c.string(x, &p, "a file name prefix")?;
+                if let Some(why) = not_a_file_name_part(&g.log_basename) {
+                    return Err(c.err(
+                        x.line,
+                        &p,
+                        format!(
+                            "\"{}\" {why}: schedsim writes rt-app's logs only inside --log-dir (rt-app itself \
+                             does not confine them)",
+                            g.log_basename
+                        ),
+                    ));
+                }
+            }
             "log_size" => match &x.v {
                 J::Int(n) if *n >= 0 => {}
                 J::Str(s) if ["file", "auto", "Auto", "disable", "Disable"].contains(&s.as_str()) => {
@@ -836,8 +859,28 @@ fn parse_global(c: &Ctx, v: &JVal) -> Result<Global, JsonError> {
     Ok(g)
 }
 
+/// Why `s` cannot be part of a log file's name (`<log_basename>-<task>-<n>.log` inside
+/// `--log-dir`): a `/` would name another directory (rt-app itself writes `../x` outside its
+/// `logdir`; schedsim confines its logs), a NUL no file at all.
+pub fn not_a_file_name_part(s: &str) -> Option<&'static str> {
+    if s.contains('/') {
+        Some("contains '/'")
+    } else if s.contains('\0') {
+        Some("contains a NUL character")
+    } else {
+        None
+    }
+}
+
 fn parse_task(c: &Ctx, name: &str, line: u32, v: &JVal, g: &Global, lim: Limits) -> Result<TaskDef, JsonError> {
     let path = format!("tasks.{name}");
+    if let Some(why) = not_a_file_name_part(name) {
+        return Err(c.err(
+            line,
+            &path,
+            format!("the task name {why}: it is part of the thread's log file name, which stays inside --log-dir"),
+        ));
+    }
     let o = c.obj(v, &path, "a thread")?;
     let mut instance = 1u32;
     let mut policy = None;

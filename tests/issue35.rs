@@ -1,0 +1,198 @@
+//! Issue 35, "nothing lost, nothing escapes": each example of the issue as a test named after
+//! it. Runs the release or debug binary as a user would.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_schedsim")
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new(bin()).args(args).stdout(Stdio::piped()).output().expect("schedsim runs")
+}
+
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("schedsim-issue35-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn write(d: &Path, name: &str, text: &str) -> PathBuf {
+    let p = d.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// `args` exits 2 with a one-line error containing every one of `expect`.
+fn rejected(args: &[&str], expect: &[&str]) -> String {
+    let o = run(args);
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
+    assert_eq!(o.status.code(), Some(2), "{args:?}: exit {:?}, stderr: {err}", o.status.code());
+    assert_eq!(err.trim_end().lines().filter(|l| l.starts_with("schedsim: error")).count(), 1, "{err}");
+    for e in expect {
+        assert!(err.contains(e), "{args:?}: expected {e:?} in: {err}");
+    }
+    err
+}
+
+fn ok(args: &[&str]) -> String {
+    let o = run(args);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{args:?}: exit {:?}, stderr: {err}", o.status.code());
+    String::from_utf8_lossy(&o.stdout).to_string()
+}
+
+/// The summary's row count of rt-app thread `t-0`.
+fn rows_of(out: &str) -> u64 {
+    let line = out.lines().find(|l| l.trim_start().starts_with("t-0")).unwrap_or_else(|| panic!("no t-0 in {out}"));
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+#[test]
+fn unbounded_memory_from_a_68_byte_rtapp_file() {
+    let d = dir("zero-loop");
+    let f = write(&d, "zero.json", r#"{"global": {"duration": 5}, "tasks": {"t": {"loop": -1, "run": 0}}}"#);
+    // The loop spins as rt-app would: every phase costs rt-app's own clocks and log row, so
+    // 100 ms hold at most 100 ms / 424 ns phases.
+    let out = ok(&["run", "--rtapp", s(&f), "--quiet", "--limit-ms", "100"]);
+    let rows = rows_of(&out);
+    assert!(rows > 100_000 && rows <= 100_000_000 / 424 + 1, "{rows} rows in 100 ms");
+    // Without logging a phase costs only the clocks; the estimate counts the rows it may keep
+    // and refuses the 5 s run before it starts.
+    let f = write(
+        &d,
+        "nolog.json",
+        r#"{"global": {"duration": 5, "log_size": "disable"}, "tasks": {"t": {"loop": -1, "run": 0}}}"#,
+    );
+    rejected(&["run", "--rtapp", s(&f), "--quiet"], &["of memory", "log rows", "less simulated time"]);
+}
+
+#[test]
+fn zero_time_loops_of_every_event_make_progress() {
+    let d = dir("zero-events");
+    for ev in [
+        r#""yield": """#,
+        r#""lock": "m", "unlock": "m""#,
+        r#""signal": "c""#,
+        r#""resume": "x""#,
+        r#""mem": 0"#,
+        r#""iorun": 0"#,
+        r#""fork": "u""#,
+        r#""sleep": 0"#,
+    ] {
+        let text = format!(
+            r#"{{"global": {{"duration": 1}}, "tasks": {{"t": {{"loop": -1, {ev}}}, "u": {{"instance": 0, "loop": 1, "run": 1}}}}}}"#
+        );
+        let f = write(&d, "ev.json", &text);
+        let out = ok(&["run", "--rtapp", s(&f), "--quiet", "--limit-ms", "20"]);
+        let rows = rows_of(&out);
+        assert!(rows > 0 && rows <= 20_000_000 / 424 + 1, "{ev}: {rows} rows in 20 ms");
+    }
+}
+
+#[test]
+fn rtapp_duration_4000_is_refused() {
+    let d = dir("duration");
+    let f = write(&d, "d.json", r#"{"global": {"duration": 4000}, "tasks": {"t": {"loop": 1, "run": 10}}}"#);
+    rejected(&["run", "--rtapp", s(&f), "--quiet"], &["d.json:1: global.duration", "4000 s is out of range", "3600"]);
+    let f = write(&d, "d.json", r#"{"global": {"duration": 3600}, "tasks": {"t": {"loop": 1, "run": 10}}}"#);
+    ok(&["run", "--rtapp", s(&f), "--quiet"]);
+}
+
+#[test]
+fn rtapp_log_basename_escapes_log_dir() {
+    let d = dir("escape");
+    let logs = d.join("logs");
+    std::fs::create_dir_all(&logs).unwrap();
+    for base in ["../escaped", "/tmp/escaped", "a/b"] {
+        let text = format!(r#"{{"global": {{"log_basename": "{base}"}}, "tasks": {{"t": {{"loop": 2, "run": 10}}}}}}"#);
+        let f = write(&d, "e.json", &text);
+        rejected(
+            &["run", "--rtapp", s(&f), "--quiet", "--log-dir", s(&logs)],
+            &["global.log_basename", "contains '/'"],
+        );
+    }
+    let f = write(&d, "t.json", r#"{"tasks": {"../t": {"loop": 2, "run": 10}}}"#);
+    rejected(&["run", "--rtapp", s(&f), "--quiet", "--log-dir", s(&logs)], &["task name contains '/'"]);
+    assert_eq!(std::fs::read_dir(&d).unwrap().count(), 3, "only e.json, t.json and logs/");
+    let f = write(&d, "fine.json", r#"{"global": {"log_basename": "..x"}, "tasks": {"t": {"loop": 2, "run": 10}}}"#);
+    ok(&["run", "--rtapp", s(&f), "--quiet", "--log-dir", s(&logs)]);
+    assert!(logs.join("..x-t-0.log").is_file());
+}
+
+#[test]
+fn a_missing_log_dir_is_an_error_before_the_run() {
+    let d = dir("logdir");
+    let f = write(&d, "r.json", r#"{"global": {"duration": 1}, "tasks": {"t": {"loop": -1, "run": 1000}}}"#);
+    let missing = d.join("missing");
+    let t0 = std::time::Instant::now();
+    rejected(&["run", "--rtapp", s(&f), "--quiet", "--log-dir", s(&missing)], &["--log-dir", "not a directory"]);
+    assert!(t0.elapsed().as_secs() < 20);
+    rejected(&["run", "--rtapp", s(&f), "--quiet", "--log-dir", s(&f)], &["--log-dir", "not a directory"]);
+}
+
+#[test]
+fn sweep_out_without_a_final_newline_is_not_truncated() {
+    let d = dir("sweep-out");
+    let grid = write(
+        &d,
+        "grid.toml",
+        "kernels = [\"v6.10\"]\nmachines = [\"smp-4\"]\nseeds = 1\nlimit_ms = 1\nbackground = \"none\"\n[[run]]\nworkload = \"idle\"",
+    );
+    let before = std::fs::read(&grid).unwrap();
+    // A grid given as its own --out: refused with its name, left whole.
+    rejected(&["sweep", s(&grid), "--out", s(&grid)], &["grid.toml:", "not a line of a schedsim sweep"]);
+    assert_eq!(std::fs::read(&grid).unwrap(), before);
+    // Any other file that is not a sweep's JSONL: refused, untouched.
+    let notes = write(&d, "notes.jsonl", "{\"a\": 1}\nsome text");
+    rejected(&["sweep", s(&grid), "--out", s(&notes)], &["notes.jsonl:1: not a line of a schedsim sweep"]);
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "{\"a\": 1}\nsome text");
+    // A sweep's output whose last line was cut short: the line is ended, not truncated, the run
+    // it was is run again, and merge reads the whole lines.
+    let out = d.join("out.jsonl");
+    ok(&["sweep", s(&grid), "--out", s(&out)]);
+    let whole = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(whole.lines().count(), 1);
+    let cut = &whole[..whole.len() / 2];
+    std::fs::write(&out, cut).unwrap();
+    ok(&["sweep", s(&grid), "--out", s(&out)]);
+    let now = std::fs::read_to_string(&out).unwrap();
+    assert!(now.starts_with(cut), "the interrupted line is kept");
+    assert_eq!(now.lines().count(), 2);
+    assert!(now.ends_with('\n'));
+    ok(&["merge", s(&out)]);
+}
+
+#[test]
+fn run_trace_over_its_scenario_or_machine_file_is_refused() {
+    let d = dir("clobber");
+    let sc = write(&d, "my.toml", "workload = \"idle\"\nlimit_ms = 1\nbackground = \"none\"\nmachine = \"smp-4\"\n");
+    let before = std::fs::read(&sc).unwrap();
+    rejected(&["run", "--scenario", s(&sc), "--trace", s(&sc), "--quiet"], &["same file as the scenario file"]);
+    let rel = d.join("./sub/../my.toml");
+    std::fs::create_dir_all(d.join("sub")).unwrap();
+    rejected(&["run", "--scenario", s(&sc), "--html", s(&rel), "--quiet"], &["same file as the scenario file"]);
+    assert_eq!(std::fs::read(&sc).unwrap(), before);
+    let m = d.join("m.toml");
+    let o = ok(&["list", "--machine", "smp-4"]);
+    std::fs::write(&m, o).unwrap();
+    let before = std::fs::read(&m).unwrap();
+    rejected(
+        &["run", "idle", "--machine", s(&m), "--html", s(&m), "--quiet", "--limit-ms", "1"],
+        &["same file as the machine file"],
+    );
+    assert_eq!(std::fs::read(&m).unwrap(), before);
+    let x = d.join("x.html");
+    rejected(
+        &["run", "idle", "--trace", s(&x), "--html", s(&x), "--quiet", "--limit-ms", "1"],
+        &["--trace", "--html", "are the same file"],
+    );
+    assert!(!x.exists());
+}
