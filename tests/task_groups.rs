@@ -32,7 +32,7 @@ fn enqueue_dequeue(k: &mut Kernel, kthread: bool) -> (Time, Time) {
     };
     k.tasks[t as usize].state = TASK_RUNNING;
     let (_, enq) = activate_task(k, cpu, cpu, t, EnqueueFlags::default());
-    let deq = deactivate_task(k, cpu, cpu, t, DequeueFlags { sleep: true, migrating: false });
+    let deq = deactivate_task(k, cpu, cpu, t, DequeueFlags { sleep: true, ..Default::default() });
     (enq, deq)
 }
 

@@ -38,6 +38,11 @@ fn spec(kernel: &str, patches: &str) -> RunSpec {
     s
 }
 
+/// hackbench's arguments in the plan's runs (`500`, the published run's, unless overridden).
+fn hackbench_args(p: &Plan) -> String {
+    p.variants[0].spec.params.get("args").unwrap_or("500").to_string()
+}
+
 fn elapsed_s(r: &RunResult) -> f64 {
     match &r.workload {
         Workload::Hackbench(w) => w.elapsed_ns() as f64 / 1e9,
@@ -52,8 +57,13 @@ pub fn plan(o: &ExpOpts) -> Result<Plan, String> {
         .iter()
         .map(|(label, patches)| Variant { label: label.to_string(), spec: spec(kernel, patches), published: None })
         .collect();
-    let title = format!("perf stat -a hackbench 500 (old hackbench, sockets, 100 loops) on an i7 4C/8T, {kernel}");
-    let mut p = Plan::new("hackbench-2013", title, "i7-4c8t", variants, o.runs.min(2), o, Analysis::Code(analyze))?;
+    let mut p =
+        Plan::new("hackbench-2013", String::new(), "i7-4c8t", variants, o.runs.min(2), o, Analysis::Code(analyze))?;
+    // The title names the groups the runs use (a --param args= overrides the published 500).
+    p.title = format!(
+        "perf stat -a hackbench {} (old hackbench, sockets, 100 loops) on an i7 4C/8T, {kernel}",
+        hackbench_args(&p)
+    );
     // The background's intensity (docs/unknowns.md §4), and the task groups hackbench's user
     // tasks ran in (§8). 20000 tasks on 8 CPUs hold rd->overloaded themselves and rewrite
     // every CPU's avg_idle: the start-state unknowns do not apply.
@@ -97,6 +107,7 @@ fn analyze(p: &Plan, results: &[Vec<RunResult>]) -> Result<Comparison, String> {
     let mut paths = Vec::new();
     let mut blocks = Vec::new();
     let mhz = crate::run::machine(&p.variants[0].spec.machine)?.clock_mhz;
+    let args = hackbench_args(p);
     for (vi, (label, patches)) in VARIANTS.iter().enumerate() {
         let rs = &results[vi];
         blocks.push(format!("{label}:{}", perf_stat_a(rs, mhz).text()));
@@ -190,7 +201,7 @@ fn analyze(p: &Plan, results: &[Vec<RunResult>]) -> Result<Comparison, String> {
                 render_grid(&h2, &paths)
             ),
             format!(
-                "perf stat -a -r {runs} hackbench 500, as perf prints it (one run per seed; +- is the standard \
+                "perf stat -a -r {runs} hackbench {args}, as perf prints it (one run per seed; +- is the standard \
                  error of the mean over the seeds; task-clock is every CPU's clock over the window, cycles \
                  its unhalted part at the preset's {mhz} MHz):\n\n{}",
                 blocks.join("\n")
