@@ -210,7 +210,7 @@ unknowns! {
         name: "cgroup-depth",
         kind: Count,
         mechanism: "se->depth of the workload's user tasks (KernelConfig::cgroup_depth, set by copy_process(); a workload's kthreads stay at 0): enqueue_task_fair() and dequeue_task_fair() walk one group sched_entity per level (for_each_sched_entity: enqueue_entity() or update_load_avg(), update_cfs_group() per level; kernel/sched/fair.c @ v6.10), charged PathCosts::enqueue_level and dequeue_level per level; the task's chain of group cfs_rqs joins each CPU's leaf_cfs_rq_list (cgroup-leaves at least depth + 1)",
-        grammar: "N, 0..=16",
+        grammar: "N, 0..=16 levels",
         range: "0 .. 3: 0 for a task in the root group (kthreads; a user task with the cpu controller not enabled below the root and autogroup off); 1 for a session's autogroup (CONFIG_SCHED_AUTOGROUP, kernel/sched/autogroup.c: a child of the root task group); 2 for a systemd service (/system.slice/foo.service), 3 for a login session (/user.slice/user-N.slice/session-M.scope) [docs/unknowns.md §8: Red Hat, RHEL 9 \"Viewing the systemd cgroups hierarchy\"; systemd.slice(5)]",
         default: "not set: 0, the root group (the model without task groups)",
         collapse: "on the real machine, the benchmark's /proc/PID/cgroup (the cpu controller's line; on cgroup v2 with cpu in cgroup.subtree_control down the path) and /proc/PID/autogroup: the number of path components, or 1 for an autogroup in the root cgroup",
