@@ -22,7 +22,7 @@
 //!
 //! The published baselines (Chen Yu's v6.10 figures, docs/workloads.md §5, §7) are printed
 //! beside the model's baseline as controls; nothing is fitted to them, and the published
-//! `%change` figures are withheld (product.md).
+//! `%change` figures are withheld (the project brief lists them as checks).
 
 use super::{Analysis, ExpOpts, Plan, Variant};
 use crate::report::{mean_stddev, render_grid, CompareRow, Comparison};
