@@ -68,6 +68,13 @@ pub struct ValidateArgs {
     /// Print one JSON document instead of text.
     #[arg(long)]
     pub json: bool,
+    /// After the runs as the host is, change one setting on the host and in the model's machine
+    /// file alike, run again, and print the model's predicted change of each figure beside the
+    /// measured one (repeatable: each flip alone against the unflipped runs; the host's value
+    /// is restored after each). NAME=VALUE: governor=menu|haltpoll, guest_halt_poll_ns=N (and
+    /// the other haltpoll module parameters), disable=STATE (an idle state's name)
+    #[arg(long, value_name = "NAME=VALUE")]
+    pub flip: Vec<String>,
 }
 
 /// Read a trace file, gunzipping a `.gz`, at most `MAX_TRACE_FILE_BYTES` of text.
@@ -397,6 +404,66 @@ fn run_rtapp(command: &[String], dir: &Path) -> Result<(String, u32), String> {
 }
 
 /// tracefs settings saved before a capture and put back by `Drop`.
+/// A flip applied to this host's sysfs; dropping it writes back every value it changed.
+struct HostFlip {
+    saved: Vec<(PathBuf, String)>,
+}
+
+impl HostFlip {
+    fn apply(f: &validate::flip::Flip) -> Result<HostFlip, String> {
+        use validate::flip::Flip;
+        let mut g = HostFlip { saved: Vec::new() };
+        match f {
+            Flip::Governor(v) => g.set(Path::new("/sys/devices/system/cpu/cpuidle/current_governor"), v)?,
+            Flip::Haltpoll { name, value } => {
+                g.set(&Path::new("/sys/module/haltpoll/parameters").join(name), value)?;
+            }
+            Flip::Disable(state) => {
+                let mut found = false;
+                for cpu in 0..crate::limits::MAX_CPUS {
+                    let dir = PathBuf::from(format!("/sys/devices/system/cpu/cpu{cpu}/cpuidle"));
+                    if !dir.exists() {
+                        if cpu > 0 && !PathBuf::from(format!("/sys/devices/system/cpu/cpu{cpu}")).exists() {
+                            break;
+                        }
+                        continue;
+                    }
+                    for n in 0.. {
+                        let sd = dir.join(format!("state{n}"));
+                        let Ok(name) = std::fs::read_to_string(sd.join("name")) else { break };
+                        // The machine file names a state by its sysfs name's first word
+                        // (`machine --from-host`): "haltpoll idle" is `haltpoll`.
+                        if name.trim() == state || name.split_whitespace().next() == Some(state.as_str()) {
+                            g.set(&sd.join("disable"), "1")?;
+                            found = true;
+                        }
+                    }
+                }
+                if !found {
+                    return Err(format!("--flip {}: this host has no idle state named `{state}`", f.label()));
+                }
+            }
+        }
+        Ok(g)
+    }
+
+    fn set(&mut self, path: &Path, value: &str) -> Result<(), String> {
+        let old = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let old = bracketed(old.trim()).unwrap_or_else(|| old.trim().to_string());
+        std::fs::write(path, value).map_err(|e| format!("cannot write '{value}' to {}: {e}", path.display()))?;
+        self.saved.push((path.to_path_buf(), old));
+        Ok(())
+    }
+}
+
+impl Drop for HostFlip {
+    fn drop(&mut self) {
+        for (p, v) in self.saved.iter().rev() {
+            let _ = std::fs::write(p, v);
+        }
+    }
+}
+
 pub(crate) struct Tracefs {
     pub(crate) dir: PathBuf,
     mounted: bool,
@@ -404,6 +471,8 @@ pub(crate) struct Tracefs {
     set_event: String,
     /// Per-CPU buffer size of the captures (KB).
     pub(crate) buffer_kb: u32,
+    /// Event filters cleared by `set_events`, to put back.
+    filters: std::cell::RefCell<Vec<(PathBuf, String)>>,
 }
 
 impl Tracefs {
@@ -445,7 +514,7 @@ impl Tracefs {
             saved.push(("buffer_size_kb".into(), v.split_whitespace().next().unwrap_or("1408").to_string()));
         }
         let set_event = read("set_event").map_err(|e| format!("cannot read {}/set_event: {e}", dir.display()))?;
-        Ok(Tracefs { dir, mounted, saved, set_event, buffer_kb: 16384 })
+        Ok(Tracefs { dir, mounted, saved, set_event, buffer_kb: 16384, filters: Default::default() })
     }
 
     /// Select `global` (ordered across CPUs; `local` where the kernel lacks it), both printed as
@@ -468,9 +537,22 @@ impl Tracefs {
             .map_err(|e| format!("cannot write '{v}' to {}/{f}: {e}", self.dir.display()))
     }
 
-    /// Set the events; returns the ones this kernel does not have.
+    /// Set the events; returns the ones this kernel does not have. A filter someone left on one
+    /// of them (`events/SYSTEM/NAME/filter`, e.g. `vec == 3` on `softirq_entry`) would drop
+    /// records without a word: it is cleared, and Drop puts it back.
     pub(crate) fn set_events(&self, events: &[&str]) -> Result<Vec<String>, String> {
         use std::io::Write;
+        for e in events {
+            let Some((sys, name)) = e.split_once(':') else { continue };
+            let f = self.dir.join("events").join(sys).join(name).join("filter");
+            let Ok(old) = std::fs::read_to_string(&f) else { continue };
+            let old = old.trim();
+            if old != "none" && !old.is_empty() {
+                eprintln!("schedsim: clearing the filter `{old}` left on the {e} trace event (put back afterwards)");
+                self.write(&format!("events/{sys}/{name}/filter"), "0")?;
+                self.filters.borrow_mut().push((f, old.to_string()));
+            }
+        }
         let path = self.dir.join("set_event");
         let mut f = std::fs::OpenOptions::new()
             .write(true)
@@ -519,6 +601,9 @@ impl Drop for Tracefs {
         let _ = self.write("trace", "");
         for (f, v) in &self.saved {
             let _ = self.write(f, v);
+        }
+        for (f, v) in self.filters.borrow().iter() {
+            let _ = std::fs::write(f, v);
         }
         if self.mounted {
             let _ = std::process::Command::new("umount").arg(&self.dir).status();
@@ -595,53 +680,32 @@ struct Side {
     figures: Vec<Figures>,
 }
 
-pub fn cmd_validate(a: ValidateArgs) -> Result<(), String> {
-    if a.from_output.len() > a.from_trace.len() {
-        return Err("--from-output is given more often than --from-trace".into());
-    }
-    if a.repeat == 0 || a.seeds == 0 {
-        return Err("--repeat and --seeds must be at least 1".into());
-    }
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find the schedsim binary: {e}"))?;
-    let prog = Program::resolve(&a.workload, &a.params, a.builtin, &exe.to_string_lossy())?;
-    let tol = a.tolerance_pct / 100.0;
+/// One state's runs, real and model, and what was noticed on the way.
+struct Measured {
+    real: Side,
+    model: Side,
+    real_traces: Vec<(String, Option<u32>)>,
+    model_texts: Vec<String>,
+    comms: Vec<String>,
+    notes: Vec<String>,
+}
 
-    // The machine file.
-    let work = match &a.save {
-        Some(d) => d.clone(),
-        None => std::env::temp_dir().join(format!("schedsim-validate-{}", std::process::id())),
-    };
-    std::fs::create_dir_all(&work).map_err(|e| format!("cannot create {}: {e}", work.display()))?;
-    /// Removes the temporary directory on every way out (unless it is the --save one).
-    struct TempDir(Option<PathBuf>);
-    impl Drop for TempDir {
-        fn drop(&mut self) {
-            if let Some(d) = &self.0 {
-                let _ = std::fs::remove_dir_all(d);
-            }
-        }
-    }
-    let _cleanup = TempDir(a.save.is_none().then(|| work.clone()));
-    let machine_path = match &a.machine {
-        Some(m) => m.clone(),
-        None => {
-            let p = work.join("host.toml");
-            let text = super::host::machine_toml_from_host(&super::host::HostFs::real(), "host")?;
-            super::host::write_atomically(&p, text.as_bytes())?;
-            p.to_string_lossy().into_owned()
-        }
-    };
-    let machine = run::machine(&machine_path)?;
-    let state_names: Vec<String> = machine.idle_states.iter().map(|s| s.name.clone()).collect();
-    let kernel =
-        a.kernel.clone().unwrap_or_else(|| crate::linux::patches::KERNELS.last().expect("kernels").name.into());
-
+/// Run the model on `machine_path` and the program on the host (or read the saved captures),
+/// and count both sides alike.
+fn measure(
+    a: &ValidateArgs,
+    prog: &Program,
+    machine_path: &str,
+    kernel: &str,
+    state_names: &[String],
+    work: &Path,
+) -> Result<Measured, String> {
     // The model first: it checks the parameters before tracefs is touched.
     let mut model_runs = Vec::new();
     for seed in 1..=a.seeds as u64 {
         let mut s = RunSpec::new(&prog.workload);
-        s.machine = machine_path.clone();
-        s.kernel = kernel.clone();
+        s.machine = machine_path.to_string();
+        s.kernel = kernel.to_string();
         s.seed = seed;
         s.params = Params::from_pairs(prog.params.clone(), "validate");
         s.trace = true;
@@ -669,7 +733,7 @@ pub fn cmd_validate(a: ValidateArgs) -> Result<(), String> {
         while real_traces.len() < a.repeat && attempts < 4 * a.repeat {
             attempts += 1;
             let (out, trace, pid) = if prog.workload == "rtapp" {
-                let ((out, pid), trace) = tracefs.capture_with(|| run_rtapp(&prog.command, &work))?;
+                let ((out, pid), trace) = tracefs.capture_with(|| run_rtapp(&prog.command, work))?;
                 (out, trace, pid)
             } else {
                 tracefs.capture(&prog.command)?
@@ -757,7 +821,7 @@ pub fn cmd_validate(a: ValidateArgs) -> Result<(), String> {
                 notes.push(format!("real run {}: the trace buffer lost events (counts are low)", i + 1));
             }
             let own = prog.own_figure(&s.outputs[i]).map(|v| (prog.own_name, v));
-            s.figures.push(validate::figures(&c, &state_names, own));
+            s.figures.push(validate::figures(&c, state_names, own));
             s.counts.push(c);
         }
         s
@@ -770,7 +834,7 @@ pub fn cmd_validate(a: ValidateArgs) -> Result<(), String> {
             let c = validate::model_counts(r, &text, &silent);
             let out = model_output(r);
             let own = prog.own_figure(&out).map(|v| (prog.own_name, v));
-            s.figures.push(validate::figures(&c, &state_names, own));
+            s.figures.push(validate::figures(&c, state_names, own));
             s.counts.push(c);
             s.outputs.push(out);
             model_texts.push(text);
@@ -785,6 +849,82 @@ pub fn cmd_validate(a: ValidateArgs) -> Result<(), String> {
                 i + 1,
                 share * 100.0
             ));
+        }
+    }
+    Ok(Measured { real, model, real_traces, model_texts, comms, notes })
+}
+
+pub fn cmd_validate(a: ValidateArgs) -> Result<(), String> {
+    if a.from_output.len() > a.from_trace.len() {
+        return Err("--from-output is given more often than --from-trace".into());
+    }
+    if a.repeat == 0 || a.seeds == 0 {
+        return Err("--repeat and --seeds must be at least 1".into());
+    }
+    if !a.flip.is_empty() && !a.from_trace.is_empty() {
+        return Err(
+            "--flip changes the host and runs the program again: it cannot read saved captures (--from-trace)".into()
+        );
+    }
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find the schedsim binary: {e}"))?;
+    let prog = Program::resolve(&a.workload, &a.params, a.builtin, &exe.to_string_lossy())?;
+    let tol = a.tolerance_pct / 100.0;
+
+    // The machine file.
+    let work = match &a.save {
+        Some(d) => d.clone(),
+        None => std::env::temp_dir().join(format!("schedsim-validate-{}", std::process::id())),
+    };
+    std::fs::create_dir_all(&work).map_err(|e| format!("cannot create {}: {e}", work.display()))?;
+    /// Removes the temporary directory on every way out (unless it is the --save one).
+    struct TempDir(Option<PathBuf>);
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            if let Some(d) = &self.0 {
+                let _ = std::fs::remove_dir_all(d);
+            }
+        }
+    }
+    let _cleanup = TempDir(a.save.is_none().then(|| work.clone()));
+    let machine_path = match &a.machine {
+        Some(m) => m.clone(),
+        None => {
+            let p = work.join("host.toml");
+            let text = super::host::machine_toml_from_host(&super::host::HostFs::real(), "host")?;
+            super::host::write_atomically(&p, text.as_bytes())?;
+            p.to_string_lossy().into_owned()
+        }
+    };
+    let machine = run::machine(&machine_path)?;
+    let state_names: Vec<String> = machine.idle_states.iter().map(|s| s.name.clone()).collect();
+    let kernel =
+        a.kernel.clone().unwrap_or_else(|| crate::linux::patches::KERNELS.last().expect("kernels").name.into());
+
+    let Measured { real, model, real_traces, model_texts, comms, mut notes } =
+        measure(&a, &prog, &machine_path, &kernel, &state_names, &work)?;
+    // Each flip: the same runs with one setting changed on the host and in the machine file.
+    let flips: Vec<validate::flip::Flip> =
+        a.flip.iter().map(|f| validate::flip::Flip::parse(f)).collect::<Result<_, _>>()?;
+    let mut flip_tables = Vec::new();
+    if !flips.is_empty() {
+        let machine_text = crate::input::read_input_file(&machine_path, "machine file")
+            .map_err(|e| format!("--flip needs the machine as a file: {e}"))?;
+        let before = validate::rows(&real.figures, &model.figures, tol);
+        let machine_abs = std::fs::canonicalize(&machine_path).map_err(|e| format!("{machine_path}: {e}"))?;
+        let machine_dir = machine_abs.parent().unwrap_or(Path::new("/"));
+        for (i, f) in flips.iter().enumerate() {
+            let flipped = work.join(format!("flip-{}.toml", i + 1));
+            super::host::write_atomically(
+                &flipped,
+                f.apply_to_machine(&machine_text, &machine_path, machine_dir)?.as_bytes(),
+            )?;
+            let m = {
+                let _host = HostFlip::apply(f)?;
+                measure(&a, &prog, &flipped.to_string_lossy(), &kernel, &state_names, &work)?
+            };
+            let after = validate::rows(&m.real.figures, &m.model.figures, tol);
+            notes.extend(m.notes.iter().map(|n| format!("flip {}: {n}", f.label())));
+            flip_tables.push((f.clone(), validate::flip::deltas(&before, &after, tol)));
         }
     }
     let mut rows = validate::rows(&real.figures, &model.figures, tol);
@@ -834,6 +974,7 @@ pub fn cmd_validate(a: ValidateArgs) -> Result<(), String> {
             "counts": real.counts,
         },
         "model": {"outputs": model.outputs, "counts": model.counts},
+        "flips": flip_tables.iter().map(|(f, d)| json!({"flip": f.label(), "deltas": d})).collect::<Vec<_>>(),
     });
     if let Some(dir) = &a.save {
         let text = serde_json::to_string_pretty(&doc).expect("serializable");
@@ -878,6 +1019,10 @@ pub fn cmd_validate(a: ValidateArgs) -> Result<(), String> {
             validate::TARGET_STRUCTURE * 100.0,
             validate::TARGET_FIGURE * 100.0
         ));
+    }
+    for (f, d) in &flip_tables {
+        o.push('\n');
+        o.push_str(&validate::flip::render(f, d));
     }
     for n in &notes {
         o.push_str(&format!("note: {n}\n"));

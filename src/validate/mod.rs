@@ -31,6 +31,8 @@
 //!
 //! No I/O here: `cli::validate` captures the trace and runs the model.
 
+pub mod flip;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 /// How long after a `sched_waking` an IPI on the same CPU still belongs to that wakeup.
