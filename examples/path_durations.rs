@@ -5,7 +5,7 @@
 //! Usage:
 //!   cargo run --release --example path_durations -- MACHINE BACKGROUND SEED WORKLOAD [PARAM=VALUE...]
 //!
-//! e.g. `... docs/guest-2vcpu.toml none 1 hackbench tool=perf "args=-g 1 -l 100"`. Prints one
+//! e.g. `... docs/guest-2vcpu-icx.toml none 1 hackbench tool=perf "args=-g 1 -l 100"`. Prints one
 //! JSON object: path name -> {n, p10, p50, p90, inner_p50}, where inner_p50 is the median
 //! number of trace records the model writes on that CPU strictly inside the interval (the real
 //! kernel's interval is inflated by its own records; the model's records cost nothing).
