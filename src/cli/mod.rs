@@ -615,6 +615,14 @@ fn cmd_run(a: RunArgs) -> Result<(), String> {
             return Err(format!("--log-dir {}: not a directory (create it before the run)", dir.display()));
         }
     }
+    if a.log_dir.is_some() && s.params.get("logs") == Some("summary") {
+        return Err("command line: --log-dir writes every log row; logs=summary keeps none".into());
+    }
+    // Without --log-dir, nothing reads the rows: the run keeps their summary only (its memory
+    // then grows with the threads, not with the simulated time); the simulated run is the same.
+    if s.workload == "rtapp" && a.log_dir.is_none() && s.params.get("logs").is_none() {
+        s.params.set("logs".into(), "summary".into());
+    }
     let inputs = run_inputs(&a, &s);
     let ins: Vec<(&str, &std::path::Path)> = inputs.iter().map(|(w, p)| (*w, p.as_path())).collect();
     let mut outs: Vec<(&str, &std::path::Path)> = Vec::new();
