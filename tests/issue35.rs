@@ -64,14 +64,17 @@ fn unbounded_memory_from_a_68_byte_rtapp_file() {
     let out = ok(&["run", "--rtapp", s(&f), "--quiet", "--limit-ms", "100"]);
     let rows = rows_of(&out);
     assert!(rows > 100_000 && rows <= 100_000_000 / 424 + 1, "{rows} rows in 100 ms");
-    // Without logging a phase costs only the clocks; the estimate counts the rows it may keep
-    // and refuses the 5 s run before it starts.
+    // Without logging a phase costs only the clocks; when the rows are kept (--log-dir) the
+    // estimate counts the rows it may keep and refuses the 5 s run before it starts.
     let f = write(
         &d,
         "nolog.json",
         r#"{"global": {"duration": 5, "log_size": "disable"}, "tasks": {"t": {"loop": -1, "run": 0}}}"#,
     );
-    rejected(&["run", "--rtapp", s(&f), "--quiet"], &["of memory", "log rows", "less simulated time"]);
+    rejected(
+        &["run", "--rtapp", s(&f), "--quiet", "--log-dir", s(&d)],
+        &["of memory", "log rows", "less simulated time"],
+    );
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! rt-app JSON workloads (`schedsim run --rtapp FILE.json`): the five files under
 //! `scenarios/rtapp/` run to their end with the rows their loops ask for, and what each is
-//! about shows in rt-app's own log columns; SCHED_RR slices, `sched_yield()`, absolute timers
+//! about shows in rt-app's own log columns (the two `peer-*.json` benchmark files are built,
+//! not run); a run keeping summaries only reports what one keeping every row does; SCHED_RR slices, `sched_yield()`, absolute timers
 //! and affinity masks behave as the kernel's do; bad files fail with the JSON path.
 
 use schedsim::run::{build, execute};
@@ -283,4 +284,71 @@ fn the_shipped_scenario_file_runs_its_json() {
     let r = execute(&s).unwrap();
     let Workload::RtApp(w) = &r.workload else { panic!() };
     assert_eq!(rows(w, "stage1").len(), 50);
+}
+
+/// `logs=summary` keeps no row, and the run, its text, metric and per-thread summaries are
+/// those of the run keeping every row (`logs=keep`, the default).
+#[test]
+fn a_summary_run_reports_what_the_rows_say() {
+    use schedsim::workload::rtapp_summary::RowSummary;
+    let file = "scenarios/rtapp/periodic.json";
+    let keep = execute(&spec(file)).unwrap();
+    let mut s = spec(file);
+    s.params.set("logs".into(), "summary".into());
+    let summary = execute(&s).unwrap();
+    let (Workload::RtApp(a), Workload::RtApp(b)) = (&keep.workload, &summary.workload) else { panic!() };
+    assert_eq!((keep.actions, keep.sim_ns), (summary.actions, summary.sim_ns));
+    assert!(a.threads.iter().any(|t| t.rows.len() > 10) && b.threads.iter().all(|t| t.rows.is_empty()));
+    assert_eq!(a.summary(), b.summary());
+    for (ta, tb) in a.threads.iter().zip(&b.threads) {
+        let mut sum = RowSummary::default();
+        ta.rows.iter().for_each(|r| sum.add(r));
+        assert_eq!(sum, tb.sum);
+        assert_eq!(sum.rows, ta.rows.len() as u64);
+    }
+    // The slack column has something to say here (the FIFO thread's halved period).
+    assert!(b.threads.iter().any(|t| t.sum.slack_min != t.sum.slack_max), "{}", b.summary());
+    use schedsim::workload::Program;
+    assert_eq!(a.metric(&keep.facts()).value, b.metric(&summary.facts()).value);
+    let j = b.json(&summary.facts());
+    assert!(j["threads"][0].get("rows").is_none());
+    assert_eq!(j["threads"][0]["summary"]["rows"], a.threads[0].rows.len() as u64);
+    s.params.set("logs".into(), "all".into());
+    assert!(build(&s).err().unwrap().contains("logs=all: expected keep"));
+}
+
+/// The peer's benchmark files (`schedsim bench --users`): 720 threads on 256 CPUs for 2 s, too
+/// many rows to keep under the memory limit, and a summary run's memory does not grow with them.
+#[test]
+fn the_peer_benchmark_builds_with_summaries_only() {
+    let mut s = spec("scenarios/rtapp/peer-640.json");
+    s.machine = "epyc-7763-2s".into();
+    let e = build(&s).err().unwrap();
+    assert!(e.contains("memory"), "{e}");
+    s.params.set("logs".into(), "summary".into());
+    let w = build(&s).unwrap();
+    assert_eq!(w.tasks.iter().filter(|t| t.kind == schedsim::linux::kernel::sched::TaskKind::Workload).count(), 720);
+}
+
+/// `run --json` of an rt-app file carries summaries; `--log-dir` with `logs=summary` is refused.
+#[test]
+fn run_json_carries_summaries_and_log_dir_needs_rows() {
+    let bin = env!("CARGO_BIN_EXE_schedsim");
+    let out = std::process::Command::new(bin)
+        .args(["run", "--rtapp", "scenarios/rtapp/periodic.json", "--machine", "smp-4", "--quiet", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let t = &v["workload"]["threads"][0];
+    assert!(t.get("rows").is_none() && t["summary"]["rows"].as_u64().unwrap() > 0, "{t}");
+    assert!(t["summary"]["wu_lat_us"]["percentiles"]["p99"].is_i64(), "{t}");
+    let dir = std::env::temp_dir();
+    let out = std::process::Command::new(bin)
+        .args(["run", "--workload", "rtapp", "file=scenarios/rtapp/periodic.json", "logs=summary"])
+        .args(["--machine", "smp-4", "--quiet", "--log-dir", dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("logs=summary keeps none"));
 }

@@ -100,7 +100,7 @@ pub fn scaled_spec(workload: &str, nr_cpus: u32, machine_file: &str, length: u32
 }
 
 /// The peak resident set of this process, kB (`VmHWM` of /proc/self/status; 0 if unknown).
-fn vm_hwm_kb() -> u64 {
+pub(crate) fn vm_hwm_kb() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {

@@ -3,6 +3,7 @@
 //! (input files), `trace::sink` (trace files) and `sweep` (grid and result files) touch files.
 
 pub mod bench;
+pub mod bench_users;
 pub mod calibrate;
 pub mod explore;
 pub mod host;
@@ -360,6 +361,19 @@ struct BenchArgs {
     /// length in multiples of the standard one, 1 if not given).
     #[arg(long, hide = true, num_args = 3..=4, value_names = ["WORKLOAD", "CPUS", "FILE", "LENGTH"])]
     scaling_child: Vec<String>,
+    /// Instead: the benchmark set users bring (rt-app 640 and 160 workers, hackbench 32 groups,
+    /// schbench -m 8 -t 128 on 256 CPUs, nanosleep on 1024 CPUs), each run in its own process:
+    /// simulated seconds per wall second, actions per second, peak RSS.
+    #[arg(long, conflicts_with_all = ["json", "scaling"])]
+    users: bool,
+    /// With --users: instead, each case under cachegrind (needs valgrind) at two short lengths,
+    /// and the steady state's instructions and host cache misses per action (deterministic).
+    #[arg(long, requires = "users")]
+    cachegrind: bool,
+    /// Internal: one case of --users in this process (its name, and its length in units of
+    /// simulated time after the warm-up, 0 for the whole case).
+    #[arg(long, hide = true, num_args = 2, value_names = ["CASE", "LENGTH"])]
+    case_child: Vec<String>,
 }
 
 fn check_runs(runs: usize) -> Result<(), String> {
@@ -614,6 +628,14 @@ fn cmd_run(a: RunArgs) -> Result<(), String> {
         if !dir.is_dir() {
             return Err(format!("--log-dir {}: not a directory (create it before the run)", dir.display()));
         }
+    }
+    if a.log_dir.is_some() && s.params.get("logs") == Some("summary") {
+        return Err("command line: --log-dir writes every log row; logs=summary keeps none".into());
+    }
+    // Without --log-dir, nothing reads the rows: the run keeps their summary only (its memory
+    // then grows with the threads, not with the simulated time); the simulated run is the same.
+    if s.workload == "rtapp" && a.log_dir.is_none() && s.params.get("logs").is_none() {
+        s.params.set("logs".into(), "summary".into());
     }
     let inputs = run_inputs(&a, &s);
     let ins: Vec<(&str, &std::path::Path)> = inputs.iter().map(|(w, p)| (*w, p.as_path())).collect();
@@ -1002,6 +1024,14 @@ fn cmd_bench(a: BenchArgs) -> Result<(), String> {
             _ => 1,
         };
         return bench::child(w, n, file, length);
+    }
+    if let [name, length] = a.case_child.as_slice() {
+        let length = length.parse().map_err(|_| format!("--case-child: length `{length}`: expected a number"))?;
+        return bench_users::child(name, length);
+    }
+    if a.users {
+        emit(&if a.cachegrind { bench_users::cachegrind()? } else { bench_users::users(a.runs)? });
+        return Ok(());
     }
     if a.scaling {
         let sizes = if a.sizes.is_empty() { bench::SIZES.to_vec() } else { a.sizes.clone() };

@@ -19,6 +19,7 @@ pub mod params;
 pub mod pipepair;
 pub mod rtapp;
 pub mod rtapp_json;
+pub mod rtapp_summary;
 pub mod rtpush;
 pub mod schbench;
 pub mod schbench23;
@@ -219,7 +220,7 @@ workloads! {
     PerfPipe(pipepair::PipePair) = "perf-pipe": "perf bench sched pipe: two processes (threaded=1: threads) bouncing 4 bytes through two pipes (loops=)",
     /// Nothing runs: the machine idles (useful for tests of the idle path).
     Idle(idle::Idle) = "idle": "nothing runs; the machine idles (ticks, idle states)",
-    RtApp(rtapp::RtApp) = "rtapp": "an rt-app JSON file (file=PATH, or `schedsim run --rtapp FILE.json`): rt-app's threads, events and per-thread log",
+    RtApp(rtapp::RtApp) = "rtapp": "an rt-app JSON file (file=PATH, or `schedsim run --rtapp FILE.json`; logs=keep|summary: every log row, or per-thread sums and percentiles only): rt-app's threads, events and per-thread log",
     Netperf(netperf::Netperf) = "netperf": "netperf 2.7 over loopback TCP/UDP: clients= pairs (a count or N% of the CPUs) of netperf and netserver, netperf's own options after -- (-t TCP_RR|UDP_RR|TCP_STREAM|UDP_STREAM -l SECS -c -C -- -r -m -M -s -S -D)",
     Tbench(tbench::Tbench) = "tbench": "dbench 4.0's tbench over loopback TCP: tbench's own options after -- (-t SECS [-c LOADFILE] NPROCS), or clients= (a count or N% of the CPUs)",
 }

@@ -29,6 +29,7 @@
 
 use super::params::Params;
 use super::rtapp_json::{Calibration, Event, Policy, RtAppConfig};
+use super::rtapp_summary::RowSummary;
 use super::TaskFrame;
 use crate::hw::cpumask::CpuMask;
 use crate::linux::engine::{Action, Frame, Next};
@@ -207,7 +208,10 @@ pub struct Thread {
     ld: LogData,
     timers: Vec<TimerState>,
     cur_cpus: Option<Vec<u32>>,
+    /// The log rows, kept when the run keeps them ([`RtApp::keep_rows`]).
     pub rows: Vec<LogRow>,
+    /// Every logged row, summed (kept whether or not the rows are).
+    pub sum: RowSummary,
     pub exited: bool,
 }
 
@@ -234,6 +238,10 @@ pub struct RtApp {
     live: u32,
     /// Things the model did not do as rt-app would (fork limit), for the report.
     pub notes: Vec<String>,
+    /// Whether each thread keeps its log rows (`logs=keep`, the default: for the log files,
+    /// validation, tests) or only their summary (`logs=summary`: memory in proportion to the
+    /// threads, not to the simulated time). The simulated run is the same either way.
+    pub keep_rows: bool,
 }
 
 /// Names to indices, in first-use order.
@@ -362,6 +370,7 @@ impl RtApp {
             stop_at: None,
             live: 0,
             notes: Vec::new(),
+            keep_rows: true,
         }
     }
 
@@ -400,7 +409,11 @@ impl RtApp {
 
     /// The memory the log rows of [`RtApp::log_rows_bound`] take: a row's size, twice (a
     /// vector's growth by doubling).
+    /// None when the rows are not kept.
     pub fn log_bytes_bound(&self, limit_ns: Time, nr_cpus: u32) -> u64 {
+        if !self.keep_rows {
+            return 0;
+        }
         self.log_rows_bound(limit_ns, nr_cpus).saturating_mul(2 * std::mem::size_of::<LogRow>() as u64)
     }
 
@@ -470,30 +483,28 @@ impl RtApp {
             "thread", "rows", "period(us)", "run(us)", "slack(us)", "wu_lat(us)"
         ));
         // Threads started at creation one line each; forked threads one line per task.
-        let mut lines: Vec<(String, Vec<&LogRow>)> = Vec::new();
+        let mut lines: Vec<(String, RowSummary)> = Vec::new();
         for th in &self.threads {
             match th.fork_id {
-                None => lines.push((Self::thread_name(th), th.rows.iter().collect())),
+                None => lines.push((Self::thread_name(th), th.sum.clone())),
                 Some(_) => {
                     let label = format!("{} (forks)", th.name);
                     match lines.iter_mut().find(|(l, _)| *l == label) {
-                        Some((_, rows)) => rows.extend(th.rows.iter()),
-                        None => lines.push((label, th.rows.iter().collect())),
+                        Some((_, sum)) => sum.merge(&th.sum),
+                        None => lines.push((label, th.sum.clone())),
                     }
                 }
             }
         }
-        for (label, rows) in &lines {
-            let n = rows.len().max(1) as f64;
-            let mean = |f: &dyn Fn(&LogRow) -> f64| rows.iter().map(|r| f(r)).sum::<f64>() / n;
+        for (label, sum) in &lines {
             o.push_str(&format!(
                 "{:<24} {:>6} {:>12.1} {:>12.1} {:>12.1} {:>12.1}\n",
                 label,
-                rows.len(),
-                mean(&|r| r.period as f64),
-                mean(&|r| r.run as f64),
-                mean(&|r| r.slack as f64),
-                mean(&|r| r.wu_lat as f64),
+                sum.rows,
+                sum.mean(sum.period_sum as f64),
+                sum.mean(sum.run_sum as f64),
+                sum.mean(sum.slack_sum as f64),
+                sum.mean(sum.wu_lat_sum as f64),
             ));
         }
         for n in &self.notes {
@@ -553,6 +564,7 @@ fn new_thread(w: &mut RtApp, k: &mut Kernel, def: usize, fork_id: Option<u32>) -
         timers,
         cur_cpus: cpus,
         rows: Vec::new(),
+        sum: RowSummary::default(),
         exited: false,
     };
     w.threads.push(th);
@@ -658,7 +670,10 @@ fn phase_end(w: &mut RtApp, k: &mut Kernel, ti: usize) -> bool {
     };
     let (nphases, ploop, tloop) = (def.phases.len(), def.phases[th.phase].loop_, def.loop_);
     let th = &mut w.threads[ti];
-    th.rows.push(row);
+    th.sum.add(&row);
+    if w.keep_rows {
+        th.rows.push(row);
+    }
     th.phase_loop += 1;
     if th.phase_loop == ploop {
         th.phase_loop = 0;
@@ -1054,11 +1069,18 @@ pub fn task_step(w: &mut RtApp, k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -
 
 impl super::Program for RtApp {
     fn parse(_name: &str, p: &Params, m: &crate::hw::Machine) -> Result<RtApp, String> {
-        p.check_known("rtapp", &["file"])?;
+        p.check_known("rtapp", &["file", "logs"])?;
         let Some(f) = p.get("file") else {
             return Err(format!("{}: the rtapp workload needs file=PATH.json", p.origin));
         };
-        RtApp::from_file(f, m)
+        let keep_rows = match p.get("logs") {
+            None | Some("keep") => true,
+            Some("summary") => false,
+            Some(x) => {
+                return Err(format!("{}: logs={x}: expected keep (every log row) or summary (per thread)", p.origin))
+            }
+        };
+        Ok(RtApp { keep_rows, ..RtApp::from_file(f, m)? })
     }
     fn planned_size(&self, _nr_cpus: u32) -> (u64, u64, &'static str) {
         // Every instance, plus rt-app's fork limit for each instance that forks.
@@ -1082,8 +1104,9 @@ impl super::Program for RtApp {
     }
     fn metric(&self, _f: &super::RunFacts) -> super::Metric {
         // Mean wakeup latency after timers, over every logged phase.
-        let rows: Vec<_> = self.threads.iter().flat_map(|t| t.rows.iter()).collect();
-        let v = rows.iter().map(|r| r.wu_lat as f64).sum::<f64>() / rows.len().max(1) as f64 / 1e3;
+        let mut all = RowSummary::default();
+        self.threads.iter().for_each(|t| all.merge(&t.sum));
+        let v = all.mean(all.wu_lat_sum as f64) / 1e3;
         super::Metric { name: "wakeup_latency", unit: "ms", lower_is_better: true, value: v }
     }
     fn json(&self, _f: &super::RunFacts) -> serde_json::Value {
@@ -1095,11 +1118,7 @@ impl super::Program for RtApp {
                 "ind": t.ind,
                 "forked": t.fork_id.is_some(),
                 "log_file": self.log_file_name(t),
-                "rows": t.rows.iter().map(|r| serde_json::json!({
-                    "perf": r.perf, "run": r.run, "period": r.period, "start": r.start, "end": r.end,
-                    "rel_st": r.rel_st, "slack": r.slack, "c_duration": r.c_duration,
-                    "c_period": r.c_period, "wu_lat": r.wu_lat,
-                })).collect::<Vec<_>>(),
+                "summary": t.sum.json(),
             })).collect::<Vec<_>>(),
             "notes": self.notes,
         })
