@@ -196,3 +196,112 @@ fn run_trace_over_its_scenario_or_machine_file_is_refused() {
     );
     assert!(!x.exists());
 }
+
+/// Wait (at most 120 s) until `ready` holds, polling every 10 ms.
+fn wait_until(what: &str, mut ready: impl FnMut() -> bool) {
+    let t0 = std::time::Instant::now();
+    while !ready() {
+        assert!(t0.elapsed().as_secs() < 120, "timed out waiting for {what}");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+fn kill(child: &std::process::Child, sig: libc::c_int) {
+    // SAFETY: signalling our own child, which has not been waited for yet.
+    assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, sig) }, 0);
+}
+
+fn names_in(d: &Path) -> Vec<String> {
+    let mut v: Vec<String> =
+        std::fs::read_dir(d).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn sigint_or_sigterm_during_trace_leaves_no_partial_files() {
+    use std::os::unix::process::ExitStatusExt;
+    let d = dir("leftovers");
+    for (file, spill) in [
+        ("t.txt", "t.txt.body.partial"),
+        ("t.dat", "t.dat.pages.partial"),
+        ("t.perfetto-trace", "t.perfetto-trace.partial"),
+    ] {
+        for sig in [libc::SIGINT, libc::SIGTERM] {
+            let target = d.join(file);
+            let child = Command::new(bin())
+                .args(["run", "ipistorm", "numipi=10000000", "--quiet", "--trace", s(&target)])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let part = d.join(spill);
+            // Signalled while the run streams into its partial file.
+            wait_until(spill, || std::fs::metadata(&part).is_ok_and(|m| m.len() > 0));
+            kill(&child, sig);
+            let o = child.wait_with_output().unwrap();
+            assert_eq!(o.status.signal(), Some(sig), "{file}: {:?} {}", o.status, String::from_utf8_lossy(&o.stderr));
+            assert!(names_in(&d).is_empty(), "{file}, signal {sig}: left {:?}", names_in(&d));
+        }
+    }
+}
+
+/// The whole lines of a sweep's output, by key; every key once.
+fn sweep_lines(p: &Path) -> std::collections::BTreeMap<String, String> {
+    let text = std::fs::read_to_string(p).unwrap();
+    let mut m = std::collections::BTreeMap::new();
+    for l in text.lines() {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(l) else { continue };
+        let k = v["key"].as_str().unwrap().to_string();
+        assert!(m.insert(k.clone(), l.to_string()).is_none(), "run {k} twice in {}", p.display());
+    }
+    m
+}
+
+#[test]
+fn an_interrupted_sweep_resumes_with_no_run_missing_or_repeated() {
+    use std::os::unix::process::ExitStatusExt;
+    let d = dir("sweep-kill");
+    let grid = write(
+        &d,
+        "grid.toml",
+        "kernels = [\"v6.10\"]\nmachines = [\"smp-4\"]\nseeds = 10\nlimit_ms = 50\nbackground = \"none\"\n\
+         [[run]]\nworkload = \"ipistorm\"\nparams = { numipi = \"20000\" }\n",
+    );
+    let whole = d.join("whole.jsonl");
+    ok(&["sweep", s(&grid), "--out", s(&whole), "--jobs", "2"]);
+    let expected = sweep_lines(&whole);
+    assert_eq!(expected.len(), 10);
+    // Slurm and Kubernetes send SIGTERM, then SIGKILL; either may come at any line.
+    for (n, (sig, after)) in
+        [(libc::SIGTERM, 1), (libc::SIGKILL, 3), (libc::SIGTERM, 6), (libc::SIGKILL, 8)].into_iter().enumerate()
+    {
+        let out = d.join(format!("out{n}.jsonl"));
+        let child = Command::new(bin())
+            .args(["sweep", s(&grid), "--out", s(&out), "--jobs", "2"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let lines = || std::fs::read(&out).map_or(0, |b| b.iter().filter(|&&c| c == b'\n').count());
+        wait_until("sweep lines", || lines() >= after);
+        kill(&child, sig);
+        let o = child.wait_with_output().unwrap();
+        if o.status.signal().is_none() {
+            // It finished first: nothing to resume.
+            assert!(o.status.success());
+        } else {
+            assert_eq!(o.status.signal(), Some(sig));
+        }
+        if sig == libc::SIGTERM {
+            let text = std::fs::read_to_string(&out).unwrap();
+            assert!(text.is_empty() || text.ends_with('\n'), "SIGTERM left a cut line");
+            assert!(text.lines().all(|l| serde_json::from_str::<serde_json::Value>(l).is_ok()));
+        }
+        let done = sweep_lines(&out).len();
+        assert!(done >= after && done <= 10, "{done} lines after {after}");
+        ok(&["sweep", s(&grid), "--out", s(&out), "--jobs", "2"]);
+        assert_eq!(sweep_lines(&out), expected, "resumed after signal {sig} at {after} lines");
+        ok(&["merge", s(&out)]);
+    }
+}

@@ -5,6 +5,7 @@
 
 use crate::run;
 use crate::spec::RunSpec;
+use crate::trace::sink::partials;
 use crate::validate::{self, Counts, Figures};
 use crate::workload::hackbench::{HackbenchOpts, Tool};
 use crate::workload::params::Params;
@@ -404,6 +405,8 @@ pub(crate) struct Tracefs {
     set_event: String,
     /// Per-CPU buffer size of the captures (KB).
     pub(crate) buffer_kb: u32,
+    /// The undo action a signal runs (`trace::sink::partials::on_signal`).
+    undo: u64,
 }
 
 impl Tracefs {
@@ -445,7 +448,31 @@ impl Tracefs {
             saved.push(("buffer_size_kb".into(), v.split_whitespace().next().unwrap_or("1408").to_string()));
         }
         let set_event = read("set_event").map_err(|e| format!("cannot read {}/set_event: {e}", dir.display()))?;
-        Ok(Tracefs { dir, mounted, saved, set_event, buffer_kb: 16384 })
+        let mut t = Tracefs { dir, mounted, saved, set_event, buffer_kb: 16384, undo: 0 };
+        // SIGINT/SIGTERM during a capture restore the settings too (cli::signals).
+        let copy = std::mem::ManuallyDrop::new(Tracefs {
+            saved: t.saved.clone(),
+            set_event: t.set_event.clone(),
+            dir: t.dir.clone(),
+            ..t
+        });
+        t.undo = partials::on_signal(move || copy.restore());
+        Ok(t)
+    }
+
+    /// Put back what [`Tracefs::open`] saved. Writes directly: runs under the partials lock.
+    fn restore(&self) {
+        let write = |f: &str, v: &str| std::fs::write(self.dir.join(f), v);
+        let _ = write("tracing_on", "0");
+        let events: Vec<&str> = self.set_event.lines().collect();
+        let _ = self.set_events_now(&events);
+        let _ = write("trace", "");
+        for (f, v) in &self.saved {
+            let _ = write(f, v);
+        }
+        if self.mounted {
+            let _ = std::process::Command::new("umount").arg(&self.dir).status();
+        }
     }
 
     /// The trace clocks this kernel offers.
@@ -455,13 +482,18 @@ impl Tracefs {
             .unwrap_or_default()
     }
 
+    /// Write a setting (never after a signal's restore: `partials::whole`).
     pub(crate) fn write(&self, f: &str, v: &str) -> Result<(), String> {
-        std::fs::write(self.dir.join(f), v)
+        partials::whole(|| std::fs::write(self.dir.join(f), v))
             .map_err(|e| format!("cannot write '{v}' to {}/{f}: {e}", self.dir.display()))
     }
 
     /// Set the events; returns the ones this kernel does not have.
     pub(crate) fn set_events(&self, events: &[&str]) -> Result<Vec<String>, String> {
+        partials::whole(|| self.set_events_now(events))
+    }
+
+    fn set_events_now(&self, events: &[&str]) -> Result<Vec<String>, String> {
         use std::io::Write;
         let path = self.dir.join("set_event");
         let mut f = std::fs::OpenOptions::new()
@@ -505,16 +537,8 @@ impl Tracefs {
 
 impl Drop for Tracefs {
     fn drop(&mut self) {
-        let _ = self.write("tracing_on", "0");
-        let events: Vec<&str> = self.set_event.lines().collect();
-        let _ = self.set_events(&events);
-        let _ = self.write("trace", "");
-        for (f, v) in &self.saved {
-            let _ = self.write(f, v);
-        }
-        if self.mounted {
-            let _ = std::process::Command::new("umount").arg(&self.dir).status();
-        }
+        partials::whole(|| self.restore());
+        partials::forget_undo(self.undo);
     }
 }
 

@@ -624,8 +624,8 @@ pub fn sweep(runs: &[GridRun], out: &Path, o: &SweepOpts) -> Result<SweepSummary
                     let mut line = run_line(run, &r);
                     line.push('\n');
                     let mut f = file.lock().expect("no panics hold the lock");
-                    f.write_all(line.as_bytes())
-                        .and_then(|_| f.flush())
+                    // Whole or not at all when SIGTERM comes (cli::signals waits for it).
+                    crate::trace::sink::partials::whole(|| f.write_all(line.as_bytes()).and_then(|_| f.flush()))
                         .map_err(|e| format!("cannot write {}: {e}", out.display()))
                 });
                 run::RUNS_DONE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
