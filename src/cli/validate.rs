@@ -707,7 +707,16 @@ pub fn cmd_validate(a: ValidateArgs) -> Result<(), String> {
         }
     } else {
         for (i, p) in a.from_trace.iter().enumerate() {
-            real_traces.push((read_trace(p)?, None));
+            let t = read_trace(p)?;
+            // An empty or foreign file would be a table of zeros, not an error.
+            if !t.lines().any(|l| validate::Line::parse_clock(l, Some(1)).is_some()) {
+                return Err(format!(
+                    "--from-trace {}: no trace record in it (expected tracefs's text, as `cat /sys/kernel/tracing/trace` \
+                     or `validate --save` writes it)",
+                    p.display()
+                ));
+            }
+            real_traces.push((t, None));
             let out = match a.from_output.get(i) {
                 Some(o) => crate::input::read_input_file(o, "program output")?,
                 None => String::new(),
