@@ -475,6 +475,14 @@ impl Tracefs {
         }
     }
 
+    /// Select `global` (ordered across CPUs; `local` where the kernel lacks it), both printed as
+    /// seconds with a fraction. Drop restores the clock that was in force.
+    pub(crate) fn use_seconds_clock(&self) -> Result<(), String> {
+        let clocks = self.clocks();
+        let clock = if clocks.iter().any(|c| c == "global") { "global" } else { "local" };
+        self.write("trace_clock", clock)
+    }
+
     /// The trace clocks this kernel offers.
     pub(crate) fn clocks(&self) -> Vec<String> {
         std::fs::read_to_string(self.dir.join("trace_clock"))
@@ -677,6 +685,9 @@ pub fn cmd_validate(a: ValidateArgs) -> Result<(), String> {
     let comms: Vec<String> = if a.comm.is_empty() { prog.comms.clone() } else { a.comm.clone() };
     if a.from_trace.is_empty() {
         let tracefs = Tracefs::open()?;
+        // The analysis reads seconds: choose a seconds clock rather than trusting the one in
+        // force (a calibration killed mid-capture leaves `x86-tsc`, which prints raw counts).
+        tracefs.use_seconds_clock()?;
         missing = tracefs.set_events(EVENTS)?;
         let mut attempts = 0;
         while real_traces.len() < a.repeat && attempts < 4 * a.repeat {
@@ -707,16 +718,23 @@ pub fn cmd_validate(a: ValidateArgs) -> Result<(), String> {
         }
     } else {
         for (i, p) in a.from_trace.iter().enumerate() {
-            let t = read_trace(p)?;
+            let text = read_trace(p)?;
+            if validate::Line::counter_clock(&text) {
+                return Err(format!(
+                    "{}: the timestamps are raw counter values (trace_clock x86-tsc or counter); validate reads a \
+                     trace taken with a clock in seconds (local, global, mono: `echo global > /sys/kernel/tracing/trace_clock`)",
+                    p.display()
+                ));
+            }
             // An empty or foreign file would be a table of zeros, not an error.
-            if !t.lines().any(|l| validate::Line::parse_clock(l, Some(1)).is_some()) {
+            if !text.lines().any(|l| validate::Line::parse(l).is_some()) {
                 return Err(format!(
                     "--from-trace {}: no trace record in it (expected tracefs's text, as `cat /sys/kernel/tracing/trace` \
                      or `validate --save` writes it)",
                     p.display()
                 ));
             }
-            real_traces.push((t, None));
+            real_traces.push((text, None));
             let out = match a.from_output.get(i) {
                 Some(o) => crate::input::read_input_file(o, "program output")?,
                 None => String::new(),
