@@ -421,8 +421,13 @@ pub fn parse_grid(text: &str, origin: &str) -> Result<Vec<GridRun>, String> {
         }
         for m in &machines {
             for combo in &combos {
+                // Kernel and machine errors point at the line that names them.
+                let line_naming = |word: &str| {
+                    let l = text.find(&format!("\"{word}\"")).map_or(line, |o| line_of(text, o));
+                    move |m: String| format!("{origin}:{l}: {m}")
+                };
                 let mut s0 = base.clone();
-                s0.set("machine", m)?;
+                s0.set("machine", m).map_err(line_naming(m))?;
                 s0.add_params(combo, "params");
                 let ptext: Vec<String> = s0.params.pairs().iter().map(|(k, v)| format!("{k}={v}")).collect();
                 let mut group = format!("{} {} on {}", s0.workload, ptext.join(" "), s0.machine);
@@ -432,11 +437,6 @@ pub fn parse_grid(text: &str, origin: &str) -> Result<Vec<GridRun>, String> {
                 if let Some(p) = &s0.preempt {
                     group.push_str(&format!(" preempt={p}"));
                 }
-                // Kernel and machine errors point at the line that names them.
-                let line_naming = |word: &str| {
-                    let l = text.find(&format!("\"{word}\"")).map_or(line, |o| line_of(text, o));
-                    move |m: String| format!("{origin}:{l}: {m}")
-                };
                 run::machine(&s0.machine).map_err(line_naming(m))?;
                 for k in &kernels {
                     let (name, patches) = crate::linux::config::split_kernel_spec(k).map_err(line_naming(k))?;
