@@ -265,8 +265,6 @@ pub fn field(name: &str) -> Option<&'static Field> {
     FIELDS.iter().find(|f| f.name == name || f.key == name)
 }
 
-/// A spec's patch items with `extra` on top: an item of `extra` replaces the item for the same
-/// patch, so each patch is named once.
 // Names are checked where they are set, so that a file's unknown name is reported with its
 // file and line (`scenario::apply_fields`), not when the run is built. Files (`.toml`) are
 // read and checked when the run is built; their errors name them.
@@ -311,6 +309,8 @@ pub fn known_preempt(v: &str) -> Result<(), String> {
     }
 }
 
+/// A spec's patch items with `extra` on top: an item of `extra` replaces the item for the same
+/// patch, so each patch is named once.
 fn merge_patches(base: &str, extra: &str) -> String {
     let id = |item: &str| {
         let raw = item.trim().trim_start_matches(['+', '-']).to_string();
