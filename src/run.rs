@@ -23,6 +23,16 @@ pub fn machine(name: &str) -> Result<hw::Machine, String> {
     let text = read_input_file(name, "machine file")?;
     let m = hw::machine_from_toml(&text, name)?;
     crate::linux::cost::check_measured(&m, name)?;
+    // The names the hardware layer keeps as text, checked here with the file's line (a
+    // top-level key: the machine's tables refuse keys of these names).
+    let line = |key: &str| {
+        text.lines()
+            .position(|l| l.trim_start().strip_prefix(key).is_some_and(|r| r.trim_start().starts_with('=')))
+            .map_or(1, |i| i + 1)
+    };
+    crate::spec::known_preempt(&m.preempt).map_err(|e| format!("{name}:{}: preempt: {e}", line("preempt")))?;
+    crate::spec::known_background(&m.background)
+        .map_err(|e| format!("{name}:{}: background: {e}", line("background")))?;
     Ok(m)
 }
 
@@ -296,8 +306,8 @@ pub struct RunResult {
 pub const BUSIEST_SHOWN: usize = 4;
 
 /// The busiest CPUs of a run, busiest first: by time out of idle (every phase but the idle
-/// state and the idle loop), ties by CPU id; CPUs with no such time and no IRQ-off time are
-/// left out. IRQ-off time is not the rank (an idle CPU in MWAIT has IRQs off).
+/// state and the idle loop), ties by CPU id; CPUs with no such time are left out, whatever
+/// their IRQ-off time (an idle CPU in MWAIT or HLT has IRQs off the whole time it sleeps).
 pub fn busiest_cpus(st: &Stats, n: usize) -> Vec<CpuId> {
     use crate::linux::engine::Phase;
     let busy_ns = |c: usize| -> u64 {
@@ -307,14 +317,8 @@ pub fn busiest_cpus(st: &Stats, n: usize) -> Vec<CpuId> {
             .map(|p| st.phase_ns[c][*p as usize])
             .sum()
     };
-    let mut busy: Vec<(usize, u64)> = st
-        .irqs_off_ns
-        .iter()
-        .enumerate()
-        .map(|(c, &off)| (c, off, busy_ns(c)))
-        .filter(|&(_, off, b)| off > 0 || b > 0)
-        .map(|(c, _, b)| (c, b))
-        .collect();
+    let mut busy: Vec<(usize, u64)> =
+        (0..st.irqs_off_ns.len()).map(|c| (c, busy_ns(c))).filter(|&(_, b)| b > 0).collect();
     busy.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     busy.into_iter().take(n).map(|(c, _)| c as CpuId).collect()
 }

@@ -1,10 +1,14 @@
-//! A bounded fuzz of every user-input parser: random scenario files, machine files and
-//! `key=value` parameter lists, built from the keys the parsers know and from numbers at the
-//! edges (0, 2^31, 2^63, 2^64, negative, not numbers). Whatever the text, parsing and building
-//! must end in `Ok` or a clean `Err`, never a panic; what builds is also run for a few
-//! simulated milliseconds on a small quiet machine, so overflow in the conversions the model
-//! does from those numbers shows too. Sized to stay within a few seconds in `cargo test`;
-//! `FUZZ_CASES=N` runs more (issue 15).
+//! A bounded fuzz of every user-input parser: random scenario files, machine files, rt-app JSON
+//! files, sweep grids and `key=value` parameter lists, built from the keys the parsers know and
+//! from numbers at the edges (0, 2^31, 2^63, 2^64, negative, not numbers). Whatever the text,
+//! parsing and building must end in `Ok` or a clean `Err`, never a panic; what builds is also
+//! run for a few simulated milliseconds on a small quiet machine, so overflow in the
+//! conversions the model does from those numbers shows too. Each case is capped: the memory its
+//! thread holds ([`CAP_BYTES`], counted by this binary's allocator) and its wall time
+//! (`FUZZ_CASE_SECS`, default 120 s; a watchdog ends the process naming the case). Sized to stay
+//! within a few seconds per parser in `cargo test`; `FUZZ_CASES=N` runs more (docs/fuzzing.md,
+//! "The long run"), and `FUZZ_SAVE_RTAPP=DIR` keeps each generated rt-app file with schedsim's
+//! verdict for the differential check against rt-app itself (docs/rtapp.md).
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
@@ -18,6 +22,104 @@ fn cases(default: u32) -> u32 {
 
 fn runner(n: u32) -> TestRunner {
     TestRunner::new(Config { cases: cases(n), failure_persistence: None, ..Config::default() })
+}
+
+// Per-case caps. Each thread counts the bytes it holds (a run is single-threaded); a case whose
+// thread grows past CAP_BYTES is a finding: the allocator prints the case and aborts before the
+// machine runs out of memory, and a case that ends above it fails its test.
+
+/// Most bytes a case may hold: 1 GiB above the tool's own memory limit (a run whose estimate
+/// passes `limits::check_memory` may hold up to that limit; more means the estimate is wrong or
+/// something grows unbounded).
+const CAP_BYTES: usize = schedsim::limits::MAX_MEMORY_BYTES as usize + (1 << 30);
+
+struct Counting;
+
+thread_local! {
+    static HELD: std::cell::Cell<isize> = const { std::cell::Cell::new(0) };
+    static PEAK: std::cell::Cell<isize> = const { std::cell::Cell::new(0) };
+    static CASE: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
+fn count(delta: isize) {
+    let _ = HELD.try_with(|h| {
+        let now = h.get() + delta;
+        h.set(now);
+        let _ = PEAK.try_with(|p| p.set(p.get().max(now)));
+        if now > CAP_BYTES as isize {
+            // No allocation from here: the case text was stored before it ran.
+            let _ = CASE.try_with(|c| {
+                if let Ok(c) = c.try_borrow() {
+                    let msg = b"\nfuzz case over the memory cap (the 8 GiB limit + 1 GiB), aborting; the case:\n";
+                    // SAFETY: writing bytes we own to stderr.
+                    unsafe {
+                        libc::write(2, msg.as_ptr().cast(), msg.len());
+                        libc::write(2, c.as_ptr().cast(), c.len());
+                    }
+                }
+            });
+            std::process::abort();
+        }
+    });
+}
+
+// SAFETY: forwards to the system allocator; the counting touches only const-initialised
+// thread-locals, which never allocate.
+unsafe impl std::alloc::GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: std::alloc::Layout) -> *mut u8 {
+        count(l.size() as isize);
+        std::alloc::System.alloc(l)
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: std::alloc::Layout) {
+        count(-(l.size() as isize));
+        std::alloc::System.dealloc(p, l)
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: std::alloc::Layout, new: usize) -> *mut u8 {
+        count(new as isize - l.size() as isize);
+        std::alloc::System.realloc(p, l, new)
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+/// The cases running now, by thread: (what, its text, when it started); the watchdog reads it.
+static RUNNING: std::sync::Mutex<Vec<(std::thread::ThreadId, String, std::time::Instant)>> =
+    std::sync::Mutex::new(Vec::new());
+
+fn watchdog() {
+    static START: std::sync::Once = std::sync::Once::new();
+    START.call_once(|| {
+        let secs: u64 = std::env::var("FUZZ_CASE_SECS").ok().and_then(|v| v.parse().ok()).unwrap_or(120);
+        std::thread::spawn(move || loop {
+            std::thread::sleep(std::time::Duration::from_secs(1));
+            let r = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some((_, text, _)) = r.iter().find(|(_, _, t0)| t0.elapsed().as_secs() > secs) {
+                eprintln!("\nfuzz case over the time cap ({secs} s), aborting; the case:\n{text}");
+                std::process::abort();
+            }
+        });
+    });
+}
+
+/// Run one case under the caps; `text` names it if it breaks one.
+fn capped(text: &str, f: impl FnOnce()) -> Result<(), TestCaseError> {
+    watchdog();
+    tally(|t| t.0 += 1);
+    let me = std::thread::current().id();
+    CASE.with(|c| {
+        let mut c = c.borrow_mut();
+        c.clear();
+        c.push_str(text);
+    });
+    RUNNING.lock().unwrap_or_else(|e| e.into_inner()).push((me, text.to_string(), std::time::Instant::now()));
+    let base = HELD.with(|h| h.get());
+    PEAK.with(|p| p.set(base));
+    f();
+    RUNNING.lock().unwrap_or_else(|e| e.into_inner()).retain(|(t, ..)| *t != me);
+    let peak = PEAK.with(|p| p.get()) - base;
+    prop_assert!(peak <= CAP_BYTES as isize, "held {peak} bytes: {text}");
+    Ok(())
 }
 
 const EDGE: &[&str] = &[
@@ -117,19 +219,34 @@ fn params_for(workload: &'static str) -> impl Strategy<Value = Vec<String>> {
     )
 }
 
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+thread_local! {
+    /// This test's cases so far: (cases, built, ran); each test runs on its own thread.
+    static TALLY: std::cell::Cell<(usize, usize, usize)> = const { std::cell::Cell::new((0, 0, 0)) };
+}
 
-/// Cases that parsed, built and ran (printed with `--nocapture`, to see what a fuzz covered).
-static BUILT: AtomicUsize = AtomicUsize::new(0);
-static RAN: AtomicUsize = AtomicUsize::new(0);
+fn tally(f: impl FnOnce(&mut (usize, usize, usize))) {
+    TALLY.with(|t| {
+        let mut v = t.get();
+        f(&mut v);
+        t.set(v);
+    })
+}
 
+/// The counts by outcome (printed with `--nocapture`, to see what a fuzz covered): every case
+/// is refused with an error, or builds; what builds runs to its end or limit, or stops with an
+/// error. A panic, an abort or a case over a cap fails the test instead.
 fn report(what: &str) {
-    eprintln!("{what}: {} built, {} ran to the end or the limit", BUILT.swap(0, Relaxed), RAN.swap(0, Relaxed));
+    let (cases, built, ran) = TALLY.with(|t| t.replace((0, 0, 0)));
+    eprintln!(
+        "{what}: {cases} cases: {} refused with an error, {built} built; of those {ran} ran to the end or the limit, {} stopped with an error",
+        cases - built,
+        built - ran
+    );
 }
 
 /// Run what builds for a few simulated milliseconds on a small quiet machine.
 fn run_briefly(spec: &RunSpec) {
-    BUILT.fetch_add(1, Relaxed);
+    tally(|t| t.1 += 1);
     let mut s = spec.clone();
     s.limit_ns = s.limit_ns.min(3_000_000);
     s.background = Some("none".into());
@@ -140,7 +257,7 @@ fn run_briefly(spec: &RunSpec) {
         }
     }
     if run::execute(&s).is_ok() {
-        RAN.fetch_add(1, Relaxed);
+        tally(|t| t.2 += 1);
     }
 }
 
@@ -149,15 +266,16 @@ fn random_parameters_never_panic() {
     let strategy = prop::sample::select(WORKLOADS).prop_flat_map(|w| (Just(w), params_for(w)));
     runner(2000)
         .run(&strategy, |(w, items)| {
-            if let Ok(p) = Params::parse(items.iter().map(String::as_str), "fuzz") {
-                let mut s = RunSpec::new(w);
-                s.machine = "smp-4".into();
-                s.params = p;
-                if run::build(&s).is_ok() {
-                    run_briefly(&s);
+            capped(&format!("{w} {}", items.join(" ")), || {
+                if let Ok(p) = Params::parse(items.iter().map(String::as_str), "fuzz") {
+                    let mut s = RunSpec::new(w);
+                    s.machine = "smp-4".into();
+                    s.params = p;
+                    if run::build(&s).is_ok() {
+                        run_briefly(&s);
+                    }
                 }
-            }
-            Ok(())
+            })
         })
         .unwrap();
     report("parameters");
@@ -219,12 +337,13 @@ fn random_scenario_files_never_panic() {
                 .collect();
             let text =
                 format!("{}\n[params]\n{}\n[idle_states]\n{}\n", lines.join("\n"), params.join("\n"), idle.join("\n"));
-            if let Ok(s) = schedsim::spec::scenario::parse(&text, "fuzz.toml") {
-                if run::build(&s).is_ok() {
-                    run_briefly(&s);
+            capped(&text, || {
+                if let Ok(s) = schedsim::spec::scenario::parse(&text, "fuzz.toml") {
+                    if run::build(&s).is_ok() {
+                        run_briefly(&s);
+                    }
                 }
-            }
-            Ok(())
+            })
         })
         .unwrap();
     report("scenario files");
@@ -257,18 +376,228 @@ fn random_machine_files_never_panic() {
                 }
             }
             let text = lines.join("\n");
-            if schedsim::hw::machine_from_toml(&text, "fuzz.toml").is_ok() {
-                std::fs::write(&path, &text).unwrap();
-                let mut s = RunSpec::new("ipistorm");
-                s.machine = path.display().to_string();
-                s.params = Params::parse(["numipi=20", "single=1", "offset=1", "cpulist=0"], "fuzz").unwrap();
-                if run::build(&s).is_ok() {
-                    run_briefly(&s);
+            capped(&text, || {
+                if schedsim::hw::machine_from_toml(&text, "fuzz.toml").is_ok() {
+                    std::fs::write(&path, &text).unwrap();
+                    let mut s = RunSpec::new("ipistorm");
+                    s.machine = path.display().to_string();
+                    s.params = Params::parse(["numipi=20", "single=1", "offset=1", "cpulist=0"], "fuzz").unwrap();
+                    if run::build(&s).is_ok() {
+                        run_briefly(&s);
+                    }
                 }
-            }
-            Ok(())
+            })
         })
         .unwrap();
     report("machine files");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A JSON value for an rt-app key: an edge number, a string, a boolean, an array or null.
+fn json_value() -> BoxedStrategy<String> {
+    prop_oneof![
+        24 => (0u32..20_000).prop_map(|n| n.to_string()),
+        2 => number().prop_filter("a JSON number", |v| serde_json::from_str::<f64>(v).is_ok()),
+        2 => number().prop_map(|v| format!("\"{v}\"")),
+        1 => prop::sample::select(&["\"CPU0\"", "\"SCHED_FIFO\"", "\"SCHED_OTHER\"", "\"file\"", "\"disable\"", "\"m\"", "\"t\""][..]).prop_map(str::to_string),
+        1 => any::<bool>().prop_map(|b| b.to_string()),
+        1 => (number(), number()).prop_map(|(a, b)| format!("[{}, {}]", json_num(&a), json_num(&b))),
+        1 => Just("[]".to_string()),
+        1 => Just("null".to_string()),
+        1 => Just("{}".to_string()),
+    ]
+    .boxed()
+}
+
+/// `v` as a JSON number if it is one, else quoted.
+fn json_num(v: &str) -> String {
+    if serde_json::from_str::<f64>(v).is_ok() {
+        v.to_string()
+    } else {
+        format!("\"{v}\"")
+    }
+}
+
+const RTAPP_GLOBAL: &[&str] = &[
+    "duration",
+    "calibration",
+    "default_policy",
+    "log_size",
+    "log_basename",
+    "lock_pages",
+    "pi_enabled",
+    "ftrace",
+    "gnuplot",
+    "io_device",
+    "mem_buffer_size",
+    "cumulative_slack",
+    "nope",
+];
+const RTAPP_TASK: &[&str] = &[
+    "instance",
+    "loop",
+    "cpus",
+    "nodes_membind",
+    "policy",
+    "priority",
+    "delay",
+    "util_min",
+    "util_max",
+    "taskgroup",
+    "nope",
+];
+const RTAPP_EVENTS: &[&str] = &[
+    "run", "run", "run", "runtime", "sleep", "sleep", "sleep", "timer", "timer", "lock", "unlock", "signal", "wait",
+    "broad", "sync", "suspend", "resume", "barrier", "yield", "mem", "iorun", "fork", "sem_wait", "sem_post", "nope",
+];
+
+/// A random rt-app file: a few global keys, one to three tasks of task keys and events (some
+/// as phases), values from [`json_value`] or well-formed ones (`timer`'s object, a thread name).
+fn rtapp_file() -> impl Strategy<Value = String> {
+    let global = prop::collection::vec((prop::sample::select(RTAPP_GLOBAL), json_value()), 0..2);
+    let event = (prop::sample::select(RTAPP_EVENTS), json_value(), number()).prop_map(|(k, v, n)| match k {
+        "timer" => format!("\"timer\": {{\"ref\": \"t\", \"period\": {}}}", json_num(&n)),
+        "lock" | "unlock" | "signal" | "wait" | "broad" | "suspend" | "resume" | "barrier" | "fork" => {
+            format!("\"{k}\": {}", if v.starts_with('"') { "\"m\"".to_string() } else { v })
+        }
+        _ => format!("\"{k}\": {v}"),
+    });
+    let task = (
+        prop::collection::vec((prop::sample::select(RTAPP_TASK), json_value()), 0..2),
+        prop::collection::vec(event, 1..4),
+        any::<bool>(),
+    );
+    (global, prop::collection::vec(task, 1..4)).prop_map(|(global, tasks)| {
+        let dedup = |kv: Vec<String>| {
+            let mut seen = Vec::new();
+            kv.into_iter()
+                .filter(|l| {
+                    let k = l.split(':').next().unwrap_or("").to_string();
+                    let new = !seen.contains(&k);
+                    seen.push(k);
+                    new
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let g = dedup(global.into_iter().map(|(k, v)| format!("\"{k}\": {v}")).collect());
+        let t: Vec<String> = tasks
+            .into_iter()
+            .enumerate()
+            .map(|(i, (keys, events, phases))| {
+                let keys = dedup(keys.into_iter().map(|(k, v)| format!("\"{k}\": {v}")).collect());
+                let events = dedup(events);
+                let body = if phases { format!("\"phases\": {{\"p0\": {{{events}}}}}") } else { events };
+                let sep = if keys.is_empty() { "" } else { ", " };
+                format!("\"t{i}\": {{{keys}{sep}{body}}}")
+            })
+            .collect();
+        format!("{{\"global\": {{{g}}}, \"tasks\": {{{}}}}}", t.join(", "))
+    })
+}
+
+#[test]
+fn random_rtapp_files_never_panic() {
+    let dir = std::env::temp_dir().join(format!("schedsim-fuzz-rtapp-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("r.json");
+    let save = std::env::var("FUZZ_SAVE_RTAPP").ok().map(std::path::PathBuf::from);
+    let saved = std::sync::atomic::AtomicUsize::new(0);
+    runner(500)
+        .run(&rtapp_file(), |text| {
+            capped(&text, || {
+                std::fs::write(&path, &text).unwrap();
+                let mut s = RunSpec::new("rtapp");
+                s.machine = "smp-4".into();
+                s.params = Params::parse([format!("file={}", path.display()).as_str()], "fuzz").unwrap();
+                let verdict = match run::build(&s) {
+                    Ok(_) => {
+                        run_briefly(&s);
+                        "accepted".to_string()
+                    }
+                    Err(e) => format!("refused: {e}"),
+                };
+                if let Some(d) = &save {
+                    let n = saved.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    std::fs::write(d.join(format!("{n:06}.json")), &text).unwrap();
+                    std::fs::write(d.join(format!("{n:06}.verdict")), verdict).unwrap();
+                }
+            })
+        })
+        .unwrap();
+    report("rt-app files");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A random sweep grid: top-level lists, seeds and limits, one to three `[[run]]` tables of a
+/// workload, a built-in scenario or an experiment, with parameter lists and spec fields.
+fn grid_file() -> impl Strategy<Value = String> {
+    let list = |vals: &'static [&'static str]| {
+        prop::collection::vec(prop::sample::select(vals), 0..3)
+            .prop_map(|v| format!("[{}]", v.iter().map(|x| format!("\"{x}\"")).collect::<Vec<_>>().join(", ")))
+    };
+    let kernels = list(&["v6.10", "v6.10", "v6.1", "v6.10+3dcac251b066", "v9", "v6.12-"]);
+    let machines = list(&["smp-4", "smp-4", "smp-4", "i7-4c8t", "nope", "/nonexistent.toml"]);
+    // Mostly values in range, so that what parses goes on to expand, build and run.
+    let small = |hi: u32| prop_oneof![6 => (1..hi).prop_map(|n| n.to_string()), 1 => toml_value()];
+    let opt = |s: BoxedStrategy<String>| prop::option::weighted(0.5, s);
+    let top = (
+        opt(kernels.clone().prop_map(|v| format!("kernels = {v}")).boxed()),
+        opt(machines.clone().prop_map(|v| format!("machines = {v}")).boxed()),
+        opt(small(4).prop_map(|v| format!("seeds = {v}")).boxed()),
+        opt(small(5).prop_map(|v| format!("limit_ms = {v}")).boxed()),
+        opt(prop::sample::select(&["none", "server", "nope"][..])
+            .prop_map(|v| format!("background = \"{v}\""))
+            .boxed()),
+        prop::option::weighted(0.05, "[ -~]{0,12}"),
+    );
+    let what = prop_oneof![
+        4 => prop::sample::select(WORKLOADS).prop_map(|w| format!("workload = \"{w}\"")),
+        1 => prop::sample::select(&["ipistorm", "idle", "nope"][..]).prop_map(|w| format!("scenario = \"{w}\"")),
+        1 => prop::sample::select(&["ipistorm", "rt-warn", "nope"][..]).prop_map(|w| format!("experiment = \"{w}\"")),
+    ];
+    let param = (
+        prop::sample::select(&["numipi", "tasks", "iters", "delay", "nope"][..]),
+        prop::collection::vec(prop_oneof![4 => (1u32..50).prop_map(|n| n.to_string()), 1 => number()], 0..3),
+    )
+        .prop_map(|(k, v)| format!("{k} = [{}]", v.iter().map(|x| format!("\"{x}\"")).collect::<Vec<_>>().join(", ")));
+    let run = (
+        what,
+        opt(kernels.prop_map(|v| format!("kernels = {v}")).boxed()),
+        opt(machines.prop_map(|v| format!("machines = {v}")).boxed()),
+        prop::option::weighted(0.5, param),
+        prop::option::weighted(0.1, toml_value().prop_map(|v| format!("hz = {v}"))),
+    );
+    (top, prop::collection::vec(run, 0..3)).prop_map(|(top, runs)| {
+        let (a, b, c, d, e, f) = top;
+        let mut lines: Vec<String> = [a, b, c, d, e, f].into_iter().flatten().collect();
+        for (w, k, m, p, hz) in runs {
+            lines.push("[[run]]".into());
+            lines.push(w);
+            lines.extend([k, m, hz].into_iter().flatten());
+            if let Some(p) = p {
+                lines.push(format!("params = {{ {} }}", p));
+            }
+        }
+        lines.join("\n")
+    })
+}
+
+#[test]
+fn random_grids_never_panic() {
+    runner(300)
+        .run(&grid_file(), |text| {
+            capped(&text, || {
+                if let Ok(runs) = schedsim::sweep::parse_grid(&text, "fuzz.toml") {
+                    for r in runs.iter().take(2) {
+                        let _ = r.key();
+                        if run::build(&r.spec).is_ok() {
+                            run_briefly(&r.spec);
+                        }
+                    }
+                }
+            })
+        })
+        .unwrap();
+    report("grids");
 }

@@ -199,3 +199,238 @@ fn run_trace_over_its_scenario_or_machine_file_is_refused() {
     );
     assert!(!x.exists());
 }
+
+/// Wait (at most 120 s) until `ready` holds, polling every 10 ms.
+fn wait_until(what: &str, mut ready: impl FnMut() -> bool) {
+    let t0 = std::time::Instant::now();
+    while !ready() {
+        assert!(t0.elapsed().as_secs() < 120, "timed out waiting for {what}");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+fn kill(child: &std::process::Child, sig: libc::c_int) {
+    // SAFETY: signalling our own child, which has not been waited for yet.
+    assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, sig) }, 0);
+}
+
+fn names_in(d: &Path) -> Vec<String> {
+    let mut v: Vec<String> =
+        std::fs::read_dir(d).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn sigint_or_sigterm_during_trace_leaves_no_partial_files() {
+    use std::os::unix::process::ExitStatusExt;
+    let d = dir("leftovers");
+    for (file, spill) in [
+        ("t.txt", "t.txt.body.partial"),
+        ("t.dat", "t.dat.pages.partial"),
+        ("t.perfetto-trace", "t.perfetto-trace.partial"),
+    ] {
+        for sig in [libc::SIGINT, libc::SIGTERM] {
+            let target = d.join(file);
+            let child = Command::new(bin())
+                .args(["run", "ipistorm", "numipi=10000000", "--quiet", "--trace", s(&target)])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let part = d.join(spill);
+            // Signalled while the run streams into its partial file.
+            wait_until(spill, || std::fs::metadata(&part).is_ok_and(|m| m.len() > 0));
+            kill(&child, sig);
+            let o = child.wait_with_output().unwrap();
+            assert_eq!(o.status.signal(), Some(sig), "{file}: {:?} {}", o.status, String::from_utf8_lossy(&o.stderr));
+            assert!(names_in(&d).is_empty(), "{file}, signal {sig}: left {:?}", names_in(&d));
+        }
+    }
+}
+
+/// The whole lines of a sweep's output, by key; every key once.
+fn sweep_lines(p: &Path) -> std::collections::BTreeMap<String, String> {
+    let text = std::fs::read_to_string(p).unwrap();
+    let mut m = std::collections::BTreeMap::new();
+    for l in text.lines() {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(l) else { continue };
+        let k = v["key"].as_str().unwrap().to_string();
+        assert!(m.insert(k.clone(), l.to_string()).is_none(), "run {k} twice in {}", p.display());
+    }
+    m
+}
+
+#[test]
+fn an_interrupted_sweep_resumes_with_no_run_missing_or_repeated() {
+    use std::os::unix::process::ExitStatusExt;
+    let d = dir("sweep-kill");
+    let grid = write(
+        &d,
+        "grid.toml",
+        "kernels = [\"v6.10\"]\nmachines = [\"smp-4\"]\nseeds = 10\nlimit_ms = 50\nbackground = \"none\"\n\
+         [[run]]\nworkload = \"ipistorm\"\nparams = { numipi = \"20000\" }\n",
+    );
+    let whole = d.join("whole.jsonl");
+    ok(&["sweep", s(&grid), "--out", s(&whole), "--jobs", "2"]);
+    let expected = sweep_lines(&whole);
+    assert_eq!(expected.len(), 10);
+    // Slurm and Kubernetes send SIGTERM, then SIGKILL; either may come at any line.
+    for (n, (sig, after)) in
+        [(libc::SIGTERM, 1), (libc::SIGKILL, 3), (libc::SIGTERM, 6), (libc::SIGKILL, 8)].into_iter().enumerate()
+    {
+        let out = d.join(format!("out{n}.jsonl"));
+        let child = Command::new(bin())
+            .args(["sweep", s(&grid), "--out", s(&out), "--jobs", "2"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let lines = || std::fs::read(&out).map_or(0, |b| b.iter().filter(|&&c| c == b'\n').count());
+        wait_until("sweep lines", || lines() >= after);
+        kill(&child, sig);
+        let o = child.wait_with_output().unwrap();
+        if o.status.signal().is_none() {
+            // It finished first: nothing to resume.
+            assert!(o.status.success());
+        } else {
+            assert_eq!(o.status.signal(), Some(sig));
+        }
+        if sig == libc::SIGTERM {
+            let text = std::fs::read_to_string(&out).unwrap();
+            assert!(text.is_empty() || text.ends_with('\n'), "SIGTERM left a cut line");
+            assert!(text.lines().all(|l| serde_json::from_str::<serde_json::Value>(l).is_ok()));
+        }
+        let done = sweep_lines(&out).len();
+        assert!(done >= after && done <= 10, "{done} lines after {after}");
+        ok(&["sweep", s(&grid), "--out", s(&out), "--jobs", "2"]);
+        assert_eq!(sweep_lines(&out), expected, "resumed after signal {sig} at {after} lines");
+        ok(&["merge", s(&out)]);
+    }
+}
+
+/// A sweep's line for merge tests: group `g`, key `k`, metric value and unit given as JSON.
+fn sweep_line(k: &str, g: &str, value: &str, unit: &str) -> String {
+    format!(
+        r#"{{"key":"{k}","index":0,"group":"{g}","variant":"v6.10","metric":{{"name":"time","unit":"{unit}","lower_is_better":true,"value":{value}}},"result":{{"kernel":"v6.10","machine":"smp-4","counters":{{}}}}}}"#
+    )
+}
+
+#[test]
+fn merge_averages_lines_whose_metric_unit_differ() {
+    let d = dir("merge-units");
+    let a = write(&d, "a.jsonl", &format!("{}\n", sweep_line("k1", "g", "1.5", "ms")));
+    let b = write(&d, "b.jsonl", &format!("{}\n", sweep_line("k2", "g", "1500", "us")));
+    rejected(&["merge", s(&a), s(&b)], &["b.jsonl:1: group 'g' in unit 'us'", "a.jsonl:1 has it in 'ms'"]);
+    // Other groups may use other units.
+    let c = write(&d, "c.jsonl", &format!("{}\n", sweep_line("k3", "h", "1500", "us")));
+    ok(&["merge", s(&a), s(&c)]);
+}
+
+#[test]
+fn merge_counts_a_string_value_as_0() {
+    let d = dir("merge-string");
+    let a = write(
+        &d,
+        "a.jsonl",
+        &format!("{}\n{}\n", sweep_line("k1", "g", "1.5", "ms"), sweep_line("k2", "g", "\"2.5\"", "ms")),
+    );
+    rejected(&["merge", s(&a)], &["a.jsonl:2: metric.value is \"2.5\", expected a number"]);
+    let line = sweep_line("k1", "g", "1.5", "ms").replace(r#""counters":{}"#, r#""counters":{"ipis_sent":"many"}"#);
+    let b = write(&d, "b.jsonl", &format!("{line}\n"));
+    rejected(&["merge", s(&b)], &["b.jsonl:1: result.counters.ipis_sent is \"many\", expected a number"]);
+}
+
+#[test]
+fn merge_or_validate_given_an_empty_or_non_trace_file() {
+    let d = dir("no-data");
+    let empty = write(&d, "empty.jsonl", "");
+    rejected(&["merge", s(&empty)], &["empty.jsonl", "no sweep lines"]);
+    for (name, text) in [("empty.txt", ""), ("junk.txt", "hello world\n# tracer: nop\n")] {
+        let f = write(&d, name, text);
+        rejected(&["validate", "pingpong", "--from-trace", s(&f)], &[name, "no trace record"]);
+    }
+}
+
+#[test]
+fn fixed_arity_arrays_refuse_other_lengths() {
+    let d = dir("arity");
+    let m = ok(&["list", "--machine", "smp-4"]);
+    for (from, to) in [
+        ("line_llc_ns = [21, 28]", "line_llc_ns = [21, 28, 30]"),
+        ("line_llc_ns = [21, 28]", "line_llc_ns = []"),
+        ("wake_ns = [60, 100]", "wake_ns = [60]"),
+    ] {
+        assert!(m.contains(from));
+        let f = write(&d, "m.toml", &m.replacen(from, to, 1));
+        let line = m.lines().position(|l| l.starts_with(from)).unwrap() + 1;
+        rejected(
+            &["run", "idle", "--machine", s(&f), "--quiet", "--limit-ms", "1"],
+            &[&format!("m.toml:{line}:"), "expected an array of 2 numbers"],
+        );
+    }
+}
+
+#[test]
+fn an_empty_list_where_one_is_required_is_an_error() {
+    let d = dir("empty-list");
+    for key in ["kernels", "machines"] {
+        let g = write(&d, "g.toml", &format!("seeds = 1\nlimit_ms = 1\n{key} = []\n[[run]]\nworkload = \"idle\"\n"));
+        rejected(&["sweep", s(&g), "--dry-run"], &["g.toml:3:", &format!("{key} = []: an empty list")]);
+        let g = write(&d, "g.toml", &format!("seeds = 1\nlimit_ms = 1\n[[run]]\nworkload = \"idle\"\n{key} = []\n"));
+        rejected(&["sweep", s(&g), "--dry-run"], &["g.toml:5:", &format!("{key} = []: an empty list")]);
+    }
+}
+
+#[test]
+fn unknown_names_inside_scenario_and_machine_files_name_file_and_line() {
+    let d = dir("names");
+    for (line, expect) in [
+        ("workload = \"idlex\"", "unknown workload 'idlex'"),
+        ("background = \"nonex\"", "unknown background 'nonex'"),
+        ("kernel = \"v9.99\"", "unknown kernel 'v9.99'"),
+        ("patches = [\"+deadbeef0000\"]", "unknown patch 'deadbeef0000'"),
+        ("features = [\"NO_FOO\"]", "unknown sched feature 'NO_FOO'"),
+        ("machine = \"nomachine\"", "unknown machine preset `nomachine`"),
+        ("preempt = \"volunteer\"", "unknown preemption model 'volunteer'"),
+    ] {
+        let text = if line.starts_with("workload") {
+            format!("limit_ms = 1\n\n{line}\n")
+        } else {
+            format!("workload = \"idle\"\nlimit_ms = 1\n{line}\n")
+        };
+        let f = write(&d, "s.toml", &text);
+        rejected(&["run", "--scenario", s(&f), "--quiet"], &["s.toml:3:", expect]);
+    }
+    let f = write(&d, "p.toml", "workload = \"ipistorm\"\nlimit_ms = 1\n\n[params]\nnumipix = 3\n");
+    rejected(&["run", "--scenario", s(&f), "--quiet"], &["p.toml:4: [params]", "unknown ipistorm parameter 'numipix'"]);
+    let m = ok(&["list", "--machine", "smp-4"]);
+    for (key, from, to, expect) in [
+        ("background", "background = \"none\"", "background = \"nonex\"", "unknown background 'nonex'"),
+        ("preempt", "preempt = \"voluntary\"", "preempt = \"volunteer\"", "unknown preemption model 'volunteer'"),
+    ] {
+        let line = m.lines().position(|l| l.starts_with(from)).unwrap() + 1;
+        let f = write(&d, "m.toml", &m.replacen(from, to, 1));
+        rejected(
+            &["run", "idle", "--machine", s(&f), "--quiet", "--limit-ms", "1"],
+            &[&format!("m.toml:{line}: {key}:"), expect],
+        );
+    }
+}
+
+#[test]
+fn run_busiest_cpus_lists_idle_cpus_because_idle_time_counts_as_irqs_off() {
+    // Ping-pong between CPUs 0 and 2 of four: CPUs 1 and 3 only sleep (IRQs off in their idle
+    // state the whole run) and are not "busiest".
+    let out =
+        ok(&["run", "pingpong", "ping_cpu=0", "pong_cpu=2", "iters=200", "--machine", "smp-4", "--background", "none"]);
+    let table = out.split("busiest CPUs").nth(1).expect("the table is printed");
+    let mut cpus: Vec<&str> = table
+        .lines()
+        .skip(2)
+        .take_while(|l| !l.trim().is_empty())
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    cpus.sort();
+    assert_eq!(cpus, ["0", "2"], "{table}");
+}

@@ -9,6 +9,7 @@ pub mod explore;
 pub mod host;
 pub mod host_run;
 mod same_file;
+pub mod signals;
 pub mod sweep;
 pub mod validate;
 

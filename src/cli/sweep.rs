@@ -76,7 +76,8 @@ pub fn cmd_sweep(a: SweepArgs) -> Result<(), String> {
 pub fn cmd_merge(a: MergeArgs) -> Result<(), String> {
     let lines = sweep::read_lines(&a.files)?;
     if lines.is_empty() {
-        return Err("merge: the files hold no runs".into());
+        let names: Vec<String> = a.files.iter().map(|f| f.display().to_string()).collect();
+        return Err(format!("merge: {} hold(s) no sweep lines (no runs to merge)", names.join(", ")));
     }
     let groups = sweep::merge(&lines);
     if a.json {

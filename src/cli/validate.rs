@@ -5,6 +5,7 @@
 
 use crate::run;
 use crate::spec::RunSpec;
+use crate::trace::sink::partials;
 use crate::validate::{self, Counts, Figures};
 use crate::workload::hackbench::{HackbenchOpts, Tool};
 use crate::workload::params::Params;
@@ -471,8 +472,10 @@ pub(crate) struct Tracefs {
     set_event: String,
     /// Per-CPU buffer size of the captures (KB).
     pub(crate) buffer_kb: u32,
-    /// Event filters cleared by `set_events`, to put back.
-    filters: std::cell::RefCell<Vec<(PathBuf, String)>>,
+    /// Event filters cleared by `set_events`, to put back (shared with the signal's copy).
+    filters: std::sync::Arc<std::sync::Mutex<Vec<(PathBuf, String)>>>,
+    /// The undo action a signal runs (`trace::sink::partials::on_signal`).
+    undo: u64,
 }
 
 impl Tracefs {
@@ -514,7 +517,37 @@ impl Tracefs {
             saved.push(("buffer_size_kb".into(), v.split_whitespace().next().unwrap_or("1408").to_string()));
         }
         let set_event = read("set_event").map_err(|e| format!("cannot read {}/set_event: {e}", dir.display()))?;
-        Ok(Tracefs { dir, mounted, saved, set_event, buffer_kb: 16384, filters: Default::default() })
+        let mut t = Tracefs { dir, mounted, saved, set_event, buffer_kb: 16384, filters: Default::default(), undo: 0 };
+        // SIGINT/SIGTERM during a capture restore the settings too (cli::signals).
+        let copy = std::mem::ManuallyDrop::new(Tracefs {
+            saved: t.saved.clone(),
+            set_event: t.set_event.clone(),
+            dir: t.dir.clone(),
+            filters: t.filters.clone(),
+            ..t
+        });
+        t.undo = partials::on_signal(move || copy.restore());
+        Ok(t)
+    }
+
+    /// Put back what [`Tracefs::open`] saved. Writes directly: runs under the partials lock.
+    fn restore(&self) {
+        let write = |f: &str, v: &str| std::fs::write(self.dir.join(f), v);
+        let _ = write("tracing_on", "0");
+        let events: Vec<&str> = self.set_event.lines().collect();
+        let _ = self.set_events_now(&events);
+        let _ = write("trace", "");
+        for (f, v) in &self.saved {
+            let _ = write(f, v);
+        }
+        if let Ok(filters) = self.filters.lock() {
+            for (f, v) in filters.iter() {
+                let _ = std::fs::write(f, v);
+            }
+        }
+        if self.mounted {
+            let _ = std::process::Command::new("umount").arg(&self.dir).status();
+        }
     }
 
     /// Select `global` (ordered across CPUs; `local` where the kernel lacks it), both printed as
@@ -532,8 +565,9 @@ impl Tracefs {
             .unwrap_or_default()
     }
 
+    /// Write a setting (never after a signal's restore: `partials::whole`).
     pub(crate) fn write(&self, f: &str, v: &str) -> Result<(), String> {
-        std::fs::write(self.dir.join(f), v)
+        partials::whole(|| std::fs::write(self.dir.join(f), v))
             .map_err(|e| format!("cannot write '{v}' to {}/{f}: {e}", self.dir.display()))
     }
 
@@ -541,7 +575,15 @@ impl Tracefs {
     /// of them (`events/SYSTEM/NAME/filter`, e.g. `vec == 3` on `softirq_entry`) would drop
     /// records without a word: it is cleared, and Drop puts it back.
     pub(crate) fn set_events(&self, events: &[&str]) -> Result<Vec<String>, String> {
-        use std::io::Write;
+        partials::whole(|| {
+            self.clear_filters(events)?;
+            self.set_events_now(events)
+        })
+    }
+
+    /// Clear the filters left on `events`, remembering them. Writes directly: runs under the
+    /// partials lock.
+    fn clear_filters(&self, events: &[&str]) -> Result<(), String> {
         for e in events {
             let Some((sys, name)) = e.split_once(':') else { continue };
             let f = self.dir.join("events").join(sys).join(name).join("filter");
@@ -549,10 +591,17 @@ impl Tracefs {
             let old = old.trim();
             if old != "none" && !old.is_empty() {
                 eprintln!("schedsim: clearing the filter `{old}` left on the {e} trace event (put back afterwards)");
-                self.write(&format!("events/{sys}/{name}/filter"), "0")?;
-                self.filters.borrow_mut().push((f, old.to_string()));
+                std::fs::write(&f, "0").map_err(|err| format!("cannot clear {}: {err}", f.display()))?;
+                if let Ok(mut v) = self.filters.lock() {
+                    v.push((f, old.to_string()));
+                }
             }
         }
+        Ok(())
+    }
+
+    fn set_events_now(&self, events: &[&str]) -> Result<Vec<String>, String> {
+        use std::io::Write;
         let path = self.dir.join("set_event");
         let mut f = std::fs::OpenOptions::new()
             .write(true)
@@ -595,19 +644,8 @@ impl Tracefs {
 
 impl Drop for Tracefs {
     fn drop(&mut self) {
-        let _ = self.write("tracing_on", "0");
-        let events: Vec<&str> = self.set_event.lines().collect();
-        let _ = self.set_events(&events);
-        let _ = self.write("trace", "");
-        for (f, v) in &self.saved {
-            let _ = self.write(f, v);
-        }
-        for (f, v) in self.filters.borrow().iter() {
-            let _ = std::fs::write(f, v);
-        }
-        if self.mounted {
-            let _ = std::process::Command::new("umount").arg(&self.dir).status();
-        }
+        partials::whole(|| self.restore());
+        partials::forget_undo(self.undo);
     }
 }
 
@@ -763,6 +801,14 @@ fn measure(
                 return Err(format!(
                     "{}: the timestamps are raw counter values (trace_clock x86-tsc or counter); validate reads a \
                      trace taken with a clock in seconds (local, global, mono: `echo global > /sys/kernel/tracing/trace_clock`)",
+                    p.display()
+                ));
+            }
+            // An empty or foreign file would be a table of zeros, not an error.
+            if !text.lines().any(|l| validate::Line::parse(l).is_some()) {
+                return Err(format!(
+                    "--from-trace {}: no trace record in it (expected tracefs's text, as `cat /sys/kernel/tracing/trace` \
+                     or `validate --save` writes it)",
                     p.display()
                 ));
             }

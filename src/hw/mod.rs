@@ -376,12 +376,12 @@ struct RawNuma {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawCosts {
-    line_smt_ns: Spanned<[u64; 2]>,
-    line_llc_ns: Spanned<[u64; 2]>,
-    line_socket_ns: Spanned<[u64; 2]>,
-    line_remote_ns: Spanned<[u64; 2]>,
+    line_smt_ns: Spanned<Pair>,
+    line_llc_ns: Spanned<Pair>,
+    line_socket_ns: Spanned<Pair>,
+    line_remote_ns: Spanned<Pair>,
     ipi_send_ns: Spanned<u64>,
-    ipi_delivery_ns: Spanned<[u64; 2]>,
+    ipi_delivery_ns: Spanned<Pair>,
     irq_entry_ns: Spanned<u64>,
     irq_exit_ns: Spanned<u64>,
 }
@@ -391,7 +391,7 @@ struct RawCosts {
 struct RawMeasuredPathCost {
     ns: Spanned<u64>,
     clock_mhz: Spanned<u32>,
-    spread_ns: Option<Spanned<[u64; 2]>>,
+    spread_ns: Option<Spanned<Pair>>,
     samples: Option<u64>,
     method: Option<String>,
 }
@@ -413,9 +413,22 @@ struct RawIdleState {
     kind: Spanned<RawKind>,
     exit_latency_ns: Spanned<u64>,
     target_residency_ns: Spanned<u64>,
-    wake_ns: Spanned<[u64; 2]>,
+    wake_ns: Spanned<Pair>,
     #[serde(default)]
     disabled: bool,
+}
+
+/// `[lo, hi]`: exactly two numbers (serde's fixed-size arrays stop reading after two and let a
+/// third element pass unnoticed).
+struct Pair([u64; 2]);
+
+impl<'de> Deserialize<'de> for Pair {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Pair, D::Error> {
+        let v = Vec::<u64>::deserialize(d)?;
+        <[u64; 2]>::try_from(v.as_slice())
+            .map(Pair)
+            .map_err(|_| serde::de::Error::invalid_length(v.len(), &"an array of 2 numbers, [lo, hi]"))
+    }
 }
 
 /// 1-based line of byte `offset` in `text`.
@@ -466,8 +479,8 @@ pub fn machine_from_toml(text: &str, origin: &str) -> Result<Machine, String> {
     })?;
 
     // Costs.
-    let range = |value: &Spanned<[u64; 2]>, key: &str| -> Result<LatencyNs, String> {
-        let [lo, hi] = *value.get_ref();
+    let range = |value: &Spanned<Pair>, key: &str| -> Result<LatencyNs, String> {
+        let [lo, hi] = value.get_ref().0;
         if hi > MAX_LATENCY_NS {
             return Err(at(
                 value.span().start,

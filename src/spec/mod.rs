@@ -89,6 +89,7 @@ pub const FIELDS: &[Field] = &[
         switch: false,
         repeats: false,
         set: |s, v, _what| {
+            known_machine(v)?;
             if v != s.machine {
                 // Idle-state choices made for another machine do not carry over.
                 s.idle_states.clear();
@@ -104,6 +105,7 @@ pub const FIELDS: &[Field] = &[
         switch: false,
         repeats: false,
         set: |s, v, _what| {
+            crate::linux::config::KernelConfig::resolve(v, "", 250)?;
             s.kernel = v.to_string();
             Ok(())
         },
@@ -115,6 +117,7 @@ pub const FIELDS: &[Field] = &[
         switch: false,
         repeats: true,
         set: |s, v, _what| {
+            known_patches(v)?;
             s.patches = merge_patches(&s.patches, v);
             Ok(())
         },
@@ -126,6 +129,7 @@ pub const FIELDS: &[Field] = &[
         switch: false,
         repeats: true,
         set: |s, v, _what| {
+            crate::linux::kernel::sched::features::Features::default().apply(v)?;
             s.features.push(v.to_string());
             Ok(())
         },
@@ -184,6 +188,7 @@ pub const FIELDS: &[Field] = &[
         switch: false,
         repeats: false,
         set: |s, v, _what| {
+            known_background(v)?;
             s.background = Some(v.to_string());
             Ok(())
         },
@@ -195,6 +200,7 @@ pub const FIELDS: &[Field] = &[
         switch: false,
         repeats: false,
         set: |s, v, _what| {
+            known_preempt(v)?;
             s.preempt = Some(v.to_string());
             Ok(())
         },
@@ -257,6 +263,50 @@ pub const FIELDS: &[Field] = &[
 /// The field named `name` (its flag name) or keyed `name` (its file key).
 pub fn field(name: &str) -> Option<&'static Field> {
     FIELDS.iter().find(|f| f.name == name || f.key == name)
+}
+
+// Names are checked where they are set, so that a file's unknown name is reported with its
+// file and line (`scenario::apply_fields`), not when the run is built. Files (`.toml`) are
+// read and checked when the run is built; their errors name them.
+
+fn known_machine(v: &str) -> Result<(), String> {
+    if v.ends_with(".toml") || crate::hw::preset_text(v).is_some() {
+        return Ok(());
+    }
+    crate::hw::preset(v).map(|_| ())
+}
+
+fn known_patches(v: &str) -> Result<(), String> {
+    for item in v.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        let id = item.trim_start_matches(['+', '-']);
+        if crate::linux::patches::Patch::from_id(id).is_none() {
+            let ids: Vec<&str> = crate::linux::patches::PATCHES.iter().map(|p| p.id).collect();
+            return Err(format!("unknown patch '{id}' (expected +ID or -ID with ID one of: {})", ids.join(", ")));
+        }
+    }
+    Ok(())
+}
+
+/// The background names `run::background` resolves (a profile file is read there).
+pub fn known_background(v: &str) -> Result<(), String> {
+    if v.ends_with(".toml") || v == "none" || crate::background::names().contains(&v) {
+        return Ok(());
+    }
+    Err(format!(
+        "unknown background '{v}' (expected one of: {}, or a profile file ending in .toml)",
+        crate::background::names().join(", ")
+    ))
+}
+
+/// The preemption models `--preempt`, scenario and machine files accept.
+pub fn known_preempt(v: &str) -> Result<(), String> {
+    match crate::linux::config::Preempt::parse(v) {
+        Some(_) => Ok(()),
+        None => Err(format!(
+            "unknown preemption model '{v}' (expected one of: {})",
+            crate::linux::config::Preempt::NAMES.join(", ")
+        )),
+    }
 }
 
 /// A spec's patch items with `extra` on top: an item of `extra` replaces the item for the same

@@ -219,6 +219,11 @@ pub fn from_table(t: &FileTable, text: &str, origin: &str, own: &[&str]) -> Resu
         }
         (None, None) => return Err(format!("{origin}:1: missing `workload = NAME` (or `rtapp = \"FILE.json\"`)")),
     };
+    if !crate::workload::WORKLOADS.iter().any(|(n, _)| *n == workload) {
+        let line = t.get("workload").map_or(1, |v| line_of(text, v.span().start));
+        let names: Vec<&str> = crate::workload::WORKLOADS.iter().map(|(n, _)| *n).collect();
+        return Err(format!("{origin}:{line}: unknown workload '{workload}' (expected one of: {})", names.join(", ")));
+    }
     let mut s = RunSpec::new(&workload);
     let mut keys = vec!["workload", "rtapp", "params"];
     keys.extend(own);
@@ -236,7 +241,13 @@ pub fn from_table(t: &FileTable, text: &str, origin: &str, own: &[&str]) -> Resu
         };
         pairs.insert(0, ("file".to_string(), path));
     }
-    s.params = Params::from_pairs(pairs, &format!("{origin} [params]"));
+    // Parameter errors (unknown names, ranges) come when the workload reads them: they name the
+    // file and the line of the `[params]` table.
+    let origin = match t.get("params") {
+        Some(v) => format!("{origin}:{}: [params]", line_of(text, v.span().start)),
+        None => format!("{origin} [params]"),
+    };
+    s.params = Params::from_pairs(pairs, &origin);
     Ok(s)
 }
 

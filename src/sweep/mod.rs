@@ -178,6 +178,10 @@ fn strings_at(t: &FileTable, key: &str, text: &str, origin: &str) -> Result<Opti
     let line = line_of(text, v.span().start);
     let err = || format!("{origin}:{line}: {key} = {}: expected a list of strings", v.get_ref());
     let toml::Value::Array(a) = v.get_ref() else { return Err(err()) };
+    if a.is_empty() {
+        // Never a silent default: without the key the run's own is used.
+        return Err(format!("{origin}:{line}: {key} = []: an empty list (leave {key} out for the runs' own)"));
+    }
     a.iter().map(|x| x.as_str().map(str::to_string).ok_or_else(err)).collect::<Result<Vec<_>, _>>().map(Some)
 }
 
@@ -417,8 +421,13 @@ pub fn parse_grid(text: &str, origin: &str) -> Result<Vec<GridRun>, String> {
         }
         for m in &machines {
             for combo in &combos {
+                // Kernel and machine errors point at the line that names them.
+                let line_naming = |word: &str| {
+                    let l = text.find(&format!("\"{word}\"")).map_or(line, |o| line_of(text, o));
+                    move |m: String| format!("{origin}:{l}: {m}")
+                };
                 let mut s0 = base.clone();
-                s0.set("machine", m)?;
+                s0.set("machine", m).map_err(line_naming(m))?;
                 s0.add_params(combo, "params");
                 let ptext: Vec<String> = s0.params.pairs().iter().map(|(k, v)| format!("{k}={v}")).collect();
                 let mut group = format!("{} {} on {}", s0.workload, ptext.join(" "), s0.machine);
@@ -428,11 +437,6 @@ pub fn parse_grid(text: &str, origin: &str) -> Result<Vec<GridRun>, String> {
                 if let Some(p) = &s0.preempt {
                     group.push_str(&format!(" preempt={p}"));
                 }
-                // Kernel and machine errors point at the line that names them.
-                let line_naming = |word: &str| {
-                    let l = text.find(&format!("\"{word}\"")).map_or(line, |o| line_of(text, o));
-                    move |m: String| format!("{origin}:{l}: {m}")
-                };
                 run::machine(&s0.machine).map_err(line_naming(m))?;
                 for k in &kernels {
                     let (name, patches) = crate::linux::config::split_kernel_spec(k).map_err(line_naming(k))?;
@@ -517,6 +521,8 @@ pub fn run_line_value(run: &GridRun, r: &RunResult) -> Value {
 #[derive(Debug, Default)]
 struct Jsonl {
     lines: Vec<Value>,
+    /// The line number of each of `lines`.
+    at: Vec<usize>,
     interrupted: usize,
     unterminated: bool,
 }
@@ -551,13 +557,48 @@ fn read_jsonl(path: &Path) -> Result<Jsonl, String> {
                 if !ok {
                     return Err(foreign(i + 1, "expected key, index and metric"));
                 }
+                if let Some(why) = line_problem(&v) {
+                    return Err(format!("{}:{}: {why}", path.display(), i + 1));
+                }
                 j.lines.push(v);
+                j.at.push(i + 1);
             }
             Err(e) if e.is_eof() && l.starts_with('{') => j.interrupted += 1,
             Err(e) => return Err(foreign(i + 1, &e.to_string())),
         }
     }
     Ok(j)
+}
+
+/// What is wrong with a sweep line's fields that merge reads (None: nothing): a figure that is
+/// not a number (never counted as 0), a unit or name that is not a string.
+fn line_problem(v: &Value) -> Option<String> {
+    let mut figures = vec![("metric", &v["metric"])];
+    if let Some(b) = v.get("band") {
+        figures.push(("band.figure", &b["figure"]));
+    }
+    for (what, m) in figures {
+        if !m["value"].is_number() {
+            return Some(format!("{what}.value is {}, expected a number", m["value"]));
+        }
+        for k in ["name", "unit"] {
+            if !m[k].is_string() {
+                return Some(format!("{what}.{k} is {}, expected a string", m[k]));
+            }
+        }
+    }
+    for k in ["group", "variant"] {
+        if !v[k].is_string() && !v[k].is_null() {
+            return Some(format!("{k} is {}, expected a string", v[k]));
+        }
+    }
+    for c in CHANGE_COUNTERS {
+        let x = &v["result"]["counters"][c];
+        if !x.is_null() && !x.is_number() {
+            return Some(format!("result.counters.{c} is {x}, expected a number"));
+        }
+    }
+    None
 }
 
 /// Options of one sweep.
@@ -624,8 +665,8 @@ pub fn sweep(runs: &[GridRun], out: &Path, o: &SweepOpts) -> Result<SweepSummary
                     let mut line = run_line(run, &r);
                     line.push('\n');
                     let mut f = file.lock().expect("no panics hold the lock");
-                    f.write_all(line.as_bytes())
-                        .and_then(|_| f.flush())
+                    // Whole or not at all when SIGTERM comes (cli::signals waits for it).
+                    crate::trace::sink::partials::whole(|| f.write_all(line.as_bytes()).and_then(|_| f.flush()))
                         .map_err(|e| format!("cannot write {}: {e}", out.display()))
                 });
                 run::RUNS_DONE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -652,11 +693,29 @@ pub fn sweep(runs: &[GridRun], out: &Path, o: &SweepOpts) -> Result<SweepSummary
 /// The runs of several sweep outputs, one per key (the first seen), in grid order.
 pub fn read_lines(files: &[std::path::PathBuf]) -> Result<Vec<Value>, String> {
     let mut by_key: BTreeMap<String, Value> = BTreeMap::new();
+    // Each group's unit and the line that set it: a group averages figures of one unit only.
+    let mut units: BTreeMap<String, (String, String)> = BTreeMap::new();
     for f in files {
         if !f.exists() {
             return Err(format!("cannot read {}: no such file", f.display()));
         }
-        for v in read_jsonl(f)?.lines {
+        let j = read_jsonl(f)?;
+        for (v, at) in j.lines.into_iter().zip(j.at) {
+            let here = format!("{}:{at}", f.display());
+            let group = v["group"].as_str().unwrap_or("").to_string();
+            let unit = primary(&v)["unit"].as_str().unwrap_or("").to_string();
+            match units.get(&group) {
+                Some((u, there)) if *u != unit => {
+                    return Err(format!(
+                        "{here}: group '{group}' in unit '{unit}', but {there} has it in '{u}': a group's figures \
+                         are compared in one unit"
+                    ))
+                }
+                Some(_) => {}
+                None => {
+                    units.insert(group, (unit, here));
+                }
+            }
             let k = v["key"].as_str().expect("checked").to_string();
             by_key.entry(k).or_insert(v);
         }

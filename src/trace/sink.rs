@@ -64,6 +64,94 @@ pub fn open(path: &Path, format: TraceFormat, nr_cpus: u32) -> io::Result<Box<dy
     })
 }
 
+/// The files and settings a run must put right when a signal ends it: the partial files that
+/// exist now, and undo actions (tracefs settings a capture changed). The command line's signal
+/// thread (`cli::signals`) calls [`partials::clean_up_for_signal`], which removes and undoes
+/// them all and then keeps the registry locked until the process dies, so that nothing
+/// registered or written under [`partials::whole`] starts after it.
+pub mod partials {
+    use std::path::{Path, PathBuf};
+    use std::sync::{Mutex, MutexGuard};
+
+    type Undo = Box<dyn FnMut() + Send>;
+
+    #[derive(Default)]
+    struct Registry {
+        files: Vec<PathBuf>,
+        undo: Vec<(u64, Undo)>,
+        next: u64,
+    }
+
+    static REGISTRY: Mutex<Registry> = Mutex::new(Registry { files: Vec::new(), undo: Vec::new(), next: 0 });
+
+    fn lock() -> MutexGuard<'static, Registry> {
+        REGISTRY.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Note `path` as a partial file, before it is created.
+    pub fn register(path: &Path) {
+        lock().files.push(path.to_path_buf());
+    }
+
+    /// Forget `path` (renamed into place or removed).
+    pub fn unregister(path: &Path) {
+        let mut r = lock();
+        if let Some(i) = r.files.iter().rposition(|p| p == path) {
+            r.files.swap_remove(i);
+        }
+    }
+
+    /// Remove `path` and forget it, in one step a signal cannot split.
+    pub fn remove(path: &Path) {
+        let mut r = lock();
+        let _ = std::fs::remove_file(path);
+        if let Some(i) = r.files.iter().rposition(|p| p == path) {
+            r.files.swap_remove(i);
+        }
+    }
+
+    /// Run `undo` if a signal ends the process before [`forget_undo`] is called with the id
+    /// returned. `undo` runs with the registry locked: it must not call this module.
+    pub fn on_signal(undo: impl FnMut() + Send + 'static) -> u64 {
+        let mut r = lock();
+        r.next += 1;
+        let id = r.next;
+        r.undo.push((id, Box::new(undo)));
+        id
+    }
+
+    /// Drop the undo action `id` (the owner has undone it itself).
+    pub fn forget_undo(id: u64) {
+        lock().undo.retain(|(i, _)| *i != id);
+    }
+
+    /// Run `f` so that a signal's clean-up happens wholly before or wholly after it: a line
+    /// appended, a tracefs setting written, an undo done by its owner. `f` must not call this
+    /// module.
+    pub fn whole<T>(f: impl FnOnce() -> T) -> T {
+        let _r = lock();
+        f()
+    }
+
+    /// Remove every partial file and run every undo action, newest first; the registry stays
+    /// locked for the rest of the process's life (the caller then dies of the signal).
+    pub fn clean_up_for_signal() {
+        let mut r = lock();
+        for p in r.files.drain(..) {
+            let _ = std::fs::remove_file(p);
+        }
+        while let Some((_, mut undo)) = r.undo.pop() {
+            undo();
+        }
+        std::mem::forget(r);
+    }
+
+    /// The partial files registered now (tests).
+    pub fn registered() -> Vec<PathBuf> {
+        lock().files.clone()
+    }
+}
+
 fn is_special(path: &Path) -> bool {
     std::fs::metadata(path).map(|m| !m.is_file()).unwrap_or(false)
 }
@@ -88,8 +176,14 @@ impl Output {
             (None, std::fs::OpenOptions::new().write(true).open(path)?)
         } else {
             let tmp = with_suffix(path, ".partial");
-            let f = File::create(&tmp)?;
-            (Some(tmp), f)
+            partials::register(&tmp);
+            match File::create(&tmp) {
+                Ok(f) => (Some(tmp), f),
+                Err(e) => {
+                    partials::unregister(&tmp);
+                    return Err(e);
+                }
+            }
         };
         Ok(Output { path: path.to_path_buf(), tmp, w: Some(BufWriter::with_capacity(256 * 1024, f)) })
     }
@@ -106,9 +200,10 @@ impl Output {
             f.sync_all()?;
             drop(f);
             if let Err(e) = std::fs::rename(&tmp, &self.path) {
-                let _ = std::fs::remove_file(&tmp);
+                partials::remove(&tmp);
                 return Err(e);
             }
+            partials::unregister(&tmp);
         }
         Ok(())
     }
@@ -118,7 +213,7 @@ impl Drop for Output {
     fn drop(&mut self) {
         if let Some(tmp) = self.tmp.take() {
             self.w = None;
-            let _ = std::fs::remove_file(tmp);
+            partials::remove(&tmp);
         }
     }
 }
@@ -138,7 +233,14 @@ impl Spill {
         } else {
             with_suffix(target, &format!(".{tag}.partial"))
         };
-        let f = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&path)?;
+        partials::register(&path);
+        let f = match std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&path) {
+            Ok(f) => f,
+            Err(e) => {
+                partials::unregister(&path);
+                return Err(e);
+            }
+        };
         Ok(Spill { path, w: BufWriter::with_capacity(256 * 1024, f), len: 0 })
     }
 
@@ -158,7 +260,7 @@ impl Spill {
 
 impl Drop for Spill {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
+        partials::remove(&self.path);
     }
 }
 
@@ -318,9 +420,12 @@ mod tests {
             let _s = Spill::create(&p, "body").unwrap();
         }
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+        assert!(!partials::registered().iter().any(|r| r.starts_with(&dir)));
         let mut o = Output::create(&p).unwrap();
         o.w().write_all(b"whole").unwrap();
+        assert!(partials::registered().contains(&dir.join("t.txt.partial")));
         o.commit().unwrap();
+        assert!(!partials::registered().iter().any(|r| r.starts_with(&dir)));
         assert_eq!(std::fs::read(&p).unwrap(), b"whole");
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
         std::fs::remove_dir_all(&dir).unwrap();
