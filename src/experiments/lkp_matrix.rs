@@ -16,7 +16,7 @@
 //!   p90 is a queue that grows with the run (published 39 ms to 2.5 s at LKP's length; the
 //!   model's `-m 128 -t 16` gives 105 ms at `-r 2`, still climbing) and 2 simulated seconds of
 //!   `-m 128 -t 16` already take 2 CPU-minutes, so a run long enough to settle is out of
-//!   reach (docs/unknowns.md, "lkp-matrix").
+//!   reach.
 //! - tbench at 100% (LKP's `jobs/tbench.yaml`: `nr_threads: 100%`): `tbench -t SECS N
 //!   127.0.0.1`; metric `tbench.throughput-MB/s`. Not in Chen Yu's matrix: no published baseline.
 //!
