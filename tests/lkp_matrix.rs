@@ -68,7 +68,11 @@ fn schbench_cells_p90_is_the_same_at_twice_the_length() {
         let args = cmd.trim_start_matches("schbench ");
         let long = args.replace(&format!("-r {SCHBENCH_SECS}"), &format!("-r {}", 2 * SCHBENCH_SECS));
         let (a, b) = (p90(args), p90(&long));
-        assert!(a > 0.0 && (a - b).abs() <= 0.01 * b, "{}: p90 {a} us at -r {SCHBENCH_SECS}, {b} us at twice that", c.name);
+        assert!(
+            a > 0.0 && (a - b).abs() <= 0.01 * b,
+            "{}: p90 {a} us at -r {SCHBENCH_SECS}, {b} us at twice that",
+            c.name
+        );
         n += 1;
     }
     assert_eq!(n, 6);

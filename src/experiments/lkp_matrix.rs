@@ -60,11 +60,17 @@ pub const TBENCH_SECS: u32 = 1;
 /// The benchmark of a cell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Bench {
-    Hackbench { pipe: bool, threads: bool },
+    Hackbench {
+        pipe: bool,
+        threads: bool,
+    },
     Netperf(&'static str),
     /// schbench 2023: `m_pct10` message threads in tenths of a percent of the CPUs (0: one
     /// thread), `t` workers each.
-    Schbench { m_pct10: u32, t: u32 },
+    Schbench {
+        m_pct10: u32,
+        t: u32,
+    },
     Tbench,
 }
 
