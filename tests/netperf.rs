@@ -159,7 +159,7 @@ fn a_burst_beyond_the_softirq_budget_is_handed_to_ksoftirqd() {
     assert!(acct.dropped > 0, "a 212992-byte receive buffer holds some 238 one-byte datagrams: {acct:?}");
 }
 
-/// The shortened default (0.1 s) is long enough: on a small machine the second half of the
+/// The shortened default (0.2 s) is long enough: on a small machine the second half of the
 /// test runs within 2% of the first half's rate, for request/response and stream tests.
 #[test]
 fn the_shortened_run_has_converged() {
@@ -169,7 +169,7 @@ fn the_shortened_run_has_converged() {
         for clients in ["1", "4"] {
             let r = execute(&spec("smp-4", clients, &format!("-t {test}"))).expect("runs");
             let w = netperf(&r);
-            assert_eq!(w.o.len_ns, 100_000_000);
+            assert_eq!(w.o.len_ns, 200_000_000);
             let ratio = w.half_ratio();
             assert!((0.98..=1.02).contains(&ratio), "{test} x{clients}: second half / first half = {ratio}");
         }

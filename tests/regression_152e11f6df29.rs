@@ -44,7 +44,12 @@ fn delayed_sleepers_stay_queued_and_are_woken_in_place() {
     assert!(r.finished);
     assert_eq!(messages(&r.workload), (8000, 8000));
     assert!(r.checks.as_ref().is_some_and(|c| c.violations.is_empty()), "{:?}", r.checks.map(|c| c.violations));
-    assert!(r.stats.delayed_dequeues > 50, "sleeps delayed: {}", r.stats.delayed_dequeues);
+    // Pipes hold the messages, so few of the 8000 reads block (some 300 wakeups); a good
+    // share of those sleeps come while the sleeper ran past its share and are delayed.
+    let st = &r.stats;
+    let wakeups =
+        st.wakeups_wakelist_polling + st.wakeups_wakelist_ipi + st.wakeups_wakelist_coalesced + st.wakeups_direct;
+    assert!(st.delayed_dequeues * 10 >= wakeups, "sleeps delayed: {} of {wakeups} wakeups", st.delayed_dequeues);
     assert!(r.stats.wakeups_delayed > 5, "delayed tasks woken in place: {}", r.stats.wakeups_delayed);
     assert!(r.stats.wakeups_delayed < r.stats.delayed_dequeues, "most delayed sleepers are picked first");
 

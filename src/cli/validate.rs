@@ -448,6 +448,14 @@ impl Tracefs {
         Ok(Tracefs { dir, mounted, saved, set_event, buffer_kb: 16384 })
     }
 
+    /// Select `global` (ordered across CPUs; `local` where the kernel lacks it), both printed as
+    /// seconds with a fraction. Drop restores the clock that was in force.
+    pub(crate) fn use_seconds_clock(&self) -> Result<(), String> {
+        let clocks = self.clocks();
+        let clock = if clocks.iter().any(|c| c == "global") { "global" } else { "local" };
+        self.write("trace_clock", clock)
+    }
+
     /// The trace clocks this kernel offers.
     pub(crate) fn clocks(&self) -> Vec<String> {
         std::fs::read_to_string(self.dir.join("trace_clock"))
@@ -653,6 +661,9 @@ pub fn cmd_validate(a: ValidateArgs) -> Result<(), String> {
     let comms: Vec<String> = if a.comm.is_empty() { prog.comms.clone() } else { a.comm.clone() };
     if a.from_trace.is_empty() {
         let tracefs = Tracefs::open()?;
+        // The analysis reads seconds: choose a seconds clock rather than trusting the one in
+        // force (a calibration killed mid-capture leaves `x86-tsc`, which prints raw counts).
+        tracefs.use_seconds_clock()?;
         missing = tracefs.set_events(EVENTS)?;
         let mut attempts = 0;
         while real_traces.len() < a.repeat && attempts < 4 * a.repeat {
@@ -683,7 +694,15 @@ pub fn cmd_validate(a: ValidateArgs) -> Result<(), String> {
         }
     } else {
         for (i, p) in a.from_trace.iter().enumerate() {
-            real_traces.push((read_trace(p)?, None));
+            let text = read_trace(p)?;
+            if validate::Line::counter_clock(&text) {
+                return Err(format!(
+                    "{}: the timestamps are raw counter values (trace_clock x86-tsc or counter); validate reads a \
+                     trace taken with a clock in seconds (local, global, mono: `echo global > /sys/kernel/tracing/trace_clock`)",
+                    p.display()
+                ));
+            }
+            real_traces.push((text, None));
             let out = match a.from_output.get(i) {
                 Some(o) => crate::input::read_input_file(o, "program output")?,
                 None => String::new(),

@@ -98,6 +98,14 @@ impl<'a> Line<'a> {
         Some(Line { comm, pid, cpu, flags: flags.as_bytes(), ts_ns, event, args })
     }
 
+    /// Whether this trace's timestamps are raw counts (the `x86-tsc` or `counter` trace clock)
+    /// rather than seconds: true when its first event line parses with a counter rate and not
+    /// without one. [`Line::parse`] skips such lines, so a caller reading seconds must refuse
+    /// the trace instead of reporting an empty program.
+    pub fn counter_clock(text: &'a str) -> bool {
+        text.lines().find(|l| Self::parse_clock(l, Some(1_000_000)).is_some()).is_some_and(|l| Self::parse(l).is_none())
+    }
+
     /// `SECONDS.FRACTION` in ns.
     fn seconds_ns(secs: &str, frac: &str) -> Option<u64> {
         // Seconds and up to nine digits of fraction; anything else is not a timestamp.
@@ -603,6 +611,16 @@ mod tests {
            other-99      [001] d..2.   100.000700: ipi_send_cpu: cpu=0 callsite=smp_call_function_many_cond+0x1/0x2 callback=do_flush_tlb_all+0x0/0x10
             ping-10      [000] d..2.   100.001000: sched_switch: prev_comm=ping prev_pid=10 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120
 ";
+
+    /// A trace of the `x86-tsc` clock (raw counts, as a killed calibration leaves the clock)
+    /// is recognised, so validate refuses it instead of reporting a program that never woke.
+    #[test]
+    fn a_counter_clock_trace_is_recognised() {
+        let tsc = "# tracer: nop\n      sched-pipe-3250    [000] d..3. 61362284417139: sched_waking: comm=x pid=3249 prio=120 target_cpu=001\n";
+        assert!(Line::counter_clock(tsc));
+        assert!(!Line::counter_clock(T));
+        assert!(!Line::counter_clock("# tracer: nop\n"));
+    }
 
     #[test]
     fn lines_parse_and_arguments_are_found_by_key() {
