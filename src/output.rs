@@ -27,6 +27,7 @@ pub fn counters_json(r: &RunResult) -> serde_json::Value {
         "rd_overloaded_ns": st.overloaded_ns,
         "ksoftirqd_wakeups": st.ksoftirqd_wakeups,
         "context_switches": st.context_switches,
+        "mm_switches": st.mm_switches,
         "cpu_migrations": st.cpu_migrations,
         "lb_gained_newidle": st.lb_gained_newidle,
         "lb_gained_periodic": st.lb_gained_periodic,

@@ -49,19 +49,28 @@ pub struct Comparison {
 /// standard deviation (what mmtests' compare-kernels prints as AMean and its stddev).
 pub const MMTESTS_AMEAN: &str = "AMean (mmtests: mean over seeds; stddev is the sample standard deviation)";
 
-/// lkp-tests' stddev column of its `compare` table: the population standard deviation (divided
-/// by n) in percent of the mean, truncated to a whole percent; `None` with fewer than two values
-/// or a zero mean. The table prints `± N%` (N its magnitude) only when N is not 0, so a
-/// deviation under 1% shows nothing (`get_values()` and `format_stddev_percent()`,
-/// lib/compare_matrixes.rb of lkp-tests' compare, as compass-ci carries it; docs/unknowns.md §9).
+/// lkp-tests' stddev column of the `%change` table the 0-day robot publishes (lib/compare.rb,
+/// `calc_avg_stddev()` and `show_perf_change()`): the standard deviation of lib/statistics.rb
+/// (the population one, divided by n) in percent of the mean, shown as `± N%` only when it is
+/// above 2%, N printed with `%d` (truncated). `Some(N)` when the table shows it; `None` when it
+/// shows blanks: 2% or less, a single value (lkp-tests' -1), or a zero mean. The one rule for
+/// every LKP-style table here (`sweep merge`'s `%change` table and `reproduce lkp-matrix`).
 pub fn lkp_stddev_percent(v: &[f64]) -> Option<i64> {
+    let pct = lkp_stddev_pct_exact(v)?;
+    (pct > 2.0).then_some(pct as i64)
+}
+
+/// The percentage [`lkp_stddev_percent`] compares with 2% (population standard deviation in
+/// percent of the mean), before truncation; `None` for a single value or a zero mean. For
+/// JSON output, where the exact figure is kept.
+pub fn lkp_stddev_pct_exact(v: &[f64]) -> Option<f64> {
     let n = v.len() as f64;
     let mean = v.iter().sum::<f64>() / n;
     if v.len() < 2 || mean == 0.0 {
         return None;
     }
     let var = v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n;
-    Some((var.sqrt() * 100.0 / mean) as i64)
+    Some(var.sqrt() * 100.0 / mean)
 }
 
 /// lkp-tests' `%change`: `100 * mean / base - 100` rounded to one decimal; `None` for a zero
@@ -412,9 +421,12 @@ mod tests {
         assert_eq!(lkp_stddev_percent(&v), Some(40));
         // Truncated, not rounded: 10, 11.9 -> mean 10.95, population sd 0.95, 8.67%.
         assert_eq!(lkp_stddev_percent(&[10.0, 11.9]), Some(8));
-        // Under 1%: 0, which the table does not print.
-        assert_eq!(lkp_stddev_percent(&[100.0, 101.0]), Some(0));
+        // 2% and under: blanks. 100, 104: sd 2 of 102 (1.96%); 100, 105: 2.44%, shown as 2.
+        assert_eq!(lkp_stddev_percent(&[100.0, 101.0]), None);
+        assert_eq!(lkp_stddev_percent(&[100.0, 104.0]), None);
+        assert_eq!(lkp_stddev_percent(&[100.0, 105.0]), Some(2));
         assert_eq!(lkp_stddev_percent(&[3.0]), None);
+        assert!((lkp_stddev_pct_exact(&[100.0, 104.0]).unwrap() - 200.0 / 102.0).abs() < 1e-12);
         assert_eq!(lkp_change(8.0, 9.0), Some(12.5));
         assert_eq!(lkp_change(3.0, 2.0), Some(-33.3));
         assert_eq!(lkp_change(0.0, 2.0), None);

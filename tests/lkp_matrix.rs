@@ -49,3 +49,31 @@ fn a_json_row_carries_its_cell_and_change() {
     let text = schedsim::report::render_table(&c);
     assert!(text.contains("%change") && text.contains("netperf-UDP_RR-25%: netperf.Throughput_total_tps"), "{text}");
 }
+
+/// The shortened schbench cells have settled: each cell's request p90 at `-r 2` is within 1%
+/// of its p90 at twice the length (the left-out overcommitted cells would not be).
+#[test]
+fn schbench_cells_p90_is_the_same_at_twice_the_length() {
+    use schedsim::experiments::lkp_matrix::{cells, Bench, SCHBENCH_SECS};
+    let p90 = |args: &str| {
+        let mut s = schedsim::spec::RunSpec::new("schbench23");
+        s.machine = "xeon-128-4n".into();
+        s.params = schedsim::workload::params::Params::from_pairs(vec![("args".into(), args.into())], "test");
+        let r = schedsim::run::execute(&s).expect("runs");
+        r.workload.metric(&r.facts()).value
+    };
+    let mut n = 0;
+    for c in cells().iter().filter(|c| matches!(c.bench, Bench::Schbench { .. })) {
+        let cmd = c.command(128);
+        let args = cmd.trim_start_matches("schbench ");
+        let long = args.replace(&format!("-r {SCHBENCH_SECS}"), &format!("-r {}", 2 * SCHBENCH_SECS));
+        let (a, b) = (p90(args), p90(&long));
+        assert!(
+            a > 0.0 && (a - b).abs() <= 0.01 * b,
+            "{}: p90 {a} us at -r {SCHBENCH_SECS}, {b} us at twice that",
+            c.name
+        );
+        n += 1;
+    }
+    assert_eq!(n, 6);
+}

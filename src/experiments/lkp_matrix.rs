@@ -9,7 +9,16 @@
 //! - netperf, TCP_RR|UDP_RR|TCP_STREAM|UDP_STREAM at 25/50/75/100%: nr_threads concurrent
 //!   `netperf -4 -H 127.0.0.1 -t TEST -c -C -l LEN` against one netserver; metric
 //!   `netperf.Throughput_total_tps` (RR) or `_total_Mbps` (STREAM), the sum over clients.
-//! - schbench (2023) cells are not here: the workload has not landed.
+//! - schbench (2023), Chen Yu's "M-mthread-T-workers" cells: M message threads in {1, 12.5%,
+//!   25%, 50%, 100%} with T = 1 worker each, and M = 1 with T = 16: `schbench -m M -t T -r
+//!   SECS`; metric `schbench.request_latency_90%_us` (lower is better). The overcommitted
+//!   cells (T = 16 with M from 12.5% up: 256 to 2048 workers on 128 CPUs) are left out: their
+//!   p90 is a queue that grows with the run (published 39 ms to 2.5 s at LKP's length; the
+//!   model's `-m 128 -t 16` gives 105 ms at `-r 2`, still climbing) and 2 simulated seconds of
+//!   `-m 128 -t 16` already take 2 CPU-minutes, so a run long enough to settle is out of
+//!   reach.
+//! - tbench at 100% (LKP's `jobs/tbench.yaml`: `nr_threads: 100%`): `tbench -t SECS N
+//!   127.0.0.1`; metric `tbench.throughput-MB/s`. Not in Chen Yu's matrix: no published baseline.
 //!
 //! **Shortened runs.** LKP's hackbench keeps `loops = 30000 * nr_cpu / nr_threads`; here
 //! `loops = HACKBENCH_LOOPS_FULL * nr_cpu / nr_threads` (1/750 of LKP's: 40 at 100%), so the
@@ -17,7 +26,10 @@
 //! (LKP: 300 s, 3000x longer); every netperf row's JSON carries the rate of its second half
 //! over its first (`second_half_ratio`), the convergence check at that length. The hackbench
 //! time is the program's own `stop - start` in whole microseconds, not its printed
-//! milliseconds (a run of a few ms would lose most of its digits). One seed is one LKP job of
+//! milliseconds (a run of a few ms would lose most of its digits). schbench runs `-r`
+//! [`SCHBENCH_SECS`] (LKP: 300 s) and tbench `-t` [`TBENCH_SECS`] (LKP: 600 s);
+//! `tests/lkp_matrix.rs` checks that each schbench cell's p90 is the same at twice the length,
+//! and tbench's own test (`tests/tbench.rs`) that its rate has converged. One seed is one LKP job of
 //! one iteration (LKP's jobs take the best of 8 iterations).
 //!
 //! The published baselines (Chen Yu's v6.10 figures, docs/workloads.md §5, §7) are printed
@@ -40,12 +52,26 @@ pub const SM_IDLE: &str = "3dcac251b066";
 pub const HACKBENCH_LOOPS_FULL: u32 = 40;
 /// netperf's `-l` in seconds (LKP: 300).
 pub const NETPERF_LEN: &str = "0.1";
+/// schbench's `-r` in seconds (LKP: 300).
+pub const SCHBENCH_SECS: u32 = 2;
+/// tbench's `-t` in seconds (LKP: 600).
+pub const TBENCH_SECS: u32 = 1;
 
 /// The benchmark of a cell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Bench {
-    Hackbench { pipe: bool, threads: bool },
+    Hackbench {
+        pipe: bool,
+        threads: bool,
+    },
     Netperf(&'static str),
+    /// schbench 2023: `m_pct10` message threads in tenths of a percent of the CPUs (0: one
+    /// thread), `t` workers each.
+    Schbench {
+        m_pct10: u32,
+        t: u32,
+    },
+    Tbench,
 }
 
 /// One cell of the matrix.
@@ -65,6 +91,8 @@ impl Cell {
             Bench::Hackbench { .. } => "hackbench.throughput",
             Bench::Netperf(t) if t.ends_with("_RR") => "netperf.Throughput_total_tps",
             Bench::Netperf(_) => "netperf.Throughput_total_Mbps",
+            Bench::Schbench { .. } => "schbench.request_latency_90%_us",
+            Bench::Tbench => "tbench.throughput-MB/s",
         }
     }
 
@@ -73,6 +101,8 @@ impl Cell {
             Bench::Hackbench { .. } => "KB/s",
             Bench::Netperf(t) if t.ends_with("_RR") => "tps",
             Bench::Netperf(_) => "Mbps",
+            Bench::Schbench { .. } => "us",
+            Bench::Tbench => "MB/s",
         }
     }
 
@@ -87,6 +117,11 @@ impl Cell {
                 HACKBENCH_LOOPS_FULL * nr_cpus / n
             ),
             Bench::Netperf(t) => format!("{n} x netperf -4 -H 127.0.0.1 -t {t} -c -C -l {NETPERF_LEN}"),
+            Bench::Schbench { m_pct10, t } => {
+                let m = if m_pct10 == 0 { 1 } else { (m_pct10 * nr_cpus / 1000).max(1) };
+                format!("schbench -m {m} -t {t} -r {SCHBENCH_SECS}")
+            }
+            Bench::Tbench => format!("tbench -t {TBENCH_SECS} {n} 127.0.0.1"),
         }
     }
 
@@ -102,6 +137,11 @@ impl Cell {
                 let args = format!("-4 -H 127.0.0.1 -t {t} -c -C -l {NETPERF_LEN}");
                 ("netperf", vec![("clients".to_string(), n.to_string()), ("args".to_string(), args)])
             }
+            Bench::Schbench { .. } => {
+                let cmd = self.command(nr_cpus);
+                ("schbench23", vec![("args".to_string(), cmd.trim_start_matches("schbench ").to_string())])
+            }
+            Bench::Tbench => ("tbench", vec![("args".to_string(), format!("-t {TBENCH_SECS} {n}"))]),
         };
         let mut s = RunSpec::new(workload);
         s.machine = MACHINE.into();
@@ -128,6 +168,15 @@ pub fn cells() -> Vec<Cell> {
         ("TCP_STREAM", [1_352_061.0, 1_478_872.0, 895_874.0, 808_165.0]),
         ("UDP_STREAM", [1_815_205.0, 1_739_540.0, 4_100_019.0, 5_562_651.0]),
     ];
+    // Request latency p90 (us), docs/workloads.md §7: (message threads, label, with 1 worker,
+    // with 16 workers; None: the cell is left out, see the module doc).
+    const SCHBENCH: &[(u32, &str, f64, Option<f64>)] = &[
+        (0, "1", 4562.0, Some(4564.0)),
+        (125, "12.5%", 4565.0, None),
+        (250, "25%", 4574.0, None),
+        (500, "50%", 4784.0, None),
+        (1000, "100%", 9328.0, None),
+    ];
     let mut out = Vec::new();
     for &(pipe, threads, published) in HACKBENCH {
         for (load, p) in [25, 50, 100].into_iter().zip(published) {
@@ -153,6 +202,18 @@ pub fn cells() -> Vec<Cell> {
             });
         }
     }
+    for &(m_pct10, label, one, sixteen) in SCHBENCH {
+        for (t, p) in [(1, Some(one)), (16, sixteen)] {
+            let Some(p) = p else { continue };
+            out.push(Cell {
+                name: format!("schbench-{label}-mthread-{t}-workers"),
+                bench: Bench::Schbench { m_pct10, t },
+                load_pct: m_pct10 / 10,
+                published: Some(p),
+            });
+        }
+    }
+    out.push(Cell { name: "tbench-100%".into(), bench: Bench::Tbench, load_pct: 100, published: None });
     out
 }
 
@@ -209,8 +270,9 @@ pub fn plan(o: &ExpOpts) -> Result<Plan, String> {
         }
     }
     let title = format!(
-        "LKP matrix on {MACHINE}: hackbench (pipe/socket x process/threads, 25/50/100%) and netperf \
-         (TCP_RR/UDP_RR/TCP_STREAM/UDP_STREAM, 25-100%), {KERNEL} vs {KERNEL} + SM_IDLE ({SM_IDLE}); shortened runs"
+        "LKP matrix on {MACHINE}: hackbench (pipe/socket x process/threads, 25/50/100%), netperf \
+         (TCP_RR/UDP_RR/TCP_STREAM/UDP_STREAM, 25-100%), schbench 2023 (-m 1..100% -t 1, -m 1 -t 16) and \
+         tbench (100%), {KERNEL} vs {KERNEL} + SM_IDLE ({SM_IDLE}); shortened runs"
     );
     Plan::new("lkp-matrix", title, MACHINE, variants, o.runs, o, Analysis::Code(analyze))
 }
@@ -228,6 +290,7 @@ fn metric(r: &RunResult) -> Result<(f64, Option<f64>), String> {
             let v = if w.o.test.rr() { w.total_tps() } else { w.total_mbps() };
             Ok((v, Some(w.half_ratio())))
         }
+        Workload::Schbench23(_) | Workload::Tbench(_) => Ok((r.workload.metric(&r.facts()).value, None)),
         _ => Err("lkp-matrix: a run of an unexpected workload".into()),
     }
 }
@@ -248,12 +311,12 @@ pub fn lkp_number(v: f64) -> String {
     }
 }
 
-/// lkp-tests' stddev column: ` ±N%` (whole percent, truncated) when the standard deviation is
-/// more than 2% of the mean, else blanks of the same width; a single sample has none.
-pub fn lkp_stddev(mean: f64, sd: Option<f64>) -> String {
-    match sd {
-        Some(sd) if mean != 0.0 && 100.0 * sd / mean > 2.0 => format!(" ±{:>3}%", (100.0 * sd / mean) as i64),
-        _ => " ".repeat(6),
+/// lkp-tests' stddev column of the values `v` ([`crate::report::lkp_stddev_percent`], the one
+/// LKP rule): ` ±N%` when shown, else blanks of the same width.
+pub fn lkp_stddev(v: &[f64]) -> String {
+    match crate::report::lkp_stddev_percent(v) {
+        Some(n) => format!(" ±{n:>3}%"),
+        None => " ".repeat(6),
     }
 }
 
@@ -298,19 +361,20 @@ fn analyze(p: &Plan, results: &[Vec<RunResult>]) -> Result<Comparison, String> {
                 half.extend(h);
             }
             let (mean, sd) = mean_stddev(&v);
-            side.push((mean, (v.len() > 1).then_some(sd)));
+            side.push((mean, sd, v));
         }
-        let [(b, bsd), (pt, psd)] = [side[0], side[1]];
+        let [(b, bsd, bv), (pt, _, pv)] = [&side[0], &side[1]];
+        let (b, bsd, pt) = (*b, *bsd, *pt);
         let change = if b != 0.0 { 100.0 * (pt - b) / b } else { 0.0 };
         let publ = cell.published;
         let ratio = publ.map(|x| b / x);
         lines.push_str(&format!(
             "{:>10}{}{}{:>10}{} {:>10} {:>6}  {}: {}\n",
             lkp_number(b),
-            lkp_stddev(b, bsd),
+            lkp_stddev(bv),
             lkp_change(change),
             lkp_number(pt),
-            lkp_stddev(pt, psd),
+            lkp_stddev(pv),
             publ.map_or("-".into(), lkp_number),
             ratio.map_or("-".into(), |r| format!("{r:.2}")),
             cell.name,
@@ -322,7 +386,6 @@ fn analyze(p: &Plan, results: &[Vec<RunResult>]) -> Result<Comparison, String> {
             cell.command(nr_cpus),
             half_mean.map_or("-".into(), |h| format!("{h:.3}")),
         ]);
-        let pct = |m: f64, sd: Option<f64>| sd.map(|s| if m != 0.0 { 100.0 * s / m } else { 0.0 });
         let mut extra = serde_json::Map::new();
         extra.insert("cell".into(), json!(cell.name));
         extra.insert("stat".into(), json!(cell.stat()));
@@ -330,9 +393,9 @@ fn analyze(p: &Plan, results: &[Vec<RunResult>]) -> Result<Comparison, String> {
         extra.insert("load_pct".into(), json!(cell.load_pct));
         extra.insert("command".into(), json!(cell.command(nr_cpus)));
         extra.insert("base_mean".into(), json!(b));
-        extra.insert("base_stddev_pct".into(), json!(pct(b, bsd)));
+        extra.insert("base_stddev_pct".into(), json!(crate::report::lkp_stddev_pct_exact(bv)));
         extra.insert("patched_mean".into(), json!(pt));
-        extra.insert("patched_stddev_pct".into(), json!(pct(pt, psd)));
+        extra.insert("patched_stddev_pct".into(), json!(crate::report::lkp_stddev_pct_exact(pv)));
         extra.insert("change_pct".into(), json!(change));
         extra.insert("published_base".into(), json!(publ));
         extra.insert("model_over_published".into(), json!(ratio));
@@ -343,7 +406,7 @@ fn analyze(p: &Plan, results: &[Vec<RunResult>]) -> Result<Comparison, String> {
             patches: patched_cfg.patches.iter().map(|p| p.info().id.to_string()).collect(),
             runs: p.runs,
             mean: b,
-            stddev: bsd.unwrap_or(0.0),
+            stddev: bsd,
             normalized: if b != 0.0 { pt / b } else { 0.0 },
             published: publ,
             extra,
@@ -351,18 +414,18 @@ fn analyze(p: &Plan, results: &[Vec<RunResult>]) -> Result<Comparison, String> {
     }
     let h = vec![
         "cell".to_string(),
-        "command (shortened: LKP runs 750x the loops, 3000x the -l)".to_string(),
+        "command (shortened: LKP runs 750x the loops, 3000x the -l, 150x the -r, 600x the -t)".to_string(),
         "rate 2nd half / 1st".to_string(),
     ];
     Ok(Comparison {
         experiment: "lkp-matrix".into(),
         machine: MACHINE.into(),
         metric: "throughput".into(),
-        unit: "KB/s | tps | Mbps, per cell".into(),
+        unit: "KB/s | tps | Mbps | us | MB/s, per cell".into(),
         lower_is_better: false,
         statistic: "lkp-tests compare: mean over seeds (a seed is one LKP job of one iteration); %change = \
-                    100 (patched - base) / base; ±N% = the sample standard deviation in % of the mean, \
-                    shown above 2% (lib/compare.rb show_perf_change); published = Chen Yu's v6.10 baseline, a control"
+                    100 (patched - base) / base; ±N% = the population standard deviation in % of the mean, \
+                    shown above 2%, truncated (lib/compare.rb show_perf_change); published = Chen Yu's v6.10 baseline, a control"
             .into(),
         rows,
         title: p.title.clone(),
@@ -382,9 +445,11 @@ mod tests {
     #[test]
     fn cells_are_lkps_and_the_filter_takes_substrings_and_globs() {
         let all = cells();
-        assert_eq!(all.len(), 12 + 16);
-        assert!(all.iter().all(|c| c.published.is_some()));
+        assert_eq!(all.len(), 12 + 16 + 6 + 1);
+        assert!(all.iter().all(|c| c.published.is_some() || c.name == "tbench-100%"));
         let n = |pat: &str| all.iter().filter(|c| chosen(pat, &c.name)).count();
+        assert_eq!(n("schbench"), 6);
+        assert_eq!(n("schbench-*-16-workers"), 1);
         assert_eq!(n("hackbench"), 12);
         assert_eq!(n("netperf"), 16);
         assert_eq!(n("*_RR-*"), 8);
@@ -404,6 +469,9 @@ mod tests {
         assert_eq!(cmd("hackbench-pipe-process-25%"), "hackbench -g 32 -f 20 --process --pipe -l 160 -s 100");
         assert_eq!(cmd("hackbench-socket-threads-100%"), "hackbench -g 128 -f 20 --threads -l 40 -s 100");
         assert!(cmd("netperf-UDP_RR-75%").starts_with("96 x netperf -4 -H 127.0.0.1 -t UDP_RR -c -C"));
+        assert_eq!(cmd("schbench-12.5%-mthread-1-workers"), "schbench -m 16 -t 1 -r 2");
+        assert_eq!(cmd("schbench-1-mthread-16-workers"), "schbench -m 1 -t 16 -r 2");
+        assert_eq!(cmd("tbench-100%"), "tbench -t 1 128 127.0.0.1");
         let p = plan(&ExpOpts { runs: 1, cells: Some("netperf-TCP_RR-25%".into()), ..ExpOpts::default() }).unwrap();
         assert_eq!(p.variants.len(), 2);
         assert_eq!((p.variants[0].spec.patches.as_str(), p.variants[1].spec.patches.as_str()), ("", "+3dcac251b066"));
@@ -414,10 +482,11 @@ mod tests {
         assert_eq!(lkp_number(846_099.7), "846099");
         assert_eq!(lkp_number(12.345), "12.35");
         assert_eq!(lkp_number(1_396_000_000.0), "1.396e+09");
-        assert_eq!(lkp_stddev(100.0, Some(2.0)), "      ");
-        assert_eq!(lkp_stddev(100.0, Some(2.9)), " ±  2%");
-        assert_eq!(lkp_stddev(100.0, Some(12.0)), " ± 12%");
-        assert_eq!(lkp_stddev(100.0, None), "      ");
+        // Population stddev: 98, 102 -> 2% of 100, not above 2%.
+        assert_eq!(lkp_stddev(&[98.0, 102.0]), "      ");
+        assert_eq!(lkp_stddev(&[97.1, 102.9]), " ±  2%");
+        assert_eq!(lkp_stddev(&[88.0, 112.0]), " ± 12%");
+        assert_eq!(lkp_stddev(&[100.0]), "      ");
         assert_eq!(lkp_change(-0.54), "      -0.5% ");
         assert_eq!(lkp_change(3.0), "      +3.0% ");
     }

@@ -92,6 +92,12 @@ path_costs! {
     schedule_exit = 40 @ REFERENCE_MHZ;
     /// `context_switch()` + `finish_task_switch()`.
     context_switch = 250 @ REFERENCE_MHZ;
+    /// `switch_mm_irqs_off()` to another process's address space (CR3 write with PCID,
+    /// mitigations) and the TLB and cache refill the next task pays; measured on this
+    /// project's guest: a process ping-pong against a thread ping-pong on one CPU, 46 ns
+    /// per switch, carried by the thread form's guest/model ratio 0.97 (docs/costs.md,
+    /// "switch_mm").
+    switch_mm = 47 @ REFERENCE_MHZ;
     /// `do_idle()` exit: set PNR, `tick_nohz_idle_exit()` with the tick running, clear POLL.
     do_idle_exit = 80 @ REFERENCE_MHZ;
     /// `do_idle()` entry: `nohz_run_idle_balance` check, set POLL, `tick_nohz_idle_enter()`.

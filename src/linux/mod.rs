@@ -156,6 +156,9 @@ pub struct Cpu {
     /// A KVM guest's vCPU: the host's halt-polling window for it (`hw::kvm`; used only when
     /// the machine has `host_halt_poll`).
     pub vcpu_halt_poll: crate::hw::kvm::VcpuHaltPoll,
+    /// `cpu_tlbstate.loaded_mm`: the address space whose page tables this CPU runs on (kept
+    /// across kernel threads, lazy TLB); `arch::x86::mm::switch_mm_irqs_off`.
+    pub loaded_mm: kernel::sched::MmId,
 }
 
 /// The bytes of [`Cpu`] a step usually touches: up to the end of its cpuidle device.
@@ -323,6 +326,7 @@ impl Kernel {
                 softirq_work: [0; 10],
                 bg_rng: Prng::new(seed, 0xB6_0000 + c as u64),
                 vcpu_halt_poll: Default::default(),
+                loaded_mm: kernel::sched::NO_MM,
             });
             k.tasks[idle as usize].on_cpu = true;
             k.tasks[idle as usize].on_rq = true;

@@ -78,6 +78,9 @@ pub struct Stats {
     pub newidle_lb_stats_ns: u64,
     /// Context switches (`rq->nr_switches` summed).
     pub context_switches: u64,
+    /// Context switches that changed the CPU's address space (`switch_mm_irqs_off()` with a
+    /// CR3 write: a user task of another process than the loaded one).
+    pub mm_switches: u64,
     /// Tick interrupts handled.
     pub ticks: u64,
     /// Tick stops on idle entry.
@@ -146,6 +149,7 @@ impl Stats {
             nohz_balances: 0,
             nohz_balance_aborts: 0,
             context_switches: 0,
+            mm_switches: 0,
             ticks: 0,
             tick_stops: 0,
             warns: 0,

@@ -743,8 +743,8 @@ pub const CHANGE_COUNTERS: &[&str] = &[
 #[derive(Debug, Clone, serde::Serialize, PartialEq)]
 pub struct Change {
     pub metric: String,
-    /// (variant, mean, stddev % of the mean as lkp-tests takes it, whole and truncated
-    /// ([`report::lkp_stddev_percent`]; 0 for none), `%change` against the baseline
+    /// (variant, mean, stddev % of the mean as lkp-tests shows it, whole and truncated
+    /// ([`report::lkp_stddev_percent`]; 0 when it shows none), `%change` against the baseline
     /// ([`report::lkp_change`])).
     pub variants: Vec<(String, f64, f64, Option<f64>)>,
 }
@@ -881,7 +881,7 @@ pub fn render_changes(g: &MergedGroup) -> String {
             a if a >= 1.0 => format!("{mean:.2}"),
             _ => format!("{mean:.4}"),
         };
-        // lkp-tests prints the stddev only when its whole percent is not 0.
+        // The stddev only when lkp-tests shows it (above 2%: report::lkp_stddev_percent).
         if sd != 0.0 {
             format!("{m:>14} ±{:>3.0}%", sd.abs())
         } else {

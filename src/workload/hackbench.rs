@@ -11,7 +11,8 @@
 //!
 //! All three run the same program. The main task makes a "ready" and a "wake" fdpair (pipes
 //! with `-p`, else `socketpair(AF_UNIX, SOCK_STREAM)`), then per group one fdpair per receiver
-//! and `fds` receivers followed by `fds` senders (forked, or `pthread_create`d in thread mode).
+//! and `fds` receivers followed by `fds` senders (forked, or `pthread_create`d in thread mode:
+//! threads share main's address space, so only process mode pays `switch_mm` between them).
 //! Each child writes one byte to "ready" and `poll()`s "wake". The main task reads one ready
 //! byte per child, takes `gettimeofday()` (start), writes one byte to "wake" (waking every
 //! poller at once), then reaps every child in creation order (`wait()` in process mode,
@@ -741,7 +742,20 @@ fn spawn_child(w: &mut Hackbench, k: &mut Kernel, cpu: CpuId, n: u32) -> Next {
         // pipe() was not measured: charged as socketpair().
         c += k.costs.syscall + k.costs.socketpair;
     }
-    let task = new_task(k, o.tool.comm(), n + 1);
+    let task = if o.threads {
+        // pthread_create(): a thread of main's process.
+        crate::linux::kernel::fork::copy_process_clone_vm(
+            k,
+            w.main_task,
+            o.tool.comm().to_string(),
+            0,
+            120,
+            None,
+            n + 1,
+        )
+    } else {
+        new_task(k, o.tool.comm(), n + 1)
+    };
     let tid_futex = if o.threads {
         let pid = k.tasks[task as usize].pid as i64;
         Some(futex_alloc(k, cpu, pid))

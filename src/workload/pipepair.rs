@@ -166,7 +166,16 @@ pub fn start(w: &mut PipePair, k: &mut Kernel) {
     match form {
         Form::PingPong { ping_cpu, pong_cpu, .. } => {
             let pong = new_task(k, "pong", ROLE_READER, Some(pong_cpu));
-            let ping = new_task(k, "ping", ROLE_WRITER, Some(ping_cpu));
+            // One process: ping (its main thread) and the pong thread share an address space.
+            let ping = crate::linux::kernel::fork::copy_process_clone_vm(
+                k,
+                pong,
+                "ping".into(),
+                0,
+                120,
+                Some(ping_cpu),
+                ROLE_WRITER,
+            );
             w.workers = vec![pong, ping];
         }
         Form::PerfPipe { .. } => {
@@ -250,7 +259,15 @@ fn perf_main(w: &mut PipePair, k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) ->
             let mut sig = None;
             if threaded {
                 for role in [ROLE_READER, ROLE_WRITER] {
-                    let t = new_task(k, "sched-pipe", role, None);
+                    let t = crate::linux::kernel::fork::copy_process_clone_vm(
+                        k,
+                        main,
+                        "sched-pipe".into(),
+                        0,
+                        120,
+                        None,
+                        role,
+                    );
                     let pid = k.tasks[t as usize].pid as i64;
                     futexes.push(futex_alloc(k, cpu, pid));
                     workers.push(t);

@@ -538,7 +538,12 @@ fn new_thread(w: &mut RtApp, k: &mut Kernel, def: usize, fork_id: Option<u32>) -
     let timers: Vec<TimerState> =
         w.unique_timers[def].iter().map(|&(_, abs)| TimerState { relative: !abs, ..Default::default() }).collect();
     let idx = w.threads.len();
-    let tid = crate::linux::kernel::fork::copy_process(k, comm, policy, prio, None, w.threads.len() as u32);
+    let role = w.threads.len() as u32;
+    // rt-app is one process: its threads share the first one's address space.
+    let tid = match w.threads.first() {
+        Some(first) => crate::linux::kernel::fork::copy_process_clone_vm(k, first.tid, comm, policy, prio, None, role),
+        None => crate::linux::kernel::fork::copy_process(k, comm, policy, prio, None, role),
+    };
     if let Some(c) = &cpus {
         // The task-level affinity, in force from creation (the creator is not modelled as
         // running code, so the call costs nothing).

@@ -196,6 +196,10 @@ pub fn start(w: &mut Schbench, k: &mut Kernel) {
         crate::linux::kernel::fork::copy_process(k, comm.to_string(), 0, 120, None, role)
     };
     let main_task = mk(k, "schbench", 0);
+    // The message threads and workers are pthreads of main's process.
+    let mk = |k: &mut Kernel, comm: &str, role: u32| {
+        crate::linux::kernel::fork::copy_process_clone_vm(k, main_task, comm.to_string(), 0, 120, None, role)
+    };
     let mut msgs = Vec::new();
     let mut workers = Vec::new();
     for mi in 0..m {

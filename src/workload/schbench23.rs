@@ -333,6 +333,11 @@ pub fn start(w: &mut Schbench23, k: &mut Kernel) {
         futex_alloc(k, 0, pid)
     };
     w.main_task = mk(k, 0);
+    // The message threads and workers are pthreads of main's process.
+    let main_task = w.main_task;
+    let mk = |k: &mut Kernel, role: u32| {
+        crate::linux::kernel::fork::copy_process_clone_vm(k, main_task, "schbench".into(), 0, 120, None, role)
+    };
     let m = w.o.message_threads as usize;
     let t = w.t as usize;
     for mi in 0..m {

@@ -26,9 +26,10 @@
 //!   tasks on one CPU: 2.79 us per loop, i.e. ~1.4 us per half (docs/workloads.md §9.4, Ingo Molnar
 //!   2025, KVM guest). A half is a write + a read (2 x 80 ns syscall), a wakeup (`ttwu` 120 +
 //!   `ttwu_activate` 100) and a switch (`schedule_enter` 60 + `pick_fair_task` 60 +
-//!   `context_switch` 250): 750 ns in the model, leaving ~645 ns for the two pipe calls
-//!   (vfs_write/vfs_read, fdget, the mutex, `file_update_time`, buffer bookkeeping). We take
-//!   300 ns each, rounding down because the figure is from a guest.
+//!   `context_switch` 250): 750 ns in the model, leaving ~645 ns; perf's default form is two
+//!   processes, so that also holds one `switch_mm` (47 ns, docs/costs.md "switch_mm"),
+//!   leaving ~598 ns for the two pipe calls (vfs_write/vfs_read, fdget, the mutex,
+//!   `file_update_time`, buffer bookkeeping). We take 300 ns each.
 //! - [`copy_cost`]: 16 bytes/ns for `copy_page_{from,to}_iter` (~16 GB/s: a single core's
 //!   `rep movsb` copy bandwidth for L1/L2-resident buffers on a ~3 GHz x86 core, ~5 B/cycle, a
 //!   conservative figure below the 16-32 B/cycle fast-string peak). A 100-byte message costs

@@ -10,7 +10,7 @@
 use crate::linux::engine::{Frame, Next};
 use crate::linux::kernel::futex::{Nanosleep, NanosleepAt, DEFAULT_TIMER_SLACK_NS};
 use crate::linux::kernel::sched::core::{Schedule, ScheduleCaller};
-use crate::linux::kernel::sched::{TaskKind, TASK_INTERRUPTIBLE};
+use crate::linux::kernel::sched::{MmId, TaskKind, NO_MM, TASK_INTERRUPTIBLE};
 use crate::linux::programs::TaskFrame;
 use crate::linux::{CpuId, Kernel, TaskId};
 use crate::sim::Time;
@@ -21,11 +21,38 @@ use crate::sim::Time;
 /// program pins to one CPU this way), whose first switch runs `ret_from_fork` and then its own
 /// code as role `role` of its workload (`TaskFrame::task`).
 /// A user task lands in its creator's task group: `KernelConfig::cgroup_depth` levels below
-/// the root (`se->depth`).
+/// the root (`se->depth`). Without `CLONE_VM` (a `fork()`, a new process) it gets an address
+/// space of its own (`copy_mm()` -> `dup_mm()`); [`copy_process_clone_vm`] makes a thread.
 pub fn copy_process(k: &mut Kernel, comm: String, policy: u32, prio: i32, bound: Option<CpuId>, role: u32) -> TaskId {
     let t = kthread_create(k, comm, policy, prio, bound, role);
     k.ents[t as usize].depth = k.cfg.cgroup_depth;
+    k.tasks[t as usize].mm = own_mm(t);
     t
+}
+
+/// [`copy_process`] with `CLONE_VM` (`pthread_create()`, a thread of `of`'s process): the new
+/// task shares `of`'s address space (`copy_mm()` takes a reference), so switches between them
+/// skip `switch_mm_irqs_off()`'s CR3 write (`arch::x86::mm`).
+pub fn copy_process_clone_vm(
+    k: &mut Kernel,
+    of: TaskId,
+    comm: String,
+    policy: u32,
+    prio: i32,
+    bound: Option<CpuId>,
+    role: u32,
+) -> TaskId {
+    let mm = k.tasks[of as usize].mm;
+    debug_assert_ne!(mm, NO_MM, "CLONE_VM of a kernel thread");
+    let t = copy_process(k, comm, policy, prio, bound, role);
+    k.tasks[t as usize].mm = mm;
+    t
+}
+
+/// The address space a new process's first task `t` creates: ids follow task ids, so they
+/// are unique and need no counter.
+fn own_mm(t: TaskId) -> MmId {
+    t + 1
 }
 
 /// A workload's kernel thread (a module's `kthread_create_on_cpu()`, as ipistorm's): like
@@ -51,6 +78,8 @@ pub fn user_task_asleep_in_nanosleep(
 ) -> TaskId {
     let t = k.new_task(TaskKind::Daemon, comm, 0, 120, bound);
     let task = &mut k.tasks[t as usize];
+    // A daemon is a process of its own.
+    task.mm = own_mm(t);
     task.state = TASK_INTERRUPTIBLE;
     task.cpu = cpu;
     task.saved = vec![

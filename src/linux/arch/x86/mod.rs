@@ -2,6 +2,7 @@
 //! @ v6.10 that the model delivers: the local APIC timer, CALL_FUNCTION_SINGLE and
 //! RESCHEDULE system vectors.
 
+pub mod mm;
 pub mod mwait;
 
 use crate::linux::engine::{local_irq_enable, Frame, Next};

@@ -553,6 +553,7 @@ pub fn __schedule(k: &mut Kernel, cpu: CpuId, s: &mut Schedule) -> Next {
             let x = &mut k.cpus[cpu as usize].x;
             x.stack = restored;
             x.irq_phase = k.tasks[next as usize].saved_irq_phase;
+            c += crate::linux::arch::x86::mm::switch_mm_irqs_off(k, cpu, next);
             c += k.costs.context_switch;
             crate::linux::check::on_switch(k, cpu, prev, next);
             Next::Switched(c)

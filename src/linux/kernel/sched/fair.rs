@@ -249,10 +249,13 @@ pub fn sched_balance_rq(k: &mut Kernel, cpu: CpuId, dst: CpuId, sd: usize, idle:
             continue;
         }
         all_pinned = false;
-        // detach_tasks() runs under busiest's rq lock, which a CPU in the middle of a context
-        // switch holds until finish_task_switch() has cleared prev->on_cpu: so only the task
-        // that is current there counts as running.
-        if t.on_cpu && p == k.cpus[src as usize].rq.curr {
+        // can_migrate_task(): `task_on_cpu()`, running or still being switched out. The
+        // kernel's detach_tasks() holds busiest's rq lock, which a CPU in the middle of a
+        // context switch keeps until finish_task_switch() clears prev->on_cpu, so there only
+        // the current task is on_cpu; the model's balancer does not take that lock, so a
+        // preempted prev whose switch has not finished is on_cpu too and must stay (moving it
+        // let another CPU pick it while its old CPU still ran on its stack).
+        if t.on_cpu {
             continue;
         }
         let hot = task_hot(k, p);

@@ -172,7 +172,17 @@ pub struct Task {
     /// `cpus_mask` set by `sched_setaffinity()`, when it is not every CPU (None: all CPUs, or
     /// the one `pinned` CPU). Read through [`Task::cpu_allowed`] and [`Task::migratable`].
     pub cpus_mask: Option<crate::hw::cpumask::CpuMask>,
+    /// `p->mm`: the address space of a user task ([`NO_MM`] for a kernel thread, which
+    /// borrows the previous task's, lazy TLB). Threads of one process share it (`CLONE_VM`,
+    /// `kernel::fork::copy_process_clone_vm`); `switch_mm_irqs_off()` runs when it changes.
+    pub mm: MmId,
 }
+
+/// An address space (`struct mm_struct`), by id: a process's is one plus its first task's
+/// id (`kernel::fork::copy_process`), so ids are unique without a counter.
+pub type MmId = u32;
+/// `p->mm == NULL`: a kernel thread.
+pub const NO_MM: MmId = 0;
 
 impl Task {
     /// `cpumask_test_cpu(cpu, p->cpus_ptr)`: `cpu` is in the task's affinity (its bound CPU,
@@ -267,6 +277,7 @@ impl Task {
             sum_exec_runtime: 0,
             exec_start: 0,
             user_ret: 0,
+            mm: NO_MM,
         }
     }
 }
