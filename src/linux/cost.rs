@@ -97,7 +97,7 @@ path_costs! {
     /// project's guest: a process ping-pong against a thread ping-pong on one CPU, 46 ns
     /// per switch, carried by the thread form's guest/model ratio 0.97 (docs/costs.md,
     /// "switch_mm").
-    switch_mm = 47 @ REFERENCE_MHZ;
+    switch_mm = 82 @ REFERENCE_MHZ;
     /// `do_idle()` exit: set PNR, `tick_nohz_idle_exit()` with the tick running, clear POLL.
     do_idle_exit = 80 @ REFERENCE_MHZ;
     /// `do_idle()` entry: `nohz_run_idle_balance` check, set POLL, `tick_nohz_idle_enter()`.

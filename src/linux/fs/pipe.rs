@@ -27,8 +27,8 @@
 //!   2025, KVM guest). A half is a write + a read (2 x 80 ns syscall), a wakeup (`ttwu` 120 +
 //!   `ttwu_activate` 100) and a switch (`schedule_enter` 60 + `pick_fair_task` 60 +
 //!   `context_switch` 250): 750 ns in the model, leaving ~645 ns; perf's default form is two
-//!   processes, so that also holds one `switch_mm` (47 ns, docs/costs.md "switch_mm"),
-//!   leaving ~598 ns for the two pipe calls (vfs_write/vfs_read, fdget, the mutex,
+//!   processes, so that also holds one `switch_mm` (82 ns, docs/costs.md "switch_mm"),
+//!   leaving ~563 ns for the two pipe calls (vfs_write/vfs_read, fdget, the mutex,
 //!   `file_update_time`, buffer bookkeeping). We take 300 ns each.
 //! - [`copy_cost`]: 16 bytes/ns for `copy_page_{from,to}_iter` (~16 GB/s: a single core's
 //!   `rep movsb` copy bandwidth for L1/L2-resident buffers on a ~3 GHz x86 core, ~5 B/cycle, a
