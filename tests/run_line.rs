@@ -140,6 +140,11 @@ proptest! {
     /// parse(print(spec)) == spec, for the argument vector and for the shell line.
     #[test]
     fn parse_of_print_is_the_spec(spec in spec_strategy()) {
+        // Only kernels that resolve: a patch delta missing the patch it requires is refused
+        // where the line is read (tests/issue35.rs), so it has no printed form to round-trip.
+        // The kernel is checked alone when `--kernel` is read, then with `--patch`.
+        let resolves = |patches: &str| schedsim::linux::config::KernelConfig::resolve(&spec.kernel, patches, spec.hz.unwrap_or(250)).is_ok();
+        prop_assume!(resolves("") && resolves(&spec.patches));
         let back = parse_run_line(&spec.to_args()).map_err(|e| TestCaseError::fail(format!("{e}\n{:?}", spec.to_args())))?;
         prop_assert_eq!(&back, &spec);
         let line = spec.command_line();

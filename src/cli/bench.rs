@@ -113,7 +113,7 @@ pub(crate) fn vm_hwm_kb() -> u64 {
 
 /// CPU time (user + system) this process has used, seconds: unlike the wall clock it does not
 /// count time the process waited for a CPU on a shared machine.
-fn cpu_time_s() -> f64 {
+pub(crate) fn cpu_time_s() -> f64 {
     // SAFETY: getrusage only writes the struct it is given.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {

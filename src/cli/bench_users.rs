@@ -104,34 +104,23 @@ pub fn case_spec(name: &str, dir: &Path, length: u64) -> Result<RunSpec, String>
     Ok(s)
 }
 
-/// CPU time (user + system) this process has used, seconds.
-fn cpu_time_s() -> f64 {
-    // SAFETY: getrusage only writes the struct it is given.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
-        return 0.0;
-    }
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
-    tv(ru.ru_utime) + tv(ru.ru_stime)
-}
-
 /// The child: one case, built and run (CPU time of each, wall time of the run, simulated time
 /// and actions, peak RSS), as one JSON line on stdout.
 pub fn child(name: &str, length: u64) -> Result<(), String> {
     let dir = std::env::temp_dir().join(format!("schedsim-bench-case-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("bench: {}: {e}", dir.display()))?;
     let built = case_spec(name, &dir, length).and_then(|spec| {
-        let c0 = cpu_time_s();
+        let c0 = super::bench::cpu_time_s();
         let w = run::build(&spec)?;
-        Ok((spec, w, cpu_time_s() - c0))
+        Ok((spec, w, super::bench::cpu_time_s() - c0))
     });
     let _ = std::fs::remove_dir_all(&dir);
     let (spec, mut w, build_s) = built?;
-    let c1 = cpu_time_s();
+    let c1 = super::bench::cpu_time_s();
     let t = Instant::now();
     w.run(spec.limit_ns);
     let wall = t.elapsed().as_secs_f64();
-    let cpu = cpu_time_s() - c1;
+    let cpu = super::bench::cpu_time_s() - c1;
     let line = serde_json::json!({
         "case": name,
         "actions": w.actions,
