@@ -225,17 +225,7 @@ pub fn deltas(before: &[Row], after: &[Row], tolerance: f64) -> Vec<Delta> {
         .collect()
 }
 
-fn fmt(v: f64) -> String {
-    if v == 0.0 {
-        "0".to_string()
-    } else if v.abs() >= 100.0 {
-        format!("{v:.0}")
-    } else if v.abs() >= 1.0 {
-        format!("{v:.2}")
-    } else {
-        format!("{v:.3}")
-    }
-}
+use super::fmt_figure as fmt;
 
 fn change(before: f64, after: f64) -> String {
     if before == 0.0 {

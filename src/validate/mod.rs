@@ -537,18 +537,21 @@ pub fn mark(rows: &mut [Row], status: Option<Status>) {
 }
 
 /// The table as text.
+/// A figure as the tables print it: 0, whole above 100, two decimals above 1, else three.
+pub fn fmt_figure(v: f64) -> String {
+    if v == 0.0 {
+        "0".to_string()
+    } else if v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else if v.abs() >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
 pub fn render(rows: &[Row], tolerance: f64) -> String {
-    let fmt = |v: f64| {
-        if v == 0.0 {
-            "0".to_string()
-        } else if v.abs() >= 100.0 {
-            format!("{v:.0}")
-        } else if v.abs() >= 1.0 {
-            format!("{v:.2}")
-        } else {
-            format!("{v:.3}")
-        }
-    };
+    let fmt = fmt_figure;
     let marked = rows.iter().any(|r| r.status.is_some());
     let mut header: Vec<String> =
         ["figure", "real", "real min-max", "model", "model/real", &format!("within {:.0}%", tolerance * 100.0)]
