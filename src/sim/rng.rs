@@ -55,6 +55,34 @@ impl Prng {
     pub fn below(&mut self, width: u64) -> u64 {
         ((self.next_u64() as u128 * width as u128) >> 64) as u64
     }
+
+    /// One draw standing for the sum of `n` draws of [`Prng::below`]`(width)`: the same mean
+    /// (`n * (width - 1) / 2`, exactly), the same variance (`n * (width^2 - 1) / 12`, to within
+    /// a relative `4 / sqrt(n * width^2)`) and the same range of means, from one uniform draw
+    /// of `W` values centred on that mean, `W^2 - 1 = n * (width^2 - 1)` rounded to the parity
+    /// that centres it. The shape is flat where the sum's is bell-like (its tails stop at 1.73
+    /// standard deviations). `n == 1` is exactly `below(width)`; `n == 0` or `width <= 1` draws
+    /// nothing and gives 0. For charging many independent transfers of one kind with one draw
+    /// (docs/costs.md, "One draw per distance").
+    #[inline]
+    pub fn sum_below(&mut self, n: u64, width: u64) -> u64 {
+        if n == 0 || width <= 1 {
+            return 0;
+        }
+        let w = u128::from(width);
+        // The largest sum, and the square of the width of the one draw.
+        let top = u128::from(n) * (w - 1);
+        let square = u128::from(n) * (w * w - 1) + 1;
+        let mut draw = square.isqrt();
+        // Centred: `top - (draw - 1)` is even (`top + 1 - draw` even); and `draw <= top + 1`.
+        if (top + 1 - draw.min(top + 1)) % 2 != 0 {
+            draw += 1;
+        }
+        let draw = draw.min(top + 1);
+        let start = (top + 1 - draw) / 2;
+        let draw = u64::try_from(draw).unwrap_or(u64::MAX);
+        u64::try_from(start).unwrap_or(u64::MAX).saturating_add(self.below(draw))
+    }
 }
 
 #[cfg(test)]
@@ -71,6 +99,37 @@ mod tests {
         let vc: Vec<u64> = (0..8).map(|_| c.next_u64()).collect();
         assert_eq!(va, vb);
         assert_ne!(va, vc);
+    }
+
+    /// One draw for a sum of draws: exactly `below` for one, the sum's exact mean and (within
+    /// the rounding of the width) its variance for many, and within the sum's range.
+    #[test]
+    fn sum_below_has_the_sums_mean_and_variance() {
+        let mut a = Prng::new(3, 0);
+        let mut b = Prng::new(3, 0);
+        for width in [2, 7, 61, 200] {
+            assert_eq!(a.sum_below(1, width), b.below(width));
+        }
+        assert_eq!(a.sum_below(0, 50), 0);
+        assert_eq!(a.sum_below(9, 1), 0);
+        assert_eq!(a.next_u64(), b.next_u64(), "nothing drawn for an empty or fixed sum");
+        for (n, width) in [(2u64, 2u64), (5, 61), (300, 61), (1000, 7), (37, 200)] {
+            let top = n * (width - 1);
+            // The distribution of one draw, exactly: `start + below(W)` is uniform on W values.
+            let (mut lo, mut hi) = (u64::MAX, 0);
+            let mut r = Prng::new(11, n);
+            for _ in 0..2000 {
+                let v = r.sum_below(n, width);
+                lo = lo.min(v);
+                hi = hi.max(v);
+            }
+            assert!(hi <= top, "n={n} width={width}: {hi} > {top}");
+            let draw = hi - lo + 1;
+            // Centred on the sum's mean: lo + hi == top.
+            assert_eq!(lo + hi, top, "n={n} width={width}");
+            let (want, got) = ((n * (width * width - 1)) as f64, (draw * draw - 1) as f64);
+            assert!((got / want - 1.0).abs() <= 4.0 / (want.sqrt()), "n={n} width={width}: W={draw}");
+        }
     }
 
     #[test]

@@ -64,23 +64,28 @@ pub fn update_newidle_cost(k: &mut Kernel, cpu: CpuId, sd: usize, cost: u64) -> 
 /// and what `idle_cpu()` reads of a CPU with no runnable task). Each read is a transfer when
 /// another CPU wrote that line since this CPU last read it, plus `lb_stats_per_cpu` for the
 /// arithmetic per CPU. The reads are charged one after another: the model does not overlap
-/// misses (no memory-level parallelism).
+/// misses (no memory-level parallelism). The transfers of one distance are charged with one
+/// draw per walk ([`Prng::sum_below`](crate::sim::rng::Prng::sum_below): the sum's mean and
+/// variance; docs/costs.md, "One draw per distance"), in order of distance.
 fn update_sd_lb_stats_cost(k: &mut Kernel, cpu: CpuId, dst: CpuId, sd: usize) -> Time {
     let d = &k.sd.domains(dst)[sd];
     let mut stats = d.span_weight as Time * k.costs.lb_stats_per_cpu;
-    // The reads of every other CPU of the span, with the borrows split once.
+    // The reads of every other CPU of the span, with the borrows split once: the misses
+    // counted by distance.
     let Kernel { sd: sds, lines, m, cpus, .. } = k;
     let (lo, ws) = sds.domains(dst)[sd].span.stored_words();
-    // The stream is copied out for the loop (so it stays in registers) and stored back.
-    let mut rng = cpus[cpu as usize].rng.clone();
-    // Per distance, `Prng::range(lo_ns, hi_ns)` as `lo_ns` and the width of `Prng::below` (0:
-    // a fixed cost, which draws nothing); the ranges are not reversed (`LatencyNs::new`).
-    let draw = m.costs.line.map(|r| (r.lo_ns, if r.hi_ns > r.lo_ns { r.hi_ns - r.lo_ns + 1 } else { 0 }));
+    let mut misses = [0u64; 5];
     super::rq_lines::update_sg_lb_stats_reads(lines, &sds.sums, &m.topo, cpu, lo, ws, |dist| {
-        let (lo_ns, width) = draw[dist as usize];
-        stats += if width != 0 { lo_ns + rng.below(width) } else { lo_ns };
+        misses[dist as usize] += 1;
     });
-    cpus[cpu as usize].rng = rng;
+    let rng = &mut cpus[cpu as usize].rng;
+    for (n, r) in misses.into_iter().zip(m.costs.line) {
+        // `Prng::range(lo_ns, hi_ns)` summed n times: the ranges are not reversed
+        // (`LatencyNs::new`), and a fixed cost draws nothing.
+        if n != 0 {
+            stats += n * r.lo_ns + rng.sum_below(n, r.hi_ns - r.lo_ns + 1);
+        }
+    }
     k.stats.lb_stats_ns += stats;
     stats
 }
