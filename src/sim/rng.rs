@@ -115,20 +115,27 @@ mod tests {
         assert_eq!(a.next_u64(), b.next_u64(), "nothing drawn for an empty or fixed sum");
         for (n, width) in [(2u64, 2u64), (5, 61), (300, 61), (1000, 7), (37, 200)] {
             let top = n * (width - 1);
-            // The distribution of one draw, exactly: `start + below(W)` is uniform on W values.
-            let (mut lo, mut hi) = (u64::MAX, 0);
+            let samples: u64 = 20_000;
             let mut r = Prng::new(11, n);
-            for _ in 0..2000 {
-                let v = r.sum_below(n, width);
-                lo = lo.min(v);
-                hi = hi.max(v);
-            }
+            let v: Vec<u64> = (0..samples).map(|_| r.sum_below(n, width)).collect();
+            let (lo, hi) = (*v.iter().min().unwrap(), *v.iter().max().unwrap());
             assert!(hi <= top, "n={n} width={width}: {hi} > {top}");
-            let draw = hi - lo + 1;
-            // Centred on the sum's mean: lo + hi == top.
-            assert_eq!(lo + hi, top, "n={n} width={width}");
-            let (want, got) = ((n * (width * width - 1)) as f64, (draw * draw - 1) as f64);
-            assert!((got / want - 1.0).abs() <= 4.0 / (want.sqrt()), "n={n} width={width}: W={draw}");
+            // In integers: S samples, their sum and sum of squares; the sum of draws has
+            // variance n * (width^2 - 1) / 12.
+            let (s, sum) = (i128::from(samples), v.iter().map(|&x| i128::from(x)).sum::<i128>());
+            let squares = v.iter().map(|&x| i128::from(x) * i128::from(x)).sum::<i128>();
+            let var12 = i128::from(n) * (i128::from(width) * i128::from(width) - 1);
+            // The mean within four standard errors (and half a unit) of top / 2:
+            // (2 * sum - top * S)^2 * 12 <= 64 * S * var12 + 12 * S^2.
+            let d = 2 * sum - i128::from(top) * s;
+            assert!(d * d * 12 <= 64 * s * var12 + 12 * s * s, "n={n} width={width}: mean {sum}/{s}");
+            // The variance within 6% plus the rounding of the draw's width (4 / sqrt(n w^2)):
+            // |12 * (S * squares - sum^2) - S^2 * var12| <= (6 / 100 + 4 / root) * S^2 * var12.
+            let root = i128::from((n * width * width).isqrt());
+            let got = 12 * (s * squares - sum * sum) - s * s * var12;
+            assert!(got.abs() * 100 * root <= (6 * root + 400) * s * s * var12, "n={n} width={width}: variance");
+            // A flat draw centred on the mean: its ends are as far from the sum's.
+            assert!((lo + hi).abs_diff(top) * 1000 <= hi - lo + 1 + 1000, "n={n} width={width}: {lo}..={hi}");
         }
     }
 
