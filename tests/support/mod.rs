@@ -9,7 +9,7 @@ use schedsim::linux::engine::{self, Action};
 use schedsim::linux::kernel::sched::{TaskKind, TASK_INTERRUPTIBLE};
 use schedsim::linux::kernel::softirq::ksoftirqd_initial_stack;
 use schedsim::linux::{CpuId, Kernel, TaskId};
-use schedsim::run::{RunResult, RunWorld};
+use schedsim::run::{execute, RunResult, RunWorld};
 use schedsim::sim::queue::Chooser;
 use schedsim::sim::Time;
 use schedsim::spec::RunSpec;
@@ -460,4 +460,30 @@ pub fn migrations(trace: &[Record]) -> Vec<(usize, CpuId, u32, CpuId, CpuId)> {
 pub fn ksoftirqd_pid(r: &RunResult, cpu: CpuId) -> u32 {
     let name = format!("ksoftirqd/{cpu}");
     r.comms.iter().find(|(_, c)| *c == name).map(|(p, _)| *p).expect("every CPU has a ksoftirqd")
+}
+
+/// The pinned pipe ping-pong across the two LLCs of smp-4 (wakeups go through the wakelist),
+/// quiet, with checks on, 200 ms at most: the run in which reverting 82c65d60d644 strands a
+/// csd behind an elided IPI and loses the wakeup queued behind it.
+pub fn pingpong_82c65d60d644(patches: &str, seed: u64) -> RunResult {
+    let mut s = RunSpec::new("pingpong");
+    s.background = Some("none".into());
+    s.machine = "smp-4".into();
+    s.kernel = "v6.10".into();
+    s.patches = patches.into();
+    s.params = Params::parse(["ping_cpu=0", "pong_cpu=2", "iters=2000"], "test").expect("valid parameters");
+    s.limit_ns = 200_000_000;
+    s.check = true;
+    s.seed = seed;
+    execute(&s).expect("valid spec")
+}
+
+/// The first seed (of 1..=60) whose ping-pong meets the race with 82c65d60d644 reverted (the
+/// run stalls). The race needs its timing, and every change of a cost moves which seeds have
+/// it (seed 1 had it until switch_mm's charge, 12 until one draw per distance): the tests that
+/// need it look for it, and fail if none of 60 seeds has it.
+pub fn race_seed_82c65d60d644() -> u64 {
+    (1..=60)
+        .find(|&seed| !pingpong_82c65d60d644("-82c65d60d644", seed).finished)
+        .expect("some seed of 1..=60 meets the race with 82c65d60d644 reverted")
 }
