@@ -45,7 +45,7 @@ fn a_halted_cpus_timer_wakes_it_in_timer_wake_ns_and_in_wake_ns_without_the_key(
     std::fs::remove_dir_all(&dir).unwrap();
     assert!(with_key < without_key, "{with_key} sleeps with timer_wake_ns, {without_key} without");
     // Each sleep's period grows by the difference of the two wakes, within their ranges.
-    let period = |n: u64| 100 * NSEC_PER_MSEC as f64 / n as f64;
+    let period = |n: u64| (100 * NSEC_PER_MSEC) as f64 / n as f64;
     let extra = period(with_key) - period(without_key);
     let (lo, hi) = (tw.lo_ns as f64 - w.hi_ns as f64, tw.hi_ns as f64 - w.lo_ns as f64);
     assert!(extra > lo.max(0.0) && extra < hi, "each sleep {extra:.0} ns longer; the wakes allow {lo:.0}..{hi:.0}");
