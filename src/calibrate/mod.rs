@@ -389,7 +389,18 @@ pub fn machine_text(
         if section == "[[idle_state]]" && key == "kind" && trimmed.contains("\"hlt\"") {
             hlt_block = true;
         }
+        if section == "[[idle_state]]" && hlt_block && key == "timer_wake_ns" && hw("timer_wake_ns").is_some() {
+            // Replaced by the measured one, written after wake_ns.
+            continue;
+        }
         if section == "[[idle_state]]" && hlt_block && key == "wake_ns" {
+            if let Some(h) = hw("timer_wake_ns") {
+                t.push_str(&kv(
+                    "timer_wake_ns",
+                    &format!("[{}, {}]", h.lo, h.hi),
+                    &format!("measured ({} samples): {}", h.samples, h.method),
+                ));
+            }
             if let Some(h) = hw("wake_ns") {
                 t.push_str(&kv(
                     "wake_ns",

@@ -75,10 +75,17 @@ pub enum Path {
     WakeToRunSameIdle,
     WakeToRunCrossBusy,
     WakeToRunCrossIdle,
+    /// An hrtimer's programmed (hard) expiry, `hrtimer_start`'s `expires`, -> the `now` that
+    /// `hrtimer_interrupt()` read on the interrupt that ran it first (`hrtimer_expire_entry`),
+    /// the CPU halted in an idle state other than POLL: both are CLOCK_MONOTONIC values of the
+    /// kernel, so no trace clock enters.
+    TimerLateHalted,
+    /// The same, the CPU running (not in an idle state).
+    TimerLateRunning,
 }
 
 impl Path {
-    pub const ALL: [Path; 27] = [
+    pub const ALL: [Path; 29] = [
         Path::Gap,
         Path::NullPair,
         Path::Reschedule,
@@ -106,6 +113,8 @@ impl Path {
         Path::WakeToRunSameIdle,
         Path::WakeToRunCrossBusy,
         Path::WakeToRunCrossIdle,
+        Path::TimerLateHalted,
+        Path::TimerLateRunning,
     ];
 
     /// The pair as a reader sees it.
@@ -138,6 +147,8 @@ impl Path {
             Path::WakeToRunSameIdle => "sched_waking -> switch-in, same CPU, idle",
             Path::WakeToRunCrossBusy => "sched_waking -> switch-in, other CPU, busy",
             Path::WakeToRunCrossIdle => "sched_waking -> switch-in, other CPU, idle",
+            Path::TimerLateHalted => "hrtimer expires -> hrtimer_interrupt's now, CPU halted",
+            Path::TimerLateRunning => "hrtimer expires -> hrtimer_interrupt's now, CPU running",
         }
     }
 }
@@ -243,6 +254,10 @@ struct CpuState {
     hist: [(u32, u8, u64, u64); 2],
     /// The last record of this CPU was a `csd_function_exit`, at this time.
     after_csd_exit: Option<u64>,
+    /// The idle state entered (`cpu_idle` entry) and not yet left.
+    idle_state: Option<u64>,
+    /// A `local_timer_entry` whose first hrtimer callback has not been seen yet.
+    lt_first: bool,
 }
 
 /// `hist` event codes.
@@ -288,6 +303,8 @@ pub fn collect(text: &str, roots: &[u32], tsc_khz: Option<u64>) -> CaptureResult
     let mut woken: BTreeMap<u32, (u64, u32, Vec<bool>)> = BTreeMap::new();
     // ICR writes waiting for their vector: (target, kind, ts, target's idx then, target idle).
     let mut inflight: Vec<(u32, IpiKind, u64, u64, bool)> = Vec::new();
+    // Armed hrtimers: address -> programmed (hard) expiry, CLOCK_MONOTONIC ns.
+    let mut hr_expires: BTreeMap<String, u64> = BTreeMap::new();
     let add = |r: &mut CaptureResult, p: Path, ns: u64, records: u64| {
         r.samples.entry(p).or_default().push(Sample { ns, records: records.min(u32::MAX as u64) as u32 });
     };
@@ -391,7 +408,10 @@ pub fn collect(text: &str, roots: &[u32], tsc_khz: Option<u64>) -> CaptureResult
                     }
                 }
             }
-            "local_timer_entry" => cpus[cpu].lt = Some((ts, idx, 0, 0)),
+            "local_timer_entry" => {
+                cpus[cpu].lt = Some((ts, idx, 0, 0));
+                cpus[cpu].lt_first = true;
+            }
             "local_timer_exit" => {
                 if let Some((s, i, cbns, cbrec)) = cpus[cpu].lt.take() {
                     add(&mut r, Path::LocalTimer, ts - s, idx - i);
@@ -408,6 +428,22 @@ pub fn collect(text: &str, roots: &[u32], tsc_khz: Option<u64>) -> CaptureResult
                     _ => HrKind::Other,
                 };
                 let addr = l.arg("hrtimer").unwrap_or("").to_string();
+                // The interrupt was programmed for the earliest hard expiry: its first
+                // callback's lateness is the timer interrupt's.
+                let armed = hr_expires.remove(&addr);
+                if std::mem::take(&mut cpus[cpu].lt_first) && in_span {
+                    if let (Some(e), Some(now)) = (armed, l.num("now")) {
+                        let c = &cpus[cpu];
+                        let path = match c.idle_state {
+                            Some(st) if st >= 1 => Some(Path::TimerLateHalted),
+                            None if matches!(c.curr, Some(p) if p != 0) => Some(Path::TimerLateRunning),
+                            _ => None,
+                        };
+                        if let (Some(p), true) = (path, now >= e) {
+                            add(&mut r, p, now - e, 0);
+                        }
+                    }
+                }
                 cpus[cpu].hr.push((addr, kind, ts, idx));
             }
             "hrtimer_expire_exit" => {
@@ -427,8 +463,13 @@ pub fn collect(text: &str, roots: &[u32], tsc_khz: Option<u64>) -> CaptureResult
                     }
                 }
             }
-            "hrtimer_start" if task_ctx && l.arg("function") == Some("hrtimer_wakeup") && r.pids.contains(&l.pid) => {
-                cpus[cpu].arm = Some((ts, idx));
+            "hrtimer_start" => {
+                if let (Some(a), Some(e)) = (l.arg("hrtimer"), l.num("expires")) {
+                    hr_expires.insert(a.to_string(), e);
+                }
+                if task_ctx && l.arg("function") == Some("hrtimer_wakeup") && r.pids.contains(&l.pid) {
+                    cpus[cpu].arm = Some((ts, idx));
+                }
             }
             "write_msr" => {
                 let msr = l.args.split(',').next().unwrap_or("").trim();
@@ -467,6 +508,7 @@ pub fn collect(text: &str, roots: &[u32], tsc_khz: Option<u64>) -> CaptureResult
             }
             "cpu_idle" => {
                 let state = l.num("state");
+                cpus[cpu].idle_state = state.filter(|&s| s != u32::MAX as u64);
                 if state == Some(u32::MAX as u64) {
                     cpus[cpu].idle_entry = None;
                     let stopped = cpus[cpu].tick_stopped;
@@ -664,5 +706,29 @@ mod tests {
         assert_eq!(r.foreign_ns, 100_000);
         assert_eq!(r.program_ns, 300_000);
         assert_eq!(r.foreign_permille(), 125);
+    }
+
+    /// Lines after the rt-app capture of this guest in docs/validate-guest.md (local clock): a
+    /// sleeper timer that expired on a halted CPU, the tick on a running one, and a second
+    /// callback of the same interrupt, which is not the one the interrupt was programmed for.
+    #[test]
+    fn a_timer_interrupts_lateness_by_whether_the_cpu_was_halted() {
+        let t = "            fifo-7448    [000] d..1. 2.000000: hrtimer_start: hrtimer=00000000abf2ba5b function=hrtimer_wakeup expires=1000040000 softexpires=1000040000 mode=ABS was_armed=0
+            fifo-7448    [000] d..2. 2.000010: sched_switch: prev_comm=fifo prev_pid=7448 prev_prio=49 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120
+          <idle>-0       [000] d..1. 2.000020: cpu_idle: state=1 cpu_id=0
+          <idle>-0       [000] d.h1. 2.000078: local_timer_entry: vector=236
+          <idle>-0       [000] d.h1. 2.000079: hrtimer_expire_entry: hrtimer=00000000abf2ba5b function=hrtimer_wakeup now=1000077500
+          <idle>-0       [000] d.h1. 2.000080: hrtimer_start: hrtimer=00000000d3eb9e99 function=tick_nohz_handler expires=1000052000 softexpires=1000052000 mode=ABS was_armed=0
+          <idle>-0       [000] d.h1. 2.000081: hrtimer_expire_entry: hrtimer=00000000d3eb9e99 function=tick_nohz_handler now=1000077500
+          <idle>-0       [000] dN.1. 2.000090: cpu_idle: state=4294967295 cpu_id=0
+          <idle>-0       [000] d..2. 2.000100: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=fifo next_pid=7448 next_prio=49
+            fifo-7448    [000] d.h1. 2.000101: hrtimer_start: hrtimer=00000000d3eb9e99 function=tick_nohz_handler expires=1000100000 softexpires=1000100000 mode=ABS was_armed=0
+            fifo-7448    [000] d.h.. 2.000123: local_timer_entry: vector=236
+            fifo-7448    [000] d.h.. 2.000124: hrtimer_expire_entry: hrtimer=00000000d3eb9e99 function=tick_nohz_handler now=1000101200
+            fifo-7448    [000] ..... 2.000200: sys_enter: NR 0 (0)
+";
+        let r = collect(t, &[7448], None);
+        assert_eq!(r.samples[&Path::TimerLateHalted], vec![Sample { ns: 37_500, records: 0 }]);
+        assert_eq!(r.samples[&Path::TimerLateRunning], vec![Sample { ns: 1_200, records: 0 }]);
     }
 }

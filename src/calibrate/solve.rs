@@ -26,7 +26,10 @@
 //! `ipi_delivery_ns` the p25..p75 of the ICR write -> the running target's vector entry, minus
 //! the file's `irq_entry_ns` (the kernel's entry record comes after the IDT entry code, the
 //! model's before it); a halted state's `wake_ns` the p25..p75 of the same to a halted target
-//! minus the running target's median.
+//! minus the running target's median; its `timer_wake_ns` the p25..p75 of a timer interrupt's
+//! lateness on a halted CPU (an hrtimer's programmed expiry -> the `now` its interrupt read,
+//! both CLOCK_MONOTONIC values of the kernel) minus `irq_entry_ns`. The same lateness on a
+//! running CPU is reported in a note, not charged.
 //!
 //! A path with fewer than [`MIN_SAMPLES`] samples solves nothing: its fields fall back to the
 //! next rule (a difference to its single reprogram, or default x k) and a note says so.
@@ -106,8 +109,8 @@ pub struct Solved {
 /// One solved hardware cost of the machine file.
 #[derive(Debug, Clone)]
 pub struct HwSolved {
-    /// `ipi_send_ns`, `ipi_delivery_ns`, a line transfer key, or `wake_ns` (of every halting
-    /// idle state).
+    /// `ipi_send_ns`, `ipi_delivery_ns`, a line transfer key, or `wake_ns` or `timer_wake_ns`
+    /// (of every halting idle state).
     pub key: &'static str,
     pub lo: u64,
     pub hi: u64,
@@ -598,6 +601,39 @@ pub fn solve(samples: &BTreeMap<Path, Vec<Sample>>, ctx: Context) -> Solution {
             "ipi_delivery_ns and wake_ns: {} had {} samples; kept the file's guesses",
             Path::IpiDeliverBusy.label(),
             busy.n()
+        ));
+    }
+    let (late_run, late_halt) = (m(Path::TimerLateRunning), m(Path::TimerLateHalted));
+    if late_halt.usable() {
+        sol.hw.push(HwSolved {
+            key: "timer_wake_ns",
+            lo: late_halt.q(250).saturating_sub(e),
+            hi: late_halt.q(750).saturating_sub(e),
+            median: late_halt.median().saturating_sub(e),
+            samples: late_halt.n(),
+            path: Path::TimerLateHalted,
+            method: format!(
+                "p25..p75 of an hrtimer's programmed expiry -> the now of the interrupt that ran it first, CPU halted ({}..{}), minus irq_entry_ns {e}: the host's timer for a blocked vCPU, then its wakeup",
+                late_halt.q(250),
+                late_halt.q(750)
+            ),
+        });
+    } else {
+        notes.push(format!(
+            "timer_wake_ns: {} had {} samples; timer interrupts wake a halted CPU in wake_ns",
+            Path::TimerLateHalted.label(),
+            late_halt.n()
+        ));
+    }
+    if late_run.n() > 0 {
+        // Measured, not charged: the model delivers a running CPU's timer at its expiry.
+        notes.push(format!(
+            "{}: median {} ns (p25..p75 {}..{}, {} samples); not modelled (the model's timer interrupt reaches a running CPU at its expiry)",
+            Path::TimerLateRunning.label(),
+            late_run.median(),
+            late_run.q(250),
+            late_run.q(750),
+            late_run.n()
         ));
     }
     sol.notes = notes;

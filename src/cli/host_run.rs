@@ -88,13 +88,12 @@ struct ServerGroup(std::process::Child);
 impl ServerGroup {
     fn start(path: &std::path::Path, args: &[&str]) -> Result<ServerGroup, String> {
         use std::os::unix::process::CommandExt;
-        let child = std::process::Command::new(path)
-            .args(args)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .process_group(0)
-            .spawn()
-            .map_err(|e| format!("host-run: cannot start {}: {e}", path.display()))?;
+        let mut cmd = std::process::Command::new(path);
+        cmd.args(args).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).process_group(0);
+        // SAFETY: the hook only calls pthread_sigmask(), which is async-signal-safe. Without it
+        // the server inherits our blocked SIGTERM and `drop` waits for it forever.
+        unsafe { cmd.pre_exec(crate::cli::signals::unblock_in_child) };
+        let child = cmd.spawn().map_err(|e| format!("host-run: cannot start {}: {e}", path.display()))?;
         // Give it time to listen.
         std::thread::sleep(std::time::Duration::from_millis(200));
         Ok(ServerGroup(child))

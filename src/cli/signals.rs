@@ -2,8 +2,9 @@
 //! capture changed are put back, then the process dies of the same signal (so its exit status
 //! says killed by that signal, as a shell, Slurm or Kubernetes expect).
 //!
-//! The signals are blocked in every thread (threads inherit the mask; child processes get an
-//! empty one from `std::process::Command`) and one thread takes them with `sigwait()`, so the
+//! The signals are blocked in every thread (threads inherit the mask; so do child processes,
+//! which is why the commands schedsim starts unblock them first, [`unblock_in_child`]) and one
+//! thread takes them with `sigwait()`, so the
 //! clean-up is ordinary code, not a signal handler: it empties
 //! [`crate::trace::sink::partials`], whose lock it keeps until the process is gone, so a sweep's
 //! line being appended is finished first and nothing new is written after.
@@ -46,6 +47,19 @@ pub fn install() {
     }
 }
 
+/// Unblock the signals in a child between fork and exec (a `pre_exec` hook): a child inherits
+/// the blocked mask, and a server that cannot be sent SIGTERM outlives the run that started it
+/// (host-run's netserver and tbench_srv under validate did, and validate waited for them).
+/// Only async-signal-safe calls.
+pub fn unblock_in_child() -> std::io::Result<()> {
+    let set = set_of(&SIGNALS);
+    // SAFETY: changes the calling (child) thread's mask only; `set` is initialised.
+    if unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut()) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Whether `sig` is ignored now (by `nohup`, or by validate while its child has the terminal):
 /// a blocked signal is queued even when ignored, so the thread checks.
 fn ignored(sig: libc::c_int) -> bool {
@@ -66,5 +80,31 @@ fn die_of(sig: libc::c_int) -> ! {
         libc::pthread_sigmask(libc::SIG_UNBLOCK, &one, std::ptr::null_mut());
         libc::raise(sig);
         libc::_exit(128 + sig)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_child_started_with_the_hook_has_the_signals_unblocked() {
+        use std::os::unix::process::CommandExt;
+        let set = set_of(&SIGNALS);
+        // Blocked on this thread, as `install()` blocks them in main.
+        // SAFETY: this thread's mask only; `set` is initialised.
+        unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
+        let mut c = std::process::Command::new("sh");
+        c.args(["-c", "grep SigBlk /proc/self/status"]);
+        // SAFETY: the hook is async-signal-safe.
+        unsafe { c.pre_exec(unblock_in_child) };
+        let out = c.output();
+        // SAFETY: as above.
+        unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut()) };
+        let text = String::from_utf8(out.unwrap().stdout).unwrap();
+        let mask = u64::from_str_radix(text.split_whitespace().nth(1).unwrap(), 16).unwrap();
+        for s in SIGNALS {
+            assert_eq!(mask & (1 << (s - 1)), 0, "signal {s} still blocked in the child: {text}");
+        }
     }
 }

@@ -685,11 +685,11 @@ fn run_child_in(command: &[String], dir: Option<&Path>) -> Result<(String, u32),
     if let Some(d) = dir {
         cmd.current_dir(d);
     }
-    // SAFETY: the hook only calls signal(), which is async-signal-safe.
+    // SAFETY: the hook only calls signal() and pthread_sigmask(), which are async-signal-safe.
     unsafe {
         cmd.pre_exec(|| {
             libc::signal(libc::SIGINT, libc::SIG_DFL);
-            Ok(())
+            super::signals::unblock_in_child()
         });
     }
     // SAFETY: plain signal disposition changes.

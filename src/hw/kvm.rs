@@ -181,6 +181,7 @@ impl Machine {
                     exit_latency_ns: 1_000,
                     target_residency_ns: 1_000,
                     wake,
+                    timer_wake: None,
                     disabled: hlt.disabled,
                 };
             }

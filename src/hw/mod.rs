@@ -107,8 +107,27 @@ pub struct IdleStateDesc {
     /// Measured hardware time from the wake signal to executing code (what the model
     /// charges).
     pub wake: LatencyNs,
+    /// The wake when the signal is the CPU's own local timer, if it differs from `wake`: a
+    /// KVM guest's halted vCPU has no armed hardware timer of its own; the host moves the
+    /// guest's TSC deadline to a host hrtimer while the vCPU blocks
+    /// (`kvm_lapic_switch_to_sw_timer()`, arch/x86/kvm/lapic.c @ v6.10) and wakes the vCPU
+    /// thread from that hrtimer's expiry (`apic_timer_fn()` -> `kvm_vcpu_kick()`), a longer
+    /// path than an IPI's. `None`: a timer wakes the state as any interrupt does.
+    pub timer_wake: Option<LatencyNs>,
     /// Disabled through sysfs `disable` (the governor never picks it).
     pub disabled: bool,
+}
+
+impl IdleStateDesc {
+    /// The wake latency when an interrupt reaches a CPU in this state: `timer_wake` for the
+    /// CPU's own local timer where the file has one, `wake` otherwise.
+    #[inline]
+    pub fn wake_by(&self, local_timer: bool) -> LatencyNs {
+        match self.timer_wake {
+            Some(t) if local_timer => t,
+            _ => self.wake,
+        }
+    }
 }
 
 /// Hardware costs the model charges.
@@ -415,6 +434,8 @@ struct RawIdleState {
     target_residency_ns: Spanned<u64>,
     wake_ns: Spanned<Pair>,
     #[serde(default)]
+    timer_wake_ns: Option<Spanned<Pair>>,
+    #[serde(default)]
     disabled: bool,
 }
 
@@ -622,6 +643,10 @@ pub fn machine_from_toml(text: &str, origin: &str) -> Result<Machine, String> {
             exit_latency_ns: *s.exit_latency_ns.get_ref(),
             target_residency_ns: *s.target_residency_ns.get_ref(),
             wake: range(&s.wake_ns, &format!("idle_state[{index}].wake_ns"))?,
+            timer_wake: match &s.timer_wake_ns {
+                Some(t) => Some(range(t, &format!("idle_state[{index}].timer_wake_ns"))?),
+                None => None,
+            },
             disabled: s.disabled,
         });
     }
@@ -803,6 +828,42 @@ mod tests {
         let line = line_number_of(&text, "kind = \"mwiat\"");
         assert!(err.starts_with(&format!("m.toml:{line}: ")), "{err}");
         assert!(err.contains("mwiat"), "{err}");
+    }
+
+    /// smp-4 with `line` added after its second idle state's `wake_ns`.
+    fn with_c1_line(line: &str) -> String {
+        let mut seen = 0;
+        let mut out = Vec::new();
+        for l in smp4_text().lines() {
+            out.push(l.to_string());
+            if l.starts_with("wake_ns") {
+                seen += 1;
+                if seen == 2 {
+                    out.push(line.to_string());
+                }
+            }
+        }
+        assert_eq!(seen, 3, "smp-4 has three idle states");
+        out.join("\n")
+    }
+
+    #[test]
+    fn a_timer_wake_is_read_where_given_and_the_wake_stands_in_elsewhere() {
+        let m = preset("smp-4").unwrap();
+        assert!(m.idle_states.iter().all(|s| s.timer_wake.is_none()));
+        assert_eq!(m.idle_states[1].wake_by(true), m.idle_states[1].wake);
+
+        let m = machine_from_toml(&with_c1_line("timer_wake_ns = [30000, 40000]"), "m.toml").unwrap();
+        let c1 = &m.idle_states[1];
+        assert_eq!(c1.timer_wake, Some(LatencyNs::new(30_000, 40_000)));
+        assert_eq!(c1.wake_by(true), LatencyNs::new(30_000, 40_000));
+        assert_eq!(c1.wake_by(false), c1.wake);
+        assert!(m.idle_states[2].timer_wake.is_none());
+
+        let text = with_c1_line("timer_wake_ns = [4, 3]");
+        let err = machine_from_toml(&text, "m.toml").unwrap_err();
+        let line = line_number_of(&text, "timer_wake_ns");
+        assert!(err.starts_with(&format!("m.toml:{line}: idle_state[1].timer_wake_ns")), "{err}");
     }
 
     #[test]

@@ -531,7 +531,7 @@ fn irq_arrive(k: &mut Kernel, cpu: CpuId, vector: Vector) -> bool {
             // kvm_vcpu_halt() was doing when the interrupt came (see `hw::kvm`). A second
             // interrupt while the vCPU is already being woken changes nothing.
             if !c.x.busy {
-                let t = kvm_hlt_wake(k, cpu, idx);
+                let t = kvm_hlt_wake(k, cpu, idx, vector == Vector::LocalTimer);
                 wake_at(k, cpu, t);
             }
             false
@@ -539,7 +539,7 @@ fn irq_arrive(k: &mut Kernel, cpu: CpuId, vector: Vector) -> bool {
         Some(WaitOn::Mwait { idx }) | Some(WaitOn::Hlt { idx }) | Some(WaitOn::IoPort { idx }) => {
             // Leave the idle state: the hardware exit latency, then the CPU resumes the idle
             // routine (and takes the interrupt once IRQs are on).
-            let w = k.m.idle_states[idx as usize].wake;
+            let w = k.m.idle_states[idx as usize].wake_by(vector == Vector::LocalTimer);
             let t = c.rng.range(w.lo_ns, w.hi_ns);
             wake_at(k, cpu, t);
             false
@@ -551,14 +551,19 @@ fn irq_arrive(k: &mut Kernel, cpu: CpuId, vector: Vector) -> bool {
 /// The wake latency of `cpu`, a KVM guest's vCPU halted in HLT in idle state `idx`, reached by
 /// an interrupt now, with the host halt-polling (`hw::kvm::HostHaltPoll`): the polled wake if
 /// the host's poll window still covers the time since the HLT, else the state's own (blocked)
-/// wake; then the end of `kvm_vcpu_halt()` adjusts the vCPU's window by the whole halt.
+/// wake (its timer wake for the local timer); then the end of `kvm_vcpu_halt()` adjusts the
+/// vCPU's window by the whole halt.
 #[cold]
-fn kvm_hlt_wake(k: &mut Kernel, cpu: CpuId, idx: u8) -> Time {
+fn kvm_hlt_wake(k: &mut Kernel, cpu: CpuId, idx: u8, local_timer: bool) -> Time {
     let Kernel { cpus, m, now, .. } = k;
     let p = m.host_halt_poll.expect("host halt-polling is on");
     let c = &mut cpus[cpu as usize];
     let halted = *now - c.x.halted_since;
-    let w = if c.vcpu_halt_poll.polled(&p, halted) { p.polled_wake } else { m.idle_states[idx as usize].wake };
+    let w = if c.vcpu_halt_poll.polled(&p, halted) {
+        p.polled_wake
+    } else {
+        m.idle_states[idx as usize].wake_by(local_timer)
+    };
     let t = c.rng.range(w.lo_ns, w.hi_ns);
     c.vcpu_halt_poll.kvm_vcpu_halt_end(&p, halted + t);
     t
