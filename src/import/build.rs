@@ -98,8 +98,8 @@ enum St {
 pub enum Start {
     /// At the start, or this many ns later (`delay`).
     Delay(u64),
-    /// Created by a `fork` of the task at this index.
-    Forked(usize),
+    /// Created by a `fork` of the task at this index, this many ns after the start.
+    Forked(usize, u64),
 }
 
 /// Why a wakeup became a `sleep` rather than a barrier.
@@ -500,7 +500,8 @@ impl Builder {
                     if let Some(p) = parent {
                         self.flush_run(p, ts, 0);
                         self.push_step(p, Step::Fork(c));
-                        self.tasks[c].start = Start::Forked(p);
+                        let at = ts.saturating_sub(self.t0.unwrap_or(ts));
+                        self.tasks[c].start = Start::Forked(p, at);
                         // The child inherits the policy (no SCHED_RESET_ON_FORK in the trace).
                         self.tasks[c].policy = self.tasks[p].policy;
                         self.tasks[c].prio = self.tasks[p].prio;

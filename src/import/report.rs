@@ -1,6 +1,6 @@
 //! The import's two outputs: the rt-app JSON workload and the report of what it assumed.
 
-use super::build::{Builder, Start, Step, DEFAULT_RT_POLICY};
+use super::build::{Builder, Start, Step, Task, DEFAULT_RT_POLICY};
 use std::fmt::Write;
 
 /// The policy and priority of an rt-app thread from the task's last `sched_switch` prio and
@@ -28,6 +28,13 @@ pub fn policy(prio: u32, recorded: Option<u32>) -> (&'static str, i64, Option<St
     }
 }
 
+/// Whether a forked task is created by its parent's `fork`: only if it takes part in no
+/// barrier, since rt-app counts a barrier's threads among those present from the start
+/// (`instance` 0 threads count for none); the others start at their fork's time (`delay`).
+pub fn by_fork(t: &Task) -> bool {
+    matches!(t.start, Start::Forked(..)) && !t.steps.iter().any(|s| matches!(s, Step::Barrier(_)))
+}
+
 fn json_str(s: &str) -> String {
     serde_json::to_string(s).expect("a string serializes")
 }
@@ -41,12 +48,14 @@ pub fn workload_json(b: &Builder) -> String {
     let n = b.tasks.len();
     for (ti, t) in b.tasks.iter().enumerate() {
         let (pol, prio, _) = policy(t.prio, t.policy);
-        let _ = write!(o, "    {}: {{ \"instance\": {}, \"loop\": 1", json_str(&t.name), u8::from(!matches!(t.start, Start::Forked(_))));
+        let delay = match t.start {
+            Start::Forked(..) if by_fork(t) => None,
+            Start::Forked(_, ns) | Start::Delay(ns) => Some(ns),
+        };
+        let _ = write!(o, "    {}: {{ \"instance\": {}, \"loop\": 1", json_str(&t.name), u8::from(delay.is_some()));
         let _ = write!(o, ", \"policy\": \"{pol}\", \"priority\": {prio}");
-        if let Start::Delay(ns) = t.start {
-            if ns >= 1000 {
-                let _ = write!(o, ", \"delay\": {}", ns / 1000);
-            }
+        if let Some(ns) = delay.filter(|&ns| ns >= 1000) {
+            let _ = write!(o, ", \"delay\": {}", ns / 1000);
         }
         if b.opts.affinity_observed && !t.cpus.is_empty() {
             let cpus: Vec<String> = t.cpus.iter().map(|c| c.to_string()).collect();
@@ -57,7 +66,10 @@ pub fn workload_json(b: &Builder) -> String {
                 Step::RunUs(us) => write!(o, ",\n      \"run{k}\": {us}"),
                 Step::SleepUs(us) => write!(o, ",\n      \"sleep{k}\": {us}"),
                 Step::Barrier(id) => write!(o, ",\n      \"barrier{k}\": \"w{id}\""),
-                Step::Fork(c) => write!(o, ",\n      \"fork{k}\": {}", json_str(&b.tasks[*c].name)),
+                Step::Fork(c) if by_fork(&b.tasks[*c]) => {
+                    write!(o, ",\n      \"fork{k}\": {}", json_str(&b.tasks[*c].name))
+                }
+                Step::Fork(_) => Ok(()),
             };
         }
         if t.steps.is_empty() {
@@ -144,6 +156,13 @@ pub fn report_text(b: &Builder, origin: &str) -> String {
             notes.push(format!(
                 "{}: called sched_setaffinity (the mask is not in the trace): --affinity observed pins it to the CPUs \
                  it ran on",
+                t.name
+            ));
+        }
+        if matches!(t.start, Start::Forked(..)) && !by_fork(t) {
+            notes.push(format!(
+                "{}: forked, but starts by `delay` at the fork's time, not by `fork` (it takes part in barriers, and \
+                 rt-app counts a barrier's threads among those present from the start)",
                 t.name
             ));
         }
