@@ -130,9 +130,11 @@ fn reversed_pair_keeps_the_wakeup() {
     let r = run_json("reversed", &reversed, 100);
     assert!(r.finished, "the barrier keeps the wakeup:\n{reversed}");
     // The same pair with rt-app's condition variable: the early resume finds no waiter.
-    let lost = reversed
-        .replacen("\"barrier1\": \"w0\"", "\"suspend1\": \"\"", 1)
-        .replacen("\"barrier1\": \"w0\"", "\"resume1\": \"a-10\"", 1);
+    let lost = reversed.replacen("\"barrier1\": \"w0\"", "\"suspend1\": \"\"", 1).replacen(
+        "\"barrier1\": \"w0\"",
+        "\"resume1\": \"a-10\"",
+        1,
+    );
     assert!(lost.contains("suspend1") && lost.contains("resume1"), "{lost}");
     assert!(!run_json("lost", &lost, 100).finished, "a condition variable loses the early wakeup:\n{lost}");
 }

@@ -125,7 +125,8 @@ pub fn cmd_import(a: ImportArgs) -> Result<(), String> {
     let text = report::report_text(&b, &origin);
     match &a.output {
         Some(p) => {
-            let mut out = crate::trace::sink::Output::create(p).map_err(|e| format!("cannot write {}: {e}", p.display()))?;
+            let mut out =
+                crate::trace::sink::Output::create(p).map_err(|e| format!("cannot write {}: {e}", p.display()))?;
             out.w().write_all(json.as_bytes()).map_err(|e| format!("cannot write {}: {e}", p.display()))?;
             out.commit().map_err(|e| format!("cannot write {}: {e}", p.display()))?;
             super::emit(&text);

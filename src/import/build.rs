@@ -204,9 +204,33 @@ pub struct Builder {
 /// Names of kernel threads (never forked by a user task in the trace).
 fn is_kthread(comm: &str) -> bool {
     const P: &[&str] = &[
-        "kworker/", "ksoftirqd/", "migration/", "rcu_", "rcuog/", "rcuop/", "kthreadd", "cpuhp/", "idle_inject/",
-        "watchdog", "irq/", "khugepaged", "kcompactd", "kswapd", "jbd2/", "kauditd", "oom_reaper", "kblockd",
-        "writeback", "kdevtmpfs", "khungtaskd", "kintegrityd", "ksmd", "scsi_", "ext4-", "xfs", "swapper",
+        "kworker/",
+        "ksoftirqd/",
+        "migration/",
+        "rcu_",
+        "rcuog/",
+        "rcuop/",
+        "kthreadd",
+        "cpuhp/",
+        "idle_inject/",
+        "watchdog",
+        "irq/",
+        "khugepaged",
+        "kcompactd",
+        "kswapd",
+        "jbd2/",
+        "kauditd",
+        "oom_reaper",
+        "kblockd",
+        "writeback",
+        "kdevtmpfs",
+        "khungtaskd",
+        "kintegrityd",
+        "ksmd",
+        "scsi_",
+        "ext4-",
+        "xfs",
+        "swapper",
     ];
     P.iter().any(|p| comm.starts_with(p))
 }
@@ -574,7 +598,8 @@ impl Builder {
         let ctx = self.wake_ctx(rec);
         self.tasks[w].st = St::Runnable;
         self.tasks[w].woken_at = ts;
-        let waker = if ctx == Ctx::Task && rec.pid != 0 && rec.pid != super::UNKNOWN_PID { self.current(rec) } else { None };
+        let waker =
+            if ctx == Ctx::Task && rec.pid != 0 && rec.pid != super::UNKNOWN_PID { self.current(rec) } else { None };
         match waker {
             Some(a) if a != w => {
                 let id = self.seen.edges;
@@ -733,7 +758,8 @@ pub(crate) mod tests {
 
     #[test]
     fn subtraction_takes_model_costs_off_the_runs() {
-        let opts = Options { subtract: Subtract { block_ns: 3_000, wake_ns: 5_000, wakein_ns: 1_000 }, ..Default::default() };
+        let opts =
+            Options { subtract: Subtract { block_ns: 3_000, wake_ns: 5_000, wakein_ns: 1_000 }, ..Default::default() };
         let b = build(PAIR, opts);
         // a: 50 - 3 (block); after the wake: 400 - 1 (switch-in).
         assert_eq!(b.tasks[0].steps, vec![Step::RunUs(47), Step::Barrier(0), Step::RunUs(399)]);

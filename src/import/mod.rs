@@ -48,28 +48,63 @@ pub enum PrevState {
 /// What a record says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind<'a> {
-    Switch { prev_pid: u32, prev_prio: u32, prev_state: PrevState, next_pid: u32, next_prio: u32, next_comm: &'a str },
+    Switch {
+        prev_pid: u32,
+        prev_prio: u32,
+        prev_state: PrevState,
+        next_pid: u32,
+        next_prio: u32,
+        next_comm: &'a str,
+    },
     /// `sched_waking` (the waker's side of `try_to_wake_up()`).
-    Waking { pid: u32, prio: u32, comm: &'a str },
+    Waking {
+        pid: u32,
+        prio: u32,
+        comm: &'a str,
+    },
     /// `sched_wakeup` (logged where the wakee is activated, maybe from an IPI).
-    Wakeup { pid: u32, prio: u32, comm: &'a str },
-    WakeupNew { pid: u32, prio: u32 },
-    Fork { child_pid: u32, child_comm: &'a str },
-    Exit { pid: u32 },
-    Migrate { pid: u32, dest_cpu: u32 },
+    Wakeup {
+        pid: u32,
+        prio: u32,
+        comm: &'a str,
+    },
+    WakeupNew {
+        pid: u32,
+        prio: u32,
+    },
+    Fork {
+        child_pid: u32,
+        child_comm: &'a str,
+    },
+    Exit {
+        pid: u32,
+    },
+    Migrate {
+        pid: u32,
+        dest_cpu: u32,
+    },
     IrqEntry,
     IrqExit,
     SoftirqEntry,
     SoftirqExit,
     /// A timer callback starts; `wakeup`: `hrtimer_wakeup` (a task's sleep timer).
-    TimerEntry { wakeup: bool },
+    TimerEntry {
+        wakeup: bool,
+    },
     TimerExit,
     /// `sys_enter_sched_setscheduler`: the target pid (0: the caller) and policy.
-    SetScheduler { pid: u32, policy: u32 },
+    SetScheduler {
+        pid: u32,
+        policy: u32,
+    },
     /// `sys_enter_sched_setaffinity` (the mask is a user pointer: not in the trace).
-    SetAffinity { pid: u32 },
+    SetAffinity {
+        pid: u32,
+    },
     /// `[LOST n EVENTS]`: the ring buffer overran on this CPU.
-    Lost { count: u64 },
+    Lost {
+        count: u64,
+    },
     /// An event the builder does not use (counted by name for the report).
     Other,
 }
@@ -131,8 +166,11 @@ pub fn read_text(
     let mut last_line = 0u64;
     loop {
         buf.clear();
-        let n = read_line_bounded(input, &mut buf)
-            .map_err(|e| ImportError { origin: origin.into(), line: line_no + 1, msg: e })?;
+        let n = read_line_bounded(input, &mut buf).map_err(|e| ImportError {
+            origin: origin.into(),
+            line: line_no + 1,
+            msg: e,
+        })?;
         if n == 0 {
             break;
         }

@@ -13,7 +13,9 @@ pub fn policy(prio: u32, recorded: Option<u32>) -> (&'static str, i64, Option<St
             Some(1) => ("SCHED_FIFO", rt, None),
             Some(2) => ("SCHED_RR", rt, None),
             Some(p) => (DEFAULT_RT_POLICY, rt, Some(format!("RT prio with recorded policy {p}: {DEFAULT_RT_POLICY}"))),
-            None => (DEFAULT_RT_POLICY, rt, Some(format!("RT prio, no sched_setscheduler: {DEFAULT_RT_POLICY} assumed"))),
+            None => {
+                (DEFAULT_RT_POLICY, rt, Some(format!("RT prio, no sched_setscheduler: {DEFAULT_RT_POLICY} assumed")))
+            }
         }
     } else {
         let nice = (i64::from(prio) - 120).clamp(-20, 19);
@@ -43,7 +45,10 @@ fn json_str(s: &str) -> String {
 pub fn workload_json(b: &Builder) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "{{");
-    let _ = writeln!(o, "  \"global\": {{ \"duration\": -1, \"default_policy\": \"SCHED_OTHER\", \"log_size\": \"disable\" }},");
+    let _ = writeln!(
+        o,
+        "  \"global\": {{ \"duration\": -1, \"default_policy\": \"SCHED_OTHER\", \"log_size\": \"disable\" }},"
+    );
     let _ = writeln!(o, "  \"tasks\": {{");
     let n = b.tasks.len();
     for (ti, t) in b.tasks.iter().enumerate() {
@@ -150,7 +155,11 @@ pub fn report_text(b: &Builder, origin: &str) -> String {
         }
         if !t.other_wakers.is_empty() {
             let who: Vec<String> = t.other_wakers.iter().map(|(c, n)| format!("{c} x{n}")).collect();
-            notes.push(format!("{}: woken by tasks left out (sleeps of the traced length): {}", t.name, who.join(", ")));
+            notes.push(format!(
+                "{}: woken by tasks left out (sleeps of the traced length): {}",
+                t.name,
+                who.join(", ")
+            ));
         }
         if t.set_affinity && !b.opts.affinity_observed {
             notes.push(format!(
@@ -238,7 +247,8 @@ mod tests {
         ];
         let b = crate::import::build::tests::build(&lines, Options::default());
         let j = workload_json(&b);
-        let cfg = parse_rtapp(&j, "out.json", Limits { nr_cpus: 2, nr_nodes: 1 }).unwrap_or_else(|e| panic!("{e}\n{j}"));
+        let cfg =
+            parse_rtapp(&j, "out.json", Limits { nr_cpus: 2, nr_nodes: 1 }).unwrap_or_else(|e| panic!("{e}\n{j}"));
         let names: Vec<&str> = cfg.tasks.iter().map(|t| t.name.as_str()).collect();
         assert_eq!(names, ["a-10", "a-12", "b_1-11"]);
         assert_eq!((cfg.tasks[1].instance, cfg.tasks[0].priority), (0, 10));

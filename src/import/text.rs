@@ -288,7 +288,9 @@ mod tests {
         let e = parse_line("  a-1 [000] d..2. 1.5: sched_waking: comm=a pid=x prio=1").unwrap_err();
         assert!(e.contains("`pid=x` is not a number"), "{e}");
         assert!(parse_line("  a-1 [99999] d..2. 1.5: x: y").unwrap_err().contains("beyond"));
-        let r = parse_line("  :-1    -1 [000] 1.5: sched:sched_stat_runtime: comm=x pid=7 runtime=1 [ns]").unwrap().unwrap();
+        let r = parse_line("  :-1    -1 [000] 1.5: sched:sched_stat_runtime: comm=x pid=7 runtime=1 [ns]")
+            .unwrap()
+            .unwrap();
         assert_eq!(r.pid, crate::import::UNKNOWN_PID);
     }
 }
