@@ -46,7 +46,7 @@ pub struct ImportArgs {
 
 fn seconds_ns(s: &str, what: &str) -> Result<u64, String> {
     let v: f64 = s.trim().parse().map_err(|_| format!("{what}: `{s}` is not a number of seconds"))?;
-    if !v.is_finite() || v < 0.0 || v > 1e9 {
+    if !v.is_finite() || !(0.0..=1e9).contains(&v) {
         return Err(format!("{what}: `{s}` is out of range (expected seconds, 0 to 1e9)"));
     }
     Ok((v * 1e9).round() as u64)

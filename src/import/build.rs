@@ -503,11 +503,7 @@ impl Builder {
                 self.waking.insert(pid);
                 self.wake(rec, pid, comm);
             }
-            Kind::Wakeup { pid, comm, .. } => {
-                if !self.waking.remove(&pid) {
-                    self.wake(rec, pid, comm);
-                }
-            }
+            Kind::Wakeup { pid, comm, .. } if !self.waking.remove(&pid) => self.wake(rec, pid, comm),
             Kind::WakeupNew { pid, prio } => {
                 if let Some(&i) = self.by_pid.get(&pid) {
                     self.tasks[i].prio = prio;
