@@ -156,6 +156,12 @@ fn bad_traces_are_clear_errors() {
         let e = read_text(&mut text.as_bytes(), "x", &mut b).unwrap_err().to_string();
         assert!(e.starts_with(want), "{e:?} does not start with {want:?}");
     }
+    // A file cut inside a line: read, and said.
+    let mut b = Builder::new(Options::default());
+    let cut = " a-1 [000] d..2. 1.000000: sched_switch: prev_comm=a prev_pid=1 prev_prio=120 prev_state=S ==> next_comm=b next_pid=2 next_prio=120\n b-2 [000] d..3. 1.000001: irq_handler_en";
+    read_text(&mut cut.as_bytes(), "x", &mut b).unwrap();
+    b.finish();
+    assert!(report::report_text(&b, "x").contains("ends inside a line"));
     // Not text at all.
     let mut b = Builder::new(Options::default());
     let e = read_text(&mut &[0xffu8, 0xfe, b'\n'][..], "x", &mut b).unwrap_err().to_string();

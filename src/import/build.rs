@@ -182,6 +182,8 @@ pub struct Seen {
     /// Imported tasks found running without a `sched_switch` to them (a CPU whose idle task
     /// logs nothing, as on this project's guest; or a lost record).
     pub silent_switch_ins: u64,
+    /// The file's last line has no newline (a truncated file?).
+    pub unterminated: bool,
 }
 
 pub struct Builder {

@@ -175,6 +175,7 @@ pub fn read_text(
             break;
         }
         line_no += 1;
+        builder.seen.unterminated = buf.last() != Some(&b'\n');
         let line = std::str::from_utf8(&buf).map_err(|_| ImportError {
             origin: origin.into(),
             line: line_no,

@@ -107,6 +107,9 @@ pub fn report_text(b: &Builder, origin: &str) -> String {
         b.tasks.len(),
         s.edges
     );
+    if s.unterminated {
+        let _ = writeln!(o, "# the file ends inside a line (truncated?): its last line was read as it is");
+    }
     if s.silent_switch_ins > 0 {
         let _ = writeln!(
             o,
