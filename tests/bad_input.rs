@@ -415,7 +415,7 @@ fn bad_unknowns_and_bands_are_clean_errors() {
     rejected(&["reproduce", "rt-push", "--band"], &["experiment 'rt-push' names no unknowns"]);
     rejected(&["run", "ipistorm", "--schedstat", "999"], &["--schedstat: cpulist `999`", "out of range"]);
     rejected(&["run", "ipistorm", "--schedstat", ""], &["--schedstat: expected at least one CPU"]);
-    rejected(&["reproduce", "ipistorm", "--band", "--band-design", "lhs:0"], &["expected grid or lhs:N"]);
+    rejected(&["reproduce", "ipistorm", "--band", "--band-design", "lhs:0"], &["expected auto, grid or lhs:N"]);
     rejected(&["reproduce", "ipistorm", "--band", "--band-runs", "0"], &["--band-runs 0 is out of range"]);
     let grid = tmp("band-grid.toml", "[[run]]\nworkload = \"ipistorm\"\nband = true\n");
     rejected(&["sweep", grid.to_str().unwrap(), "--dry-run"], &["band = true is for experiment = NAME"]);

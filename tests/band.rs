@@ -78,7 +78,7 @@ fn the_grid_has_the_default_each_unknown_alone_and_every_combination() {
     assert_eq!(seen.len(), states.len());
     assert_eq!(states.len(), 1 + (16 - 2) + 270);
     // Each state's spec carries its unknowns on its command line.
-    let runs = band::runs(&p, &BandOpts::default(), 0).unwrap();
+    let runs = band::runs(&p, &BandOpts { design: Design::Grid, ..BandOpts::default() }, 0).unwrap();
     assert_eq!(runs.len(), 6 * 5 + (states.len() - 1) * 6 * 2);
     let r = runs.iter().find(|r| r.band.as_ref().unwrap().state == 1).unwrap();
     assert!(r.spec.command_line().contains("--unknown overload-holder=same-core@16"), "{}", r.spec.command_line());
@@ -138,9 +138,19 @@ fn band_time(ns: u64) -> String {
 #[test]
 fn design_and_experiment_errors_are_clear() {
     for bad in ["lhs", "lhs:0", "lhs:x", "grid:2", "lhs:10001"] {
-        assert!(Design::parse(bad).unwrap_err().contains("expected grid or lhs:N"), "{bad}");
+        assert!(Design::parse(bad).unwrap_err().contains("expected auto, grid or lhs:N"), "{bad}");
     }
     assert_eq!(Design::parse("lhs:12").unwrap(), Design::Lhs(12));
+    // auto: ipistorm's five unknowns make a grid of 270 points, more than auto runs whole, so
+    // auto takes the Latin hypercube of 24 (besides the default and the 16 one-at-a-time
+    // points); with one unknown fixed the grid has 54 points and auto runs it whole.
+    assert_eq!(Design::parse("auto").unwrap(), Design::Auto);
+    let kinds = |l: &band::Layout, k: &str| l.states.iter().flat_map(|s| &s.points).filter(|p| p.kind == k).count();
+    let auto = band::states(&plan("ipistorm", &ExpOpts::default()), Design::Auto).unwrap();
+    assert_eq!((kinds(&auto, "grid"), kinds(&auto, "lhs"), kinds(&auto, "one-at-a-time")), (0, 24, 16));
+    let o = ExpOpts { overrides: vec![("unknown".into(), "overload-holder=same-llc@16".into())], ..ExpOpts::default() };
+    let auto = band::states(&plan("ipistorm", &o), Design::Auto).unwrap();
+    assert_eq!((kinds(&auto, "grid"), kinds(&auto, "lhs")), (54, 0));
     let e = band::states(&plan("rt-push", &ExpOpts::default()), Design::Grid).unwrap_err();
     assert!(e.contains("experiment 'rt-push' names no unknowns"), "{e}");
     // An unknown fixed on the command line is not a dimension of the band.

@@ -314,9 +314,9 @@ struct ReproduceArgs {
     #[arg(long)]
     band: bool,
     /// The band's design: grid (every combination of each unknown's sourced ends and
-    /// midpoint, or every value of an enumeration) or lhs:N (a Latin hypercube of N points
-    /// drawn from --seed).
-    #[arg(long, value_name = "grid|lhs:N", default_value = "grid", requires = "band")]
+    /// midpoint, or every value of an enumeration), lhs:N (a Latin hypercube of N points
+    /// drawn from --seed), or auto (the grid when it has at most 64 points, else lhs:24).
+    #[arg(long, value_name = "auto|grid|lhs:N", default_value = "auto", requires = "band")]
     band_design: String,
     /// Seeds per state of the band besides the default state (1..=--runs).
     #[arg(long, value_name = "N", default_value_t = crate::sweep::band::DEFAULT_BAND_RUNS, requires = "band")]

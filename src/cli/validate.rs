@@ -404,16 +404,22 @@ fn run_rtapp(command: &[String], dir: &Path) -> Result<(String, u32), String> {
     Ok((format!("{out}{}", rtapp_summary(logs.iter())), pid))
 }
 
-/// tracefs settings saved before a capture and put back by `Drop`.
-/// A flip applied to this host's sysfs; dropping it writes back every value it changed.
+/// A flip applied to this host's sysfs; dropping it writes back every value it changed, and so
+/// does a signal that ends the run meanwhile (`cli::signals`), so a killed `validate --flip`
+/// does not leave the host flipped.
 struct HostFlip {
-    saved: Vec<(PathBuf, String)>,
+    /// (file, value before) of each write, oldest first; shared with the signal's undo.
+    saved: std::sync::Arc<std::sync::Mutex<Vec<(PathBuf, String)>>>,
+    undo: u64,
 }
 
 impl HostFlip {
     fn apply(f: &validate::flip::Flip) -> Result<HostFlip, String> {
         use validate::flip::Flip;
-        let mut g = HostFlip { saved: Vec::new() };
+        let saved = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let copy = saved.clone();
+        let undo = partials::on_signal(move || HostFlip::put_back(&copy));
+        let mut g = HostFlip { saved, undo };
         match f {
             Flip::Governor(v) => g.set(Path::new("/sys/devices/system/cpu/cpuidle/current_governor"), v)?,
             Flip::Haltpoll { name, value } => {
@@ -448,20 +454,31 @@ impl HostFlip {
         Ok(g)
     }
 
+    /// Write `value` to `path`, remembering the old value; the write and the note of it are one
+    /// step a signal cannot split.
     fn set(&mut self, path: &Path, value: &str) -> Result<(), String> {
         let old = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         let old = bracketed(old.trim()).unwrap_or_else(|| old.trim().to_string());
-        std::fs::write(path, value).map_err(|e| format!("cannot write '{value}' to {}: {e}", path.display()))?;
-        self.saved.push((path.to_path_buf(), old));
-        Ok(())
+        partials::whole(|| {
+            std::fs::write(path, value).map_err(|e| format!("cannot write '{value}' to {}: {e}", path.display()))?;
+            self.saved.lock().unwrap_or_else(|e| e.into_inner()).push((path.to_path_buf(), old));
+            Ok(())
+        })
+    }
+
+    /// Write back every saved value, newest first, and forget them.
+    fn put_back(saved: &std::sync::Mutex<Vec<(PathBuf, String)>>) {
+        let mut saved = saved.lock().unwrap_or_else(|e| e.into_inner());
+        while let Some((p, v)) = saved.pop() {
+            let _ = std::fs::write(p, v);
+        }
     }
 }
 
 impl Drop for HostFlip {
     fn drop(&mut self) {
-        for (p, v) in self.saved.iter().rev() {
-            let _ = std::fs::write(p, v);
-        }
+        partials::whole(|| HostFlip::put_back(&self.saved));
+        partials::forget_undo(self.undo);
     }
 }
 
@@ -1107,5 +1124,37 @@ mod tests {
         let logs = ["# Policy : SCHED_OTHER priority : 0\n#idx perf run period start end rel_st slack c_duration c_period wu_lat\n0 1 2 3 4 5 6 7 8 9 30\n0 1 2 3 4 5 6 7 8 9 50\n".to_string()];
         assert_eq!(p.own_figure(&rtapp_summary(logs.iter())), Some(40.0));
         assert!(Program::resolve("rtapp", &[], true, "s").unwrap_err().contains("file=PATH.json"));
+    }
+
+    #[test]
+    fn a_host_flip_is_put_back_by_drop_and_by_the_signal_undo() {
+        let d = std::env::temp_dir().join(format!("schedsim-hostflip-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let (a, b) = (d.join("current_governor"), d.join("disable"));
+        std::fs::write(&a, "haltpoll\n").unwrap();
+        std::fs::write(&b, "0\n").unwrap();
+        // Drop writes back every value, newest first.
+        {
+            let saved = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+            let mut g = HostFlip { saved, undo: partials::on_signal(|| {}) };
+            g.set(&a, "menu").unwrap();
+            g.set(&b, "1").unwrap();
+            assert_eq!(std::fs::read_to_string(&a).unwrap(), "menu");
+        }
+        assert_eq!(
+            (std::fs::read_to_string(&a).unwrap(), std::fs::read_to_string(&b).unwrap()),
+            ("haltpoll".into(), "0".into())
+        );
+        // What the signal's undo runs: the shared list, put back once (a later Drop finds it empty).
+        let saved = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let copy = saved.clone();
+        let mut g = HostFlip { saved, undo: partials::on_signal(|| {}) };
+        g.set(&a, "menu").unwrap();
+        HostFlip::put_back(&copy);
+        assert_eq!(std::fs::read_to_string(&a).unwrap(), "haltpoll");
+        std::fs::write(&a, "ladder").unwrap();
+        drop(g);
+        assert_eq!(std::fs::read_to_string(&a).unwrap(), "ladder");
+        let _ = std::fs::remove_dir_all(&d);
     }
 }

@@ -22,7 +22,7 @@
 //! [[run]]
 //! experiment = "ipistorm"                     # its variants over its named unknowns
 //! band = true                                 # (`reproduce ipistorm --band`)
-//! band_design = "grid"                        # or "lhs:N"
+//! band_design = "auto"                        # or "grid", "lhs:N"
 //! band_seeds = 2                              # seeds per state besides the default
 //!
 //! [[run]]
@@ -325,7 +325,7 @@ pub fn parse_grid(text: &str, origin: &str) -> Result<Vec<GridRun>, String> {
                 None | Some(toml::Value::Boolean(false)) => None,
                 Some(toml::Value::Boolean(true)) => {
                     let design = string_at(e, "band_design", text, origin)?;
-                    let design = crate::sweep::band::Design::parse(design.as_deref().unwrap_or("grid")).map_err(&at)?;
+                    let design = crate::sweep::band::Design::parse(design.as_deref().unwrap_or("auto")).map_err(&at)?;
                     let runs =
                         uint_at(e, "band_seeds", text, origin)?.unwrap_or(crate::sweep::band::DEFAULT_BAND_RUNS as u64);
                     if runs == 0 || runs > crate::limits::MAX_RUNS as u64 {
