@@ -18,6 +18,7 @@ pub mod explore;
 pub mod focus;
 pub mod html;
 pub mod hw;
+pub mod import;
 pub mod input;
 pub mod limits;
 pub mod linux;

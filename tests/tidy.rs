@@ -183,7 +183,7 @@ const LAYERS: &[&[&str]] = &[
     &["spec", "crash"],
     &["run"],
     &["output", "explore", "focus", "validate"],
-    &["calibrate"],
+    &["calibrate", "import"],
     &["html"],
     &["experiments"],
     &["sweep"],

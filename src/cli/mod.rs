@@ -1,5 +1,5 @@
 //! The command line: `schedsim run | compare | reproduce | list | bench | machine | host-run |
-//! validate | sweep | merge`. The only module that reads the wall clock; besides it only `run`
+//! validate | import | sweep | merge`. The only module that reads the wall clock; besides it only `run`
 //! (input files), `trace::sink` (trace files) and `sweep` (grid and result files) touch files.
 
 pub mod bench;
@@ -8,6 +8,7 @@ pub mod calibrate;
 pub mod explore;
 pub mod host;
 pub mod host_run;
+pub mod import;
 mod same_file;
 pub mod signals;
 pub mod sweep;
@@ -54,6 +55,9 @@ enum Cmd {
     HostRun(host_run::HostRunArgs),
     /// Run a program for real under tracefs and in the model on this host's machine file; one table.
     Validate(validate::ValidateArgs),
+    /// Turn a recorded sched trace (tracefs text, trace-cmd report, perf script) into an rt-app
+    /// workload, with a report of what it assumed.
+    Import(import::ImportArgs),
     /// Run a grid of kernels x machines x parameters x seeds (and experiments), one JSON line
     /// per run: resumable, parallel, and `--shard I/N` for job arrays.
     Sweep(sweep::SweepArgs),
@@ -440,6 +444,7 @@ pub fn main() -> i32 {
         Cmd::Machine(a) => host::cmd_machine(a),
         Cmd::HostRun(a) => host_run::cmd_host_run(a),
         Cmd::Validate(a) => validate::cmd_validate(a),
+        Cmd::Import(a) => import::cmd_import(a),
         Cmd::Sweep(a) => sweep::cmd_sweep(a),
         Cmd::Merge(a) => sweep::cmd_merge(a),
         Cmd::Explore(a) => explore::cmd_explore(a),
