@@ -645,8 +645,10 @@ pub fn render(r: &Report) -> String {
     let mut named: Vec<usize> = Vec::new();
     let mut o = String::new();
     let count = |k: &str| r.states.iter().flat_map(|s| &s.points).filter(|p| p.kind == k).count();
+    // `auto` names what it resolved to by the points it made.
     let design = match r.design.as_str() {
         "grid" => format!("grid of {} points", count("grid")),
+        "auto" if count("lhs") == 0 => format!("grid (auto) of {} points", count("grid")),
         d => format!("Latin hypercube ({d}) of {} points", count("lhs")),
     };
     o.push_str(&format!(
