@@ -346,7 +346,8 @@ pub fn machine_text(
     let _ = writeln!(t, "# [path_costs] (end of file), the IPI send and delivery and the line transfer between the");
     let _ = writeln!(
         t,
-        "# ping-pongs' CPUs in [costs], the halted-CPU wake of the HLT idle state, and {}.",
+        "# ping-pongs' CPUs in [costs], the halted-CPU wake of the HLT idle state{}, and {}.",
+        if sol.halt_curve.is_some() || sol.refill_curve.is_some() { " (and how it grows with the halt)" } else { "" },
         match bg {
             Some((_, f)) => format!("the background profile {f}"),
             None => "not the background (no idle capture was quiet enough)".to_string(),

@@ -727,6 +727,30 @@ pub fn solve(samples: &BTreeMap<Path, Vec<Sample>>, ctx: Context) -> Solution {
 mod tests {
     use super::*;
 
+    #[test]
+    fn the_halt_curve_is_each_bands_median_over_the_short_halts() {
+        let base: Vec<[u64; 2]> = (0..30).map(|i| [40_000 + i, 19_000 + i * 10]).collect();
+        let mut long: Vec<[u64; 2]> = Vec::new();
+        long.extend((0..30).map(|i| [2_000_000 + i, 25_000 + (i % 3) * 100]));
+        long.extend((0..30).map(|i| [20_000_000 + i, 40_000]));
+        // Too few in the 1-2 ms band, and a band whose lateness is below the base's: 0.
+        long.extend((0..5).map(|i| [1_000_000 + i, 90_000]));
+        long.extend((0..20).map(|i| [600_000 + i, 10_000]));
+        let c = halt_curve(&base, &long).unwrap();
+        // The base: 30 samples, median halt 40014, median lateness 19140.
+        assert_eq!(c.base, [30, 40_014, 19_140]);
+        assert_eq!(
+            c.points,
+            vec![[40_014, 0], [600_009, 0], [2_000_014, 25_100 - 19_140], [20_000_014, 40_000 - 19_140]]
+        );
+        assert_eq!(c.bands.len(), 3);
+        assert_eq!(c.samples, 80);
+        assert_eq!(c.bands[1].late, [25_000, 25_100, 25_200]);
+        // No base, or no usable band: no curve.
+        assert!(halt_curve(&base[..10], &long).is_none());
+        assert!(halt_curve(&base, &long[60..65]).is_none());
+    }
+
     fn samples(ns: u64, records: u32, n: usize) -> Vec<Sample> {
         (0..n).map(|i| Sample { ns: ns + (i as u64 % 3) * 10 - 10, records }).collect()
     }
