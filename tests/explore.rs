@@ -172,11 +172,19 @@ fn pingpong_spec(patches: &str) -> RunSpec {
 #[test]
 fn reverted_82c65d60d644_is_found_and_v6_10_is_clean() {
     // Without 82c65d60d644 the idle task keeps TIF_POLLING_NRFLAG after leaving its loop: a waker
-    // elides the IPI to a CPU that will not look at its flags (rule ipi-elided-not-polling). The
-    // unperturbed run (seed 1) misses it; perturbed jitter draws hit it. Budget: 16 runs.
-    let buggy = pingpong_spec("-82c65d60d644");
-    let r = explore::explore(&buggy, &opts(Kind::Random, 16)).unwrap();
-    assert!(r.base_finding.is_none(), "{:?}", r.base_finding);
+    // elides the IPI to a CPU that will not look at its flags (rule ipi-elided-not-polling).
+    // Some seeds' unperturbed runs meet the race and others miss it, and which ones moves with
+    // every cost or idle-path change: take the first seed whose unperturbed run misses it, so
+    // that what is found is the exploration's (perturbed jitter draws). Budget: 16 runs.
+    let (buggy, r) = (1..=20)
+        .map(|seed| {
+            let mut s = pingpong_spec("-82c65d60d644");
+            s.seed = seed;
+            let r = explore::explore(&s, &opts(Kind::Random, 16)).unwrap();
+            (s, r)
+        })
+        .find(|(_, r)| r.base_finding.is_none())
+        .expect("a seed in 1..=20 whose unperturbed run misses the race");
     assert_eq!(r.found.first().map(|f| f.finding.rule.as_str()), Some("ipi-elided-not-polling"), "{:?}", r.found);
     assert!(r.found[0].perturbation.len() < r.found[0].original_len, "minimized");
     assert_replays(&buggy, &r);

@@ -120,6 +120,20 @@ pub struct HwSolved {
     pub method: String,
 }
 
+/// A hardware cost solved as the p25..p75 and median of the path `d` (`what`, from its start
+/// to its end) less `offset`, the part of the path that is known already (`less`: which part).
+fn quartiles_less(key: &'static str, d: &Measured, offset: u64, path: Path, what: &str, less: &str) -> HwSolved {
+    HwSolved {
+        key,
+        lo: d.q(250).saturating_sub(offset),
+        hi: d.q(750).saturating_sub(offset),
+        median: d.median().saturating_sub(offset),
+        samples: d.n(),
+        path,
+        method: format!("p25..p75 of {what} ({}..{}), minus {less}", d.q(250), d.q(750)),
+    }
+}
+
 /// One halt-length band of the long-halt captures' timer lateness.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HaltBand {
@@ -644,34 +658,24 @@ pub fn solve(samples: &BTreeMap<Path, Vec<Sample>>, ctx: Context) -> Solution {
     let (busy, idle) = (m(Path::IpiDeliverBusy), m(Path::IpiDeliverIdle));
     let e = ctx.irq_entry_ns;
     if busy.usable() {
-        sol.hw.push(HwSolved {
-            key: "ipi_delivery_ns",
-            lo: busy.q(250).saturating_sub(e),
-            hi: busy.q(750).saturating_sub(e),
-            median: busy.median().saturating_sub(e),
-            samples: busy.n(),
-            path: Path::IpiDeliverBusy,
-            method: format!(
-                "p25..p75 of the ICR write_msr -> a running target's vector entry ({}..{}), minus irq_entry_ns {e} (the kernel's entry record follows the IDT entry, the model's precedes it)",
-                busy.q(250),
-                busy.q(750)
-            ),
-        });
+        sol.hw.push(quartiles_less(
+            "ipi_delivery_ns",
+            busy,
+            e,
+            Path::IpiDeliverBusy,
+            "the ICR write_msr -> a running target's vector entry",
+            &format!("irq_entry_ns {e} (the kernel's entry record follows the IDT entry, the model's precedes it)"),
+        ));
         if idle.usable() {
             let b = busy.median();
-            sol.hw.push(HwSolved {
-                key: "wake_ns",
-                lo: idle.q(250).saturating_sub(b),
-                hi: idle.q(750).saturating_sub(b),
-                median: idle.median().saturating_sub(b),
-                samples: idle.n(),
-                path: Path::IpiDeliverIdle,
-                method: format!(
-                    "p25..p75 of the ICR write_msr -> a halted target's vector entry ({}..{}) minus the running target's median {b}: the host's wakeup of the halted vCPU",
-                    idle.q(250),
-                    idle.q(750)
-                ),
-            });
+            sol.hw.push(quartiles_less(
+                "wake_ns",
+                idle,
+                b,
+                Path::IpiDeliverIdle,
+                "the ICR write_msr -> a halted target's vector entry",
+                &format!("the running target's median {b}: the host's wakeup of the halted vCPU"),
+            ));
         } else {
             notes.push(format!(
                 "wake_ns: {} had {} samples; kept the file's guess",
@@ -688,19 +692,14 @@ pub fn solve(samples: &BTreeMap<Path, Vec<Sample>>, ctx: Context) -> Solution {
     }
     let (late_run, late_halt) = (m(Path::TimerLateRunning), m(Path::TimerLateHalted));
     if late_halt.usable() {
-        sol.hw.push(HwSolved {
-            key: "timer_wake_ns",
-            lo: late_halt.q(250).saturating_sub(e),
-            hi: late_halt.q(750).saturating_sub(e),
-            median: late_halt.median().saturating_sub(e),
-            samples: late_halt.n(),
-            path: Path::TimerLateHalted,
-            method: format!(
-                "p25..p75 of an hrtimer's programmed expiry -> the now of the interrupt that ran it first, CPU halted ({}..{}), minus irq_entry_ns {e}: the host's timer for a blocked vCPU, then its wakeup",
-                late_halt.q(250),
-                late_halt.q(750)
-            ),
-        });
+        sol.hw.push(quartiles_less(
+            "timer_wake_ns",
+            late_halt,
+            e,
+            Path::TimerLateHalted,
+            "an hrtimer's programmed expiry -> the now of the interrupt that ran it first, CPU halted",
+            &format!("irq_entry_ns {e}: the host's timer for a blocked vCPU, then its wakeup"),
+        ));
     } else {
         notes.push(format!(
             "timer_wake_ns: {} had {} samples; timer interrupts wake a halted CPU in wake_ns",
