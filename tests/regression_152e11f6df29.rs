@@ -53,8 +53,8 @@ fn delayed_sleepers_stay_queued_and_are_woken_in_place() {
     assert!(r.stats.wakeups_delayed > 5, "delayed tasks woken in place: {}", r.stats.wakeups_delayed);
     assert!(r.stats.wakeups_delayed < r.stats.delayed_dequeues, "most delayed sleepers are picked first");
 
-    // The same run without the patch: every sleep dequeues.
-    let r0 = execute(&spec("v6.18-152e11f6df29-54a58a787791")).expect("valid spec");
+    // The same run without the patch (and the fix that requires it): every sleep dequeues.
+    let r0 = execute(&spec("v6.18-152e11f6df29-54a58a787791-aa3ee4f0b754")).expect("valid spec");
     assert!(r0.finished);
     assert_eq!((r0.stats.delayed_dequeues, r0.stats.wakeups_delayed), (0, 0));
 }

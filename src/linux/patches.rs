@@ -291,6 +291,16 @@ patches! {
         conflicts: [],
         requires: [S152e11f6df29],
     }
+    /// aa3ee4f0b754 (v6.16): `wake_affine_idle()`'s sync test counts the waker's runqueue
+    /// without its delayed (DELAY_DEQUEUE) entities: a sync waker alone with sleeping but still
+    /// queued tasks pulls its wakee to its own CPU, as it did before delayed dequeue.
+    Aa3ee4f0b754 {
+        id: "aa3ee4f0b754",
+        subject: "sched/fair: Fixup wake_up_sync() vs DELAYED_DEQUEUE",
+        merged: "v6.16",
+        conflicts: [],
+        requires: [S152e11f6df29],
+    }
     /// 62470419e993 (v3.12): `wake_wide()` turns the affine wakeup off for wakers and wakees
     /// that switch partners often (`wakee_flips`).
     S62470419e993 {
@@ -454,6 +464,7 @@ pub const KERNELS: &[NamedKernel] = &[
             Patch::S147f3efaa241,
             Patch::S152e11f6df29,
             Patch::S54a58a787791,
+            Patch::Aa3ee4f0b754,
             Patch::C6e7bd7afaeb, Patch::S2ebb17717550, Patch::S38033c37faab, Patch::S9bd721c55c8a, Patch::Abfafa54db9a, Patch::S4486edd12b5a, Patch::S62470419e993, Patch::S10e2f1acd010, Patch::B92486cbf2aa, Patch::B6366f048e0c, Patch::S82c65d60d644,
         ],
         fair: FairClass::Eevdf,

@@ -968,8 +968,13 @@ fn wake_affine_idle(k: &Kernel, this_cpu: CpuId, prev_cpu: CpuId, sync: bool) ->
     if available_idle_cpu(k, this_cpu) && k.sd.cpus_share_cache(this_cpu, prev_cpu) {
         return Some(if available_idle_cpu(k, prev_cpu) { prev_cpu } else { this_cpu });
     }
-    if sync && k.cpus[this_cpu as usize].rq.nr_running == 1 {
-        return Some(this_cpu);
+    if sync {
+        let rq = &k.cpus[this_cpu as usize].rq;
+        // aa3ee4f0b754: delayed (sleeping) entities do not count as running here.
+        let delayed = if k.cfg.has(crate::linux::patches::Patch::Aa3ee4f0b754) { rq.cfs.nr_delayed } else { 0 };
+        if rq.nr_running - delayed == 1 {
+            return Some(this_cpu);
+        }
     }
     if available_idle_cpu(k, prev_cpu) {
         return Some(prev_cpu);

@@ -379,6 +379,9 @@ pub struct CfsRq {
     pub load_weight: u64,
     /// `nr_running`: curr included.
     pub nr_running: u32,
+    /// Entities on the cfs_rq that are `sched_delayed` (DELAY_DEQUEUE): `h_nr_queued -
+    /// h_nr_runnable` of v6.13+ (`cfs_h_nr_delayed()`), flat.
+    pub nr_delayed: u32,
     /// Root of the tree of queued, not-running entities (NIL: empty).
     root: u32,
     /// The leftmost queued entity (`rb_root_cached`), NIL if none.
@@ -490,6 +493,7 @@ impl CfsRq {
             avg_load: 0,
             load_weight: 0,
             nr_running: 0,
+            nr_delayed: 0,
             root: NIL,
             leftmost: NIL,
             nr_queued: 0,
@@ -1076,6 +1080,7 @@ impl CfsRq {
             // update_load_avg(cfs_rq, se, 0); set_delayed(se).
             self.update_load_avg_se(ents, id, now);
             ents[id as usize].sched_delayed = true;
+            self.nr_delayed += 1;
             return resched;
         }
         self.update_load_avg_se(ents, id, now);
@@ -1105,6 +1110,7 @@ impl CfsRq {
         self.update_min_vruntime(ents);
         if flags.delayed {
             // finish_delayed_dequeue_entity(): clear_delayed(), DELAY_ZERO.
+            self.nr_delayed -= 1;
             let se = &mut ents[id as usize];
             se.sched_delayed = false;
             if self.feat.delay_zero && se.vlag > 0 {
@@ -1138,6 +1144,7 @@ impl CfsRq {
         }
         self.update_load_avg_se(ents, id, now);
         ents[id as usize].sched_delayed = false;
+        self.nr_delayed -= 1;
     }
 
     /// Models the TASK_WAKING case of `migrate_task_rq_fair()` — kernel/sched/fair.c @ v6.10 /
