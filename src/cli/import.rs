@@ -9,8 +9,9 @@ use std::path::PathBuf;
 /// `schedsim import`.
 #[derive(clap::Args, Debug)]
 pub struct ImportArgs {
-    /// The trace: tracefs's `trace` text, `trace-cmd report` output, or `perf script` output of
-    /// `perf sched record` (`.gz` is read gunzipped).
+    /// The trace: tracefs's `trace` text, `trace-cmd report` output, `perf script` output of
+    /// `perf sched record`, or trace-cmd's `trace.dat` (versions 6 and 7, zlib or zstd
+    /// compressed); `.gz` is read gunzipped.
     pub trace: PathBuf,
     /// Where to write the rt-app JSON workload (default: standard output; the report then goes
     /// to standard error).
@@ -100,12 +101,22 @@ pub fn cmd_import(a: ImportArgs) -> Result<(), String> {
         super::same_file::check(&[("trace", &a.trace)], &[("-o", o)])?;
     }
     let origin = a.trace.display().to_string();
-    let f = std::fs::File::open(&a.trace).map_err(|e| format!("cannot read trace {origin}: {e}"))?;
-    let gz = a.trace.extension().is_some_and(|e| e == "gz");
-    let raw: Box<dyn std::io::Read> = if gz { Box::new(flate2::read::MultiGzDecoder::new(f)) } else { Box::new(f) };
-    let mut input = std::io::BufReader::with_capacity(1 << 20, raw);
+    let open = || -> Result<std::io::BufReader<Box<dyn std::io::Read>>, String> {
+        let f = std::fs::File::open(&a.trace).map_err(|e| format!("cannot read trace {origin}: {e}"))?;
+        let gz = a.trace.extension().is_some_and(|e| e == "gz");
+        let raw: Box<dyn std::io::Read> = if gz { Box::new(flate2::read::MultiGzDecoder::new(f)) } else { Box::new(f) };
+        Ok(std::io::BufReader::with_capacity(1 << 20, raw))
+    };
+    let mut input = open()?;
     let mut b = Builder::new(opts);
-    import::read_text(&mut input, &origin, &mut b).map_err(|e| e.to_string())?;
+    // A trace.dat is told by its magic; anything else is read as text.
+    let head = std::io::BufRead::fill_buf(&mut input).map_err(|e| format!("cannot read trace {origin}: {e}"))?;
+    if import::tracedat::is_tracedat(head) {
+        drop(input);
+        import::tracedat::read_tracedat(&a.trace, &origin, &mut b).map_err(|e| e.to_string())?;
+    } else {
+        import::read_text(&mut input, &origin, &mut b).map_err(|e| e.to_string())?;
+    }
     b.finish();
     let (need, _) = b.missing();
     if !need.is_empty() {
