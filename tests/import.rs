@@ -4,7 +4,7 @@
 //! panic; memory does not grow with the trace.
 
 use schedsim::import::build::{Builder, Options, Step};
-use schedsim::import::tracedat::{read_tracedat, read_tracedat_bytes};
+use schedsim::import::tracedat::read_tracedat_bytes;
 use schedsim::import::{read_text, report};
 use schedsim::run::execute;
 use schedsim::spec::RunSpec;
@@ -227,7 +227,8 @@ fn gunzip(path: &str) -> Vec<u8> {
 
 fn import_dat(path: &str, opts: Options) -> Result<Builder, String> {
     let mut b = Builder::new(opts);
-    read_tracedat(std::path::Path::new(path), path, &mut b).map_err(|e| e.to_string())?;
+    let bytes = if path.ends_with(".gz") { gunzip(path) } else { std::fs::read(path).unwrap() };
+    read_tracedat_bytes(bytes, path, &mut b).map_err(|e| e.to_string())?;
     b.finish();
     Ok(b)
 }

@@ -66,6 +66,39 @@ pub fn subtract_for(machine: &str) -> Result<Subtract, String> {
     })
 }
 
+/// A file read at offsets (`import::tracedat` reads pages where the CPUs' data are).
+struct FileAt(std::fs::File);
+
+impl import::tracedat::ReadAt for FileAt {
+    fn read_exact_at(&self, buf: &mut [u8], at: u64) -> std::io::Result<()> {
+        std::os::unix::fs::FileExt::read_exact_at(&self.0, buf, at)
+    }
+}
+
+/// Open a binary trace for reads at offsets, and its length: a `.gz` is first gunzipped to an
+/// unlinked temporary file (memory stays bounded however large the trace).
+fn open_at(path: &std::path::Path, origin: &str) -> Result<(std::fs::File, u64), String> {
+    let f = std::fs::File::open(path).map_err(|e| format!("cannot read trace {origin}: {e}"))?;
+    let f = if path.extension().is_some_and(|x| x == "gz") {
+        let tmp = std::env::temp_dir().join(format!("schedsim-import-{}.dat", std::process::id()));
+        let mut out = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&tmp)
+            .map_err(|e| format!("{origin}: cannot create a temporary file {}: {e}", tmp.display()))?;
+        let _ = std::fs::remove_file(&tmp);
+        let mut gz = flate2::read::MultiGzDecoder::new(std::io::BufReader::new(f));
+        std::io::copy(&mut gz, &mut out).map_err(|e| format!("{origin}: cannot gunzip: {e}"))?;
+        out
+    } else {
+        f
+    };
+    let len = f.metadata().map_err(|e| format!("cannot read trace {origin}: {e}"))?.len();
+    Ok((f, len))
+}
+
 pub fn cmd_import(a: ImportArgs) -> Result<(), String> {
     let window = match &a.window {
         None => None,
@@ -113,7 +146,8 @@ pub fn cmd_import(a: ImportArgs) -> Result<(), String> {
     let head = std::io::BufRead::fill_buf(&mut input).map_err(|e| format!("cannot read trace {origin}: {e}"))?;
     if import::tracedat::is_tracedat(head) {
         drop(input);
-        import::tracedat::read_tracedat(&a.trace, &origin, &mut b).map_err(|e| e.to_string())?;
+        let (f, len) = open_at(&a.trace, &origin)?;
+        import::tracedat::read_tracedat(Box::new(FileAt(f)), len, &origin, &mut b).map_err(|e| e.to_string())?;
     } else {
         import::read_text(&mut input, &origin, &mut b).map_err(|e| e.to_string())?;
     }

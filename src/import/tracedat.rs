@@ -19,7 +19,8 @@
 //! in the next word; 29: padding; 30: a time extend; 31: an absolute timestamp). A page that
 //! says events were missed ends the import there, as the text reader's lost-events marker does.
 //!
-//! Memory: one page (uncompressed) or one chunk (compressed, a few pages) per CPU; the streams
+//! Memory: one page (uncompressed) or one chunk (compressed, a few pages) per CPU (the command
+//! line gunzips a `.gz` to an unlinked temporary file, read at offsets like any other); the streams
 //! are merged by time with a heap. The header sections are read whole (capped at
 //! [`MAX_SECTION`]); only the event formats, the command lines and the kallsyms addresses of
 //! `hrtimer_wakeup` are kept.
@@ -28,10 +29,7 @@ use super::build::Builder;
 use super::{Ctx, ImportError, Kind, PrevState, Rec};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
-use std::fs::File;
 use std::io::Read;
-use std::os::unix::fs::FileExt;
-use std::path::Path;
 
 /// The first bytes of every trace.dat.
 pub const MAGIC: &[u8] = &[0x17, 0x08, 0x44, b't', b'r', b'a', b'c', b'i', b'n', b'g'];
@@ -56,13 +54,18 @@ const MISSED_EVENTS: u64 = 1 << 31;
 const MISSED_STORED: u64 = 1 << 30;
 const COMMIT_MASK: u64 = (1 << 27) - 1;
 
-/// Where the bytes are: the file (read at offsets), or memory (tests, fuzzing).
+/// Reads at byte offsets of the trace (the command line opens the file: no file access here).
+pub trait ReadAt {
+    fn read_exact_at(&self, buf: &mut [u8], at: u64) -> std::io::Result<()>;
+}
+
+/// Where the bytes are: the opened file, or memory (tests, fuzzing).
 enum Backing {
-    File(File),
+    File(Box<dyn ReadAt>),
     Mem(Vec<u8>),
 }
 
-/// The file, read at offsets; a `.gz` is first gunzipped to an unlinked temporary file.
+/// The trace, read at offsets.
 struct Src {
     f: Backing,
     len: u64,
@@ -951,40 +954,15 @@ impl CpuStream {
     }
 }
 
-/// Open `path` as a seekable file: a `.gz` is gunzipped into an unlinked temporary file first.
-fn open(path: &Path, origin: &str) -> Result<Src, ImportError> {
-    let e = |m: String| ImportError { origin: origin.into(), line: 0, msg: m };
-    let f = File::open(path).map_err(|x| e(format!("cannot read: {x}")))?;
-    let f = if path.extension().is_some_and(|x| x == "gz") {
-        let tmp = std::env::temp_dir().join(format!("schedsim-import-{}.dat", std::process::id()));
-        let mut out = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&tmp)
-            .map_err(|x| e(format!("cannot create a temporary file {}: {x}", tmp.display())))?;
-        let _ = std::fs::remove_file(&tmp);
-        let mut gz = flate2::read::MultiGzDecoder::new(std::io::BufReader::new(f));
-        std::io::copy(&mut gz, &mut out).map_err(|x| e(format!("cannot gunzip: {x}")))?;
-        out
-    } else {
-        f
-    };
-    let len = f.metadata().map_err(|x| e(format!("cannot read: {x}")))?.len();
-    Ok(Src { f: Backing::File(f), len, origin: origin.into(), big_endian: false })
+/// Read a whole trace.dat of `len` bytes into `builder`, the CPUs' streams merged by time.
+pub fn read_tracedat(file: Box<dyn ReadAt>, len: u64, origin: &str, builder: &mut Builder) -> Result<(), ImportError> {
+    read_src(&mut Src { f: Backing::File(file), len, origin: origin.into(), big_endian: false }, builder)
 }
 
 /// [`read_tracedat`] of a file's bytes held in memory (`origin` names it in errors).
 pub fn read_tracedat_bytes(bytes: Vec<u8>, origin: &str, builder: &mut Builder) -> Result<(), ImportError> {
     let len = bytes.len() as u64;
     read_src(&mut Src { f: Backing::Mem(bytes), len, origin: origin.into(), big_endian: false }, builder)
-}
-
-/// Read a whole trace.dat from `path` into `builder`, the CPUs' streams merged by time.
-pub fn read_tracedat(path: &Path, origin: &str, builder: &mut Builder) -> Result<(), ImportError> {
-    let mut src = open(path, origin)?;
-    read_src(&mut src, builder)
 }
 
 fn read_src(src: &mut Src, builder: &mut Builder) -> Result<(), ImportError> {
