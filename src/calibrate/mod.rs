@@ -40,6 +40,10 @@ pub struct CaptureSpec {
     pub spinner_cpu: Option<u32>,
     /// What its pairs measure.
     pub why: &'static str,
+    /// A long-halt capture: its halted timer wakes give the halting idle state's
+    /// `halt_wake_extra_ns` curve and nothing else (its samples stay out of the pooled paths,
+    /// so every other cost is solved from the short-halt set as before).
+    pub long_halt: bool,
 }
 
 /// Length of the idle capture (the background profile).
@@ -53,6 +57,7 @@ pub const CAPTURES: &[CaptureSpec] = &[
         params: &["loops=20000"],
         spinner_cpu: None,
         why: "a getppid() loop: one system call",
+        long_halt: false,
     },
     CaptureSpec {
         name: "pipe-1cpu",
@@ -60,6 +65,7 @@ pub const CAPTURES: &[CaptureSpec] = &[
         params: &["iters=20000", "ping_cpu=0", "pong_cpu=0"],
         spinner_cpu: None,
         why: "a pipe ping-pong on one CPU: wakeups and switches without IPIs, the null pair",
+        long_halt: false,
     },
     CaptureSpec {
         name: "pipe-2cpu",
@@ -67,6 +73,7 @@ pub const CAPTURES: &[CaptureSpec] = &[
         params: &["iters=3000", "ping_cpu=0", "pong_cpu=1"],
         spinner_cpu: None,
         why: "a pipe ping-pong across CPUs: wakelist IPIs to halted CPUs, the csd, idle entry and exit",
+        long_halt: false,
     },
     CaptureSpec {
         name: "pipe-2cpu-busy",
@@ -74,6 +81,7 @@ pub const CAPTURES: &[CaptureSpec] = &[
         params: &["iters=3000", "ping_cpu=0", "pong_cpu=1"],
         spinner_cpu: Some(1),
         why: "the same with a busy loop on CPU 1: reschedule IPIs to a running CPU",
+        long_halt: false,
     },
     CaptureSpec {
         name: "pipe-2cpu-sleep",
@@ -81,6 +89,7 @@ pub const CAPTURES: &[CaptureSpec] = &[
         params: &["iters=400", "ping_cpu=0", "pong_cpu=1", "sleep_us=200"],
         spinner_cpu: None,
         why: "the same with 200 us sleeps: hrtimer wakeups, the tick stopped and restarted",
+        long_halt: false,
     },
     CaptureSpec {
         name: "nanosleep",
@@ -88,6 +97,47 @@ pub const CAPTURES: &[CaptureSpec] = &[
         params: &["procs=1", "ns=1000", "duration_ms=400"],
         spinner_cpu: None,
         why: "a nanosleep(1 us) loop: hrtimer arming and expiry, the local timer",
+        long_halt: false,
+    },
+    CaptureSpec {
+        name: "halt-500us",
+        program: "nanosleep",
+        params: &["procs=1", "ns=500000", "duration_ms=500"],
+        spinner_cpu: None,
+        why: "a nanosleep(0.5 ms) loop: timer wakes of a vCPU halted 0.5 ms",
+        long_halt: true,
+    },
+    CaptureSpec {
+        name: "halt-2ms",
+        program: "nanosleep",
+        params: &["procs=1", "ns=2000000", "duration_ms=800"],
+        spinner_cpu: None,
+        why: "a nanosleep(2 ms) loop: timer wakes of a vCPU halted 2 ms",
+        long_halt: true,
+    },
+    CaptureSpec {
+        name: "halt-5ms",
+        program: "nanosleep",
+        params: &["procs=1", "ns=5000000", "duration_ms=1200"],
+        spinner_cpu: None,
+        why: "a nanosleep(5 ms) loop: timer wakes of a vCPU halted 5 ms",
+        long_halt: true,
+    },
+    CaptureSpec {
+        name: "halt-20ms",
+        program: "nanosleep",
+        params: &["procs=1", "ns=20000000", "duration_ms=2000"],
+        spinner_cpu: None,
+        why: "a nanosleep(20 ms) loop: timer wakes of a vCPU halted 20 ms",
+        long_halt: true,
+    },
+    CaptureSpec {
+        name: "halt-50ms",
+        program: "nanosleep",
+        params: &["procs=1", "ns=50000000", "duration_ms=3000"],
+        spinner_cpu: None,
+        why: "a nanosleep(50 ms) loop: timer wakes of a vCPU halted 50 ms",
+        long_halt: true,
     },
     CaptureSpec {
         name: "idle",
@@ -95,6 +145,7 @@ pub const CAPTURES: &[CaptureSpec] = &[
         params: &[],
         spinner_cpu: None,
         why: "the machine left idle: its background",
+        long_halt: false,
     },
 ];
 
@@ -195,14 +246,26 @@ pub fn analyze(b: &Bundle, profile_file: &str) -> Result<Output, String> {
     }
     let mut pooled: BTreeMap<Path, Vec<paths::Sample>> = BTreeMap::new();
     let mut out = Output::default();
+    // The halted timer wakes, [halt_ns, late_ns]: of the short-halt set and of the long-halt
+    // captures.
+    let (mut base_halts, mut long_halts): (Vec<[u64; 2]>, Vec<[u64; 2]>) = (Vec::new(), Vec::new());
+    // The guest's path after them (tick stopped), likewise.
+    let (mut base_paths, mut long_paths): (Vec<[u64; 2]>, Vec<[u64; 2]>) = (Vec::new(), Vec::new());
     for c in &b.meta.captures {
         if c.name == "idle" {
             continue;
         }
         let text = b.capture(&c.name).unwrap_or("");
         let r = paths::collect(text, &c.roots, tsc);
-        for (p, v) in &r.samples {
-            pooled.entry(*p).or_default().extend_from_slice(v);
+        if CAPTURES.iter().any(|s| s.name == c.name && s.long_halt) {
+            long_halts.extend_from_slice(&r.halted_timer);
+            long_paths.extend_from_slice(&r.halted_switch);
+        } else {
+            base_halts.extend_from_slice(&r.halted_timer);
+            base_paths.extend_from_slice(&r.halted_switch);
+            for (p, v) in &r.samples {
+                pooled.entry(*p).or_default().extend_from_slice(v);
+            }
         }
         out.captures.push((c.name.clone(), r));
     }
@@ -222,6 +285,11 @@ pub fn analyze(b: &Bundle, profile_file: &str) -> Result<Output, String> {
         line_key,
     };
     out.solution = solve::solve(&pooled, ctx);
+    if out.solution.hw.iter().any(|h| h.key == "timer_wake_ns") {
+        // The curve's zero is timer_wake_ns's samples: without those it has nothing to add to.
+        out.solution.halt_curve = solve::halt_curve(&base_halts, &long_halts);
+        out.solution.refill_curve = solve::halt_curve(&base_paths, &long_paths);
+    }
     if let Some(text) = b.capture("idle") {
         out.background = background::analyze(text, tsc, host.hz as u64, &["schedsim", "sleep"]);
         let profile = background::profile_text(
@@ -278,7 +346,8 @@ pub fn machine_text(
     let _ = writeln!(t, "# [path_costs] (end of file), the IPI send and delivery and the line transfer between the");
     let _ = writeln!(
         t,
-        "# ping-pongs' CPUs in [costs], the halted-CPU wake of the HLT idle state, and {}.",
+        "# ping-pongs' CPUs in [costs], the halted-CPU wake of the HLT idle state{}, and {}.",
+        if sol.halt_curve.is_some() || sol.refill_curve.is_some() { " (and how it grows with the halt)" } else { "" },
         match bg {
             Some((_, f)) => format!("the background profile {f}"),
             None => "not the background (no idle capture was quiet enough)".to_string(),
@@ -401,6 +470,12 @@ pub fn machine_text(
                     &format!("measured ({} samples): {}", h.samples, h.method),
                 ));
             }
+            if let Some(c) = &sol.halt_curve {
+                t.push_str(&halt_curve_text(c, "halt_wake_extra_ns", HALT_WAKE_WHAT));
+            }
+            if let Some(c) = &sol.refill_curve {
+                t.push_str(&halt_curve_text(c, "halt_refill_extra_ns", HALT_REFILL_WHAT));
+            }
             if let Some(h) = hw("wake_ns") {
                 t.push_str(&kv(
                     "wake_ns",
@@ -442,6 +517,38 @@ pub fn machine_text(
     // The file must be TOML whatever the reader of [path_costs] makes of it.
     t.parse::<toml::Table>().map_err(|e| format!("the calibrated machine file is not TOML: {e}"))?;
     Ok(t)
+}
+
+/// What `halt_wake_extra_ns`'s figure is, for its comment.
+const HALT_WAKE_WHAT: &str = "the timer's lateness (hrtimer expiry -> its interrupt's now, CLOCK_MONOTONIC, as timer_wake_ns), the halt from cpu_idle entry to the expiry (trace clock): what the host's side of a long halt (its deeper idle, the blocked vCPU thread's wakeup and VM entry) adds to the wake";
+/// What `halt_refill_extra_ns`'s figure is, for its comment.
+const HALT_REFILL_WHAT: &str = "the guest's path local_timer_entry -> the switch from idle to the woken task, halts that stopped the tick (the tick's restart in every sample, base and band alike): what the guest's own code pays after a long halt (caches and TLBs refilled), charged with the wake";
+
+/// An idle state's curve line `key`, with the comment lines that say where each point comes
+/// from.
+fn halt_curve_text(c: &solve::HaltCurveSolved, key: &str, what: &str) -> String {
+    let [n, halt, med] = c.base;
+    let mut t = format!(
+        "# {key}: measured ({} samples in {} bands of the long-halt captures, nanosleep loops of 0.5-50 ms): per band [median halt, median figure - {med}], {med} ns being the median figure of the {n} short halts of the calibration set (median halt {halt} ns: the first point, [{halt}, 0]); the figure: {what}\n",
+        c.samples,
+        c.bands.len()
+    );
+    for b in &c.bands {
+        let hi = if b.hi_ns == u64::MAX { "up".to_string() } else { format!("{} us", b.hi_ns / 1000) };
+        let _ = writeln!(
+            t,
+            "#   halts {} us to {hi}: {} samples, median halt {} ns, figure p25..p75 {}..{} (median {}) ns",
+            b.lo_ns / 1000,
+            b.samples,
+            b.halt_median,
+            b.late[0],
+            b.late[2],
+            b.late[1]
+        );
+    }
+    let points: Vec<String> = c.points.iter().map(|[h, e]| format!("[{h}, {e}]")).collect();
+    let _ = writeln!(t, "{key} = [{}]", points.join(", "));
+    t
 }
 
 /// The text printed after a calibration.
@@ -499,6 +606,18 @@ pub fn summary(b: &Bundle, o: &Output) -> String {
             h.samples.to_string(),
             "measured (hardware)".into(),
         ]);
+    }
+    for (key, curve) in [("halt_wake_extra_ns", &sol.halt_curve), ("halt_refill_extra_ns", &sol.refill_curve)] {
+        if let (Some(c), Some(last)) = (curve, curve.as_ref().and_then(|c| c.points.last())) {
+            rows.push(vec![
+                format!("[idle_state] {key}"),
+                "-".into(),
+                format!("+{} at {} us", last[1], last[0] / 1000),
+                "-".into(),
+                c.samples.to_string(),
+                "measured (by halt length)".into(),
+            ]);
+        }
     }
     s.push_str(&crate::report::render_grid(&header, &rows));
     let _ = writeln!(s, "paths (ns, tracing overhead removed):");

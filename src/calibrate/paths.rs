@@ -178,6 +178,14 @@ pub struct CaptureResult {
     pub nr_cpus: u32,
     /// The trace says events were lost.
     pub lost_events: bool,
+    /// Every [`Path::TimerLateHalted`] sample with the halt it ended: `[halt_ns, late_ns]`,
+    /// the halt from the `cpu_idle` entry to the timer's programmed expiry (trace clock), the
+    /// lateness as the path's (`now` - `expires`, CLOCK_MONOTONIC).
+    pub halted_timer: Vec<[u64; 2]>,
+    /// The guest's own path after such a wake: `[halt_ns, ns]` from the `local_timer_entry` of
+    /// a halted CPU whose first callback was an `hrtimer_wakeup` to that CPU's switch from idle
+    /// to a task, for halts that stopped the tick (so every sample holds the tick's restart).
+    pub halted_switch: Vec<[u64; 2]>,
 }
 
 impl CaptureResult {
@@ -256,6 +264,11 @@ struct CpuState {
     after_csd_exit: Option<u64>,
     /// The idle state entered (`cpu_idle` entry) and not yet left.
     idle_state: Option<u64>,
+    /// When it was entered.
+    idle_since: u64,
+    /// A halted timer wake of a sleeper waiting for the switch away from idle: (the
+    /// `local_timer_entry` ts, the halt, the tick was stopped).
+    refill: Option<(u64, u64, bool)>,
     /// A `local_timer_entry` whose first hrtimer callback has not been seen yet.
     lt_first: bool,
 }
@@ -434,6 +447,7 @@ pub fn collect(text: &str, roots: &[u32], tsc_khz: Option<u64>) -> CaptureResult
                 if std::mem::take(&mut cpus[cpu].lt_first) && in_span {
                     if let (Some(e), Some(now)) = (armed, l.num("now")) {
                         let c = &cpus[cpu];
+                        let (lt, stopped, since) = (c.lt, c.tick_stopped, c.idle_since);
                         let path = match c.idle_state {
                             Some(st) if st >= 1 => Some(Path::TimerLateHalted),
                             None if matches!(c.curr, Some(p) if p != 0) => Some(Path::TimerLateRunning),
@@ -441,6 +455,13 @@ pub fn collect(text: &str, roots: &[u32], tsc_khz: Option<u64>) -> CaptureResult
                         };
                         if let (Some(p), true) = (path, now >= e) {
                             add(&mut r, p, now - e, 0);
+                            if p == Path::TimerLateHalted {
+                                let halt = ts.saturating_sub(now - e).saturating_sub(since);
+                                r.halted_timer.push([halt, now - e]);
+                                if let (HrKind::Wakeup, Some(lt)) = (kind, lt) {
+                                    cpus[cpu].refill = Some((lt.0, halt, stopped));
+                                }
+                            }
                         }
                     }
                 }
@@ -509,6 +530,7 @@ pub fn collect(text: &str, roots: &[u32], tsc_khz: Option<u64>) -> CaptureResult
             "cpu_idle" => {
                 let state = l.num("state");
                 cpus[cpu].idle_state = state.filter(|&s| s != u32::MAX as u64);
+                cpus[cpu].idle_since = ts;
                 if state == Some(u32::MAX as u64) {
                     cpus[cpu].idle_entry = None;
                     let stopped = cpus[cpu].tick_stopped;
@@ -579,6 +601,11 @@ pub fn collect(text: &str, roots: &[u32], tsc_khz: Option<u64>) -> CaptureResult
                             add(&mut r, p, ts - s, idx - i);
                         }
                         cpus[cpu].tick_stopped = false;
+                    }
+                }
+                if let (Some((s, halt, true)), Some(0), Some(n)) = (cpus[cpu].refill.take(), prev, next) {
+                    if n != 0 && in_span {
+                        r.halted_switch.push([halt, ts - s]);
                     }
                 }
                 cpus[cpu].idle_exit = None;
@@ -729,6 +756,17 @@ mod tests {
 ";
         let r = collect(t, &[7448], None);
         assert_eq!(r.samples[&Path::TimerLateHalted], vec![Sample { ns: 37_500, records: 0 }]);
+        // Halted from 2.000020 to the expiry, 37.5 us before the callback's record at 2.000079.
+        assert_eq!(r.halted_timer, vec![[21_500, 37_500]]);
+        // The tick was not stopped in that halt: no sample of the guest's path after it.
+        assert!(r.halted_switch.is_empty());
+        let stopped = t.replacen(
+            "          <idle>-0       [000] d..1. 2.000020: cpu_idle",
+            "          <idle>-0       [000] d..1. 2.000015: tick_stop: success=1 dependency=NONE\n          <idle>-0       [000] d..1. 2.000020: cpu_idle",
+            1,
+        );
+        let r = collect(&stopped, &[7448], None);
+        assert_eq!(r.halted_switch, vec![[21_500, 22_000]]);
         assert_eq!(r.samples[&Path::TimerLateRunning], vec![Sample { ns: 1_200, records: 0 }]);
     }
 }

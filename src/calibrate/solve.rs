@@ -120,6 +120,85 @@ pub struct HwSolved {
     pub method: String,
 }
 
+/// One halt-length band of the long-halt captures' timer lateness.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HaltBand {
+    /// The band's halt lengths, `[lo, hi)` ns.
+    pub lo_ns: u64,
+    pub hi_ns: u64,
+    pub samples: usize,
+    /// Median halt length of its samples.
+    pub halt_median: u64,
+    /// p25, median and p75 of their figure (the timer's lateness, or the guest's path).
+    pub late: [u64; 3],
+}
+
+/// The solved `halt_wake_extra_ns` of the halting idle state (see [`halt_curve`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HaltCurveSolved {
+    /// `[halt_ns, extra_ns]`, halt lengths strictly increasing.
+    pub points: Vec<[u64; 2]>,
+    /// The short halts `timer_wake_ns` was measured on: their count, median halt and median
+    /// lateness (the curve's zero).
+    pub base: [u64; 3],
+    /// The bands that gave a point.
+    pub bands: Vec<HaltBand>,
+    pub samples: usize,
+}
+
+/// The halt-length bands of [`halt_curve`] (ns): edges of `[lo, hi)`.
+pub const HALT_BANDS: [u64; 11] =
+    [0, 100_000, 200_000, 500_000, 1_000_000, 2_000_000, 5_000_000, 10_000_000, 20_000_000, 50_000_000, u64::MAX];
+
+/// The curve of a figure of a halted vCPU's wake against the length of the halt (the timer's
+/// lateness for `halt_wake_extra_ns`, the guest's path from the timer's vector entry to the
+/// switch for `halt_refill_extra_ns`): `base` are the `[halt_ns, figure_ns]` samples of the
+/// short halts of the calibration set (those `timer_wake_ns` and the path costs came from),
+/// `long` those of the long-halt captures. The first point is the base's median halt with
+/// extra 0; then one point per band of [`HALT_BANDS`] with at least [`MIN_SAMPLES`] long-halt
+/// samples and a median halt above the previous point's: its median halt, and its median
+/// figure minus the base's median (0 if below). `None` without a usable base or band (and the
+/// file keeps no curve).
+pub fn halt_curve(base: &[[u64; 2]], long: &[[u64; 2]]) -> Option<HaltCurveSolved> {
+    fn median(mut v: Vec<u64>) -> u64 {
+        v.sort_unstable();
+        v[(v.len() - 1) / 2]
+    }
+    if base.len() < MIN_SAMPLES {
+        return None;
+    }
+    let base_halt = median(base.iter().map(|s| s[0]).collect());
+    let base_late = median(base.iter().map(|s| s[1]).collect());
+    let mut points = vec![[base_halt, 0]];
+    let mut bands = Vec::new();
+    for w in HALT_BANDS.windows(2) {
+        let (lo, hi) = (w[0], w[1]);
+        let mut late: Vec<u64> = long.iter().filter(|s| s[0] >= lo && s[0] < hi).map(|s| s[1]).collect();
+        if late.len() < MIN_SAMPLES {
+            continue;
+        }
+        let halt = median(long.iter().filter(|s| s[0] >= lo && s[0] < hi).map(|s| s[0]).collect());
+        if halt <= points[points.len() - 1][0] {
+            continue;
+        }
+        late.sort_unstable();
+        let q = |permille: usize| late[(late.len() - 1) * permille / 1000];
+        points.push([halt, q(500).saturating_sub(base_late)]);
+        bands.push(HaltBand {
+            lo_ns: lo,
+            hi_ns: hi,
+            samples: late.len(),
+            halt_median: halt,
+            late: [q(250), q(500), q(750)],
+        });
+    }
+    if bands.is_empty() {
+        return None;
+    }
+    let samples = bands.iter().map(|b| b.samples).sum();
+    Some(HaltCurveSolved { points, base: [base.len() as u64, base_halt, base_late], bands, samples })
+}
+
 /// The whole solve.
 #[derive(Debug, Clone, Default)]
 pub struct Solution {
@@ -131,6 +210,10 @@ pub struct Solution {
     pub k_permille: u64,
     pub paths: BTreeMap<Path, Measured>,
     pub notes: Vec<String>,
+    /// The halting idle state's `halt_wake_extra_ns`, where the long-halt captures gave one.
+    pub halt_curve: Option<HaltCurveSolved>,
+    /// Its `halt_refill_extra_ns`, likewise.
+    pub refill_curve: Option<HaltCurveSolved>,
 }
 
 impl Solution {
@@ -643,6 +726,30 @@ pub fn solve(samples: &BTreeMap<Path, Vec<Sample>>, ctx: Context) -> Solution {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_halt_curve_is_each_bands_median_over_the_short_halts() {
+        let base: Vec<[u64; 2]> = (0..30).map(|i| [40_000 + i, 19_000 + i * 10]).collect();
+        let mut long: Vec<[u64; 2]> = Vec::new();
+        long.extend((0..30).map(|i| [2_000_000 + i, 25_000 + (i % 3) * 100]));
+        long.extend((0..30).map(|i| [20_000_000 + i, 40_000]));
+        // Too few in the 1-2 ms band, and a band whose lateness is below the base's: 0.
+        long.extend((0..5).map(|i| [1_000_000 + i, 90_000]));
+        long.extend((0..20).map(|i| [600_000 + i, 10_000]));
+        let c = halt_curve(&base, &long).unwrap();
+        // The base: 30 samples, median halt 40014, median lateness 19140.
+        assert_eq!(c.base, [30, 40_014, 19_140]);
+        assert_eq!(
+            c.points,
+            vec![[40_014, 0], [600_009, 0], [2_000_014, 25_100 - 19_140], [20_000_014, 40_000 - 19_140]]
+        );
+        assert_eq!(c.bands.len(), 3);
+        assert_eq!(c.samples, 80);
+        assert_eq!(c.bands[1].late, [25_000, 25_100, 25_200]);
+        // No base, or no usable band: no curve.
+        assert!(halt_curve(&base[..10], &long).is_none());
+        assert!(halt_curve(&base, &long[60..65]).is_none());
+    }
 
     fn samples(ns: u64, records: u32, n: usize) -> Vec<Sample> {
         (0..n).map(|i| Sample { ns: ns + (i as u64 % 3) * 10 - 10, records }).collect()

@@ -182,6 +182,8 @@ impl Machine {
                     target_residency_ns: 1_000,
                     wake,
                     timer_wake: None,
+                    halt_extra: None,
+                    halt_refill: None,
                     disabled: hlt.disabled,
                 };
             }

@@ -114,6 +114,14 @@ pub struct IdleStateDesc {
     /// thread from that hrtimer's expiry (`apic_timer_fn()` -> `kvm_vcpu_kick()`), a longer
     /// path than an IPI's. `None`: a timer wakes the state as any interrupt does.
     pub timer_wake: Option<LatencyNs>,
+    /// What a long halt adds to the wake of this state (`halt_wake_extra_ns`), by how long the
+    /// CPU had been halted when the interrupt came; `None`: nothing (every preset).
+    pub halt_extra: Option<HaltCurve>,
+    /// What a long halt adds to the guest's own path after the wake (`halt_refill_extra_ns`):
+    /// the guest's code and data refilled into caches and TLBs the host's other work evicted
+    /// meanwhile. The model has no cache state for it, so it is charged with the wake, before
+    /// the first step; `None`: nothing (every preset).
+    pub halt_refill: Option<HaltCurve>,
     /// Disabled through sysfs `disable` (the governor never picks it).
     pub disabled: bool,
 }
@@ -127,6 +135,50 @@ impl IdleStateDesc {
             Some(t) if local_timer => t,
             _ => self.wake,
         }
+    }
+}
+
+/// A KVM guest's halted-vCPU wake that grows with the halt (`halt_wake_extra_ns` of an idle
+/// state): points `(halt_ns, extra_ns)`, halt lengths strictly increasing, the extra added to
+/// the state's wake (`wake_ns` or `timer_wake_ns`) when an interrupt reaches a CPU that has
+/// been halted `halt_ns`. Between two points the extra is interpolated linearly (integers);
+/// before the first point it is the first point's, after the last the last's.
+///
+/// What it stands for lies on the host, where the guest cannot see it: after a longer block
+/// the host's own CPU has gone to a deeper C-state (its exit is paid first), the vCPU thread's
+/// wakeup and VM entry run cold, and KVM's halt-polling window
+/// (`kvm_vcpu_halt()`, virt/kvm/kvm_main.c @ v6.10) has long expired. From inside the guest
+/// these are one figure: the time from the interrupt's due instant to the guest running, by
+/// halt length; the curve is that figure, measured (docs/costs.md, "Calibration").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HaltCurve {
+    /// `(halt_ns, extra_ns)`, at least one point, `halt_ns` strictly increasing.
+    pub points: Vec<[u64; 2]>,
+}
+
+impl HaltCurve {
+    /// The extra wake (ns) after a halt of `halted_ns`: integer linear interpolation between
+    /// the two points around it, flat outside the curve.
+    pub fn extra_ns(&self, halted_ns: u64) -> u64 {
+        let p = &self.points;
+        let Some(first) = p.first() else { return 0 };
+        if halted_ns <= first[0] {
+            return first[1];
+        }
+        for w in p.windows(2) {
+            let ([h0, e0], [h1, e1]) = (w[0], w[1]);
+            if halted_ns <= h1 {
+                // h0 < halted_ns <= h1, h0 < h1: the fraction (halted_ns - h0) / (h1 - h0) of
+                // the step e0 -> e1, rounded toward e0.
+                let (num, den) = (u128::from(halted_ns - h0), u128::from(h1 - h0));
+                return if e1 >= e0 {
+                    e0 + (u128::from(e1 - e0) * num / den) as u64
+                } else {
+                    e0 - (u128::from(e0 - e1) * num / den) as u64
+                };
+            }
+        }
+        p[p.len() - 1][1]
     }
 }
 
@@ -436,6 +488,10 @@ struct RawIdleState {
     #[serde(default)]
     timer_wake_ns: Option<Spanned<Pair>>,
     #[serde(default)]
+    halt_wake_extra_ns: Option<Spanned<Vec<Spanned<Vec<u64>>>>>,
+    #[serde(default)]
+    halt_refill_extra_ns: Option<Spanned<Vec<Spanned<Vec<u64>>>>>,
+    #[serde(default)]
     disabled: bool,
 }
 
@@ -450,6 +506,52 @@ impl<'de> Deserialize<'de> for Pair {
             .map(Pair)
             .map_err(|_| serde::de::Error::invalid_length(v.len(), &"an array of 2 numbers, [lo, hi]"))
     }
+}
+
+/// The most points a `halt_wake_extra_ns` curve may have.
+pub const MAX_HALT_CURVE_POINTS: usize = 64;
+
+/// Checks an idle state's `halt_wake_extra_ns` or `halt_refill_extra_ns` (`name`):
+/// 1..=[`MAX_HALT_CURVE_POINTS`] pairs `[halt_ns, extra_ns]`, halt lengths strictly increasing,
+/// both within one second. An error is the byte offset to report and what was expected.
+fn halt_curve(v: &Spanned<Vec<Spanned<Vec<u64>>>>, index: usize, name: &str) -> Result<HaltCurve, (usize, String)> {
+    let key = format!("idle_state[{index}].{name}");
+    let items = v.get_ref();
+    if items.is_empty() || items.len() > MAX_HALT_CURVE_POINTS {
+        return Err((
+            v.span().start,
+            format!("{key} has {} points: expected 1..={MAX_HALT_CURVE_POINTS} pairs [halt_ns, extra_ns]", items.len()),
+        ));
+    }
+    let mut points: Vec<[u64; 2]> = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let off = item.span().start;
+        let Ok(pair) = <[u64; 2]>::try_from(item.get_ref().as_slice()) else {
+            return Err((
+                off,
+                format!("{key}[{i}] has {} numbers: expected a pair [halt_ns, extra_ns]", item.get_ref().len()),
+            ));
+        };
+        if pair[0] > MAX_LATENCY_NS || pair[1] > MAX_LATENCY_NS {
+            return Err((
+                off,
+                format!("{key}[{i}] = {pair:?}: expected both within 0..={MAX_LATENCY_NS} ns (one second)"),
+            ));
+        }
+        if let Some(prev) = points.last() {
+            if pair[0] <= prev[0] {
+                return Err((
+                    off,
+                    format!(
+                        "{key}[{i}]: halt_ns {} after {}: expected halt lengths strictly increasing",
+                        pair[0], prev[0]
+                    ),
+                ));
+            }
+        }
+        points.push(pair);
+    }
+    Ok(HaltCurve { points })
 }
 
 /// 1-based line of byte `offset` in `text`.
@@ -645,6 +747,14 @@ pub fn machine_from_toml(text: &str, origin: &str) -> Result<Machine, String> {
             wake: range(&s.wake_ns, &format!("idle_state[{index}].wake_ns"))?,
             timer_wake: match &s.timer_wake_ns {
                 Some(t) => Some(range(t, &format!("idle_state[{index}].timer_wake_ns"))?),
+                None => None,
+            },
+            halt_extra: match &s.halt_wake_extra_ns {
+                Some(c) => Some(halt_curve(c, index, "halt_wake_extra_ns").map_err(|(offset, m)| at(offset, &m))?),
+                None => None,
+            },
+            halt_refill: match &s.halt_refill_extra_ns {
+                Some(c) => Some(halt_curve(c, index, "halt_refill_extra_ns").map_err(|(offset, m)| at(offset, &m))?),
                 None => None,
             },
             disabled: s.disabled,
@@ -864,6 +974,60 @@ mod tests {
         let err = machine_from_toml(&text, "m.toml").unwrap_err();
         let line = line_number_of(&text, "timer_wake_ns");
         assert!(err.starts_with(&format!("m.toml:{line}: idle_state[1].timer_wake_ns")), "{err}");
+    }
+
+    #[test]
+    fn a_halt_of_each_length_gets_the_interpolated_extra() {
+        let c = HaltCurve { points: vec![[50_000, 0], [1_000_000, 4_000], [5_000_000, 8_000], [20_000_000, 5_000]] };
+        // Flat before the first point and after the last.
+        assert_eq!(c.extra_ns(0), 0);
+        assert_eq!(c.extra_ns(50_000), 0);
+        assert_eq!(c.extra_ns(u64::MAX), 5_000);
+        // On the points.
+        assert_eq!(c.extra_ns(1_000_000), 4_000);
+        assert_eq!(c.extra_ns(5_000_000), 8_000);
+        // Between them: 4000 x 475000 / 950000, 4000 + 4000 x 1/4, and down 3000 x 1/3.
+        assert_eq!(c.extra_ns(525_000), 2_000);
+        assert_eq!(c.extra_ns(2_000_000), 5_000);
+        assert_eq!(c.extra_ns(10_000_000), 7_000);
+        // Integer steps round toward the earlier point: 4000 x 1/950000 is 0.
+        assert_eq!(c.extra_ns(50_001), 0);
+        assert_eq!(c.extra_ns(50_000 + 238), 1);
+        // One point: that extra everywhere.
+        assert_eq!(HaltCurve { points: vec![[100, 7]] }.extra_ns(1), 7);
+    }
+
+    #[test]
+    fn a_halt_curve_is_read_where_given_and_a_malformed_one_is_refused_by_line() {
+        let m = preset("smp-4").unwrap();
+        assert!(m.idle_states.iter().all(|s| s.halt_extra.is_none()));
+        let m =
+            machine_from_toml(&with_c1_line("halt_wake_extra_ns = [[50000, 0], [5000000, 9000]]"), "m.toml").unwrap();
+        assert_eq!(m.idle_states[1].halt_extra, Some(HaltCurve { points: vec![[50_000, 0], [5_000_000, 9_000]] }));
+        assert!(m.idle_states[2].halt_extra.is_none());
+        assert!(m.idle_states[1].halt_refill.is_none());
+        let m = machine_from_toml(&with_c1_line("halt_refill_extra_ns = [[10, 1]]"), "m.toml").unwrap();
+        assert_eq!(m.idle_states[1].halt_refill, Some(HaltCurve { points: vec![[10, 1]] }));
+        let text = with_c1_line("halt_refill_extra_ns = [[10, 1], [5, 2]]");
+        let err = machine_from_toml(&text, "m.toml").unwrap_err();
+        let line = line_number_of(&text, "halt_refill_extra_ns");
+        assert!(
+            err.starts_with(&format!("m.toml:{line}: idle_state[1].halt_refill_extra_ns[1]: halt_ns 5 after 10")),
+            "{err}"
+        );
+        for (bad, expected) in [
+            ("halt_wake_extra_ns = []", "idle_state[1].halt_wake_extra_ns has 0 points: expected 1..=64 pairs"),
+            ("halt_wake_extra_ns = [[50000, 0, 1]]", "idle_state[1].halt_wake_extra_ns[0] has 3 numbers: expected a pair"),
+            ("halt_wake_extra_ns = [[50000, 0], [50000, 10]]", "idle_state[1].halt_wake_extra_ns[1]: halt_ns 50000 after 50000: expected halt lengths strictly increasing"),
+            ("halt_wake_extra_ns = [[50000, 2000000000]]", "idle_state[1].halt_wake_extra_ns[0] = [50000, 2000000000]: expected both within"),
+            ("halt_wake_extra_ns = [[50000, -1]]", ""),
+            ("halt_wake_extra_ns = 5", ""),
+        ] {
+            let text = with_c1_line(bad);
+            let err = machine_from_toml(&text, "m.toml").unwrap_err();
+            let line = line_number_of(&text, "halt_wake_extra_ns");
+            assert!(err.starts_with(&format!("m.toml:{line}: {expected}")), "{bad}: {err}");
+        }
     }
 
     #[test]

@@ -539,8 +539,9 @@ fn irq_arrive(k: &mut Kernel, cpu: CpuId, vector: Vector) -> bool {
         Some(WaitOn::Mwait { idx }) | Some(WaitOn::Hlt { idx }) | Some(WaitOn::IoPort { idx }) => {
             // Leave the idle state: the hardware exit latency, then the CPU resumes the idle
             // routine (and takes the interrupt once IRQs are on).
-            let w = k.m.idle_states[idx as usize].wake_by(vector == Vector::LocalTimer);
-            let t = c.rng.range(w.lo_ns, w.hi_ns);
+            let s = &k.m.idle_states[idx as usize];
+            let w = s.wake_by(vector == Vector::LocalTimer);
+            let t = c.rng.range(w.lo_ns, w.hi_ns) + halt_extra(s, k.now - c.x.halted_since);
             wake_at(k, cpu, t);
             false
         }
@@ -559,14 +560,26 @@ fn kvm_hlt_wake(k: &mut Kernel, cpu: CpuId, idx: u8, local_timer: bool) -> Time 
     let p = m.host_halt_poll.expect("host halt-polling is on");
     let c = &mut cpus[cpu as usize];
     let halted = *now - c.x.halted_since;
-    let w = if c.vcpu_halt_poll.polled(&p, halted) {
-        p.polled_wake
+    let t = if c.vcpu_halt_poll.polled(&p, halted) {
+        c.rng.range(p.polled_wake.lo_ns, p.polled_wake.hi_ns)
     } else {
-        m.idle_states[idx as usize].wake_by(local_timer)
+        let s = &m.idle_states[idx as usize];
+        let w = s.wake_by(local_timer);
+        c.rng.range(w.lo_ns, w.hi_ns) + halt_extra(s, halted)
     };
-    let t = c.rng.range(w.lo_ns, w.hi_ns);
     c.vcpu_halt_poll.kvm_vcpu_halt_end(&p, halted + t);
     t
+}
+
+/// What a halt of `halted` adds to the wake of idle state `s` (`hw::HaltCurve`): the host side
+/// of a long halt (`halt_extra`, which the guest sees as one figure) and the guest's own slower
+/// path after it (`halt_refill`, charged here too: the model has no cache state); 0 for a state
+/// without curves.
+#[inline]
+fn halt_extra(s: &crate::hw::IdleStateDesc, halted: Time) -> Time {
+    let host = s.halt_extra.as_ref().map_or(0, |h| h.extra_ns(halted));
+    let guest = s.halt_refill.as_ref().map_or(0, |h| h.extra_ns(halted));
+    host + guest
 }
 
 /// Preempt whatever `cpu` is doing with its highest latched interrupt: push its handler's

@@ -31,6 +31,8 @@ pub struct CpuidleDevice {
     pub bucket: usize,
     pub next_timer_ns: u64,
     pub needs_update: bool,
+    /// menu: the tick woke the CPU from the last period (`data->tick_wakeup`).
+    pub tick_wakeup: bool,
     /// haltpoll: the adaptive poll window and the last state used ([`EBUSY_IDX`] after a
     /// bail-out).
     pub poll_limit_ns: u64,
@@ -50,6 +52,7 @@ impl CpuidleDevice {
             bucket: 0,
             next_timer_ns: 0,
             needs_update: false,
+            tick_wakeup: false,
             poll_limit_ns: 0,
             last_state_idx: 0,
         }

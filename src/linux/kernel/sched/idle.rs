@@ -228,7 +228,7 @@ pub fn cpuidle_idle_call(k: &mut Kernel, cpu: CpuId, s: &mut CpuidleIdleCall) ->
             // (window W1), senders must send a real IPI.
             let (nr, c) = current_clr_polling_and_test(k, cpu);
             if nr {
-                // -EBUSY: cpuidle_reflect() still runs, with a zero residency.
+                // -EBUSY: cpuidle_reflect() runs but does not call the governor for it.
                 cpuidle::governors::reflect(k, cpu, cpuidle::EBUSY_IDX, 0);
                 local_irq_enable(k, cpu);
                 s.at = IdleCallAt::Exit;

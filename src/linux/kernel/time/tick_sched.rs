@@ -39,6 +39,11 @@ pub struct TickSched {
     /// Background softirqs raised from the tick (`tick-softirq` sources): next due instant and
     /// source.
     pub softirq_due: Vec<(Time, u16)>,
+    /// `ts->inidle`: between `tick_nohz_idle_enter()` and `tick_nohz_idle_exit()`.
+    pub inidle: bool,
+    /// `ts->got_idle_tick`: the tick's handler ran while `inidle` (read and cleared by
+    /// [`tick_nohz_idle_got_tick`]).
+    pub got_idle_tick: bool,
 }
 
 impl TickSched {
@@ -53,6 +58,8 @@ impl TickSched {
             was_stopped_once: false,
             watchdog: None,
             softirq_due: Vec::new(),
+            inidle: false,
+            got_idle_tick: false,
         }
     }
 }
@@ -147,6 +154,11 @@ pub fn hrtimer_interrupt(k: &mut Kernel, cpu: CpuId) -> Time {
 /// due) and `rcu_sched_clock_irq()` (modelled as the profile's tick-raised softirqs).
 fn tick_sched_timer(k: &mut Kernel, cpu: CpuId) -> Time {
     k.stats.ticks += 1;
+    // tick_sched_do_timer(): a tick taken in the idle loop is noted for the governor.
+    let ts = &mut k.cpus[cpu as usize].tick;
+    if ts.inidle {
+        ts.got_idle_tick = true;
+    }
     let c = crate::linux::kernel::sched::core::sched_tick(k, cpu);
     super::timer::run_local_timers(k, cpu);
     tick_raise_background_softirqs(k, cpu);
@@ -175,9 +187,17 @@ fn tick_raise_background_softirqs(k: &mut Kernel, cpu: CpuId) {
     }
 }
 
-/// Models `tick_nohz_idle_enter()` — kernel/time/tick-sched.c @ v6.10 (bookkeeping only; its
-/// cost is part of `do_idle()` entry).
-pub fn tick_nohz_idle_enter(_k: &mut Kernel, _cpu: CpuId) {}
+/// Models `tick_nohz_idle_enter()` — kernel/time/tick-sched.c @ v6.10 (bookkeeping only: sets
+/// `inidle`; its cost is part of `do_idle()` entry).
+pub fn tick_nohz_idle_enter(k: &mut Kernel, cpu: CpuId) {
+    k.cpus[cpu as usize].tick.inidle = true;
+}
+
+/// Models `tick_nohz_idle_got_tick()` — kernel/time/tick-sched.c @ v6.10: whether the tick's
+/// handler ran since the idle loop was entered (or since the last call), clearing the flag.
+pub fn tick_nohz_idle_got_tick(k: &mut Kernel, cpu: CpuId) -> bool {
+    std::mem::take(&mut k.cpus[cpu as usize].tick.got_idle_tick)
+}
 
 /// Models `tick_nohz_get_sleep_length()`: time to the next timer event if the tick were
 /// stopped: the next sleeper, watchdog or non-deferrable timer-wheel expiry, capped at a 1 s
@@ -213,6 +233,7 @@ pub fn tick_nohz_idle_stop_tick(k: &mut Kernel, cpu: CpuId) -> Time {
 /// Models `tick_nohz_idle_exit()`: restart a stopped tick (hrtimer reprogram). Returns the
 /// cost beyond the do_idle exit bookkeeping.
 pub fn tick_nohz_idle_exit(k: &mut Kernel, cpu: CpuId) -> Time {
+    k.cpus[cpu as usize].tick.inidle = false;
     if !k.cpus[cpu as usize].tick.stopped {
         return 0;
     }

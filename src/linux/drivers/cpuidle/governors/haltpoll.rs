@@ -27,10 +27,9 @@ pub fn haltpoll_select(k: &mut Kernel, cpu: CpuId) -> (u8, bool) {
     (0, false)
 }
 
-/// Models `haltpoll_reflect()`: remember the state entered (or
-/// [`EBUSY_IDX`](crate::linux::drivers::cpuidle::EBUSY_IDX) when
-/// `call_cpuidle()` bailed out) and, unless it was the poll state, adjust the window by the
-/// residency (0 for a bail-out).
+/// Models `haltpoll_reflect()`: remember the state entered and, unless it was the poll state,
+/// adjust the window by the residency. Not called after a bail-out of `call_cpuidle()`
+/// ([`reflect`](super::reflect) skips the governor, as `cpuidle_reflect()` does).
 pub fn haltpoll_reflect(k: &mut Kernel, cpu: CpuId, idx: u8, residency_ns: u64) {
     let p = k.m.haltpoll;
     let dev = &mut k.cpus[cpu as usize].idle_dev;
@@ -90,14 +89,16 @@ mod tests {
         haltpoll_reflect(&mut k, 0, 1, 5_000_000);
         assert_eq!(k.cpus[0].idle_dev.poll_limit_ns, 100_000);
         assert_eq!(haltpoll_select(&mut k, 0), (0, false), "after a halt: poll, tick kept");
-        // A poll that ran out: halt next. A bail-out (-EBUSY) leaves the window alone and
-        // counts as "not a poll".
+        // A poll that ran out: halt next. A bail-out (-EBUSY) is not reflected to the governor
+        // (`cpuidle_reflect()` skips a negative index): the window and the last state stay, so
+        // the next selection still halts.
         haltpoll_reflect(&mut k, 0, 0, 100_000);
         k.cpus[0].idle_dev.poll_time_limit = true;
         assert_eq!(haltpoll_select(&mut k, 0), (1, true));
-        haltpoll_reflect(&mut k, 0, EBUSY_IDX, 0);
+        super::super::reflect(&mut k, 0, EBUSY_IDX, 0);
         assert_eq!(k.cpus[0].idle_dev.poll_limit_ns, 100_000);
-        assert_eq!(haltpoll_select(&mut k, 0), (0, false));
+        assert_eq!(k.cpus[0].idle_dev.last_state_idx, 0);
+        assert_eq!(haltpoll_select(&mut k, 0), (1, true));
     }
 
     #[test]

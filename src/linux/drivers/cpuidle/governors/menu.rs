@@ -1,8 +1,8 @@
 //! Models the menu governor, `drivers/cpuidle/governors/menu.c` @ v6.10: the prediction is
 //! the smaller of the time to the next timer scaled by a per-bucket correction factor, and the
 //! "typical interval" of the last 8 idle periods (with menu's outlier rejection).
-//! Simplifications: no iowait buckets, no PM QoS latency limit, no tick-wakeup special case.
-//! Integer arithmetic only.
+//! Simplifications: no iowait buckets, no PM QoS latency limit; the recent intervals are kept
+//! in ns (the kernel keeps microseconds). Integer arithmetic only.
 
 use super::super::INTERVALS;
 use crate::linux::kernel::time::tick_sched;
@@ -117,24 +117,48 @@ pub fn menu_select(k: &mut Kernel, cpu: CpuId) -> (u8, bool) {
     (idx, stop_tick)
 }
 
-/// Models `menu_reflect()`: note the residency of the period that just ended (0 when the
-/// state was not entered because NEED_RESCHED was already set); `menu_update()` folds it in
-/// at the next selection.
-pub fn menu_reflect(k: &mut Kernel, cpu: CpuId, residency_ns: u64) {
+/// Models `menu_reflect()`: note the state entered, its residency (`cpuidle_enter_state()`
+/// measures it from entry to exit, so it includes the exit latency) and whether the tick woke
+/// the CPU (`tick_nohz_idle_got_tick()`); `menu_update()` folds them in at the next selection.
+pub fn menu_reflect(k: &mut Kernel, cpu: CpuId, idx: u8, residency_ns: u64) {
+    let got_tick = tick_sched::tick_nohz_idle_got_tick(k, cpu);
     let dev = &mut k.cpus[cpu as usize].idle_dev;
+    dev.last_state_idx = idx;
     dev.last_residency_ns = residency_ns;
+    dev.tick_wakeup = got_tick;
     dev.needs_update = true;
 }
 
-/// Models `menu_update()`: update the correction factor of the bucket used and the ring of
-/// recent intervals.
+/// Models `menu_update()` — drivers/cpuidle/governors/menu.c @ v6.10: what the last idle period
+/// measured, then the correction factor of the bucket used and the ring of recent intervals.
+/// The measure is: 90% of MAX_INTERESTING when the tick woke a CPU that expected to sleep past
+/// it (the prediction was wrong, count the period as long); the time to the next timer when the
+/// polling state ran out of its time limit; else the residency less the state's exit latency
+/// (halved instead when under twice the exit latency: the state was likely never reached);
+/// at most the time to the next timer, so no factor exceeds one.
 fn menu_update(k: &mut Kernel, cpu: CpuId) {
-    let dev = &mut k.cpus[cpu as usize].idle_dev;
+    let tick_nsec = k.tick_nsec();
+    let dev = &k.cpus[cpu as usize].idle_dev;
     if !dev.needs_update {
         return;
     }
+    let state = &k.m.idle_states[(dev.last_state_idx as usize).min(k.m.idle_states.len() - 1)];
+    let measured = if dev.tick_wakeup && dev.next_timer_ns > tick_nsec {
+        9 * MAX_INTERESTING_NS / 10
+    } else if state.kind == crate::hw::IdleKind::Poll && dev.poll_time_limit {
+        dev.next_timer_ns
+    } else {
+        let r = dev.last_residency_ns;
+        let exit = state.exit_latency_ns;
+        if r > 2 * exit {
+            r - exit
+        } else {
+            r / 2
+        }
+    };
+    let measured = measured.min(dev.next_timer_ns);
+    let dev = &mut k.cpus[cpu as usize].idle_dev;
     dev.needs_update = false;
-    let measured = dev.last_residency_ns;
     let b = dev.bucket;
     let mut f = dev.correction_factor[b];
     f -= f / DECAY;
@@ -195,5 +219,79 @@ mod tests {
         assert_eq!(get_typical_interval(&v), Some(2000));
         let wild = [1_000, 9_000_000, 50_000, 3_000_000, 7_000, 20_000_000, 400_000, 12_000_000];
         assert_eq!(get_typical_interval(&wild), None);
+    }
+}
+
+#[cfg(test)]
+mod update_tests {
+    use super::*;
+
+    /// A menu machine whose deepest state has an exit latency; one period reflected on CPU 0
+    /// from state `idx` with `next_timer_ns` to the next timer, then folded in.
+    fn folded(idx: u8, next_timer_ns: u64, residency_ns: u64, tick: bool) -> (Kernel, u64) {
+        let mut k = Kernel::for_test("xeon-128-4n");
+        k.m.governor = crate::hw::Governor::Menu;
+        k.cpus[0].idle_dev.next_timer_ns = next_timer_ns;
+        k.cpus[0].tick.got_idle_tick = tick;
+        menu_reflect(&mut k, 0, idx, residency_ns);
+        assert!(!k.cpus[0].tick.got_idle_tick, "menu_reflect reads and clears got_idle_tick");
+        menu_update(&mut k, 0);
+        let d = &k.cpus[0].idle_dev;
+        let stored = d.intervals[(d.interval_ptr + INTERVALS - 1) % INTERVALS];
+        (k, stored)
+    }
+
+    fn deepest(k: &Kernel) -> (u8, u64) {
+        let i = k.m.idle_states.len() - 1;
+        (i as u8, k.m.idle_states[i].exit_latency_ns)
+    }
+
+    #[test]
+    fn menu_update_deducts_the_exit_latency_from_the_residency() {
+        let (idx, exit) = deepest(&Kernel::for_test("xeon-128-4n"));
+        assert!(exit > 0, "the preset's deepest state has an exit latency");
+        // Long enough: the exit latency comes off.
+        let (_, s) = folded(idx, 50_000_000, 3 * exit + 1000, false);
+        assert_eq!(s, 2 * exit + 1000);
+        // Under twice the exit latency: halved (the state was likely never reached).
+        let (_, s) = folded(idx, 50_000_000, exit + 10, false);
+        assert_eq!(s, (exit + 10) / 2);
+        // Never more than the time to the next timer.
+        let (_, s) = folded(idx, 1000, 3 * exit + 5000, false);
+        assert_eq!(s, 1000);
+    }
+
+    #[test]
+    fn menu_update_counts_an_unexpected_tick_as_a_long_period() {
+        let (idx, exit) = deepest(&Kernel::for_test("xeon-128-4n"));
+        let k = Kernel::for_test("xeon-128-4n");
+        let far = 10 * k.tick_nsec();
+        let (_, s) = folded(idx, far, 3 * exit, true);
+        assert_eq!(s, far.min(9 * MAX_INTERESTING_NS / 10));
+        // The tick was due within the prediction: the residency counts as measured.
+        let near = k.tick_nsec() / 2;
+        let (_, s) = folded(idx, near, near / 4 + 2 * exit + 1, true);
+        assert_eq!(s, near / 4 + exit + 1);
+    }
+
+    #[test]
+    fn menu_update_takes_the_timer_distance_when_polling_ran_out() {
+        let mut k = Kernel::for_test("xeon-128-4n");
+        assert_eq!(k.m.idle_states[0].kind, crate::hw::IdleKind::Poll);
+        k.cpus[0].idle_dev.next_timer_ns = 700_000;
+        k.cpus[0].idle_dev.poll_time_limit = true;
+        menu_reflect(&mut k, 0, 0, 20_000);
+        menu_update(&mut k, 0);
+        let d = &k.cpus[0].idle_dev;
+        assert_eq!(d.intervals[(d.interval_ptr + INTERVALS - 1) % INTERVALS], 700_000);
+    }
+
+    #[test]
+    fn a_bail_out_is_not_reflected_to_menu() {
+        let mut k = Kernel::for_test("xeon-128-4n");
+        k.m.governor = crate::hw::Governor::Menu;
+        super::super::reflect(&mut k, 0, crate::linux::drivers::cpuidle::EBUSY_IDX, 0);
+        assert!(!k.cpus[0].idle_dev.needs_update, "cpuidle_reflect() skips a negative index");
+        assert_eq!(k.cpus[0].idle_dev.nr_intervals, 0);
     }
 }
