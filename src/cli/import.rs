@@ -9,8 +9,9 @@ use std::path::PathBuf;
 /// `schedsim import`.
 #[derive(clap::Args, Debug)]
 pub struct ImportArgs {
-    /// The trace: tracefs's `trace` text, `trace-cmd report` output, or `perf script` output of
-    /// `perf sched record` (`.gz` is read gunzipped).
+    /// The trace: tracefs's `trace` text, `trace-cmd report` output, `perf script` output of
+    /// `perf sched record`, or trace-cmd's `trace.dat` (versions 6 and 7, zlib or zstd
+    /// compressed); `.gz` is read gunzipped.
     pub trace: PathBuf,
     /// Where to write the rt-app JSON workload (default: standard output; the report then goes
     /// to standard error).
@@ -65,6 +66,39 @@ pub fn subtract_for(machine: &str) -> Result<Subtract, String> {
     })
 }
 
+/// A file read at offsets (`import::tracedat` reads pages where the CPUs' data are).
+struct FileAt(std::fs::File);
+
+impl import::tracedat::ReadAt for FileAt {
+    fn read_exact_at(&self, buf: &mut [u8], at: u64) -> std::io::Result<()> {
+        std::os::unix::fs::FileExt::read_exact_at(&self.0, buf, at)
+    }
+}
+
+/// Open a binary trace for reads at offsets, and its length: a `.gz` is first gunzipped to an
+/// unlinked temporary file (memory stays bounded however large the trace).
+fn open_at(path: &std::path::Path, origin: &str) -> Result<(std::fs::File, u64), String> {
+    let f = std::fs::File::open(path).map_err(|e| format!("cannot read trace {origin}: {e}"))?;
+    let f = if path.extension().is_some_and(|x| x == "gz") {
+        let tmp = std::env::temp_dir().join(format!("schedsim-import-{}.dat", std::process::id()));
+        let mut out = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&tmp)
+            .map_err(|e| format!("{origin}: cannot create a temporary file {}: {e}", tmp.display()))?;
+        let _ = std::fs::remove_file(&tmp);
+        let mut gz = flate2::read::MultiGzDecoder::new(std::io::BufReader::new(f));
+        std::io::copy(&mut gz, &mut out).map_err(|e| format!("{origin}: cannot gunzip: {e}"))?;
+        out
+    } else {
+        f
+    };
+    let len = f.metadata().map_err(|e| format!("cannot read trace {origin}: {e}"))?.len();
+    Ok((f, len))
+}
+
 pub fn cmd_import(a: ImportArgs) -> Result<(), String> {
     let window = match &a.window {
         None => None,
@@ -100,12 +134,23 @@ pub fn cmd_import(a: ImportArgs) -> Result<(), String> {
         super::same_file::check(&[("trace", &a.trace)], &[("-o", o)])?;
     }
     let origin = a.trace.display().to_string();
-    let f = std::fs::File::open(&a.trace).map_err(|e| format!("cannot read trace {origin}: {e}"))?;
-    let gz = a.trace.extension().is_some_and(|e| e == "gz");
-    let raw: Box<dyn std::io::Read> = if gz { Box::new(flate2::read::MultiGzDecoder::new(f)) } else { Box::new(f) };
-    let mut input = std::io::BufReader::with_capacity(1 << 20, raw);
+    let open = || -> Result<std::io::BufReader<Box<dyn std::io::Read>>, String> {
+        let f = std::fs::File::open(&a.trace).map_err(|e| format!("cannot read trace {origin}: {e}"))?;
+        let gz = a.trace.extension().is_some_and(|e| e == "gz");
+        let raw: Box<dyn std::io::Read> = if gz { Box::new(flate2::read::MultiGzDecoder::new(f)) } else { Box::new(f) };
+        Ok(std::io::BufReader::with_capacity(1 << 20, raw))
+    };
+    let mut input = open()?;
     let mut b = Builder::new(opts);
-    import::read_text(&mut input, &origin, &mut b).map_err(|e| e.to_string())?;
+    // A trace.dat is told by its magic; anything else is read as text.
+    let head = std::io::BufRead::fill_buf(&mut input).map_err(|e| format!("cannot read trace {origin}: {e}"))?;
+    if import::tracedat::is_tracedat(head) {
+        drop(input);
+        let (f, len) = open_at(&a.trace, &origin)?;
+        import::tracedat::read_tracedat(Box::new(FileAt(f)), len, &origin, &mut b).map_err(|e| e.to_string())?;
+    } else {
+        import::read_text(&mut input, &origin, &mut b).map_err(|e| e.to_string())?;
+    }
     b.finish();
     let (need, _) = b.missing();
     if !need.is_empty() {

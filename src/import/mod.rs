@@ -6,7 +6,7 @@
 //!    (switch, waking/wakeup, wakeup_new, fork, exit, migrate, interrupt, softirq and timer
 //!    context, the `sched_setscheduler`/`sched_setaffinity` syscalls, lost-events markers).
 //!    [`text`] reads the three text layouts: tracefs's `trace` file, `trace-cmd report`, and
-//!    `perf script` of `perf sched record`.
+//!    `perf script` of `perf sched record`; [`tracedat`] reads trace-cmd's binary `trace.dat`.
 //! 2. [`build::Builder`] follows every imported task through the stream and writes its rt-app
 //!    thread: runs, sleeps, wake dependencies as two-thread barriers, forks and ends.
 //! 3. [`report`] says what the import assumed, task by task.
@@ -16,6 +16,7 @@
 pub mod build;
 pub mod report;
 pub mod text;
+pub mod tracedat;
 
 use std::fmt;
 
