@@ -24,7 +24,16 @@ fn cases(default: u32) -> u32 {
 }
 
 fn runner(n: u32) -> TestRunner {
-    TestRunner::new(Config { cases: cases(n), failure_persistence: None, ..Config::default() })
+    // The strategies filter some values (a TOML integer, a JSON number): proptest's default
+    // reject limits (65,536 local) end a long run (`FUZZ_CASES=1000000`) with "Too many local
+    // rejects" though no case failed, so they are lifted.
+    TestRunner::new(Config {
+        cases: cases(n),
+        failure_persistence: None,
+        max_local_rejects: u32::MAX,
+        max_global_rejects: u32::MAX,
+        ..Config::default()
+    })
 }
 
 // Per-case caps. Each thread counts the bytes it holds (a run is single-threaded); a case whose
