@@ -443,26 +443,26 @@ impl Header {
         Ok(())
     }
 
-    fn ftrace_formats(&mut self, r: &mut Rd) -> Result<(), ImportError> {
-        let n = r.uint(4, "the count of ftrace formats")?;
+    /// A count (`count_what`), then that many length-prefixed format texts (`what`).
+    fn counted_formats(&mut self, r: &mut Rd, count_what: &str, what: &str) -> Result<(), ImportError> {
+        let n = r.uint(4, count_what)?;
         for _ in 0..n {
             let at = r.at();
-            let t = r.blob(8, "an ftrace format")?;
+            let t = r.blob(8, what)?;
             self.add_format(r, at, t)?;
         }
         Ok(())
+    }
+
+    fn ftrace_formats(&mut self, r: &mut Rd) -> Result<(), ImportError> {
+        self.counted_formats(r, "the count of ftrace formats", "an ftrace format")
     }
 
     fn event_formats(&mut self, r: &mut Rd) -> Result<(), ImportError> {
         let systems = r.uint(4, "the count of event systems")?;
         for _ in 0..systems {
             r.cstr("a system name")?;
-            let n = r.uint(4, "the count of a system's formats")?;
-            for _ in 0..n {
-                let at = r.at();
-                let t = r.blob(8, "an event format")?;
-                self.add_format(r, at, t)?;
-            }
+            self.counted_formats(r, "the count of a system's formats", "an event format")?;
         }
         Ok(())
     }
