@@ -93,6 +93,40 @@ fn timer_wakeups_become_sleeps_of_the_traced_length() {
     }
 }
 
+/// rt-app's periodic.json as validate captured it on the guest (a SCHED_OTHER thread on a
+/// 100 ms timer, a FIFO thread on 20 ms after its first 10 activations at 40 ms): each periodic
+/// stretch becomes rt-app `timer` events of the traced period, and the workload runs. A loop of
+/// fixed relative sleeps (validate's nanosleep capture) stays sleeps.
+#[test]
+fn periodic_wakeups_become_rtapp_timers() {
+    let o = Options { comms: vec!["load10".into(), "fifo".into()], ..Options::default() };
+    let b = import("tests/fixtures/import/rtapp-periodic.trace.gz", o).unwrap();
+    assert!(b.tasks.len() >= 2);
+    for t in &b.tasks {
+        assert!(!t.periodic.is_empty(), "{}: {:?}", t.name, t.steps);
+        for p in &t.periodic {
+            let near = |want: u64| p.period_us.abs_diff(want) <= want / 100;
+            let ok = if t.comm == "load10" { near(100_000) } else { near(20_000) || near(40_000) };
+            assert!(ok, "{}: period {} us", t.name, p.period_us);
+        }
+        assert!(t.steps.iter().any(|s| matches!(s, Step::Timer { .. })));
+    }
+    // The FIFO thread that ran all 10 of its 40 ms activations in the capture has both stretches.
+    assert!(b
+        .tasks
+        .iter()
+        .any(|t| t.periodic.iter().map(|p| (p.period_us + 5_000) / 10_000).collect::<Vec<_>>() == [4, 2]));
+    let json = report::workload_json(&b);
+    assert!(json.contains("\"mode\": \"relative\""));
+    assert!(report::report_text(&b, "periodic").contains("sleeps became rt-app timers"));
+    let r = run_json("periodic", &json, 1_000);
+    assert!(r.stats.context_switches > 0);
+
+    let b = import("tests/fixtures/validate/nanosleep.trace.gz", comm("nsloop")).unwrap();
+    assert!(b.tasks.iter().all(|t| t.periodic.is_empty()), "a relative sleep loop is not periodic");
+    assert!(b.tasks.iter().any(|t| t.steps.iter().filter(|s| matches!(s, Step::SleepUs(_))).count() > 100));
+}
+
 #[test]
 fn messaging_capture_imports_and_runs() {
     let b = import("tests/fixtures/import/messaging.trace.gz", comm("sched-messaging")).unwrap();
