@@ -1204,7 +1204,7 @@ fn halt_curves_section(s: &mut String, o: &crate::calibrate::Output) {
         s.push_str("</table>\n");
         figure(
             s,
-            &format!("{key}: extra ns against the halt (log scale; points as the model interpolates them)"),
+            &format!("{key}: extra against the halt (log scale; the model interpolates linearly between the points, flat outside them)"),
             halt_curve_plot(c),
         );
     }
