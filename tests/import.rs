@@ -518,6 +518,7 @@ fn bad_perfetto_files_are_clear_errors() {
         "t.pftrace: byte 3 (packet 0): a varint runs past the end of its message"
     );
     assert!(err(vec![0x08, 0x01]).starts_with("t.pftrace: byte 0 (packet 0): expected a TracePacket (field 1 of Trace"));
+    assert!(err(pb_msg(1, &pb_msg(50, b"x"))).starts_with("t.pftrace: byte 2 (packet 0): compressed packets"));
     // Wrong wire types: ftrace_events as an integer; a sched_switch's next_pid as a string.
     assert_eq!(
         err(pb_msg(1, &pb_int(1, 5))),
@@ -574,6 +575,23 @@ fn bad_perfetto_files_are_clear_errors() {
     bl.finish();
     assert_eq!(bl.seen.lost_at.map(|l| l.1), Some(0));
     assert!(report::report_text(&bl, "t").contains("lost-events markers"));
+    // A packet of a sequence already seen says the trace buffer dropped packets before it (the
+    // first packet of a sequence says so too, and is no loss).
+    let seq_packet = |ts: u64, dropped: bool| {
+        let mut bundle = pb_int(1, 0);
+        bundle.extend(pf_waking(ts, 1));
+        let mut p = pb_int(10, 5);
+        p.extend(pb_int(42, u64::from(dropped)));
+        p.extend(pb_msg(1, &bundle));
+        pb_msg(1, &p)
+    };
+    for (second_dropped, lost) in [(false, false), (true, true)] {
+        let mut t = seq_packet(100, true);
+        t.extend(seq_packet(200, second_dropped));
+        let mut bl = Builder::new(Options { all_tasks: true, ..Options::default() });
+        read_perfetto_bytes(t, "t", &mut bl).unwrap();
+        assert_eq!(bl.seen.lost_at.is_some(), lost);
+    }
     // Overruns between the start and end ftrace_stats: lost somewhere, said at the end.
     let stats = |phase: u64, overrun: u64| {
         let mut c = pb_int(1, 1);

@@ -8,7 +8,8 @@
 //! - `trace_packet.proto`: `TracePacket` fields `ftrace_events` 1, `process_tree` 2,
 //!   `trusted_packet_sequence_id` 10, `interned_data` 12, `sequence_flags` 13 (bit 0:
 //!   `SEQ_INCREMENTAL_STATE_CLEARED`), `ftrace_stats` 34, `incremental_state_cleared` 41,
-//!   `previous_packet_dropped` 42, `first_packet_on_sequence` 87.
+//!   `previous_packet_dropped` 42, `first_packet_on_sequence` 87; `compressed_packets` 50 is
+//!   refused with the way to decompress it.
 //! - `ftrace/ftrace_event_bundle.proto`: `FtraceEventBundle` fields `cpu` 1, `event` 2,
 //!   `lost_events` 3, `compact_sched` 4. `CompactSched` is a structure of arrays, one entry per
 //!   event in each column (packed or not): `switch_timestamp` 1, `switch_prev_state` 2,
@@ -356,6 +357,14 @@ fn index(src: &Src) -> Result<Index, ImportError> {
                 41 => cleared |= want_int(v, "incremental_state_cleared", fat).map_err(e)? != 0,
                 42 => dropped = want_int(v, "previous_packet_dropped", fat).map_err(e)? != 0,
                 87 => first = want_int(v, "first_packet_on_sequence", fat).map_err(e)? != 0,
+                50 => {
+                    return Err(src.err(
+                        fat,
+                        Some(packet),
+                        "compressed packets (the trace config's `compression_type`) are not read: \
+                         `traceconv decompress_packets IN OUT` writes the trace uncompressed",
+                    ))
+                }
                 _ => {}
             }
         }
@@ -367,7 +376,9 @@ fn index(src: &Src) -> Result<Index, ImportError> {
             st.0 += 1;
         }
         if dropped && known && !first {
+            // Lost packets: the interned data before are no longer valid on this sequence.
             st.1 = true;
+            st.0 += 1;
         }
         if !symbols.is_empty() {
             ix.symbols = true;
