@@ -543,7 +543,9 @@ impl Builder {
             if self.seen.lost_at.is_none() {
                 self.seen.lost_at = Some((line, rec.cpu, count));
                 let at = self.seen.last_ts;
-                self.cut(at, format!("the ring buffer lost {count} events on CPU {} (line {line})", rec.cpu));
+                // A count of 0: the trace says events were lost, not how many (Perfetto).
+                let n = if count == 0 { "events".to_string() } else { format!("{count} events") };
+                self.cut(at, format!("the ring buffer lost {n} on CPU {} (line {line})", rec.cpu));
             }
             return;
         }
