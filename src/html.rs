@@ -575,7 +575,16 @@ fn draw_window(w: &Window, from: u64, len: u64) -> Drawing {
             }
             Event::SchedMigrateTask { orig_cpu, dest_cpu, .. } => d.migrations.push((t, orig_cpu, t, dest_cpu)),
             Event::Warning { .. } => d.warns.push((t, r.cpu)),
-            Event::CsdFunctionEntry { .. } => csd_open[c] = Some(t),
+            Event::CsdFunctionEntry { .. } => {
+                csd_open[c] = Some(t);
+                // A call queued to a polling CPU (`send_call_function_single_ipi()` traces the
+                // kick instead of sending the IPI) lands when its callback runs, which the idle
+                // loop may do without leaving its state.
+                if !kicked[c].is_empty() {
+                    let (ts, from_cpu) = kicked[c].remove(0);
+                    d.kicks.push((ts, from_cpu, t, c as u32));
+                }
+            }
             Event::CsdFunctionExit { .. } => {
                 if let Some(s) = csd_open[c].take() {
                     lanes[c].csd.push((s, t));
@@ -1322,4 +1331,38 @@ fn path_histogram(m: &crate::calibrate::solve::Measured) -> Plot {
         root.present().map_err(perr)?;
     }
     Ok(svg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::{Event, Record, Sym};
+
+    fn rec(ts_ns: u64, cpu: u32, event: Event) -> Record {
+        Record { ts_ns, cpu, pid: 0, flags: 0, preempt_count: 0, event }
+    }
+
+    /// A call queued to a polling CPU lands at its callback, although the target never leaves
+    /// its idle state; a kick whose target does nothing in the window is drawn to its end.
+    #[test]
+    fn a_polling_kick_lands_at_its_callback() {
+        let w = Window {
+            start_ns: 0,
+            len_ns: 10_000,
+            narrow_start_ns: 0,
+            narrow_len_ns: 10_000,
+            trigger: None,
+            records: vec![
+                rec(1_000, 0, Event::SchedWakeIdleWithoutIpi { cpu: 1 }),
+                rec(2_000, 1, Event::CsdFunctionEntry { func: Sym::DoNothingIpi, csd: 1 }),
+                rec(2_500, 1, Event::CsdFunctionExit { func: Sym::DoNothingIpi, csd: 1 }),
+                rec(3_000, 0, Event::SchedWakeIdleWithoutIpi { cpu: 2 }),
+            ],
+            mask_targets: BTreeMap::new(),
+            initial: vec![(0, None), (0, Some(0)), (0, Some(1))],
+            comms: BTreeMap::new(),
+        };
+        let d = draw_window(&w, 0, 10_000);
+        assert_eq!(d.kicks, vec![(1.0, 0, 2.0, 1), (3.0, 0, 10.0, 2)]);
+    }
 }
