@@ -123,6 +123,19 @@ impl Default for Focus {
     }
 }
 
+impl Focus {
+    /// The first IPI or polling kick half way through the measured window, the workload's CPUs:
+    /// for experiments about a steady stretch of wakeups (nanosleep, hackbench-2013, the LKP
+    /// cells) rather than their start, where the window would show the fork of the tasks.
+    pub fn steady() -> Self {
+        Focus {
+            instant: Moment { what: Match::IpiOrKick, cpu: None, after: Anchor::Middle },
+            why: "the first IPI or polling kick half way through the run, the CPUs the workload's tasks ran on".into(),
+            ..Focus::default()
+        }
+    }
+}
+
 /// What a window's sink searches for: resolved against a first-seed result.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Trigger {

@@ -122,6 +122,48 @@ fn each_experiments_timelines_show_its_cpus_and_events() {
     );
     let tl = timelines(&html);
     assert!(any(&tl[0].1, &["stacking"]), "schbench-ttwu early-clear: the stacking wakeup is marked");
+    // ipistorm-intel and ipistorm-arm share ipistorm's CPUs and instant; arm64's WFI never
+    // polls, so every call there is an IPI and no timeline has a polling kick.
+    let html =
+        report(&["reproduce", "ipistorm-intel", "--runs", "1", "--param", "numipi=2000", "--quiet"], "intel-focus");
+    let tl = timelines(&html);
+    assert_eq!(tl.len(), 2);
+    for (label, svg) in &tl {
+        assert!(svg.contains("\nCPU8 *\n") && svg.contains("\nCPU16 *\n"), "ipistorm-intel {label}: CPUs 8 and 16");
+        assert!(any(svg, &["ipi", "polling-kick"]), "ipistorm-intel {label}: an IPI or a kick");
+    }
+    let html = report(&["reproduce", "ipistorm-arm", "--runs", "1", "--param", "numipi=2000", "--quiet"], "arm-focus");
+    let tl = timelines(&html);
+    assert_eq!(tl.len(), 3);
+    for (label, svg) in &tl {
+        assert!(svg.contains("\nCPU8 *\n") && svg.contains("\nCPU16 *\n"), "ipistorm-arm {label}: CPUs 8 and 16");
+        // An arrow's head is filled in its colour; the legend's sample is a stroke only.
+        let kick_heads = svg.matches(&format!("fill=\"{}\"", mark("polling-kick"))).count();
+        assert!(any(svg, &["ipi"]) && kick_heads == 0, "ipistorm-arm {label}: IPIs, never a kick ({kick_heads})");
+    }
+    // The steady-stretch experiments: the workload's own CPUs (no background task's) and the
+    // wakeup that opened the window, half way through the run, not the tasks' fork.
+    for (name, args, workload_task) in [
+        ("nanosleep", vec!["--param", "duration_ms=5"], "nanosleep-"),
+        ("hackbench-2013", vec!["--param", "args=4"], "hackbench-"),
+        (
+            "lkp-matrix",
+            vec!["--cells", "hackbench-pipe-process-25%", "--param", "args=-g 32 -f 20 --process --pipe -l 20 -s 100"],
+            "hackbench-",
+        ),
+    ] {
+        let mut a = vec!["reproduce", name, "--runs", "1", "--quiet"];
+        a.extend(args);
+        let html = report(&a, &format!("{name}-focus"));
+        assert!(html.contains("half way through the run"), "{name}: the steady-stretch rule is printed");
+        let tl = timelines(&html);
+        assert!(!tl.is_empty(), "{name}: timelines");
+        for (label, svg) in &tl {
+            assert!(svg.contains(" *\n"), "{name} {label}: CPUs of interest");
+            assert!(svg.contains(workload_task), "{name} {label}: the workload's tasks in the legend");
+            assert!(any(svg, &["ipi", "polling-kick"]), "{name} {label}: the wakeup that opened the window");
+        }
+    }
 }
 
 /// `--html-window CPUS@TIME[+SPAN]` picks the window, and the report says so.
@@ -137,6 +179,35 @@ fn html_window_picks_the_window() {
     assert!(html.contains("--html-window 8,16,40@1.5+50"));
 }
 
+/// Every built-in experiment with the options that keep its report quick (a shorter workload,
+/// one cell): the reports the browser test renders.
+fn every_experiment() -> Vec<(&'static str, Vec<&'static str>)> {
+    vec![
+        ("ipistorm", vec!["--param", "numipi=2000"]),
+        ("ipistorm-intel", vec!["--param", "numipi=2000"]),
+        ("ipistorm-arm", vec!["--param", "numipi=2000"]),
+        ("schbench-ttwu", vec!["--param", "args=-m 2 -t 16 -r 2"]),
+        (
+            "lkp-matrix",
+            vec!["--cells", "hackbench-pipe-process-25%", "--param", "args=-g 32 -f 20 --process --pipe -l 20 -s 100"],
+        ),
+        ("ilb-polling", vec![]),
+        ("rt-warn", vec![]),
+        ("nanosleep", vec!["--param", "duration_ms=5"]),
+        ("hackbench-2013", vec!["--param", "args=4"]),
+        ("rt-push", vec![]),
+    ]
+}
+
+/// A new experiment joins the rendered set (and, through it, the browser test).
+#[test]
+fn every_experiment_is_rendered() {
+    let listed: Vec<&str> = every_experiment().iter().map(|(n, _)| *n).collect();
+    for e in schedsim::experiments::EXPERIMENTS {
+        assert!(listed.contains(&e.name), "{} is missing from every_experiment()", e.name);
+    }
+}
+
 /// Each experiment's report renders in headless Chromium without errors and without reaching
 /// for anything outside the file (`tools/render-html.sh`). Skipped, with a message, where
 /// Chromium is not installed; the SVG checks above always run.
@@ -149,13 +220,15 @@ fn reports_render_in_headless_chromium() {
         eprintln!("skipped: Chromium is not installed (apt-get install -y chromium); the SVG checks still ran");
         return;
     }
+    if std::env::var_os("SCHEDSIM_SKIP_BROWSER").is_some() {
+        eprintln!("skipped: SCHEDSIM_SKIP_BROWSER is set (.ci/run sets it when Chromium cannot start); the SVG checks still ran");
+        return;
+    }
     let dir = std::env::temp_dir().join(format!("schedsim-render-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    for (name, args) in [
-        ("ipistorm", vec!["reproduce", "ipistorm", "--runs", "1", "--param", "numipi=2000", "--quiet"]),
-        ("rt-push", vec!["reproduce", "rt-push", "--runs", "1", "--quiet"]),
-        ("rt-warn", vec!["reproduce", "rt-warn", "--runs", "1", "--quiet"]),
-    ] {
+    for (name, extra) in every_experiment() {
+        let mut args = vec!["reproduce", name, "--runs", "1", "--quiet"];
+        args.extend(extra);
         let html = report(&args, &format!("render-{name}"));
         let page = dir.join(format!("{name}.html"));
         std::fs::write(&page, html).unwrap();

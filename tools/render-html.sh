@@ -10,7 +10,7 @@ browser="$(command -v chromium || command -v chromium-browser || command -v goog
 log="$(mktemp)"; trap 'rm -f "$log"' EXIT
 # No network: any request other than the file itself fails and shows up in the log.
 "$browser" --headless --no-sandbox --disable-gpu --hide-scrollbars --no-first-run \
-    --proxy-server=127.0.0.1:9 --host-resolver-rules="MAP * ~NOTFOUND" \
+    --disable-dev-shm-usage --proxy-server=127.0.0.1:9 --host-resolver-rules="MAP * ~NOTFOUND" \
     --enable-logging=stderr --v=0 --window-size=1200,"$height" \
     --screenshot="$png" "file://$html" 2>"$log" || { cat "$log" >&2; exit 1; }
 if grep -E "CONSOLE|Uncaught|ERR_|Failed to load" "$log" | grep -v -E "dbus|gpu|GPU|Fontconfig" >&2; then

@@ -72,6 +72,7 @@ pub fn plan(o: &ExpOpts) -> Result<Plan, String> {
         .map(|u| Axis::of(u, ""))
         .collect::<Result<_, _>>()?;
     p.figure = elapsed;
+    p.focus = crate::focus::Focus::steady();
     Ok(p)
 }
 

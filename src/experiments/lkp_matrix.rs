@@ -305,7 +305,9 @@ pub fn plan(o: &ExpOpts) -> Result<Plan, String> {
          (TCP_RR/UDP_RR/TCP_STREAM/UDP_STREAM, 25-100%), schbench 2023 (-m 1..100% -t 1, -m 1 -t 16) and \
          tbench (100%), {KERNEL} vs {KERNEL} + SM_IDLE ({SM_IDLE}); shortened runs"
     );
-    Plan::new("lkp-matrix", title, MACHINE, variants, o.runs, o, Analysis::Code(analyze))
+    let mut p = Plan::new("lkp-matrix", title, MACHINE, variants, o.runs, o, Analysis::Code(analyze))?;
+    p.focus = crate::focus::Focus::steady();
+    Ok(p)
 }
 
 /// The cell's metric of one run, and (netperf) its second half's rate over its first.

@@ -161,6 +161,7 @@ pub fn nanosleep(o: &ExpOpts) -> Result<Plan, String> {
         Axis::of(Unknown::CgroupLeaves, "")?,
     ];
     p.figure = newidle_share;
+    p.focus = crate::focus::Focus::steady();
     Ok(p)
 }
 
