@@ -233,7 +233,7 @@ fn a_warmup_runs_before_the_measured_window_and_is_not_counted() {
 /// and its rate is within 5% of the rate over a window four times as long. UDP_RR is not
 /// covered: its pairs switch between C6-bound and shallow-state rates in both directions and
 /// stay for seconds, so no affordable length converges (docs/unknowns.md §11).
-/// About 2 CPU-minutes in release: `cargo test --release --test netperf -- --ignored`.
+/// About 3 CPU-minutes (the test profile is optimized): `cargo test --test netperf -- --ignored`.
 #[test]
 #[ignore]
 fn the_lkp_matrix_rr_cells_have_converged_after_their_warmup() {

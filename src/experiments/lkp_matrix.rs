@@ -38,7 +38,7 @@
 //! more would multiply the netperf part's cost about ninefold (docs/unknowns.md §11). UDP_RR at 25-50% does not converge at
 //! any affordable length (its pairs switch regime in both directions and stay for seconds);
 //! the warm-up only removes its all-C6 start. `tests/netperf.rs` checks the TCP_RR cells at
-//! the matrix's length (`--ignored`: 2 CPU-minutes). The hackbench
+//! the matrix's length (`--ignored`: 3 CPU-minutes). The hackbench
 //! time is the program's own `stop - start` in whole microseconds, not its printed
 //! milliseconds (a run of a few ms would lose most of its digits). schbench runs `-r`
 //! [`SCHBENCH_SECS`] (LKP: 300 s) and tbench `-t` [`TBENCH_SECS`] (LKP: 600 s);
