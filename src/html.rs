@@ -1073,7 +1073,10 @@ pub fn calibration_page(b: &crate::calibrate::bundle::Bundle, o: &crate::calibra
     s.push_str("<section><h2>Summary</h2>\n");
     s.push_str(&format!("<pre>{}</pre>\n", esc(&o.summary)));
     figure(&mut s, "Software path costs: the model's default and this host's (log scale)", cost_bars(o));
-    s.push_str("</section>\n<section><h2>Measured paths</h2>\n");
+    hw_table(&mut s, b, o);
+    s.push_str("</section>\n");
+    halt_curves_section(&mut s, o);
+    s.push_str("<section><h2>Measured paths</h2>\n");
     let sol = &o.solution;
     for (p, m) in &sol.paths {
         if m.n() == 0 {
@@ -1104,6 +1107,132 @@ pub fn calibration_page(b: &crate::calibrate::bundle::Bundle, o: &crate::calibra
     }
     s.push_str("</section>\n");
     page(&format!("Calibration of this host (Linux {})", b.meta.kernel), &[s])
+}
+
+/// The measured hardware costs beside what `machine --from-host` wrote for them (the model's
+/// default for this host).
+fn hw_table(s: &mut String, b: &crate::calibrate::bundle::Bundle, o: &crate::calibrate::Output) {
+    let sol = &o.solution;
+    if sol.hw.is_empty() {
+        return;
+    }
+    s.push_str("<h3>Hardware costs</h3>\n<table><tr><th>key</th><th>machine --from-host (uncalibrated)</th><th>this host</th><th>samples</th><th>how</th></tr>\n");
+    for h in &sol.hw {
+        let measured =
+            if h.lo == h.hi { h.median.to_string() } else { format!("[{}, {}] (median {})", h.lo, h.hi, h.median) };
+        s.push_str(&format!(
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+            h.key,
+            esc(&host_value(&b.host, h.key).unwrap_or_else(|| "-".into())),
+            measured,
+            h.samples,
+            esc(&h.method)
+        ));
+    }
+    s.push_str("</table>\n");
+}
+
+/// The value `machine --from-host` wrote for `key` (an idle-state key: the HLT state's).
+fn host_value(host: &str, key: &str) -> Option<String> {
+    let idle_key = matches!(key, "wake_ns" | "timer_wake_ns");
+    let mut hlt = false;
+    for l in host.lines() {
+        let t = l.trim_start();
+        if t.starts_with('[') {
+            hlt = false;
+        }
+        if t.starts_with("kind") && t.contains("\"hlt\"") {
+            hlt = true;
+        }
+        if idle_key && !hlt {
+            continue;
+        }
+        if let Some(v) = t.strip_prefix(key).and_then(|r| r.trim_start().strip_prefix('=')) {
+            return Some(v.split('#').next().unwrap_or("").trim().to_string());
+        }
+    }
+    None
+}
+
+/// The halted vCPU's wake by the length of the halt: `halt_wake_extra_ns` (the host's part)
+/// and `halt_refill_extra_ns` (the guest's), each point with its band, as a table and a plot.
+/// The model's default is no curve (a halted CPU wakes in the state's flat `wake_ns`,
+/// `timer_wake_ns`).
+fn halt_curves_section(s: &mut String, o: &crate::calibrate::Output) {
+    let sol = &o.solution;
+    let curves = [("halt_wake_extra_ns", &sol.halt_curve), ("halt_refill_extra_ns", &sol.refill_curve)];
+    if curves.iter().all(|(_, c)| c.is_none()) {
+        return;
+    }
+    s.push_str("<section><h2>The halted vCPU's wake by halt length</h2>\n");
+    s.push_str(
+        "<p>What a wake costs beyond the short halts' median, by how long the CPU had been halted \
+         (the HLT state's curves; the model's default has none: every halted wake costs the \
+         state's flat <code>wake_ns</code> / <code>timer_wake_ns</code>).</p>\n",
+    );
+    for (key, c) in curves {
+        let Some(c) = c else {
+            s.push_str(&format!("<p>{key}: not measured (no usable band of long halts).</p>\n"));
+            continue;
+        };
+        let [n, halt, med] = c.base;
+        s.push_str(&format!(
+            "<h3>{key}</h3>\n<p>zero: the {n} short halts of the calibration set (median halt {} us, median figure {} ns); {} samples in {} bands.</p>\n",
+            halt / 1000,
+            med,
+            c.samples,
+            c.bands.len()
+        ));
+        s.push_str("<table><tr><th>band</th><th>samples</th><th>median halt (us)</th><th>figure p25 / median / p75 (ns)</th><th>extra (ns)</th></tr>\n");
+        s.push_str(&format!(
+            "<tr><td>short halts</td><td>{n}</td><td>{}</td><td>{med}</td><td>0</td></tr>\n",
+            halt / 1000
+        ));
+        for (b, p) in c.bands.iter().zip(c.points.iter().skip(1)) {
+            let hi = if b.hi_ns == u64::MAX { "up".to_string() } else { format!("{} ms", b.hi_ns as f64 / 1e6) };
+            s.push_str(&format!(
+                "<tr><td>{} ms to {hi}</td><td>{}</td><td>{}</td><td>{} / {} / {}</td><td>{}</td></tr>\n",
+                b.lo_ns as f64 / 1e6,
+                b.samples,
+                b.halt_median / 1000,
+                b.late[0],
+                b.late[1],
+                b.late[2],
+                p[1]
+            ));
+        }
+        s.push_str("</table>\n");
+        figure(
+            s,
+            &format!("{key}: extra against the halt (log scale; the model interpolates linearly between the points, flat outside them)"),
+            halt_curve_plot(c),
+        );
+    }
+    s.push_str("</section>\n");
+}
+
+fn halt_curve_plot(c: &crate::calibrate::solve::HaltCurveSolved) -> Plot {
+    let pts: Vec<(f64, f64)> =
+        c.points.iter().map(|[h, e]| ((*h).max(1) as f64 / 1000.0, *e as f64 / 1000.0)).collect();
+    let x_lo = pts.iter().map(|p| p.0).fold(f64::MAX, f64::min).max(1.0) / 2.0;
+    let x_hi = pts.iter().map(|p| p.0).fold(0.0, f64::max).max(x_lo * 4.0) * 2.0;
+    let y_hi = pts.iter().map(|p| p.1).fold(0.0, f64::max).max(1.0) * 1.15;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (900, 260)).into_drawing_area();
+        root.fill(&WHITE).map_err(perr)?;
+        let mut ch = ChartBuilder::on(&root)
+            .margin(10)
+            .x_label_area_size(30)
+            .y_label_area_size(50)
+            .build_cartesian_2d((x_lo..x_hi).log_scale(), 0f64..y_hi)
+            .map_err(perr)?;
+        ch.configure_mesh().x_desc("halt (us)").y_desc("extra (us)").draw().map_err(perr)?;
+        ch.draw_series(LineSeries::new(pts.iter().copied(), color(1).stroke_width(2))).map_err(perr)?;
+        ch.draw_series(pts.iter().map(|&p| Circle::new(p, 4, color(1).filled()))).map_err(perr)?;
+        root.present().map_err(perr)?;
+    }
+    Ok(svg)
 }
 
 fn cost_bars(o: &crate::calibrate::Output) -> Plot {

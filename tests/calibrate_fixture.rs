@@ -69,6 +69,45 @@ fn a_saved_capture_turns_into_the_same_machine_file_every_time() {
     assert!(sol.record_ns > 0);
     assert_eq!(sol.cost("ttwu_activate").unwrap().how, calibrate::solve::How::Measured);
     assert!(sol.hw.iter().any(|h| h.key == "ipi_send_ns"), "{:?}", sol.notes);
+    // The socket capture's paths solve the socket costs (not default x k).
+    assert!(b.capture("sock-1cpu").is_some(), "the fixture has the socket capture");
+    for name in ["unix_sendmsg", "unix_skb", "unix_recvmsg", "unix_skb_free"] {
+        let c = sol.cost(name).unwrap();
+        assert_eq!(c.how, calibrate::solve::How::Composite, "{name}: {}", c.method);
+        assert!(c.samples >= calibrate::solve::MIN_SAMPLES, "{name}");
+        assert!(pc[name].as_table().unwrap().contains_key("spread_ns"), "{name}");
+    }
+    // Its write(2)s and read(2)s are not pipe samples.
+    let sock = &o.captures.iter().find(|(n, _)| n == "sock-1cpu").unwrap().1;
+    assert!(!sock.samples.contains_key(&calibrate::paths::Path::PipeWrite));
+    assert!(sock.samples[&calibrate::paths::Path::SockWrite].len() >= calibrate::solve::MIN_SAMPLES);
+}
+
+#[test]
+fn the_calibration_report_names_every_solved_key() {
+    let b = bundle();
+    let o = calibrate::analyze(&b, "host-background.toml").unwrap();
+    let html = schedsim::html::calibration_page(&b, &o);
+    let sol = &o.solution;
+    // The trimmed long-halt captures give the host's curve; the guest's needs more bands than
+    // they keep, and the report says it was not measured (naming it all the same).
+    assert!(sol.halt_curve.is_some(), "the fixture has long halts: {:?}", sol.notes);
+    let mut keys: Vec<&str> = sol.costs.iter().map(|c| c.name).collect();
+    keys.extend(sol.hw.iter().map(|h| h.key));
+    keys.extend(["halt_wake_extra_ns", "halt_refill_extra_ns"]);
+    for k in keys {
+        assert!(html.contains(k), "the report does not name {k}");
+    }
+    // Each measured cost beside its default, the curves' points in their table.
+    for c in sol.costs.iter().filter(|c| c.how != calibrate::solve::How::Scaled) {
+        assert!(html.contains(&c.ns.to_string()) && html.contains(&c.default_ns.to_string()), "{}", c.name);
+    }
+    for c in [&sol.halt_curve, &sol.refill_curve].into_iter().flatten() {
+        for p in &c.points[1..] {
+            assert!(html.contains(&format!("<td>{}</td></tr>", p[1])), "point {p:?}");
+        }
+    }
+    assert!(html.contains("The halted vCPU's wake by halt length"));
 }
 
 #[test]
@@ -84,6 +123,23 @@ fn no_figure_reported_as_predicted_was_an_input_of_the_solve() {
         .filter_map(|c| c.command.split_whitespace().skip_while(|w| *w != "host-run").nth(1).map(str::to_string))
         .collect();
     assert!(inputs.iter().any(|p| p == "pingpong"), "{inputs:?}");
+    // The calibrating process's own loops (the getppid() and socket loops) are inputs too: none
+    // of them is a program validate runs, and messaging, which uses the socket paths they
+    // measure, stays a prediction (the one-CPU loop does not determine its two-CPU behaviour).
+    let own: Vec<&str> = b
+        .meta
+        .captures
+        .iter()
+        .filter(|c| !c.command.contains("host-run") && c.name != "idle")
+        .map(|c| c.name.as_str())
+        .collect();
+    assert_eq!(own, ["syscall", "sock-1cpu"], "{own:?}");
+    for c in b.meta.captures.iter().filter(|c| own.contains(&c.name.as_str())) {
+        for program in ["messaging", "perf-pipe", "rtapp", "netperf", "tbench", "hackbench"] {
+            assert!(!c.command.contains(program), "{}: {}", c.name, c.command);
+        }
+    }
+    assert!(!listed.iter().any(|p| p == "sock" || p == "syscall"), "{listed:?}");
     for program in ["pingpong", "perf-pipe", "nanosleep", "messaging", "rtapp"] {
         let status = figure_status(program, &listed).unwrap();
         if status == Status::Predicted {

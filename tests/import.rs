@@ -93,6 +93,40 @@ fn timer_wakeups_become_sleeps_of_the_traced_length() {
     }
 }
 
+/// rt-app's periodic.json as validate captured it on the guest (a SCHED_OTHER thread on a
+/// 100 ms timer, a FIFO thread on 20 ms after its first 10 activations at 40 ms): each periodic
+/// stretch becomes rt-app `timer` events of the traced period, and the workload runs. A loop of
+/// fixed relative sleeps (validate's nanosleep capture) stays sleeps.
+#[test]
+fn periodic_wakeups_become_rtapp_timers() {
+    let o = Options { comms: vec!["load10".into(), "fifo".into()], ..Options::default() };
+    let b = import("tests/fixtures/import/rtapp-periodic.trace.gz", o).unwrap();
+    assert!(b.tasks.len() >= 2);
+    for t in &b.tasks {
+        assert!(!t.periodic.is_empty(), "{}: {:?}", t.name, t.steps);
+        for p in &t.periodic {
+            let near = |want: u64| p.period_us.abs_diff(want) <= want / 100;
+            let ok = if t.comm == "load10" { near(100_000) } else { near(20_000) || near(40_000) };
+            assert!(ok, "{}: period {} us", t.name, p.period_us);
+        }
+        assert!(t.steps.iter().any(|s| matches!(s, Step::Timer { .. })));
+    }
+    // The FIFO thread that ran all 10 of its 40 ms activations in the capture has both stretches.
+    assert!(b
+        .tasks
+        .iter()
+        .any(|t| t.periodic.iter().map(|p| (p.period_us + 5_000) / 10_000).collect::<Vec<_>>() == [4, 2]));
+    let json = report::workload_json(&b);
+    assert!(json.contains("\"mode\": \"relative\""));
+    assert!(report::report_text(&b, "periodic").contains("sleeps became rt-app timers"));
+    let r = run_json("periodic", &json, 1_000);
+    assert!(r.stats.context_switches > 0);
+
+    let b = import("tests/fixtures/validate/nanosleep.trace.gz", comm("nsloop")).unwrap();
+    assert!(b.tasks.iter().all(|t| t.periodic.is_empty()), "a relative sleep loop is not periodic");
+    assert!(b.tasks.iter().any(|t| t.steps.iter().filter(|s| matches!(s, Step::SleepUs(_))).count() > 100));
+}
+
 #[test]
 fn messaging_capture_imports_and_runs() {
     let b = import("tests/fixtures/import/messaging.trace.gz", comm("sched-messaging")).unwrap();
@@ -379,6 +413,286 @@ fn fuzzed_tracedat_files_never_panic() {
             Err(e) => {
                 errs += 1;
                 assert!(e.to_string().starts_with("fuzz.dat: "), "{e}");
+            }
+        }
+    }
+    assert!(ok > 0 && errs > 0, "{ok} read, {errs} refused");
+}
+
+// ---- Perfetto (src/import/perfetto.rs) ----
+
+use schedsim::import::perfetto::read_perfetto_bytes;
+
+fn import_pf(path: &str, opts: Options) -> Result<Builder, String> {
+    let mut b = Builder::new(opts);
+    read_perfetto_bytes(gunzip(path), path, &mut b).map_err(|e| e.to_string())?;
+    b.finish();
+    Ok(b)
+}
+
+/// One capture (tests/fixtures/import/README.md: `taskset -c 0 perf bench sched messaging -g 1
+/// -l 20`), as `trace-cmd report -N -t` printed it and as tools/perfetto-fixture.py wrote it
+/// with Perfetto's own proto classes, expanded and compact_sched: the same workload and report.
+#[test]
+fn perfetto_expanded_and_compact_import_as_the_text_of_the_same_capture() {
+    let dir = "tests/fixtures/import";
+    let all = Options { all_tasks: true, ..Options::default() };
+    for opts in [comm("sched-messaging"), all.clone()] {
+        let txt = import(&format!("{dir}/messaging-cpu0.report.txt.gz"), opts.clone()).unwrap();
+        let exp = import_pf(&format!("{dir}/messaging-cpu0.expanded.pftrace.gz"), opts.clone()).unwrap();
+        let j = report::workload_json(&txt);
+        assert_eq!(report::workload_json(&exp), j);
+        assert_eq!(report_body(&exp), report_body(&txt));
+        if !opts.all_tasks {
+            let cmp = import_pf(&format!("{dir}/messaging-cpu0.compact.pftrace.gz"), opts.clone()).unwrap();
+            assert_eq!(report::workload_json(&cmp), j);
+            assert_eq!(report_body(&cmp), report_body(&txt));
+        }
+    }
+    // With every task: the compact encoding has no prev task in a switch and no waker in a
+    // waking, both taken from the CPU's previous switch. On this guest CPU 1's idle task logs
+    // no switch (tests/fixtures/import/README.md), so there a task switched in silently is
+    // taken for idle: the rows that differ are of tasks that ran on CPU 1.
+    let txt = import(&format!("{dir}/messaging-cpu0.report.txt.gz"), all.clone()).unwrap();
+    let cmp = import_pf(&format!("{dir}/messaging-cpu0.compact.pftrace.gz"), all).unwrap();
+    assert!(txt.seen.silent_switch_ins > 0 && cmp.seen.silent_switch_ins < txt.seen.silent_switch_ins);
+    let (a, b) = (report_body(&cmp), report_body(&txt));
+    let rows = |t: &str| t.lines().filter(|l| !l.starts_with('#')).map(String::from).collect::<Vec<_>>();
+    let (ra, rb) = (rows(&a), rows(&b));
+    assert_eq!(ra.len(), rb.len());
+    let mut differ = 0;
+    for (x, y) in ra.iter().zip(&rb) {
+        if x != y {
+            differ += 1;
+            let name = y.split_whitespace().next().unwrap();
+            let t = txt.tasks.iter().find(|t| t.name == name).unwrap();
+            assert!(t.cpus.contains(&1), "{name} ran on {:?}\n{x}\n{y}", t.cpus);
+        }
+    }
+    assert!((1..=5).contains(&differ), "{differ} rows differ");
+    let b = import_pf(&format!("{dir}/messaging-cpu0.compact.pftrace.gz"), comm("sched-messaging")).unwrap();
+    // 20 senders, 20 receivers and their parent; the wakeups between them are barriers.
+    assert_eq!(b.tasks.len(), 41);
+    let matched: u64 = b.tasks.iter().map(|t| t.wakes.matched).sum();
+    assert!(matched > 1500, "{matched}");
+    assert!(run_json("pf", &report::workload_json(&b), 2_000).finished);
+}
+
+/// A protobuf field: tag and value.
+fn pb_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v > 0x7f {
+        out.push(0x80 | (v & 0x7f) as u8);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+fn pb_int(field: u32, v: u64) -> Vec<u8> {
+    let mut o = Vec::new();
+    pb_varint(&mut o, u64::from(field) << 3);
+    pb_varint(&mut o, v);
+    o
+}
+fn pb_msg(field: u32, body: &[u8]) -> Vec<u8> {
+    let mut o = Vec::new();
+    pb_varint(&mut o, u64::from(field) << 3 | 2);
+    pb_varint(&mut o, body.len() as u64);
+    o.extend_from_slice(body);
+    o
+}
+fn pb_packed(field: u32, vals: &[u64]) -> Vec<u8> {
+    let mut b = Vec::new();
+    for &v in vals {
+        pb_varint(&mut b, v);
+    }
+    pb_msg(field, &b)
+}
+/// A trace of packets, each holding one bundle of CPU `cpu` with `body` (bundle fields).
+fn pf_trace(bundles: &[(u32, Vec<u8>)]) -> Vec<u8> {
+    let mut t = Vec::new();
+    for (cpu, body) in bundles {
+        let mut bundle = pb_int(1, u64::from(*cpu));
+        bundle.extend_from_slice(body);
+        t.extend(pb_msg(1, &pb_msg(1, &bundle)));
+    }
+    t
+}
+/// An expanded sched_waking at `ts` by `pid` of task 7.
+fn pf_waking(ts: u64, pid: u32) -> Vec<u8> {
+    let mut w = pb_msg(1, b"t");
+    w.extend(pb_int(2, 7));
+    w.extend(pb_int(3, 120));
+    let mut e = pb_int(1, ts);
+    e.extend(pb_int(2, u64::from(pid)));
+    e.extend(pb_msg(20, &w));
+    pb_msg(2, &e)
+}
+
+#[test]
+fn bad_perfetto_files_are_clear_errors() {
+    let good = gunzip("tests/fixtures/import/messaging-cpu0.compact.pftrace.gz");
+    let err = |b: Vec<u8>| -> String {
+        let mut bl = Builder::new(Options::default());
+        read_perfetto_bytes(b, "t.pftrace", &mut bl).unwrap_err().to_string()
+    };
+    // Truncated: the last packet's length runs past the end.
+    let e = err(good[..good.len() - 10].to_vec());
+    assert!(e.starts_with("t.pftrace: byte ") && e.contains("truncated file: a packet of"), "{e}");
+    assert_eq!(err(vec![]), "t.pftrace: byte 0: empty file (expected a Perfetto trace)");
+    // A packet length past the end, a varint past the end, a field that is not a packet.
+    assert_eq!(
+        err(vec![0x0a, 0xff, 0x01, 0x08]),
+        "t.pftrace: byte 0 (packet 0): truncated file: a packet of 255 bytes runs past the end (byte 4)"
+    );
+    assert_eq!(
+        err(vec![0x0a, 0x80]),
+        "t.pftrace: byte 1 (packet 0): truncated file: a packet's length runs past the end"
+    );
+    assert_eq!(
+        err(vec![0x0a, 0x02, 0x50, 0x80]),
+        "t.pftrace: byte 3 (packet 0): a varint runs past the end of its message"
+    );
+    assert!(err(vec![0x08, 0x01]).starts_with("t.pftrace: byte 0 (packet 0): expected a TracePacket (field 1 of Trace"));
+    assert!(err(pb_msg(1, &pb_msg(50, b"x"))).starts_with("t.pftrace: byte 2 (packet 0): compressed packets"));
+    // Wrong wire types: ftrace_events as an integer; a sched_switch's next_pid as a string.
+    assert_eq!(
+        err(pb_msg(1, &pb_int(1, 5))),
+        "t.pftrace: byte 2 (packet 0): ftrace_events: an integer where a length-delimited message or string was expected"
+    );
+    let mut sw = pb_msg(6, b"x");
+    sw.extend(pb_int(2, 1));
+    let mut ev = pb_int(1, 10);
+    ev.extend(pb_int(2, 1));
+    ev.extend(pb_msg(4, &sw));
+    let e = err(pf_trace(&[(0, pb_msg(2, &ev))]));
+    assert!(
+        e.contains("(packet 0): sched_switch field 6: a length-delimited value where an integer was expected"),
+        "{e}"
+    );
+    // A compact_sched column shorter than another; an interned index out of range.
+    let mut cs = pb_packed(1, &[100, 5]);
+    cs.extend(pb_packed(2, &[1]));
+    cs.extend(pb_packed(3, &[8, 9]));
+    cs.extend(pb_packed(4, &[120, 120]));
+    cs.extend(pb_packed(6, &[0, 0]));
+    cs.extend(pb_msg(5, b"a"));
+    let e = err(pf_trace(&[(0, pb_msg(4, &cs))]));
+    assert!(e.contains("compact_sched: column switch_prev_state has 1 entries, switch_timestamp has 2"), "{e}");
+    let mut cs = pb_packed(1, &[100]);
+    cs.extend(pb_packed(2, &[1]));
+    cs.extend(pb_packed(3, &[8]));
+    cs.extend(pb_packed(4, &[120]));
+    cs.extend(pb_packed(6, &[3]));
+    cs.extend(pb_msg(5, b"a"));
+    let e = err(pf_trace(&[(0, pb_msg(4, &cs))]));
+    assert!(e.contains("compact_sched: switch_next_comm_index 3 is beyond the intern table's 1 strings"), "{e}");
+    // Out-of-order timestamps: in a bundle, and between two bundles of a CPU.
+    let mut b = pf_waking(200, 1);
+    b.extend(pf_waking(100, 1));
+    let e = err(pf_trace(&[(0, b)]));
+    assert!(e.contains("(packet 0): timestamp 100 ns is 100 ns before the bundle's previous event"), "{e}");
+    let e = err(pf_trace(&[(1, pf_waking(200, 1)), (0, pf_waking(50, 1)), (1, pf_waking(150, 1))]));
+    assert!(e.contains("(packet 2): CPU 1: timestamp 150 ns is 50 ns before the CPU's previous event"), "{e}");
+    // The CPUs' bundles interleaved in chunks merge by time.
+    let mut bl = Builder::new(Options { all_tasks: true, ..Options::default() });
+    read_perfetto_bytes(
+        pf_trace(&[(1, pf_waking(200, 1)), (0, pf_waking(50, 1)), (0, pf_waking(300, 1))]),
+        "t",
+        &mut bl,
+    )
+    .unwrap();
+    assert_eq!(bl.seen.records, 3);
+    // A bundle that says the kernel lost events: the import ends there, and says so.
+    let mut lost = pf_waking(400, 1);
+    lost.extend(pb_int(3, 1));
+    let mut bl = Builder::new(Options { all_tasks: true, ..Options::default() });
+    read_perfetto_bytes(pf_trace(&[(0, pf_waking(300, 1)), (0, lost)]), "t", &mut bl).unwrap();
+    bl.finish();
+    assert_eq!(bl.seen.lost_at.map(|l| l.1), Some(0));
+    assert!(report::report_text(&bl, "t").contains("lost-events markers"));
+    // A packet of a sequence already seen says the trace buffer dropped packets before it (the
+    // first packet of a sequence says so too, and is no loss).
+    let seq_packet = |ts: u64, dropped: bool| {
+        let mut bundle = pb_int(1, 0);
+        bundle.extend(pf_waking(ts, 1));
+        let mut p = pb_int(10, 5);
+        p.extend(pb_int(42, u64::from(dropped)));
+        p.extend(pb_msg(1, &bundle));
+        pb_msg(1, &p)
+    };
+    for (second_dropped, lost) in [(false, false), (true, true)] {
+        let mut t = seq_packet(100, true);
+        t.extend(seq_packet(200, second_dropped));
+        let mut bl = Builder::new(Options { all_tasks: true, ..Options::default() });
+        read_perfetto_bytes(t, "t", &mut bl).unwrap();
+        assert_eq!(bl.seen.lost_at.is_some(), lost);
+    }
+    // Overruns between the start and end ftrace_stats: lost somewhere, said at the end.
+    let stats = |phase: u64, overrun: u64| {
+        let mut c = pb_int(1, 1);
+        c.extend(pb_int(3, overrun));
+        let mut s = pb_int(1, phase);
+        s.extend(pb_msg(2, &c));
+        pb_msg(1, &pb_msg(34, &s))
+    };
+    let mut t = stats(1, 4);
+    t.extend(pf_trace(&[(1, pf_waking(300, 1))]));
+    t.extend(stats(2, 9));
+    let mut bl = Builder::new(Options { all_tasks: true, ..Options::default() });
+    read_perfetto_bytes(t, "t", &mut bl).unwrap();
+    assert_eq!(bl.seen.lost_at.map(|l| (l.1, l.2)), Some((1, 5)));
+}
+
+/// Random byte changes, cuts and splices of both Perfetto fixtures: `Ok` or a clean error.
+#[test]
+fn fuzzed_perfetto_files_never_panic() {
+    let exp = gunzip("tests/fixtures/import/messaging-cpu0.expanded.pftrace.gz");
+    let cmp = gunzip("tests/fixtures/import/messaging-cpu0.compact.pftrace.gz");
+    let mut seed = 0x5851_f42d_4c95_7f2du64;
+    let mut rnd = move |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n.max(1) as u64) as usize
+    };
+    let (mut ok, mut errs) = (0, 0);
+    for case in 0..120 {
+        let mut b = if case % 2 == 0 { exp.clone() } else { cmp.clone() };
+        for _ in 0..1 + rnd(8) {
+            let i = rnd(b.len());
+            match rnd(5) {
+                0 => b[i] = rnd(256) as u8,
+                1 => b[i] ^= 1 << rnd(8),
+                2 => b[i] = [0, 0xff, 0x80, 0x0a, 0x12][rnd(5)],
+                3 => {
+                    let n = rnd(9).min(b.len() - i);
+                    b[i..i + n].fill(0xff)
+                }
+                _ => {
+                    let j = rnd(b.len());
+                    let n = rnd(64).min(b.len() - j).min(b.len() - i);
+                    let s = b[j..j + n].to_vec();
+                    b[i..i + n].copy_from_slice(&s);
+                }
+            }
+        }
+        if rnd(5) == 0 {
+            b.truncate(rnd(b.len()));
+        }
+        let mut bl = Builder::new(Options { all_tasks: true, max_steps: 1 + rnd(5000), ..Options::default() });
+        match read_perfetto_bytes(b, "fuzz.pftrace", &mut bl) {
+            Ok(()) => {
+                ok += 1;
+                bl.finish();
+                let _ = report::report_text(&bl, "fuzz");
+                if !bl.tasks.is_empty() {
+                    let j = report::workload_json(&bl);
+                    parse_rtapp(&j, "fuzz.json", Limits { nr_cpus: 4, nr_nodes: 1 })
+                        .unwrap_or_else(|e| panic!("case {case}: {e}\n{j}"));
+                }
+            }
+            Err(e) => {
+                errs += 1;
+                assert!(e.to_string().starts_with("fuzz.pftrace: "), "{e}");
             }
         }
     }

@@ -33,7 +33,9 @@ use std::fmt::Write as _;
 pub struct CaptureSpec {
     pub name: &'static str,
     /// What it runs: a `host-run` program with its parameters, `syscall` (a getppid() loop in a
-    /// child of the calibrating process) or `idle` (nothing, for [`IDLE_SECONDS`]).
+    /// child of the calibrating process), `sock` (a child writing [`SOCK_MSG_BYTES`] to an
+    /// AF_UNIX stream socketpair and reading them back, pinned to `cpu=`) or `idle` (nothing,
+    /// for [`IDLE_SECONDS`]).
     pub program: &'static str,
     pub params: &'static [&'static str],
     /// A busy loop pinned to this CPU runs alongside (it makes the IPIs' targets busy).
@@ -45,6 +47,10 @@ pub struct CaptureSpec {
     /// so every other cost is solved from the short-halt set as before).
     pub long_halt: bool,
 }
+
+/// The message of the socket capture (`sock-1cpu`): `perf bench sched messaging`'s default
+/// 100 bytes, one skb each way.
+pub const SOCK_MSG_BYTES: u32 = 100;
 
 /// Length of the idle capture (the background profile).
 pub const IDLE_SECONDS: u64 = 20;
@@ -65,6 +71,14 @@ pub const CAPTURES: &[CaptureSpec] = &[
         params: &["iters=20000", "ping_cpu=0", "pong_cpu=0"],
         spinner_cpu: None,
         why: "a pipe ping-pong on one CPU: wakeups and switches without IPIs, the null pair",
+        long_halt: false,
+    },
+    CaptureSpec {
+        name: "sock-1cpu",
+        program: "sock",
+        params: &["loops=20000", "cpu=0"],
+        spinner_cpu: None,
+        why: "one task on CPU 0 writing 100 bytes to an AF_UNIX stream socketpair and reading them back: the socket's send and receive paths",
         long_halt: false,
     },
     CaptureSpec {
@@ -256,7 +270,10 @@ pub fn analyze(b: &Bundle, profile_file: &str) -> Result<Output, String> {
             continue;
         }
         let text = b.capture(&c.name).unwrap_or("");
-        let r = paths::collect(text, &c.roots, tsc);
+        let mut r = paths::collect(text, &c.roots, tsc);
+        if CAPTURES.iter().any(|s| s.name == c.name && s.program == "sock") {
+            r.relabel_as_socket();
+        }
         if CAPTURES.iter().any(|s| s.name == c.name && s.long_halt) {
             long_halts.extend_from_slice(&r.halted_timer);
             long_paths.extend_from_slice(&r.halted_switch);
@@ -283,6 +300,7 @@ pub fn analyze(b: &Bundle, profile_file: &str) -> Result<Output, String> {
         irq_entry_ns: host.costs.irq_entry_ns,
         clock_mhz,
         line_key,
+        sock_msg_bytes: SOCK_MSG_BYTES,
     };
     out.solution = solve::solve(&pooled, ctx);
     if out.solution.hw.iter().any(|h| h.key == "timer_wake_ns") {
@@ -389,7 +407,8 @@ pub fn machine_text(
     );
     let mut programs: Vec<&str> =
         m.captures.iter().filter_map(|c| CAPTURES.iter().find(|s| s.name == c.name)).map(|s| s.program).collect();
-    programs.retain(|p| !matches!(*p, "syscall" | "idle"));
+    // The calibrating process's own loops are not programs `validate` runs.
+    programs.retain(|p| !matches!(*p, "syscall" | "sock" | "idle"));
     programs.sort();
     programs.dedup();
     for p in programs {

@@ -68,6 +68,12 @@ pub enum Path {
     PipeWrite,
     /// A pipe `read(2)` of the program that finds data: the same.
     PipeRead,
+    /// The socket capture's `write(2)` of 100 bytes to an AF_UNIX stream socket that wakes
+    /// nobody: `sys_enter` -> `sys_exit`, no record between (the [`Path::PipeWrite`] pair of
+    /// that capture, relabelled by [`CaptureResult::relabel_as_socket`]).
+    SockWrite,
+    /// Its `read(2)` of 100 bytes that finds one queued skb: the same.
+    SockRead,
     /// `sched_waking` -> `sched_wakeup` of the same task on one CPU, the wakee queued there.
     WakingToWakeupLocal,
     /// `sched_waking` -> the `sched_switch` that runs the wakee, by where it ran.
@@ -85,7 +91,7 @@ pub enum Path {
 }
 
 impl Path {
-    pub const ALL: [Path; 29] = [
+    pub const ALL: [Path; 31] = [
         Path::Gap,
         Path::NullPair,
         Path::Reschedule,
@@ -108,6 +114,8 @@ impl Path {
         Path::Syscall,
         Path::PipeWrite,
         Path::PipeRead,
+        Path::SockWrite,
+        Path::SockRead,
         Path::WakingToWakeupLocal,
         Path::WakeToRunSameBusy,
         Path::WakeToRunSameIdle,
@@ -142,6 +150,8 @@ impl Path {
             Path::Syscall => "getppid(): sys_enter -> next sys_enter",
             Path::PipeWrite => "pipe write(2) waking nobody: sys_enter -> sys_exit",
             Path::PipeRead => "pipe read(2) finding data: sys_enter -> sys_exit",
+            Path::SockWrite => "AF_UNIX stream write(2) of 100 bytes waking nobody: sys_enter -> sys_exit",
+            Path::SockRead => "AF_UNIX stream read(2) of 100 bytes finding data: sys_enter -> sys_exit",
             Path::WakingToWakeupLocal => "sched_waking -> sched_wakeup, same CPU",
             Path::WakeToRunSameBusy => "sched_waking -> switch-in, same CPU, busy",
             Path::WakeToRunSameIdle => "sched_waking -> switch-in, same CPU, idle",
@@ -189,6 +199,18 @@ pub struct CaptureResult {
 }
 
 impl CaptureResult {
+    /// The socket capture: its program's `write(2)`s and `read(2)`s are on an AF_UNIX stream
+    /// socket, not a pipe (the trace's raw syscall records do not say which), so its
+    /// [`Path::PipeWrite`] and [`Path::PipeRead`] samples become [`Path::SockWrite`] and
+    /// [`Path::SockRead`].
+    pub fn relabel_as_socket(&mut self) {
+        for (from, to) in [(Path::PipeWrite, Path::SockWrite), (Path::PipeRead, Path::SockRead)] {
+            if let Some(v) = self.samples.remove(&from) {
+                self.samples.entry(to).or_default().extend(v);
+            }
+        }
+    }
+
     /// Other tasks' share of the CPUs during the program, permille. Without a program (the
     /// idle capture) every task is "other": the share of the CPUs that was not idle.
     pub fn foreign_permille(&self) -> u64 {

@@ -19,6 +19,8 @@
 //! | `cpuidle_exit`, `do_idle_exit`, `schedule_enter`, `pick_fair_task` | `cpu_idle` exit -> switch away, tick running | median minus `flush`, split as the defaults |
 //! | `update_blocked_averages`, `balance_rq`, `lb_stats_per_cpu` | SCHED softirq | median, split as the defaults (`lb_stats_per_cpu` once per CPU) |
 //! | `syscall` | `getppid()` loop | median |
+//! | `pipe_write`, `pipe_read` | a pipe `write(2)` waking nobody, a `read(2)` finding data | medians |
+//! | `unix_sendmsg`, `unix_skb` / `unix_recvmsg`, `unix_skb_free` | the socket capture's 100-byte `write(2)` / `read(2)` | median minus the copy, split as the defaults |
 //! | every other field | none | default x k, k the median ratio measured / default of the fields above that hold no VM exit |
 //!
 //! Hardware costs of the machine file: `ipi_send_ns` is the median of `ipi_send_cpu` -> the
@@ -248,6 +250,8 @@ pub struct Context {
     /// The machine file's line-transfer key between the two CPUs of the ping-pongs
     /// (`line_smt_ns`, `line_llc_ns` or `line_socket_ns`).
     pub line_key: &'static str,
+    /// The socket capture's message size (bytes): its copy is taken off the socket paths.
+    pub sock_msg_bytes: u32,
 }
 
 /// Solve from every capture's samples, pooled per path.
@@ -577,6 +581,34 @@ pub fn solve(samples: &BTreeMap<Path, Vec<Sample>>, ctx: Context) -> Solution {
         0,
         format!("median of a pipe read(2) that finds data, sys_enter -> sys_exit, its record ({rn}) off"),
     );
+    // 13. An AF_UNIX stream send and receive of one small skb each, the system call's entry
+    // and exit outside the pair (as the pipe's) and the copy of the message, which the model
+    // charges apart (`fs::pipe::copy_cost`), taken off. The model charges a send
+    // `unix_sendmsg` + `unix_skb` (one skb) and a receive `unix_recvmsg` + `unix_skb_free`;
+    // their lock and line costs are nil on one CPU (every line is the CPU's own).
+    let copy = crate::linux::fs::pipe::copy_cost(ctx.sock_msg_bytes);
+    group(
+        &mut solved,
+        &mut notes,
+        &[("unix_sendmsg", 1), ("unix_skb", 1)],
+        Path::SockWrite,
+        copy,
+        format!(
+            "median of a {}-byte AF_UNIX stream write(2) that wakes nobody (one task on one CPU), sys_enter -> sys_exit, its record ({rn}) off, minus the copy {copy} ns",
+            ctx.sock_msg_bytes
+        ),
+    );
+    group(
+        &mut solved,
+        &mut notes,
+        &[("unix_recvmsg", 1), ("unix_skb_free", 1)],
+        Path::SockRead,
+        copy,
+        format!(
+            "median of a {}-byte AF_UNIX stream read(2) that finds one skb and frees it (one task on one CPU), sys_enter -> sys_exit, its record ({rn}) off, minus the copy {copy} ns",
+            ctx.sock_msg_bytes
+        ),
+    );
     // k: the measured software paths against their defaults (paths with a VM exit left out).
     const VM_EXIT: [&str; 3] = ["hrtimer_start", "tick_stop", "tick_restart"];
     // One ratio per path: a group's fields share theirs.
@@ -765,6 +797,35 @@ mod tests {
     }
 
     #[test]
+    fn the_socket_paths_lose_their_record_and_copy_and_split_as_the_defaults() {
+        let mut s = BTreeMap::new();
+        s.insert(Path::NullPair, samples(70, 1, 40));
+        // 197 - 1 record - 7 ns copy (100 bytes) = 120: unix_sendmsg 250 : unix_skb 350.
+        s.insert(Path::SockWrite, samples(197, 1, 40));
+        // 207 - 70 - 7 = 130: unix_recvmsg 250 : unix_skb_free 250.
+        s.insert(Path::SockRead, samples(207, 1, 40));
+        let ctx = Context {
+            nr_cpus: 2,
+            irq_entry_ns: 270,
+            clock_mhz: crate::linux::cost::REFERENCE_MHZ,
+            line_key: "line_llc_ns",
+            sock_msg_bytes: 100,
+        };
+        let sol = solve(&s, ctx);
+        let c = |n: &str| sol.cost(n).unwrap();
+        assert_eq!((c("unix_sendmsg").ns, c("unix_skb").ns), (50, 70));
+        assert_eq!((c("unix_recvmsg").ns, c("unix_skb_free").ns), (65, 65));
+        assert_eq!(c("unix_skb").how, How::Composite);
+        assert_eq!(c("unix_skb").samples, 40);
+        assert!(c("unix_recvmsg").method.contains("minus the copy 7 ns"), "{}", c("unix_recvmsg").method);
+        // Without the socket capture they are default x k, and a note says why.
+        s.remove(&Path::SockWrite);
+        let sol = solve(&s, ctx);
+        assert_eq!(sol.cost("unix_skb").unwrap().how, How::Scaled);
+        assert!(sol.notes.iter().any(|n| n.starts_with("unix_sendmsg + unix_skb:")), "{:?}", sol.notes);
+    }
+
+    #[test]
     fn composites_subtract_what_is_known_and_split_the_rest() {
         let mut s = BTreeMap::new();
         s.insert(Path::NullPair, samples(100, 1, 40));
@@ -786,6 +847,7 @@ mod tests {
                 irq_entry_ns: 270,
                 clock_mhz: crate::linux::cost::REFERENCE_MHZ,
                 line_key: "line_llc_ns",
+                sock_msg_bytes: 100,
             },
         );
         assert_eq!(sol.record_ns, 100);

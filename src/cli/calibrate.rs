@@ -154,6 +154,59 @@ fn syscall_loop(loops: u64) -> Result<u32, String> {
     Ok(pid as u32)
 }
 
+/// A forked child, pinned to `cpu` (named `calib-sock`), that writes
+/// [`calibrate::SOCK_MSG_BYTES`] to one end of an AF_UNIX stream socketpair and reads them from
+/// the other, `loops` times: every write queues one skb and wakes nobody, every read finds it
+/// and frees it. Returns its pid after it ended.
+fn sock_loop(loops: u64, cpu: u32) -> Result<u32, String> {
+    let mut fds = [0i32; 2];
+    // SAFETY: fds has room for the two descriptors.
+    if unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, fds.as_mut_ptr()) } != 0 {
+        return Err(format!("socketpair(): {}", std::io::Error::last_os_error()));
+    }
+    // SAFETY: the child only makes system calls and leaves with _exit().
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        let e = std::io::Error::last_os_error();
+        // SAFETY: our own descriptors.
+        unsafe {
+            libc::close(fds[0]);
+            libc::close(fds[1]);
+        }
+        return Err(format!("fork(): {e}"));
+    }
+    if pid == 0 {
+        // SAFETY: plain system calls in the child on its own buffer.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu as usize, &mut set);
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+            libc::prctl(libc::PR_SET_NAME, c"calib-sock".as_ptr() as libc::c_ulong, 0, 0, 0);
+            let n = calibrate::SOCK_MSG_BYTES as usize;
+            let mut buf = [b'x'; 4096];
+            for _ in 0..loops {
+                if libc::write(fds[0], buf.as_ptr().cast(), n) != n as isize
+                    || libc::read(fds[1], buf.as_mut_ptr().cast(), n) != n as isize
+                {
+                    libc::_exit(1);
+                }
+            }
+            libc::_exit(0);
+        }
+    }
+    let mut status = 0;
+    // SAFETY: our own child and descriptors.
+    unsafe {
+        libc::waitpid(pid, &mut status, 0);
+        libc::close(fds[0]);
+        libc::close(fds[1]);
+    }
+    if !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
+        return Err("the socket loop of the calibration failed (a short write or read)".into());
+    }
+    Ok(pid as u32)
+}
+
 fn param(spec: &CaptureSpec, key: &str) -> Option<u64> {
     spec.params.iter().find_map(|p| p.strip_prefix(key)?.strip_prefix('=')?.parse().ok())
 }
@@ -172,6 +225,19 @@ fn run_one(t: &Tracefs, spec: &CaptureSpec, exe: &str) -> Result<(String, Vec<u3
             let loops = param(spec, "loops").unwrap_or(20_000);
             let (pid, trace) = t.capture_with(|| syscall_loop(loops))?;
             Ok((format!("getppid() x {loops}"), vec![pid], trace))
+        }
+        "sock" => {
+            let loops = param(spec, "loops").unwrap_or(20_000);
+            let cpu = param(spec, "cpu").unwrap_or(0) as u32;
+            let (pid, trace) = t.capture_with(|| sock_loop(loops, cpu))?;
+            Ok((
+                format!(
+                    "socketpair(AF_UNIX, SOCK_STREAM): write({n}) then read({n}) x {loops} on CPU {cpu}",
+                    n = calibrate::SOCK_MSG_BYTES
+                ),
+                vec![pid],
+                trace,
+            ))
         }
         prog => {
             let mut cmd = vec![exe.to_string(), "host-run".into(), prog.into()];

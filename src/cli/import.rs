@@ -10,8 +10,9 @@ use std::path::PathBuf;
 #[derive(clap::Args, Debug)]
 pub struct ImportArgs {
     /// The trace: tracefs's `trace` text, `trace-cmd report` output, `perf script` output of
-    /// `perf sched record`, or trace-cmd's `trace.dat` (versions 6 and 7, zlib or zstd
-    /// compressed); `.gz` is read gunzipped.
+    /// `perf sched record`, trace-cmd's `trace.dat` (versions 6 and 7, zlib or zstd
+    /// compressed), or a Perfetto trace with ftrace sched events (expanded or compact_sched);
+    /// `.gz` is read gunzipped.
     pub trace: PathBuf,
     /// Where to write the rt-app JSON workload (default: standard output; the report then goes
     /// to standard error).
@@ -66,7 +67,8 @@ pub fn subtract_for(machine: &str) -> Result<Subtract, String> {
     })
 }
 
-/// A file read at offsets (`import::tracedat` reads pages where the CPUs' data are).
+/// A file read at offsets (`import::tracedat` reads pages where the CPUs' data are,
+/// `import::perfetto` a CPU's bundles).
 struct FileAt(std::fs::File);
 
 impl import::tracedat::ReadAt for FileAt {
@@ -75,7 +77,7 @@ impl import::tracedat::ReadAt for FileAt {
     }
 }
 
-/// Open a binary trace for reads at offsets, and its length: a `.gz` is first gunzipped to an
+/// Open a binary trace (trace.dat, Perfetto) for reads at offsets, and its length: a `.gz` is first gunzipped to an
 /// unlinked temporary file (memory stays bounded however large the trace).
 fn open_at(path: &std::path::Path, origin: &str) -> Result<(std::fs::File, u64), String> {
     let f = std::fs::File::open(path).map_err(|e| format!("cannot read trace {origin}: {e}"))?;
@@ -142,12 +144,17 @@ pub fn cmd_import(a: ImportArgs) -> Result<(), String> {
     };
     let mut input = open()?;
     let mut b = Builder::new(opts);
-    // A trace.dat is told by its magic; anything else is read as text.
+    // A trace.dat is told by its magic, a Perfetto trace by its first packet's tag and binary
+    // bytes; anything else is read as text.
     let head = std::io::BufRead::fill_buf(&mut input).map_err(|e| format!("cannot read trace {origin}: {e}"))?;
     if import::tracedat::is_tracedat(head) {
         drop(input);
         let (f, len) = open_at(&a.trace, &origin)?;
         import::tracedat::read_tracedat(Box::new(FileAt(f)), len, &origin, &mut b).map_err(|e| e.to_string())?;
+    } else if import::perfetto::is_perfetto(head) {
+        drop(input);
+        let (f, len) = open_at(&a.trace, &origin)?;
+        import::perfetto::read_perfetto(Box::new(FileAt(f)), len, &origin, &mut b).map_err(|e| e.to_string())?;
     } else {
         import::read_text(&mut input, &origin, &mut b).map_err(|e| e.to_string())?;
     }

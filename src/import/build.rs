@@ -83,7 +83,32 @@ pub enum Step {
     Barrier(u32),
     /// Fork the task at this index.
     Fork(usize),
+    /// rt-app's `timer` of period `period_us`, per-thread timer `chain` (relative mode): the
+    /// sleeps of a periodic stretch ([`Builder::finish`]).
+    Timer {
+        chain: u32,
+        period_us: u64,
+    },
 }
+
+/// A sleep ended by a timer or a hard interrupt: where its step is and when it began and ended.
+#[derive(Debug, Clone, Copy)]
+struct TimedWake {
+    step: usize,
+    since: u64,
+    at: u64,
+}
+
+/// A periodic stretch turned into rt-app `timer` events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Periodic {
+    pub period_us: u64,
+    /// Sleeps of the stretch that became timers.
+    pub timers: u64,
+}
+
+/// A stretch of timer-ended sleeps is periodic when there are at least this many wakeups.
+pub const PERIODIC_MIN_WAKES: usize = 5;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum St {
@@ -141,6 +166,10 @@ pub struct Task {
     /// Kernel time taken off the runs, ns, and the part that could not be (runs too short).
     pub subtracted_ns: u64,
     pub unsubtracted_ns: u64,
+    /// Periodic stretches found (each became rt-app `timer` events).
+    pub periodic: Vec<Periodic>,
+    /// Sleeps ended by a timer or a hard interrupt, in order (the candidates for `periodic`).
+    timed: Vec<TimedWake>,
     st: St,
     /// When the task was last woken (or created).
     woken_at: u64,
@@ -201,6 +230,91 @@ pub struct Builder {
     steps: usize,
     t0: Option<u64>,
     done: bool,
+}
+
+/// The median of `v` (sorted in place; `v` not empty).
+fn median(v: &mut [u64]) -> u64 {
+    v.sort_unstable();
+    v[v.len() / 2]
+}
+
+/// The median absolute deviation of `v` from `m`.
+fn mad(v: &[u64], m: u64) -> u64 {
+    let mut d: Vec<u64> = v.iter().map(|&x| x.abs_diff(m)).collect();
+    median(&mut d)
+}
+
+/// Turn task `t`'s periodic stretches into rt-app timers. A stretch is a run of sleeps ended by
+/// a timer or a hard interrupt (a sleep's hrtimer fires in the local timer interrupt) with only
+/// runs between them, cut where the wakeup interval changes by more than 10%. It is periodic when its wakeups keep their period better than its
+/// sleeps keep their length: the wakeup-to-wakeup intervals' median absolute deviation is at
+/// most 2% of their median P, and the sleeps' is more than twice the intervals' (and at least
+/// 2 us). That is what an absolute period does (the sleep absorbs the run's variation); a
+/// fixed relative sleep does the reverse (the interval absorbs it), and when neither varies
+/// the trace cannot tell them apart and the sleeps stay sleeps.
+///
+/// rt-app's timer (relative mode) sleeps to its next period and, when that is already past,
+/// restarts the period from now. The first timer of a thread is due one period after the
+/// thread starts; so the stretch is anchored at its first wakeup at least two periods after
+/// the thread's start: a timer right after that wakeup finds its deadline past and starts the
+/// period there, and every later sleep of the stretch becomes a timer of period P.
+fn periodic(t: &mut Task, start: u64) {
+    let mut chains: Vec<Vec<TimedWake>> = Vec::new();
+    for w in std::mem::take(&mut t.timed) {
+        let joins = chains.last().is_some_and(|c| {
+            let p = c[c.len() - 1];
+            // Only runs in between, and (from the third wakeup) the interval within 10% of
+            // the one before: a period that changes starts a new stretch.
+            t.steps[p.step + 1..w.step].iter().all(|s| matches!(s, Step::RunUs(_)))
+                && (c.len() < 2 || {
+                    let before = p.at.saturating_sub(c[c.len() - 2].at);
+                    w.at.saturating_sub(p.at).abs_diff(before) * 10 <= before
+                })
+        });
+        if joins {
+            chains.last_mut().expect("a chain").push(w);
+        } else {
+            chains.push(vec![w]);
+        }
+    }
+    // Step index -> what it becomes: a timer (replacing a sleep), or a sleep followed by a
+    // timer that starts the period.
+    let mut timers: BTreeMap<usize, (bool, u32, u64)> = BTreeMap::new();
+    for c in chains.iter().filter(|c| c.len() >= PERIODIC_MIN_WAKES) {
+        let mut iv: Vec<u64> = c.windows(2).map(|p| p[1].at.saturating_sub(p[0].at)).collect();
+        let sl: Vec<u64> = c.iter().map(|w| w.at.saturating_sub(w.since)).collect();
+        let p = median(&mut iv);
+        let (iv_mad, sl_mad) = (mad(&iv, p), mad(&sl, median(&mut sl.clone())));
+        if p < 1000 || iv_mad * 50 > p || sl_mad <= 2 * iv_mad || sl_mad < 2000 {
+            continue;
+        }
+        let Some(anchor) = c.iter().position(|w| w.at >= start + 2 * p) else { continue };
+        if c.len() - anchor < 3 {
+            continue;
+        }
+        let chain = t.periodic.len() as u32;
+        let period_us = (p + 500) / 1000;
+        timers.insert(c[anchor].step, (true, chain, period_us));
+        for w in &c[anchor + 1..] {
+            timers.insert(w.step, (false, chain, period_us));
+        }
+        t.periodic.push(Periodic { period_us, timers: (c.len() - anchor - 1) as u64 });
+    }
+    if timers.is_empty() {
+        return;
+    }
+    let mut steps = Vec::with_capacity(t.steps.len() + t.periodic.len());
+    for (i, s) in t.steps.iter().enumerate() {
+        match timers.get(&i) {
+            Some(&(true, chain, period_us)) => {
+                steps.push(*s);
+                steps.push(Step::Timer { chain, period_us });
+            }
+            Some(&(false, chain, period_us)) => steps.push(Step::Timer { chain, period_us }),
+            None => steps.push(*s),
+        }
+    }
+    t.steps = steps;
 }
 
 /// Names of kernel threads (never forked by a user task in the trace).
@@ -312,6 +426,8 @@ impl Builder {
             exited: false,
             subtracted_ns: 0,
             unsubtracted_ns: 0,
+            periodic: Vec::new(),
+            timed: Vec::new(),
             st: St::Runnable,
             woken_at: ts,
             seg_ns: 0,
@@ -427,7 +543,9 @@ impl Builder {
             if self.seen.lost_at.is_none() {
                 self.seen.lost_at = Some((line, rec.cpu, count));
                 let at = self.seen.last_ts;
-                self.cut(at, format!("the ring buffer lost {count} events on CPU {} (line {line})", rec.cpu));
+                // A count of 0: the trace says events were lost, not how many (Perfetto).
+                let n = if count == 0 { "events".to_string() } else { format!("{count} events") };
+                self.cut(at, format!("the ring buffer lost {n} on CPU {} (line {line})", rec.cpu));
             }
             return;
         }
@@ -611,8 +729,12 @@ impl Builder {
                 t.pending_sub += self.opts.subtract.wakein_ns;
             }
             _ => {
+                let before = self.tasks[w].steps.len();
                 self.push_sleep(w, ts.saturating_sub(since));
                 let t = &mut self.tasks[w];
+                if matches!(ctx, Ctx::HrtimerWakeup | Ctx::Irq) && t.steps.len() > before {
+                    t.timed.push(TimedWake { step: before, since, at: ts });
+                }
                 t.pending_sub += self.opts.subtract.wakein_ns;
                 match ctx {
                     Ctx::HrtimerWakeup | Ctx::Timer => t.wakes.timer += 1,
@@ -643,10 +765,19 @@ impl Builder {
         }
     }
 
-    /// End the import (the end of the trace) and name the threads.
+    /// End the import (the end of the trace), turn periodic stretches into timers and name
+    /// the threads.
     pub fn finish(&mut self) {
         let end = self.seen.last_ts;
         self.finish_at(end);
+        let t0 = self.t0.unwrap_or(0);
+        for t in &mut self.tasks {
+            let start = t0
+                + match t.start {
+                    Start::Delay(ns) | Start::Forked(_, ns) => ns,
+                };
+            periodic(t, start);
+        }
         let mut used: BTreeSet<String> = BTreeSet::new();
         for t in &mut self.tasks {
             let base: String = t
@@ -752,6 +883,81 @@ pub(crate) mod tests {
             vec![Step::RunUs(30), Step::Barrier(0), Step::RunUs(20), Step::SleepUs(200), Step::RunUs(100)]
         );
         assert_eq!((bb.wakes.matched, bb.wakes.hardirq, a.wakes.matched), (0, 1, 1));
+    }
+
+    /// A task on CPU 0 that, `n` times, runs `run_us(k)` and sleeps until a timer interrupt
+    /// at `wake_us(k)` (times in us from 1 s).
+    fn timed_task(n: u64, run_us: impl Fn(u64) -> u64, mut wake_us: impl FnMut(u64) -> u64) -> Vec<String> {
+        let ts = |us: u64| format!("{}.{:06}", 1 + us / 1_000_000, us % 1_000_000);
+        let mut v = vec![format!(
+            " p-20 [000] d..2. {}: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=p next_pid=20 next_prio=120",
+            ts(0)
+        )];
+        let mut at = 0;
+        for k in 0..n {
+            let block = at + run_us(k);
+            let wake = wake_us(k);
+            assert!(wake > block);
+            v.push(format!(" p-20 [000] d..2. {}: sched_switch: prev_comm=p prev_pid=20 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120", ts(block)));
+            v.push(format!(" <idle>-0 [000] d.h2. {}: sched_waking: comm=p pid=20 prio=120 target_cpu=000", ts(wake)));
+            v.push(format!(" <idle>-0 [000] d..2. {}: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=p next_pid=20 next_prio=120", ts(wake + 5)));
+            at = wake + 5;
+        }
+        v
+    }
+
+    fn timers(t: &Task) -> Vec<u64> {
+        t.steps
+            .iter()
+            .filter_map(|s| if let Step::Timer { period_us, .. } = s { Some(*period_us) } else { None })
+            .collect()
+    }
+
+    /// A period kept while the runs vary (the sleeps absorb them) becomes rt-app timers from
+    /// its first wakeup two periods after the start; a fixed sleep after varying runs (a
+    /// nanosleep loop) stays sleeps, and so does a stretch where nothing varies.
+    #[test]
+    fn periodic_wakeups_become_timers_and_fixed_sleeps_stay_sleeps() {
+        let jitter = |k: u64| [0, 7, 3, 9, 1, 6, 2, 8, 4, 5][k as usize % 10];
+        // Period 1000 us, runs 100-190 us, wakeups on the period's boundaries (+0-9 us).
+        let lines = timed_task(12, |k| 100 + 10 * jitter(k), |k| 1000 * (k + 1) + jitter(k + 3));
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let b = build(&refs, Options::default());
+        let t = &b.tasks[0];
+        assert_eq!(t.periodic.len(), 1, "{:?}", t.steps);
+        assert!((990..=1010).contains(&t.periodic[0].period_us), "{:?}", t.periodic);
+        // Wakeups at 1, 2, ... 12 ms: anchored at the one at 2 ms (two periods after the
+        // start), the timer after it, then 10 sleeps that became timers.
+        assert_eq!(timers(t).len(), 11);
+        assert_eq!(t.periodic[0].timers, 10);
+        let sleeps = t.steps.iter().filter(|s| matches!(s, Step::SleepUs(_))).count();
+        assert_eq!(sleeps, 2);
+        let json = crate::import::report::workload_json(&b);
+        let p = t.periodic[0].period_us;
+        assert!(
+            json.contains(&format!("{{ \"ref\": \"unique-p0\", \"period\": {p}, \"mode\": \"relative\" }}")),
+            "{json}"
+        );
+
+        // A nanosleep loop: each sleep 500 us after runs of 100-190 us.
+        let mut wake = 0;
+        let lines = timed_task(
+            12,
+            |k| 100 + 10 * jitter(k),
+            |k| {
+                wake += 5 + 100 + 10 * jitter(k) + 500 + jitter(k + 3) / 3;
+                wake
+            },
+        );
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let b = build(&refs, Options::default());
+        assert!(b.tasks[0].periodic.is_empty() && timers(&b.tasks[0]).is_empty(), "{:?}", b.tasks[0].steps);
+
+        // Nothing varies: a period and a fixed sleep look the same; sleeps stay.
+        let lines = timed_task(12, |_| 100, |k| 1000 * (k + 1));
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let b = build(&refs, Options::default());
+        assert!(b.tasks[0].periodic.is_empty(), "{:?}", b.tasks[0].steps);
     }
 
     #[test]

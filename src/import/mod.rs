@@ -6,7 +6,8 @@
 //!    (switch, waking/wakeup, wakeup_new, fork, exit, migrate, interrupt, softirq and timer
 //!    context, the `sched_setscheduler`/`sched_setaffinity` syscalls, lost-events markers).
 //!    [`text`] reads the three text layouts: tracefs's `trace` file, `trace-cmd report`, and
-//!    `perf script` of `perf sched record`; [`tracedat`] reads trace-cmd's binary `trace.dat`.
+//!    `perf script` of `perf sched record`; [`tracedat`] reads trace-cmd's binary `trace.dat`;
+//!    [`perfetto`] a Perfetto protobuf trace (expanded or `compact_sched` ftrace bundles).
 //! 2. [`build::Builder`] follows every imported task through the stream and writes its rt-app
 //!    thread: runs, sleeps, wake dependencies as two-thread barriers, forks and ends.
 //! 3. [`report`] says what the import assumed, task by task.
@@ -14,6 +15,7 @@
 //! No I/O here: `cli::import` opens the files and hands over a `BufRead`.
 
 pub mod build;
+pub mod perfetto;
 pub mod report;
 pub mod text;
 pub mod tracedat;

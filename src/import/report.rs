@@ -71,6 +71,10 @@ pub fn workload_json(b: &Builder) -> String {
                 Step::RunUs(us) => write!(o, ",\n      \"run{k}\": {us}"),
                 Step::SleepUs(us) => write!(o, ",\n      \"sleep{k}\": {us}"),
                 Step::Barrier(id) => write!(o, ",\n      \"barrier{k}\": \"w{id}\""),
+                Step::Timer { chain, period_us } => write!(
+                    o,
+                    ",\n      \"timer{k}\": {{ \"ref\": \"unique-p{chain}\", \"period\": {period_us}, \"mode\": \"relative\" }}"
+                ),
                 Step::Fork(c) if by_fork(&b.tasks[*c]) => {
                     write!(o, ",\n      \"fork{k}\": {}", json_str(&b.tasks[*c].name))
                 }
@@ -178,11 +182,22 @@ pub fn report_text(b: &Builder, origin: &str) -> String {
                 t.name
             ));
         }
+        for p in &t.periodic {
+            notes.push(format!(
+                "{}: periodic, {} us: {} sleeps became rt-app timers (relative mode: a late period restarts from \
+                 the wakeup)",
+                t.name, p.period_us, p.timers
+            ));
+        }
         if t.unsubtracted_ns > 0 {
             notes.push(format!(
-                "{}: {} us of model costs could not be taken off (runs shorter than the costs)",
+                "{}: {} of model costs could not be taken off (runs shorter than the costs)",
                 t.name,
-                t.unsubtracted_ns / 1000
+                if t.unsubtracted_ns >= 1000 {
+                    format!("{} us", t.unsubtracted_ns / 1000)
+                } else {
+                    format!("{} ns", t.unsubtracted_ns)
+                }
             ));
         }
     }

@@ -192,6 +192,11 @@ pub struct Counts {
     pub dropped_idle_lines: u64,
     /// The trace says events were lost (`[LOST n EVENTS]`).
     pub lost_events: bool,
+    /// Wakeup latencies of the program's tasks, ns, sorted: from a task's `sched_waking` (that
+    /// a `sched_wakeup` followed) to its `sched_switch` in, or, when its first line comes
+    /// without one (an idle-silent CPU's switch from idle is not logged), to that CPU's line
+    /// before it.
+    pub wake_latency_ns: Vec<u64>,
 }
 
 /// Which tasks are the program.
@@ -254,6 +259,10 @@ pub fn analyze(text: &str, program: &Program, silent: &BTreeSet<u32>) -> Counts 
     c.span_ns = last - first;
     let prog = |p: Option<u64>| p.is_some_and(|p| pids.contains(&(p as u32)));
     let mut waking: Vec<Option<(bool, u32, u64)>> = vec![None; nr_cpus as usize];
+    // Program tasks: the last `sched_waking` of each, and those woken and not yet running.
+    let mut waking_at: BTreeMap<u32, u64> = BTreeMap::new();
+    let mut woken_at: BTreeMap<u32, u64> = BTreeMap::new();
+    let mut last_line: Vec<u64> = vec![0; nr_cpus as usize];
     // Per CPU: the current task (from sched_switch) and since when.
     let mut curr: Vec<Option<(u32, u64)>> = vec![None; nr_cpus as usize];
     // CPU time of the task current on a CPU from `since` to `until`, clipped to the lifetime.
@@ -288,6 +297,12 @@ pub fn analyze(text: &str, program: &Program, silent: &BTreeSet<u32>) -> Counts 
             c.dropped_idle_lines += 1;
             continue;
         }
+        // A woken task's first line without a switch to it: it came from the idle task of a
+        // CPU that does not log that switch; it ran from the CPU's previous line at the latest.
+        if let Some(t) = woken_at.remove(&l.pid) {
+            c.wake_latency_ns.push(last_line[cpu].max(t).min(l.ts_ns) - t.min(l.ts_ns));
+        }
+        last_line[cpu] = l.ts_ns;
         let attributed = |waking: &[Option<(bool, u32, u64)>]| -> Option<bool> {
             match waking[cpu] {
                 Some((is_prog, waker, ts)) if waker == l.pid && l.ts_ns.saturating_sub(ts) <= WAKE_WINDOW_NS => {
@@ -302,9 +317,16 @@ pub fn analyze(text: &str, program: &Program, silent: &BTreeSet<u32>) -> Counts 
                 if p && l.flags.get(2) == Some(&b's') {
                     c.wakings_in_softirq += 1;
                 }
+                if let Some(pid) = l.num("pid").filter(|_| p) {
+                    waking_at.insert(pid as u32, l.ts_ns);
+                }
                 waking[cpu] = Some((p, l.pid, l.ts_ns));
             }
-            "sched_wakeup" if prog(l.num("pid")) => c.wakeups += 1,
+            "sched_wakeup" if prog(l.num("pid")) => {
+                c.wakeups += 1;
+                let pid = l.num("pid").unwrap_or(0) as u32;
+                woken_at.insert(pid, waking_at.remove(&pid).unwrap_or(l.ts_ns));
+            }
             "ipi_send_cpu" | "ipi_send_cpumask" => {
                 if attributed(&waking) == Some(true) {
                     let callsite = l.arg("callsite").unwrap_or("");
@@ -336,6 +358,9 @@ pub fn analyze(text: &str, program: &Program, silent: &BTreeSet<u32>) -> Counts 
                 }
                 if let Some(n) = next {
                     curr[cpu] = Some((n as u32, l.ts_ns));
+                    if let Some(t) = woken_at.remove(&(n as u32)) {
+                        c.wake_latency_ns.push(l.ts_ns.saturating_sub(t));
+                    }
                 }
             }
             "sched_migrate_task" if prog(l.num("pid")) => c.migrations += 1,
@@ -357,7 +382,17 @@ pub fn analyze(text: &str, program: &Program, silent: &BTreeSet<u32>) -> Counts 
     for &(p, since) in curr.iter().flatten() {
         charge(&mut c, p, since, last);
     }
+    c.wake_latency_ns.sort_unstable();
     c
+}
+
+/// The `pct` percentile of sorted values (nearest rank).
+pub fn percentile(sorted: &[u64], pct: u64) -> Option<u64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let rank = (sorted.len() as u64 * pct).div_ceil(100).max(1) as usize;
+    Some(sorted[rank.min(sorted.len()) - 1])
 }
 
 /// The model's trace as ftrace text (what [`analyze`] reads), from a run kept with `trace`.
@@ -379,6 +414,8 @@ pub fn model_counts(r: &crate::run::RunResult, text: &str, silent: &BTreeSet<u32
 pub enum RowKind {
     Structure,
     Rate,
+    /// Wakeup latency percentiles of the program's tasks, from the trace on both sides.
+    Latency,
     Speed,
 }
 
@@ -410,6 +447,11 @@ pub fn figures(c: &Counts, idle_state_names: &[String], own: Option<(&str, f64)>
     }
     f.push((RowKind::Rate, 100, "timer irqs per second on idle CPUs".into(), c.idle_timer_irqs as f64 / secs));
     f.push((RowKind::Rate, 101, "background IPIs per second".into(), c.background_ipis as f64 / secs));
+    for (i, pct) in [50, 90, 99].into_iter().enumerate() {
+        if let Some(ns) = percentile(&c.wake_latency_ns, pct) {
+            f.push((RowKind::Latency, i as u32, format!("wakeup latency p{pct} (us)"), ns as f64 / 1000.0));
+        }
+    }
     if let Some((name, v)) = own {
         f.push((RowKind::Speed, 0, name.to_string(), v));
     }
@@ -471,7 +513,7 @@ pub fn rows(real: &[Figures], model: &[Figures], tolerance: f64) -> Vec<Row> {
     }
     let value = |f: &Figures, kind: RowKind, n: &str| match f.iter().find(|x| x.2 == n) {
         Some(x) => Some(x.3),
-        None if kind == RowKind::Speed => None,
+        None if matches!(kind, RowKind::Speed | RowKind::Latency) => None,
         None => Some(0.0),
     };
     keys.into_iter()
@@ -660,6 +702,23 @@ mod tests {
         let c = analyze(T, &Program::Pids { roots: &[10, 11], follow_forks: false }, &BTreeSet::from([0]));
         assert_eq!(c.idle_entries.get(&1), None);
         assert_eq!(c.dropped_idle_lines, 1);
+    }
+
+    /// A wakeup's latency runs from its `sched_waking` to the task's switch-in or, when the
+    /// task turns up without one (an idle-silent CPU), to that CPU's line before it.
+    #[test]
+    fn wakeup_latency_ends_at_the_switch_in_or_the_line_before_a_silent_one() {
+        let c = analyze(T, &Program::Pids { roots: &[10, 11], follow_forks: false }, &BTreeSet::new());
+        // pong: woken at 10 us, first seen on CPU 1 at 600 us with no earlier line there: 0.
+        // ping: woken at 600 us, first seen at 1000 us on CPU 0, whose line before it (the
+        // wakeup in the interrupt) is at 610 us: 10 us.
+        assert_eq!(c.wake_latency_ns, vec![0, 10_000]);
+        assert_eq!(percentile(&[1, 2, 3, 4, 5, 6, 7, 8, 9, 10], 50), Some(5));
+        assert_eq!(percentile(&[1, 2, 3, 4, 5, 6, 7, 8, 9, 10], 90), Some(9));
+        assert_eq!(percentile(&[1, 2, 3, 4, 5, 6, 7, 8, 9, 10], 99), Some(10));
+        assert_eq!(percentile(&[], 50), None);
+        let f = figures(&Counts { wakeups: 2, wake_latency_ns: vec![0, 10_000], ..Default::default() }, &[], None);
+        assert!(f.iter().any(|r| r.0 == RowKind::Latency && r.2 == "wakeup latency p99 (us)" && r.3 == 10.0));
     }
 
     #[test]
