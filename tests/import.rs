@@ -366,18 +366,49 @@ fn bad_tracedat_files_are_clear_errors() {
 }
 
 /// Random byte changes, cuts and splices of both trace.dat fixtures: `Ok` or a clean error.
-#[test]
-fn fuzzed_tracedat_files_never_panic() {
-    let v6 = gunzip("tests/fixtures/import/pipe.v6.dat.gz");
-    let v7 = std::fs::read("tests/fixtures/import/pipe.v7-zstd.dat").unwrap();
-    let mut seed = 0x2545_f491_4f6c_dd1du64;
-    let mut rnd = move |n: usize| {
+/// A seeded xorshift: `rnd(n)` is in `0..n`.
+fn xorshift(mut seed: u64) -> impl FnMut(usize) -> usize {
+    move |n: usize| {
         seed ^= seed << 13;
         seed ^= seed >> 7;
         seed ^= seed << 17;
         (seed % n.max(1) as u64) as usize
-    };
-    let (mut ok, mut errs) = (0, 0);
+    }
+}
+
+/// One fuzzed file's outcome: read (then its report and workload must build and the workload
+/// parse), or refused with an error naming the file.
+fn tally_fuzzed<E: std::fmt::Display>(
+    r: Result<(), E>,
+    mut bl: Builder,
+    name: &str,
+    case: usize,
+    (ok, errs): (&mut usize, &mut usize),
+) {
+    match r {
+        Ok(()) => {
+            *ok += 1;
+            bl.finish();
+            let _ = report::report_text(&bl, "fuzz");
+            if !bl.tasks.is_empty() {
+                let j = report::workload_json(&bl);
+                parse_rtapp(&j, "fuzz.json", Limits { nr_cpus: 4, nr_nodes: 1 })
+                    .unwrap_or_else(|e| panic!("case {case}: {e}\n{j}"));
+            }
+        }
+        Err(e) => {
+            *errs += 1;
+            assert!(e.to_string().starts_with(&format!("{name}: ")), "{e}");
+        }
+    }
+}
+
+#[test]
+fn fuzzed_tracedat_files_never_panic() {
+    let v6 = gunzip("tests/fixtures/import/pipe.v6.dat.gz");
+    let v7 = std::fs::read("tests/fixtures/import/pipe.v7-zstd.dat").unwrap();
+    let mut rnd = xorshift(0x2545_f491_4f6c_dd1d);
+    let (mut ok, mut errs) = (0usize, 0usize);
     for case in 0..60 {
         let base = if case % 3 == 2 { &v7 } else { &v6 };
         let mut b = base.clone();
@@ -399,22 +430,8 @@ fn fuzzed_tracedat_files_never_panic() {
             b.truncate(rnd(b.len()));
         }
         let mut bl = Builder::new(Options { all_tasks: true, max_steps: 1 + rnd(5000), ..Options::default() });
-        match read_tracedat_bytes(b, "fuzz.dat", &mut bl) {
-            Ok(()) => {
-                ok += 1;
-                bl.finish();
-                let _ = report::report_text(&bl, "fuzz");
-                if !bl.tasks.is_empty() {
-                    let j = report::workload_json(&bl);
-                    parse_rtapp(&j, "fuzz.json", Limits { nr_cpus: 4, nr_nodes: 1 })
-                        .unwrap_or_else(|e| panic!("case {case}: {e}\n{j}"));
-                }
-            }
-            Err(e) => {
-                errs += 1;
-                assert!(e.to_string().starts_with("fuzz.dat: "), "{e}");
-            }
-        }
+        let r = read_tracedat_bytes(b, "fuzz.dat", &mut bl);
+        tally_fuzzed(r, bl, "fuzz.dat", case, (&mut ok, &mut errs));
     }
     assert!(ok > 0 && errs > 0, "{ok} read, {errs} refused");
 }
@@ -647,14 +664,8 @@ fn bad_perfetto_files_are_clear_errors() {
 fn fuzzed_perfetto_files_never_panic() {
     let exp = gunzip("tests/fixtures/import/messaging-cpu0.expanded.pftrace.gz");
     let cmp = gunzip("tests/fixtures/import/messaging-cpu0.compact.pftrace.gz");
-    let mut seed = 0x5851_f42d_4c95_7f2du64;
-    let mut rnd = move |n: usize| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        (seed % n.max(1) as u64) as usize
-    };
-    let (mut ok, mut errs) = (0, 0);
+    let mut rnd = xorshift(0x5851_f42d_4c95_7f2d);
+    let (mut ok, mut errs) = (0usize, 0usize);
     for case in 0..120 {
         let mut b = if case % 2 == 0 { exp.clone() } else { cmp.clone() };
         for _ in 0..1 + rnd(8) {
@@ -679,22 +690,8 @@ fn fuzzed_perfetto_files_never_panic() {
             b.truncate(rnd(b.len()));
         }
         let mut bl = Builder::new(Options { all_tasks: true, max_steps: 1 + rnd(5000), ..Options::default() });
-        match read_perfetto_bytes(b, "fuzz.pftrace", &mut bl) {
-            Ok(()) => {
-                ok += 1;
-                bl.finish();
-                let _ = report::report_text(&bl, "fuzz");
-                if !bl.tasks.is_empty() {
-                    let j = report::workload_json(&bl);
-                    parse_rtapp(&j, "fuzz.json", Limits { nr_cpus: 4, nr_nodes: 1 })
-                        .unwrap_or_else(|e| panic!("case {case}: {e}\n{j}"));
-                }
-            }
-            Err(e) => {
-                errs += 1;
-                assert!(e.to_string().starts_with("fuzz.pftrace: "), "{e}");
-            }
-        }
+        let r = read_perfetto_bytes(b, "fuzz.pftrace", &mut bl);
+        tally_fuzzed(r, bl, "fuzz.pftrace", case, (&mut ok, &mut errs));
     }
     assert!(ok > 0 && errs > 0, "{ok} read, {errs} refused");
 }

@@ -238,3 +238,24 @@ fn read_line_bounded(input: &mut dyn std::io::BufRead, buf: &mut Vec<u8>) -> Res
         }
     }
 }
+
+/// Where a binary trace's bytes are: the file the command line opened, or memory (tests,
+/// fuzzing). The readers check `at + n` against the length before they read.
+pub(crate) enum Backing {
+    File(Box<dyn tracedat::ReadAt>),
+    Mem(Vec<u8>),
+}
+
+impl Backing {
+    /// `n` bytes at `at`.
+    pub(crate) fn read(&self, at: u64, n: u64) -> std::io::Result<Vec<u8>> {
+        match self {
+            Backing::File(f) => {
+                let mut b = vec![0u8; n as usize];
+                f.read_exact_at(&mut b, at)?;
+                Ok(b)
+            }
+            Backing::Mem(m) => Ok(m[at as usize..(at + n) as usize].to_vec()),
+        }
+    }
+}

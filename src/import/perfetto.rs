@@ -55,9 +55,9 @@
 
 use super::build::Builder;
 use super::tracedat::ReadAt;
-use super::{Ctx, ImportError, Kind, PrevState, Rec, UNKNOWN_PID};
+use super::{Backing, Ctx, ImportError, Kind, PrevState, Rec, UNKNOWN_PID};
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 
 /// The largest packet read (traced_probes writes bundles of a few pages).
 pub const MAX_PACKET: u64 = 64 << 20;
@@ -76,11 +76,6 @@ pub fn is_perfetto(head: &[u8]) -> bool {
 const FLAG_HARDIRQ: u64 = 0x08;
 const FLAG_SOFTIRQ: u64 = 0x10;
 const FLAG_NMI: u64 = 0x40;
-
-enum Backing {
-    File(Box<dyn ReadAt>),
-    Mem(Vec<u8>),
-}
 
 struct Src {
     f: Backing,
@@ -113,14 +108,7 @@ impl Src {
                 format!("truncated file: {what} needs {n} bytes here, the file ends at byte {}", self.len),
             ));
         }
-        match &self.f {
-            Backing::File(f) => {
-                let mut b = vec![0u8; n as usize];
-                f.read_exact_at(&mut b, at).map_err(|e| self.err(at, packet, format!("cannot read {what}: {e}")))?;
-                Ok(b)
-            }
-            Backing::Mem(m) => Ok(m[at as usize..(at + n) as usize].to_vec()),
-        }
+        self.f.read(at, n).map_err(|e| self.err(at, packet, format!("cannot read {what}: {e}")))
     }
 }
 
@@ -273,9 +261,9 @@ struct BundleRef {
 #[derive(Default)]
 struct Index {
     cpus: BTreeMap<u32, Vec<BundleRef>>,
-    names: HashMap<u32, String>,
+    names: BTreeMap<u32, String>,
     /// (sequence, generation, iid) of the interned `hrtimer_wakeup` symbol.
-    hrtimer_wakeup: HashSet<(u32, u32, u64)>,
+    hrtimer_wakeup: BTreeSet<(u32, u32, u64)>,
     symbols: bool,
     overrun_start: BTreeMap<u32, u64>,
     overrun_end: BTreeMap<u32, u64>,
@@ -291,7 +279,7 @@ fn cmdline_comm(c: &str) -> String {
 fn index(src: &Src) -> Result<Index, ImportError> {
     let mut ix = Index::default();
     // Per sequence: its generation and whether a drop awaits its next bundle.
-    let mut seqs: HashMap<u32, (u32, bool)> = HashMap::new();
+    let mut seqs: BTreeMap<u32, (u32, bool)> = BTreeMap::new();
     let mut at = 0u64;
     let mut packet = 0u64;
     while at < src.len {
@@ -443,7 +431,7 @@ fn packet_at(src: &Src, at: u64, packet: u64) -> Result<(u64, u64), ImportError>
     Ok((off, len))
 }
 
-fn process_tree(b: &[u8], base: u64, names: &mut HashMap<u32, String>) -> Result<(), PbErr> {
+fn process_tree(b: &[u8], base: u64, names: &mut BTreeMap<u32, String>) -> Result<(), PbErr> {
     let mut p = Pb::new(b, base);
     while let Some((f, v, at)) = p.next()? {
         let (sb, soff) = match f {
@@ -586,6 +574,22 @@ struct CpuStream {
 }
 
 impl CpuStream {
+    /// CPU `cpu`'s stream over its bundles `refs`, before the first is loaded.
+    fn new(cpu: u32, refs: Vec<BundleRef>) -> CpuStream {
+        CpuStream {
+            cpu,
+            refs,
+            next: 0,
+            evs: Vec::new(),
+            pos: 0,
+            strs: Vec::new(),
+            packet: 0,
+            cur_pid: UNKNOWN_PID,
+            cur_prio: None,
+            last_ts: 0,
+        }
+    }
+
     /// Load bundles until one has events; false at the end.
     fn load(&mut self, src: &Src, ix: &Index) -> Result<bool, ImportError> {
         while self.next < self.refs.len() {
@@ -922,18 +926,7 @@ fn read_src(src: &Src, builder: &mut Builder) -> Result<(), ImportError> {
     let mut names = ix.names.clone();
     let mut streams: Vec<CpuStream> = Vec::new();
     for (&cpu, refs) in &ix.cpus {
-        let mut s = CpuStream {
-            cpu,
-            refs: refs.clone(),
-            next: 0,
-            evs: Vec::new(),
-            pos: 0,
-            strs: Vec::new(),
-            packet: 0,
-            cur_pid: UNKNOWN_PID,
-            cur_prio: None,
-            last_ts: 0,
-        };
+        let mut s = CpuStream::new(cpu, refs.clone());
         if s.load(src, &ix)? {
             streams.push(s);
         }
@@ -991,7 +984,7 @@ fn prev_state(st: u64) -> PrevState {
 }
 
 /// One event into a record for the builder.
-fn emit(s: &mut CpuStream, ev: &Ev, names: &mut HashMap<u32, String>, builder: &mut Builder, n: u64) {
+fn emit(s: &mut CpuStream, ev: &Ev, names: &mut BTreeMap<u32, String>, builder: &mut Builder, n: u64) {
     if let Some(p) = ev.pid {
         if p != s.cur_pid {
             s.cur_pid = p;
@@ -1202,21 +1195,10 @@ mod tests {
         let t = m(1, &m(1, &b));
         let src = Src { f: Backing::Mem(t.clone()), len: t.len() as u64, origin: "t".into() };
         let ix = index(&src).unwrap();
-        let mut s = CpuStream {
-            cpu: 2,
-            refs: ix.cpus[&2].clone(),
-            next: 0,
-            evs: Vec::new(),
-            pos: 0,
-            strs: Vec::new(),
-            packet: 0,
-            cur_pid: UNKNOWN_PID,
-            cur_prio: None,
-            last_ts: 0,
-        };
+        let mut s = CpuStream::new(2, ix.cpus[&2].clone());
         assert!(s.load(&src, &ix).unwrap());
         assert_eq!(s.evs.iter().map(|e| e.ts).collect::<Vec<_>>(), [100, 150]);
-        let mut names = HashMap::new();
+        let mut names = BTreeMap::new();
         let mut bl = Builder::new(Options { all_tasks: true, ..Options::default() });
         for i in 0..2 {
             let ev = s.evs[i];

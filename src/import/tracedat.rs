@@ -26,9 +26,9 @@
 //! `hrtimer_wakeup` are kept.
 
 use super::build::Builder;
-use super::{Ctx, ImportError, Kind, PrevState, Rec};
+use super::{Backing, Ctx, ImportError, Kind, PrevState, Rec};
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BTreeMap, BinaryHeap};
 use std::io::Read;
 
 /// The first bytes of every trace.dat.
@@ -59,12 +59,6 @@ pub trait ReadAt {
     fn read_exact_at(&self, buf: &mut [u8], at: u64) -> std::io::Result<()>;
 }
 
-/// Where the bytes are: the opened file, or memory (tests, fuzzing).
-enum Backing {
-    File(Box<dyn ReadAt>),
-    Mem(Vec<u8>),
-}
-
 /// The trace, read at offsets.
 struct Src {
     f: Backing,
@@ -86,14 +80,7 @@ impl Src {
             return Err(self
                 .err(at, format!("truncated file: {what} needs {n} bytes here, the file ends at byte {}", self.len)));
         }
-        match &self.f {
-            Backing::File(f) => {
-                let mut b = vec![0u8; n as usize];
-                f.read_exact_at(&mut b, at).map_err(|e| self.err(at, format!("cannot read {what}: {e}")))?;
-                Ok(b)
-            }
-            Backing::Mem(m) => Ok(m[at as usize..(at + n) as usize].to_vec()),
-        }
+        self.f.read(at, n).map_err(|e| self.err(at, format!("cannot read {what}: {e}")))
     }
 }
 
@@ -315,8 +302,8 @@ fn decoder(name: &str, fields: &[(String, F)]) -> Dec {
 /// What the header gave: formats by ID, command lines, `hrtimer_wakeup`'s addresses, the
 /// ring-buffer page layout and where each CPU's data is.
 struct Header {
-    formats: HashMap<u16, Format>,
-    comms: HashMap<u32, [u8; 16]>,
+    formats: BTreeMap<u16, Format>,
+    comms: BTreeMap<u32, [u8; 16]>,
     hrtimer_wakeup: Vec<u64>,
     page_size: u64,
     long_size: usize,
@@ -396,8 +383,8 @@ const OPT_CMDLINES: u16 = 21;
 impl Header {
     fn new(version: u32, long_size: usize, page_size: u64) -> Header {
         Header {
-            formats: HashMap::new(),
-            comms: HashMap::new(),
+            formats: BTreeMap::new(),
+            comms: BTreeMap::new(),
             hrtimer_wakeup: Vec::new(),
             page_size,
             long_size,
@@ -1072,7 +1059,7 @@ fn emit(
     start: usize,
     p: &[u8],
     ts: u64,
-    comms: &mut HashMap<u32, [u8; 16]>,
+    comms: &mut BTreeMap<u32, [u8; 16]>,
     builder: &mut Builder,
     n: u64,
 ) -> Result<(), ImportError> {
