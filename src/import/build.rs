@@ -284,7 +284,8 @@ fn periodic(t: &mut Task, start: u64) {
         let mut iv: Vec<u64> = c.windows(2).map(|p| p[1].at.saturating_sub(p[0].at)).collect();
         let sl: Vec<u64> = c.iter().map(|w| w.at.saturating_sub(w.since)).collect();
         let p = median(&mut iv);
-        let (iv_mad, sl_mad) = (mad(&iv, p), mad(&sl, median(&mut sl.clone())));
+        let sl_median = median(&mut sl.clone());
+        let (iv_mad, sl_mad) = (mad(&iv, p), mad(&sl, sl_median));
         if p < 1000 || iv_mad * 50 > p || sl_mad <= 2 * iv_mad || sl_mad < 2000 {
             continue;
         }

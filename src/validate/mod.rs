@@ -300,7 +300,8 @@ pub fn analyze(text: &str, program: &Program, silent: &BTreeSet<u32>) -> Counts 
         // A woken task's first line without a switch to it: it came from the idle task of a
         // CPU that does not log that switch; it ran from the CPU's previous line at the latest.
         if let Some(t) = woken_at.remove(&l.pid) {
-            c.wake_latency_ns.push(last_line[cpu].max(t).min(l.ts_ns) - t.min(l.ts_ns));
+            let woken = t.min(l.ts_ns);
+            c.wake_latency_ns.push(last_line[cpu].clamp(woken, l.ts_ns) - woken);
         }
         last_line[cpu] = l.ts_ns;
         let attributed = |waking: &[Option<(bool, u32, u64)>]| -> Option<bool> {
