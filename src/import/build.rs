@@ -268,7 +268,7 @@ fn periodic(t: &mut Task, start: u64) {
             t.steps[p.step + 1..w.step].iter().all(|s| matches!(s, Step::RunUs(_)))
                 && (c.len() < 2 || {
                     let before = p.at.saturating_sub(c[c.len() - 2].at);
-                    w.at.saturating_sub(p.at).abs_diff(before) * 10 <= before
+                    w.at.saturating_sub(p.at).abs_diff(before).saturating_mul(10) <= before
                 })
         });
         if joins {
@@ -286,15 +286,15 @@ fn periodic(t: &mut Task, start: u64) {
         let p = median(&mut iv);
         let sl_median = median(&mut sl.clone());
         let (iv_mad, sl_mad) = (mad(&iv, p), mad(&sl, sl_median));
-        if p < 1000 || iv_mad * 50 > p || sl_mad <= 2 * iv_mad || sl_mad < 2000 {
+        if p < 1000 || iv_mad.saturating_mul(50) > p || sl_mad <= iv_mad.saturating_mul(2) || sl_mad < 2000 {
             continue;
         }
-        let Some(anchor) = c.iter().position(|w| w.at >= start + 2 * p) else { continue };
+        let Some(anchor) = c.iter().position(|w| w.at >= start.saturating_add(p.saturating_mul(2))) else { continue };
         if c.len() - anchor < 3 {
             continue;
         }
         let chain = t.periodic.len() as u32;
-        let period_us = (p + 500) / 1000;
+        let period_us = p.saturating_add(500) / 1000;
         timers.insert(c[anchor].step, (true, chain, period_us));
         for w in &c[anchor + 1..] {
             timers.insert(w.step, (false, chain, period_us));
