@@ -133,6 +133,16 @@ pub struct Program {
 }
 
 impl Program {
+    /// The stretch of a real run the figures cover: for rt-app its use case (the threads'
+    /// lifetime: `validate::Window::Forked`), which is what the model runs; else the whole run.
+    pub fn window(&self) -> validate::Window {
+        if self.workload == "rtapp" {
+            validate::Window::Forked
+        } else {
+            validate::Window::Lifetime
+        }
+    }
+
     /// Resolve a workload name and its parameters. Validate uses smaller defaults than the
     /// benchmarks' own where those would make traces of gigabytes.
     pub fn resolve(name: &str, params: &[String], builtin: bool, exe: &str) -> Result<Program, String> {
@@ -795,7 +805,7 @@ fn measure(
             };
             if let Some(max) = a.max_foreign {
                 let who = validate::Program::Pids { roots: &[pid], follow_forks: true };
-                let share = validate::analyze(&trace, &who, &BTreeSet::new()).foreign_share();
+                let share = validate::analyze_in(&trace, &who, &BTreeSet::new(), prog.window()).foreign_share();
                 if share * 100.0 > max {
                     discarded.push(format!("{:.0}%", share * 100.0));
                     continue;
@@ -864,6 +874,13 @@ fn measure(
              simulated, so idle entries count only the other CPUs"
         ));
     }
+    if prog.window() == validate::Window::Forked {
+        notes.push(
+            "the real figures cover rt-app's use case, its threads' first run to their exit (not its calibration and \
+             log set-up before them, nor the log write-out after), as the model runs only the threads"
+                .into(),
+        );
+    }
     let real = {
         let mut s = Side { outputs: real_outputs, counts: Vec::new(), figures: Vec::new() };
         for (i, (t, pid)) in real_traces.iter().enumerate() {
@@ -872,7 +889,13 @@ fn measure(
                 Some(_) => validate::Program::Pids { roots: &roots, follow_forks: true },
                 None => validate::Program::Comms(&comms),
             };
-            let c = validate::analyze(t, &who, &silent);
+            let c = validate::analyze_in(t, &who, &silent, prog.window());
+            if prog.window() == validate::Window::Forked && !c.forked_window {
+                notes.push(format!(
+                    "real run {}: the program forked no task in the trace; counted over its whole lifetime",
+                    i + 1
+                ));
+            }
             if c.wakeups == 0 {
                 notes.push(format!(
                     "real run {}: no wakeup of the program's tasks ({}) in the trace",
