@@ -364,7 +364,8 @@ pub fn machine_text(
     let _ = writeln!(t, "# [path_costs] (end of file), the IPI send and delivery and the line transfer between the");
     let _ = writeln!(
         t,
-        "# ping-pongs' CPUs in [costs], the halted-CPU wake of the HLT idle state{}, and {}.",
+        "# ping-pongs' CPUs in [costs]{}, the halted-CPU wake of the HLT idle state{}, and {}.",
+        if hw("timer_late_running_ns").is_some() { ", the timer's lateness on a running CPU" } else { "" },
         if sol.halt_curve.is_some() || sol.refill_curve.is_some() { " (and how it grows with the halt)" } else { "" },
         match bg {
             Some((_, f)) => format!("the background profile {f}"),
@@ -464,10 +465,26 @@ pub fn machine_text(
                 continue;
             }
         }
+        if section == "[costs]" && key == "timer_late_running_ns" && hw("timer_late_running_ns").is_some() {
+            // Replaced by the measured one, written after irq_exit_ns.
+            continue;
+        }
         if section == "[costs]" && key == "ipi_delivery_ns" {
             if let Some(h) = hw("ipi_delivery_ns") {
                 t.push_str(&kv(
                     "ipi_delivery_ns",
+                    &format!("[{}, {}]", h.lo, h.hi),
+                    &format!("measured ({} samples): {}", h.samples, h.method),
+                ));
+                continue;
+            }
+        }
+        if section == "[costs]" && key == "irq_exit_ns" {
+            if let Some(h) = hw("timer_late_running_ns") {
+                t.push_str(line);
+                t.push('\n');
+                t.push_str(&kv(
+                    "timer_late_running_ns",
                     &format!("[{}, {}]", h.lo, h.hi),
                     &format!("measured ({} samples): {}", h.samples, h.method),
                 ));
