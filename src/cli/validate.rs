@@ -401,7 +401,7 @@ fn run_rtapp(command: &[String], dir: &Path) -> Result<(String, u32), String> {
             let _ = std::fs::remove_file(e.path());
         }
     }
-    let (out, pid) = run_child_in(command, Some(dir))?;
+    let (out, pid) = run_child_in(command, Some(dir), None)?;
     let mut logs = Vec::new();
     for e in std::fs::read_dir(dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?.flatten() {
         if e.path().extension().is_some_and(|x| x == "log") {
@@ -684,21 +684,34 @@ fn bracketed(v: &str) -> Option<String> {
 /// Run a command with Ctrl-C going to it (validate itself ignores SIGINT meanwhile, so that it
 /// can restore tracefs). Returns its stdout and pid.
 pub(crate) fn run_child(command: &[String]) -> Result<(String, u32), String> {
-    run_child_in(command, None)
+    run_child_in(command, None, None)
 }
 
-/// [`run_child`] in directory `dir`.
-fn run_child_in(command: &[String], dir: Option<&Path>) -> Result<(String, u32), String> {
+/// [`run_child`] with the child (and whatever it forks) bound to CPU `cpu`.
+pub(crate) fn run_child_on(command: &[String], cpu: u32) -> Result<(String, u32), String> {
+    run_child_in(command, None, Some(cpu))
+}
+
+/// [`run_child`] in directory `dir`, bound to CPU `pin` if given.
+fn run_child_in(command: &[String], dir: Option<&Path>, pin: Option<u32>) -> Result<(String, u32), String> {
     use std::os::unix::process::CommandExt;
     let mut cmd = std::process::Command::new(&command[0]);
     cmd.args(&command[1..]).stdout(std::process::Stdio::piped());
     if let Some(d) = dir {
         cmd.current_dir(d);
     }
-    // SAFETY: the hook only calls signal() and pthread_sigmask(), which are async-signal-safe.
+    // SAFETY: the hook only calls signal(), pthread_sigmask() and sched_setaffinity(), which
+    // are async-signal-safe, on a cpu_set_t on its own stack.
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
             libc::signal(libc::SIGINT, libc::SIG_DFL);
+            if let Some(c) = pin {
+                let mut set: libc::cpu_set_t = std::mem::zeroed();
+                libc::CPU_SET(c as usize, &mut set);
+                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
             super::signals::unblock_in_child()
         });
     }
