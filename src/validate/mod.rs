@@ -826,7 +826,8 @@ mod tests {
         let by_name = analyze_in(t, &Program::Comms(&names), &BTreeSet::new(), Window::Forked);
         assert_eq!((by_name.span_ns, by_name.wakeups, by_name.pids), (2_000_000_000, 2, 3));
         // Nothing forked: the lifetime.
-        let model = analyze_in(t, &Program::Pids { roots: &[6, 7], follow_forks: false }, &BTreeSet::new(), Window::Forked);
+        let model =
+            analyze_in(t, &Program::Pids { roots: &[6, 7], follow_forks: false }, &BTreeSet::new(), Window::Forked);
         assert!(!model.forked_window);
         assert_eq!(model.span_ns, 2_000_000_000);
     }
