@@ -327,7 +327,14 @@ pub fn analyze(b: &Bundle, profile_file: &str) -> Result<Output, String> {
         out.solution.refill_curve = solve::halt_curve(&base_paths, &long_paths);
     }
     if let Some(text) = b.capture("idle") {
-        out.background = background::analyze(text, tsc, host.hz as u64, &["schedsim", "sleep"]);
+        // The loaded captures' ticks: every program capture but the long halts (mostly idle).
+        let mut loaded = background::TickShares::default();
+        for c in &b.meta.captures {
+            if c.name != "idle" && !CAPTURES.iter().any(|s| s.name == c.name && s.long_halt) {
+                loaded.add(&c.name, b.capture(&c.name).unwrap_or(""), tsc);
+            }
+        }
+        out.background = background::analyze(text, tsc, host.hz as u64, &["schedsim", "sleep"], &loaded);
         let profile = background::profile_text(
             &out.background,
             &format!("{}-background", host.name),
