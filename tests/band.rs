@@ -267,10 +267,15 @@ fn a_band_sharded_and_merged_prints_what_reproduce_band_prints() {
 fn the_band_moves_where_its_unknowns_say() {
     // On the tiny band: the pinned pair on CPU 2 holds rd->overloaded, so CPU 1's newidle
     // passes walk and v6.10's calls get slower; SM_IDLE's idle re-entry does not balance, so
-    // its ratio to v6.10 within that state drops.
+    // its ratio to v6.10 within that state drops. The passes run when a call finds CPU 1
+    // polling: with C1 (1 us exit) on, v6.10's menu promotes CPU 1's short idle periods from
+    // POLL to C1, which smp-4 enters with HLT (a real IPI, no pass), so C1 is off here.
     let dir = tmpdir("moves");
     let exp = dir.join("tiny.toml");
-    std::fs::write(&exp, TINY).unwrap();
+    let polling =
+        TINY.replace("background = \"kvm-guest\"", "background = \"kvm-guest\"\nidle_states = { C1 = false }");
+    assert_ne!(polling, TINY);
+    std::fs::write(&exp, polling).unwrap();
     let p = plan(exp.to_str().unwrap(), &ExpOpts { runs: 2, ..ExpOpts::default() });
     let runs = band::runs(&p, &BandOpts { design: Design::Lhs(2), runs: 2 }, 0).unwrap();
     let (_, lines) = band::execute(&p, &runs, 2).unwrap();
@@ -281,7 +286,7 @@ fn the_band_moves_where_its_unknowns_say() {
     let held = pair.values.iter().find(|x| x.value == "2").unwrap().normalized.unwrap();
     assert!(held > none * 1.05, "the pair slows v6.10's calls: {none} -> {held}");
     let ratio = cell("sm_idle", "overload-holder");
-    assert!(ratio.ratio_min.unwrap() < ratio.ratio_max.unwrap() - 0.05, "{ratio:?}");
+    assert!(ratio.ratio_min.unwrap() < ratio.ratio_max.unwrap() - 0.03, "{ratio:?}");
     let band_row = &r.band[0];
     assert!(band_row.max >= held - 1e-9 && band_row.min <= 1.0 + 1e-9, "{band_row:?}");
     let _ = std::fs::remove_dir_all(&dir);

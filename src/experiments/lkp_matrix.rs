@@ -26,18 +26,20 @@
 //! (LKP: 300 s, 3000x longer); every netperf row's JSON carries the rate of its second half
 //! over its first (`second_half_ratio`), the convergence check at that length. The RR cells
 //! at 25% and 50% first run a warm-up of [`NETPERF_WARMUP`] (the workload's `warmup=`, not
-//! measured): every pair starts with its CPUs choosing C6 (menu's correction factors and
-//! recent intervals still hold the idle machine's long periods) and moves to shallow states
-//! at a random instant, so a 0.1 s run from the start measures that move, which LKP's 300 s
-//! average away (docs/unknowns.md §11). The rule that chose it: the smallest of 0.2, 0.4 and
+//! measured): with the menu model before v6.10's `menu_select()` rules were complete, every
+//! pair started with its CPUs choosing C6 (menu's correction factors and recent intervals
+//! still held the idle machine's long periods) and moved to shallow states at a random
+//! instant, so a 0.1 s run from the start measured that move, which LKP's 300 s average away
+//! (docs/unknowns.md §11, which also has the halves since). The rule that chose it (under that
+//! model): the smallest of 0.2, 0.4 and
 //! 0.8 s after which, for TCP_RR at 32 and 64 pairs (seed 1), the `-l` window's second half
 //! runs within 5% of its first and its rate within 5% of the rate over four times the window
 //! (after 0.4 s, 64 pairs measure 0.90 of the longer window's rate: the window's halves agree
 //! while the rate still climbs). The other cells run none: their halves at 0.1 s are not all
-//! within 5% either (TCP_RR and UDP_RR at 75%, TCP_STREAM at 25-50%: 1.09-1.14), but 0.8 s
-//! more would multiply the netperf part's cost about ninefold (docs/unknowns.md §11). UDP_RR at 25-50% does not converge at
-//! any affordable length (its pairs switch regime in both directions and stay for seconds);
-//! the warm-up only removes its all-C6 start. `tests/netperf.rs` checks the TCP_RR cells at
+//! within 5% either (docs/unknowns.md §11 lists them), but 0.8 s more would multiply the
+//! netperf part's cost about ninefold. UDP_RR at 25-50% did not converge at any affordable
+//! length under that model (its pairs switched regime in both directions and stayed for
+//! seconds); the warm-up only removes its all-C6 start. `tests/netperf.rs` checks the TCP_RR cells at
 //! the matrix's length (`--ignored`: 3 CPU-minutes). The hackbench
 //! time is the program's own `stop - start` in whole microseconds, not its printed
 //! milliseconds (a run of a few ms would lose most of its digits). schbench runs `-r`

@@ -21,10 +21,10 @@ pub struct CpuidleDevice {
     pub last_residency_ns: u64,
     /// `poll_time_limit`: the last POLL entry ended on its time limit.
     pub poll_time_limit: bool,
-    /// menu: the last measured idle intervals (ns) and the ring position.
-    pub intervals: [u64; INTERVALS],
+    /// menu: the last measured idle intervals (whole us, as the kernel keeps them) and the
+    /// ring position; `menu_enable_device()` starts the ring at zero.
+    pub intervals: [u32; INTERVALS],
     pub interval_ptr: usize,
-    pub nr_intervals: usize,
     /// menu: correction factors per bucket, the bucket and timer distance of the current
     /// selection, and whether the last period still has to be folded in.
     pub correction_factor: [u64; governors::menu::BUCKETS],
@@ -46,7 +46,6 @@ impl CpuidleDevice {
             poll_time_limit: false,
             intervals: [0; INTERVALS],
             interval_ptr: 0,
-            nr_intervals: 0,
             // menu_enable_device(): every factor starts at 1.0 (RESOLUTION * DECAY).
             correction_factor: [1024 * 8; governors::menu::BUCKETS],
             bucket: 0,

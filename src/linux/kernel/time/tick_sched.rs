@@ -69,8 +69,9 @@ fn next_boundary(k: &Kernel) -> Time {
     (k.now / t + 1) * t
 }
 
-/// Program the local APIC timer for the earliest pending expiry.
-pub fn tick_program(k: &mut Kernel, cpu: CpuId) {
+/// The earliest pending expiry of `cpu`: the one its local APIC timer is (to be) programmed
+/// for (the clockevent device's `next_event`).
+fn next_clock_event(k: &Kernel, cpu: CpuId) -> Option<Time> {
     let ts = &k.cpus[cpu as usize].tick;
     // A stopped tick is reprogrammed for the next timer-wheel expiry (tick_nohz_stop_tick()).
     let mut next = if ts.stopped { super::timer::next_timer_event(k, cpu) } else { Some(ts.next_tick) };
@@ -80,7 +81,13 @@ pub fn tick_program(k: &mut Kernel, cpu: CpuId) {
     if let Some((t, _)) = ts.watchdog {
         next = Some(next.map_or(t, |n: Time| n.min(t)));
     }
-    if next == ts.armed {
+    next
+}
+
+/// Program the local APIC timer for the earliest pending expiry.
+pub fn tick_program(k: &mut Kernel, cpu: CpuId) {
+    let next = next_clock_event(k, cpu);
+    if next == k.cpus[cpu as usize].tick.armed {
         return;
     }
     let ts = &mut k.cpus[cpu as usize].tick;
@@ -199,11 +206,25 @@ pub fn tick_nohz_idle_got_tick(k: &mut Kernel, cpu: CpuId) -> bool {
     std::mem::take(&mut k.cpus[cpu as usize].tick.got_idle_tick)
 }
 
-/// Models `tick_nohz_get_sleep_length()`: time to the next timer event if the tick were
-/// stopped: the next sleeper, watchdog or non-deferrable timer-wheel expiry, capped at a 1 s
-/// horizon (what a machine without background sources stands in for).
-pub fn tick_nohz_get_sleep_length(k: &Kernel, cpu: CpuId) -> Time {
+/// `KTIME_MAX`: the distance to an event that is not coming.
+pub const KTIME_MAX: Time = i64::MAX as Time;
+
+/// Models `tick_nohz_get_sleep_length()` — kernel/time/tick-sched.c @ v6.10. Returns the time
+/// to the next timer event if the tick were stopped, and `delta_next`: the time to the event
+/// the CPU's clockevent device is programmed for now (the next tick while the tick runs, or an
+/// earlier hrtimer; [`KTIME_MAX`] if nothing is programmed). The first is the next sleeper,
+/// watchdog or non-deferrable timer-wheel expiry, capped at a 1 s horizon (what a machine
+/// without background sources stands in for); as `tick_nohz_next_event()` does, a running
+/// tick with a timer-wheel expiry due by the next tick gives `delta_next` instead.
+/// Simplifications: `can_stop_idle_tick()`'s and `rcu_needs_cpu()`'s vetoes are not modelled;
+/// "now" is the current instant, not `ts->idle_entrytime`.
+pub fn tick_nohz_get_sleep_length(k: &Kernel, cpu: CpuId) -> (Time, Time) {
     let ts = &k.cpus[cpu as usize].tick;
+    let delta_next = next_clock_event(k, cpu).map_or(KTIME_MAX, |t| t.saturating_sub(k.now));
+    let wheel = super::timer::next_timer_event(k, cpu);
+    if !ts.stopped && wheel.is_some_and(|t| t <= ts.next_tick) {
+        return (delta_next, delta_next);
+    }
     let mut next = k.now + NSEC_PER_SEC;
     for &(_, soft, _) in &ts.sleepers {
         next = next.min(soft);
@@ -211,10 +232,10 @@ pub fn tick_nohz_get_sleep_length(k: &Kernel, cpu: CpuId) -> Time {
     if let Some((t, _)) = ts.watchdog {
         next = next.min(t);
     }
-    if let Some(t) = super::timer::next_timer_event(k, cpu) {
+    if let Some(t) = wheel {
         next = next.min(t);
     }
-    next.saturating_sub(k.now)
+    (next.saturating_sub(k.now), delta_next)
 }
 
 /// Models `tick_nohz_idle_stop_tick()` -> `tick_nohz_stop_tick()`: stop the periodic tick on
