@@ -59,3 +59,32 @@ fn a_zero_sis_util_budget_stops_the_idle_core_scan_too() {
     }
     assert_eq!(select_idle_sibling(&mut k, 0, p, t, t, &mut cost), 6);
 }
+
+/// A machine with `idle_sibling_search = false` (the measured 2-vCPU guest,
+/// docs/validate-guest.md, "Wakeup placement"): once the target and prev checks fail, the
+/// target is returned, although `recent_used_cpu` and the LLC scan would both find an idle CPU.
+#[test]
+fn a_machine_without_the_idle_sibling_search_keeps_a_busy_target() {
+    let (mut k, p) = guest();
+    let t = busy_target(&mut k);
+    k.tasks[p as usize].recent_used_cpu = Some(9);
+    let mut cost = 0;
+    // Upstream: recent_used_cpu (9, idle) is taken.
+    assert_eq!(select_idle_sibling(&mut k, 0, p, t, t, &mut cost), 9);
+    let (mut k, p) = guest();
+    k.m.idle_sibling_search = false;
+    let t = busy_target(&mut k);
+    k.tasks[p as usize].recent_used_cpu = Some(9);
+    assert_eq!(select_idle_sibling(&mut k, 0, p, t, t, &mut cost), t);
+    // The prev check stays: an idle prev is still taken.
+    assert_eq!(select_idle_sibling(&mut k, 0, p, 2, t, &mut cost), 2);
+}
+
+/// The shipped guest file says so, and a file without the key keeps the upstream search.
+#[test]
+fn the_guest_file_turns_the_idle_sibling_search_off_and_presets_keep_it() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let m = schedsim::run::machine(&format!("{root}/docs/guest-2vcpu.toml")).expect("the guest file parses");
+    assert!(!m.idle_sibling_search);
+    assert!(schedsim::hw::preset("icx-vm-32").expect("preset").idle_sibling_search);
+}

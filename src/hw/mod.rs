@@ -218,6 +218,11 @@ pub struct Machine {
     /// The architecture's idle task advertises polling with TIF_POLLING_NRFLAG (x86). On
     /// arm64 there is no such flag: every remote wakeup of an idle CPU needs an IPI.
     pub polling_idle: bool,
+    /// Whether the kernel's `select_idle_sibling()` searches past the target and previous CPUs
+    /// (`recent_used_cpu`, then `select_idle_cpu()`'s LLC scan), as every upstream kernel does.
+    /// `false` is a guest kernel measured to return the target once those two checks fail
+    /// (machine file `idle_sibling_search = false`; docs/validate-guest.md, "perf pipe").
+    pub idle_sibling_search: bool,
     /// The cpuidle governor the machine's kernel uses.
     pub governor: Governor,
     /// The background profile this machine runs by default (a name `run` resolves), and the
@@ -398,6 +403,10 @@ struct RawMachine {
     /// The architecture has TIF_POLLING_NRFLAG (x86: true; arm64: false). Default true.
     #[serde(default = "default_true")]
     polling_idle: bool,
+    /// `select_idle_sibling()` searches past the target and previous CPUs (default true, as
+    /// upstream); false: a guest kernel measured not to (docs/validate-guest.md).
+    #[serde(default = "default_true")]
+    idle_sibling_search: bool,
     /// The cpuidle governor: "menu" (default) or "haltpoll" (KVM guests with cpuidle-haltpoll).
     #[serde(default)]
     governor: Governor,
@@ -782,6 +791,7 @@ pub fn machine_from_toml(text: &str, origin: &str) -> Result<Machine, String> {
         idle_states,
         hz: *raw.hz.get_ref(),
         polling_idle: raw.polling_idle,
+        idle_sibling_search: raw.idle_sibling_search,
         governor: raw.governor,
         background: raw.background,
         preempt: raw.preempt,

@@ -1192,6 +1192,9 @@ fn select_idle_smt(k: &mut Kernel, cpu: CpuId, p: TaskId, target: CpuId, cost: &
 /// Models `select_idle_sibling()` — kernel/sched/fair.c @ v6.10. Every idle test is
 /// `available_idle_cpu()`, which reads `ttwu_pending`, so a CPU that already has a wakee
 /// queued does not look idle (unless `ttwu_pending` was cleared early, pre-d6962c4fe8f9).
+/// On a machine with `idle_sibling_search = false` (a guest kernel measured not to search:
+/// docs/validate-guest.md) it stops after the target, prev and per-CPU-kthread rules and
+/// returns the target: no `recent_used_cpu`, no `select_idle_cpu()`.
 pub fn select_idle_sibling(
     k: &mut Kernel,
     cpu: CpuId,
@@ -1220,6 +1223,11 @@ pub fn select_idle_sibling(
         && k.cpus[cpu as usize].preempt_count & crate::linux::preempt::HARDIRQ_MASK == 0
     {
         return prev;
+    }
+    if !k.m.idle_sibling_search {
+        // The measured guest kernel (machine file `idle_sibling_search = false`): no search
+        // for an idle CPU beyond the target and prev checks above.
+        return target;
     }
     let recent = k.tasks[p as usize].recent_used_cpu;
     k.tasks[p as usize].recent_used_cpu = Some(prev);
