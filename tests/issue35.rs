@@ -232,12 +232,21 @@ fn sigint_or_sigterm_during_trace_leaves_no_partial_files() {
     ] {
         for sig in [libc::SIGINT, libc::SIGTERM] {
             let target = d.join(file);
-            let child = Command::new(bin())
-                .args(["run", "ipistorm", "numipi=10000000", "--quiet", "--trace", s(&target)])
+            let mut cmd = Command::new(bin());
+            cmd.args(["run", "ipistorm", "numipi=10000000", "--quiet", "--trace", s(&target)])
                 .stdout(Stdio::null())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap();
+                .stderr(Stdio::piped());
+            // A test run started in the background by a shell without job control inherits
+            // SIGINT ignored, and schedsim rightly leaves an ignored signal alone: give the
+            // child the default action, as an interactive run has.
+            // SAFETY: only async-signal-safe calls between fork and exec.
+            unsafe {
+                std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+                    libc::signal(libc::SIGINT, libc::SIG_DFL);
+                    Ok(())
+                });
+            }
+            let child = cmd.spawn().unwrap();
             let part = d.join(spill);
             // Signalled while the run streams into its partial file.
             wait_until(spill, || std::fs::metadata(&part).is_ok_and(|m| m.len() > 0));

@@ -132,3 +132,35 @@ fn the_host_machine_file_reads_back_with_its_haltpoll_parameters() {
     assert_eq!(m.haltpoll.guest_halt_poll_ns, 0, "this guest boots with haltpoll.guest_halt_poll_ns=0");
     assert_eq!(m.hz, 250);
 }
+
+/// rt-app's real run (rtapp-periodic.trace.gz) is its calibration (5 s), its threads (2 s)
+/// and the rest of its `duration` (1 s); the model runs only the threads. Over the whole
+/// process the real wakeups per second were a third of the model's (issue 32); over the use
+/// case (`Window::Forked`: the threads' first run to their exit) they agree.
+#[test]
+fn rt_apps_use_case_is_timed_alone_on_both_sides() {
+    let text = read_gz("rtapp-periodic.trace.gz");
+    let names = ["rt-app".to_string()];
+    let none = BTreeSet::new();
+    let life = validate::analyze(&text, &Program::Comms(&names), &none);
+    let uc = validate::analyze_in(&text, &Program::Comms(&names), &none, validate::Window::Forked);
+    assert!(!life.forked_window && uc.forked_window);
+    assert!(life.span_ns > 7_000_000_000, "the whole process: {} ns", life.span_ns);
+    assert!((1_990_000_000..2_100_000_000).contains(&uc.span_ns), "the threads: {} ns", uc.span_ns);
+    assert_eq!(uc.pids, 3, "rt-app and its two threads");
+
+    let mut s = RunSpec::new("rtapp");
+    s.machine = format!("{DIR}/host.toml");
+    s.kernel = schedsim::linux::patches::KERNELS.last().unwrap().name.into();
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/rtapp/periodic.json");
+    s.params = Params::from_pairs(vec![("file".into(), file.into())], "test");
+    s.trace = true;
+    let r = run::execute(&s).unwrap();
+    assert!(r.finished);
+    let model = validate::model_counts(&r, &validate::model_trace_text(&r), &none);
+    let per_s = |c: &validate::Counts| c.wakeups as f64 * 1e9 / c.span_ns as f64;
+    let (m, real_uc, real_life) = (per_s(&model), per_s(&uc), per_s(&life));
+    eprintln!("wakeups per second: model {m:.2}, real use case {real_uc:.2}, real lifetime {real_life:.2}");
+    assert!((m / real_uc - 1.0).abs() <= 0.15, "model {m:.2} against the use case's {real_uc:.2}");
+    assert!(m / real_life > 2.5, "the lifetime's rate was the old miss: {real_life:.2}");
+}

@@ -40,6 +40,11 @@ pub struct CaptureSpec {
     pub params: &'static [&'static str],
     /// A busy loop pinned to this CPU runs alongside (it makes the IPIs' targets busy).
     pub spinner_cpu: Option<u32>,
+    /// The program (with every process it forks) is bound to this CPU. The nanosleep loops
+    /// are, to CPU 0: a guest CPU whose idle task logs no `cpu_idle` record (CPU 1 of this
+    /// project's guest) cannot tell its halts from its running, so timer wakes there give no
+    /// sample.
+    pub cpu: Option<u32>,
     /// What its pairs measure.
     pub why: &'static str,
     /// A long-halt capture: its halted timer wakes give the halting idle state's
@@ -62,6 +67,7 @@ pub const CAPTURES: &[CaptureSpec] = &[
         program: "syscall",
         params: &["loops=20000"],
         spinner_cpu: None,
+        cpu: None,
         why: "a getppid() loop: one system call",
         long_halt: false,
     },
@@ -70,6 +76,7 @@ pub const CAPTURES: &[CaptureSpec] = &[
         program: "pingpong",
         params: &["iters=20000", "ping_cpu=0", "pong_cpu=0"],
         spinner_cpu: None,
+        cpu: None,
         why: "a pipe ping-pong on one CPU: wakeups and switches without IPIs, the null pair",
         long_halt: false,
     },
@@ -78,6 +85,7 @@ pub const CAPTURES: &[CaptureSpec] = &[
         program: "sock",
         params: &["loops=20000", "cpu=0"],
         spinner_cpu: None,
+        cpu: None,
         why: "one task on CPU 0 writing 100 bytes to an AF_UNIX stream socketpair and reading them back: the socket's send and receive paths",
         long_halt: false,
     },
@@ -86,6 +94,7 @@ pub const CAPTURES: &[CaptureSpec] = &[
         program: "pingpong",
         params: &["iters=3000", "ping_cpu=0", "pong_cpu=1"],
         spinner_cpu: None,
+        cpu: None,
         why: "a pipe ping-pong across CPUs: wakelist IPIs to halted CPUs, the csd, idle entry and exit",
         long_halt: false,
     },
@@ -94,6 +103,7 @@ pub const CAPTURES: &[CaptureSpec] = &[
         program: "pingpong",
         params: &["iters=3000", "ping_cpu=0", "pong_cpu=1"],
         spinner_cpu: Some(1),
+        cpu: None,
         why: "the same with a busy loop on CPU 1: reschedule IPIs to a running CPU",
         long_halt: false,
     },
@@ -102,6 +112,7 @@ pub const CAPTURES: &[CaptureSpec] = &[
         program: "pingpong",
         params: &["iters=400", "ping_cpu=0", "pong_cpu=1", "sleep_us=200"],
         spinner_cpu: None,
+        cpu: None,
         why: "the same with 200 us sleeps: hrtimer wakeups, the tick stopped and restarted",
         long_halt: false,
     },
@@ -110,7 +121,8 @@ pub const CAPTURES: &[CaptureSpec] = &[
         program: "nanosleep",
         params: &["procs=1", "ns=1000", "duration_ms=400"],
         spinner_cpu: None,
-        why: "a nanosleep(1 us) loop: hrtimer arming and expiry, the local timer",
+        cpu: Some(0),
+        why: "a nanosleep(1 us) loop on CPU 0: hrtimer arming and expiry, the local timer, short timer wakes of a halted vCPU",
         long_halt: false,
     },
     CaptureSpec {
@@ -118,7 +130,8 @@ pub const CAPTURES: &[CaptureSpec] = &[
         program: "nanosleep",
         params: &["procs=1", "ns=500000", "duration_ms=500"],
         spinner_cpu: None,
-        why: "a nanosleep(0.5 ms) loop: timer wakes of a vCPU halted 0.5 ms",
+        cpu: Some(0),
+        why: "a nanosleep(0.5 ms) loop on CPU 0: timer wakes of a vCPU halted 0.5 ms",
         long_halt: true,
     },
     CaptureSpec {
@@ -126,7 +139,8 @@ pub const CAPTURES: &[CaptureSpec] = &[
         program: "nanosleep",
         params: &["procs=1", "ns=2000000", "duration_ms=800"],
         spinner_cpu: None,
-        why: "a nanosleep(2 ms) loop: timer wakes of a vCPU halted 2 ms",
+        cpu: Some(0),
+        why: "a nanosleep(2 ms) loop on CPU 0: timer wakes of a vCPU halted 2 ms",
         long_halt: true,
     },
     CaptureSpec {
@@ -134,7 +148,8 @@ pub const CAPTURES: &[CaptureSpec] = &[
         program: "nanosleep",
         params: &["procs=1", "ns=5000000", "duration_ms=1200"],
         spinner_cpu: None,
-        why: "a nanosleep(5 ms) loop: timer wakes of a vCPU halted 5 ms",
+        cpu: Some(0),
+        why: "a nanosleep(5 ms) loop on CPU 0: timer wakes of a vCPU halted 5 ms",
         long_halt: true,
     },
     CaptureSpec {
@@ -142,7 +157,8 @@ pub const CAPTURES: &[CaptureSpec] = &[
         program: "nanosleep",
         params: &["procs=1", "ns=20000000", "duration_ms=2000"],
         spinner_cpu: None,
-        why: "a nanosleep(20 ms) loop: timer wakes of a vCPU halted 20 ms",
+        cpu: Some(0),
+        why: "a nanosleep(20 ms) loop on CPU 0: timer wakes of a vCPU halted 20 ms",
         long_halt: true,
     },
     CaptureSpec {
@@ -150,7 +166,8 @@ pub const CAPTURES: &[CaptureSpec] = &[
         program: "nanosleep",
         params: &["procs=1", "ns=50000000", "duration_ms=3000"],
         spinner_cpu: None,
-        why: "a nanosleep(50 ms) loop: timer wakes of a vCPU halted 50 ms",
+        cpu: Some(0),
+        why: "a nanosleep(50 ms) loop on CPU 0: timer wakes of a vCPU halted 50 ms",
         long_halt: true,
     },
     CaptureSpec {
@@ -158,6 +175,7 @@ pub const CAPTURES: &[CaptureSpec] = &[
         program: "idle",
         params: &[],
         spinner_cpu: None,
+        cpu: None,
         why: "the machine left idle: its background",
         long_halt: false,
     },
@@ -309,7 +327,14 @@ pub fn analyze(b: &Bundle, profile_file: &str) -> Result<Output, String> {
         out.solution.refill_curve = solve::halt_curve(&base_paths, &long_paths);
     }
     if let Some(text) = b.capture("idle") {
-        out.background = background::analyze(text, tsc, host.hz as u64, &["schedsim", "sleep"]);
+        // The loaded captures' ticks: every program capture but the long halts (mostly idle).
+        let mut loaded = background::TickShares::default();
+        for c in &b.meta.captures {
+            if c.name != "idle" && !CAPTURES.iter().any(|s| s.name == c.name && s.long_halt) {
+                loaded.add(&c.name, b.capture(&c.name).unwrap_or(""), tsc);
+            }
+        }
+        out.background = background::analyze(text, tsc, host.hz as u64, &["schedsim", "sleep"], &loaded);
         let profile = background::profile_text(
             &out.background,
             &format!("{}-background", host.name),
@@ -364,7 +389,8 @@ pub fn machine_text(
     let _ = writeln!(t, "# [path_costs] (end of file), the IPI send and delivery and the line transfer between the");
     let _ = writeln!(
         t,
-        "# ping-pongs' CPUs in [costs], the halted-CPU wake of the HLT idle state{}, and {}.",
+        "# ping-pongs' CPUs in [costs]{}, the halted-CPU wake of the HLT idle state{}, and {}.",
+        if hw("timer_late_running_ns").is_some() { ", the timer's lateness on a running CPU" } else { "" },
         if sol.halt_curve.is_some() || sol.refill_curve.is_some() { " (and how it grows with the halt)" } else { "" },
         match bg {
             Some((_, f)) => format!("the background profile {f}"),
@@ -464,10 +490,26 @@ pub fn machine_text(
                 continue;
             }
         }
+        if section == "[costs]" && key == "timer_late_running_ns" && hw("timer_late_running_ns").is_some() {
+            // Replaced by the measured one, written after irq_exit_ns.
+            continue;
+        }
         if section == "[costs]" && key == "ipi_delivery_ns" {
             if let Some(h) = hw("ipi_delivery_ns") {
                 t.push_str(&kv(
                     "ipi_delivery_ns",
+                    &format!("[{}, {}]", h.lo, h.hi),
+                    &format!("measured ({} samples): {}", h.samples, h.method),
+                ));
+                continue;
+            }
+        }
+        if section == "[costs]" && key == "irq_exit_ns" {
+            if let Some(h) = hw("timer_late_running_ns") {
+                t.push_str(line);
+                t.push('\n');
+                t.push_str(&kv(
+                    "timer_late_running_ns",
                     &format!("[{}, {}]", h.lo, h.hi),
                     &format!("measured ({} samples): {}", h.samples, h.method),
                 ));

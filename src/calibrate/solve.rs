@@ -30,8 +30,9 @@
 //! model's before it); a halted state's `wake_ns` the p25..p75 of the same to a halted target
 //! minus the running target's median; its `timer_wake_ns` the p25..p75 of a timer interrupt's
 //! lateness on a halted CPU (an hrtimer's programmed expiry -> the `now` its interrupt read,
-//! both CLOCK_MONOTONIC values of the kernel) minus `irq_entry_ns`. The same lateness on a
-//! running CPU is reported in a note, not charged.
+//! both CLOCK_MONOTONIC values of the kernel) minus `irq_entry_ns`; `timer_late_running_ns`
+//! the same on a CPU running a task (KVM injects the expired timer at the vCPU's next VM entry;
+//! the model delays that CPU's timer interrupt by it).
 //!
 //! A path with fewer than [`MIN_SAMPLES`] samples solves nothing: its fields fall back to the
 //! next rule (a difference to its single reprogram, or default x k) and a note says so.
@@ -111,8 +112,8 @@ pub struct Solved {
 /// One solved hardware cost of the machine file.
 #[derive(Debug, Clone)]
 pub struct HwSolved {
-    /// `ipi_send_ns`, `ipi_delivery_ns`, a line transfer key, or `wake_ns` or `timer_wake_ns`
-    /// (of every halting idle state).
+    /// `ipi_send_ns`, `ipi_delivery_ns`, `timer_late_running_ns`, a line transfer key, or
+    /// `wake_ns` or `timer_wake_ns` (of every halting idle state).
     pub key: &'static str,
     pub lo: u64,
     pub hi: u64,
@@ -739,14 +740,19 @@ pub fn solve(samples: &BTreeMap<Path, Vec<Sample>>, ctx: Context) -> Solution {
             late_halt.n()
         ));
     }
-    if late_run.n() > 0 {
-        // Measured, not charged: the model delivers a running CPU's timer at its expiry.
+    if late_run.usable() {
+        sol.hw.push(quartiles_less(
+            "timer_late_running_ns",
+            late_run,
+            e,
+            Path::TimerLateRunning,
+            "an hrtimer's programmed expiry -> the now of the interrupt that ran it first, CPU running a task",
+            &format!("irq_entry_ns {e}: KVM's timer for a vCPU in guest mode, injected at its next VM entry"),
+        ));
+    } else {
         notes.push(format!(
-            "{}: median {} ns (p25..p75 {}..{}, {} samples); not modelled (the model's timer interrupt reaches a running CPU at its expiry)",
+            "timer_late_running_ns: {} had {} samples; a running CPU's timer interrupt comes at its expiry",
             Path::TimerLateRunning.label(),
-            late_run.median(),
-            late_run.q(250),
-            late_run.q(750),
             late_run.n()
         ));
     }
@@ -823,6 +829,30 @@ mod tests {
         let sol = solve(&s, ctx);
         assert_eq!(sol.cost("unix_skb").unwrap().how, How::Scaled);
         assert!(sol.notes.iter().any(|n| n.starts_with("unix_sendmsg + unix_skb:")), "{:?}", sol.notes);
+    }
+
+    /// The timer's lateness on a running CPU is a hardware key of its own, the quartiles less
+    /// `irq_entry_ns`, once it has enough samples; with fewer a note says it is not charged.
+    #[test]
+    fn a_running_cpus_timer_lateness_is_solved_less_the_irq_entry() {
+        let ctx = Context {
+            nr_cpus: 2,
+            irq_entry_ns: 270,
+            clock_mhz: crate::linux::cost::REFERENCE_MHZ,
+            line_key: "line_llc_ns",
+            sock_msg_bytes: 100,
+        };
+        let mut s = BTreeMap::new();
+        let late: Vec<Sample> = (0..40).map(|i| Sample { ns: 10_000 + i * 200, records: 0 }).collect();
+        s.insert(Path::TimerLateRunning, late.clone());
+        let sol = solve(&s, ctx);
+        let h = sol.hw.iter().find(|h| h.key == "timer_late_running_ns").expect("solved");
+        // p25, median and p75 of 10000..17800 by 200 (nearest rank), less 270.
+        assert_eq!((h.lo, h.median, h.hi, h.samples), (11_800 - 270, 13_800 - 270, 15_800 - 270, 40));
+        s.insert(Path::TimerLateRunning, late[..MIN_SAMPLES - 1].to_vec());
+        let sol = solve(&s, ctx);
+        assert!(sol.hw.iter().all(|h| h.key != "timer_late_running_ns"));
+        assert!(sol.notes.iter().any(|n| n.starts_with("timer_late_running_ns:")), "{:?}", sol.notes);
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! `--from-capture BUNDLE` re-runs the analysis on a saved bundle without root.
 
 use super::host::{machine_toml_from_host, write_atomically, HostFs, MachineArgs};
-use super::validate::{gzip, run_child, Tracefs};
+use super::validate::{gzip, run_child, run_child_on, Tracefs};
 use crate::calibrate::bundle::{self, Bundle, CaptureMeta, Discarded, Meta};
 use crate::calibrate::{self, CaptureSpec, CAPTURES, IDLE_SECONDS};
 
@@ -252,10 +252,16 @@ fn run_one(t: &Tracefs, spec: &CaptureSpec, exe: &str) -> Result<(String, Vec<u3
                 // Let it start spinning before the trace starts.
                 std::thread::sleep(std::time::Duration::from_millis(20));
             }
-            let ((_, pid), trace) = t.capture_with(|| run_child(&cmd))?;
+            let ((_, pid), trace) = t.capture_with(|| match spec.cpu {
+                Some(c) => run_child_on(&cmd, c),
+                None => run_child(&cmd),
+            })?;
             drop(spinner);
             roots.push(pid);
             let mut text = cmd[1..].join(" ");
+            if let Some(c) = spec.cpu {
+                text.push_str(&format!(" (bound to CPU {c})"));
+            }
             if let Some(c) = spec.spinner_cpu {
                 text.push_str(&format!(" (and a busy loop on CPU {c})"));
             }

@@ -133,6 +133,16 @@ pub struct Program {
 }
 
 impl Program {
+    /// The stretch of a real run the figures cover: for rt-app its use case (the threads'
+    /// lifetime: `validate::Window::Forked`), which is what the model runs; else the whole run.
+    pub fn window(&self) -> validate::Window {
+        if self.workload == "rtapp" {
+            validate::Window::Forked
+        } else {
+            validate::Window::Lifetime
+        }
+    }
+
     /// Resolve a workload name and its parameters. Validate uses smaller defaults than the
     /// benchmarks' own where those would make traces of gigabytes.
     pub fn resolve(name: &str, params: &[String], builtin: bool, exe: &str) -> Result<Program, String> {
@@ -391,7 +401,7 @@ fn run_rtapp(command: &[String], dir: &Path) -> Result<(String, u32), String> {
             let _ = std::fs::remove_file(e.path());
         }
     }
-    let (out, pid) = run_child_in(command, Some(dir))?;
+    let (out, pid) = run_child_in(command, Some(dir), None)?;
     let mut logs = Vec::new();
     for e in std::fs::read_dir(dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?.flatten() {
         if e.path().extension().is_some_and(|x| x == "log") {
@@ -674,21 +684,34 @@ fn bracketed(v: &str) -> Option<String> {
 /// Run a command with Ctrl-C going to it (validate itself ignores SIGINT meanwhile, so that it
 /// can restore tracefs). Returns its stdout and pid.
 pub(crate) fn run_child(command: &[String]) -> Result<(String, u32), String> {
-    run_child_in(command, None)
+    run_child_in(command, None, None)
 }
 
-/// [`run_child`] in directory `dir`.
-fn run_child_in(command: &[String], dir: Option<&Path>) -> Result<(String, u32), String> {
+/// [`run_child`] with the child (and whatever it forks) bound to CPU `cpu`.
+pub(crate) fn run_child_on(command: &[String], cpu: u32) -> Result<(String, u32), String> {
+    run_child_in(command, None, Some(cpu))
+}
+
+/// [`run_child`] in directory `dir`, bound to CPU `pin` if given.
+fn run_child_in(command: &[String], dir: Option<&Path>, pin: Option<u32>) -> Result<(String, u32), String> {
     use std::os::unix::process::CommandExt;
     let mut cmd = std::process::Command::new(&command[0]);
     cmd.args(&command[1..]).stdout(std::process::Stdio::piped());
     if let Some(d) = dir {
         cmd.current_dir(d);
     }
-    // SAFETY: the hook only calls signal() and pthread_sigmask(), which are async-signal-safe.
+    // SAFETY: the hook only calls signal(), pthread_sigmask() and sched_setaffinity(), which
+    // are async-signal-safe, on a cpu_set_t on its own stack.
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
             libc::signal(libc::SIGINT, libc::SIG_DFL);
+            if let Some(c) = pin {
+                let mut set: libc::cpu_set_t = std::mem::zeroed();
+                libc::CPU_SET(c as usize, &mut set);
+                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
             super::signals::unblock_in_child()
         });
     }
@@ -795,7 +818,7 @@ fn measure(
             };
             if let Some(max) = a.max_foreign {
                 let who = validate::Program::Pids { roots: &[pid], follow_forks: true };
-                let share = validate::analyze(&trace, &who, &BTreeSet::new()).foreign_share();
+                let share = validate::analyze_in(&trace, &who, &BTreeSet::new(), prog.window()).foreign_share();
                 if share * 100.0 > max {
                     discarded.push(format!("{:.0}%", share * 100.0));
                     continue;
@@ -864,6 +887,13 @@ fn measure(
              simulated, so idle entries count only the other CPUs"
         ));
     }
+    if prog.window() == validate::Window::Forked {
+        notes.push(
+            "the real figures cover rt-app's use case, its threads' first run to their exit (not its calibration and \
+             log set-up before them, nor the log write-out after), as the model runs only the threads"
+                .into(),
+        );
+    }
     let real = {
         let mut s = Side { outputs: real_outputs, counts: Vec::new(), figures: Vec::new() };
         for (i, (t, pid)) in real_traces.iter().enumerate() {
@@ -872,7 +902,13 @@ fn measure(
                 Some(_) => validate::Program::Pids { roots: &roots, follow_forks: true },
                 None => validate::Program::Comms(&comms),
             };
-            let c = validate::analyze(t, &who, &silent);
+            let c = validate::analyze_in(t, &who, &silent, prog.window());
+            if prog.window() == validate::Window::Forked && !c.forked_window {
+                notes.push(format!(
+                    "real run {}: the program forked no task in the trace; counted over its whole lifetime",
+                    i + 1
+                ));
+            }
             if c.wakeups == 0 {
                 notes.push(format!(
                     "real run {}: no wakeup of the program's tasks ({}) in the trace",

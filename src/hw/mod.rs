@@ -195,6 +195,18 @@ pub struct HwCosts {
     pub irq_entry_ns: u64,
     /// Interrupt exit overhead on the target, ns.
     pub irq_exit_ns: u64,
+    /// A KVM guest's local timer on a vCPU that is in guest mode (running, or polling) at the
+    /// timer's expiry: how much later than the expiry its interrupt is taken, before the
+    /// entry's `irq_entry_ns` (`timer_late_running_ns`, measured by the calibration; `None`,
+    /// every preset and bare metal: at the expiry). The guest's TSC-deadline timer is
+    /// emulated by KVM (arch/x86/kvm/lapic.c @ v6.10: `start_sw_tscdeadline()` arms a host
+    /// hrtimer, or the VMX preemption timer, `kvm_lapic_expired_hv_timer()`); its expiry
+    /// makes the timer interrupt pending (`apic_timer_expired()`) and `vcpu_run()`
+    /// (arch/x86/kvm/x86.c) injects it before the vCPU's next VM entry
+    /// (`kvm_inject_pending_timer_irqs()`), so the guest sees the host's timer and exit path
+    /// as lateness.
+    /// The halted vCPU's case is the idle state's `timer_wake_ns`.
+    pub timer_late_running: Option<LatencyNs>,
 }
 
 impl HwCosts {
@@ -466,6 +478,7 @@ struct RawCosts {
     ipi_delivery_ns: Spanned<Pair>,
     irq_entry_ns: Spanned<u64>,
     irq_exit_ns: Spanned<u64>,
+    timer_late_running_ns: Option<Spanned<Pair>>,
 }
 
 #[derive(Deserialize)]
@@ -649,6 +662,10 @@ pub fn machine_from_toml(text: &str, origin: &str) -> Result<Machine, String> {
         ipi_delivery: range(&c.ipi_delivery_ns, "costs.ipi_delivery_ns")?,
         irq_entry_ns: *c.irq_entry_ns.get_ref(),
         irq_exit_ns: *c.irq_exit_ns.get_ref(),
+        timer_late_running: match &c.timer_late_running_ns {
+            Some(v) => Some(range(v, "costs.timer_late_running_ns")?),
+            None => None,
+        },
     };
 
     // The clock and the measured software costs.
@@ -986,6 +1003,18 @@ mod tests {
         let err = machine_from_toml(&text, "m.toml").unwrap_err();
         let line = line_number_of(&text, "timer_wake_ns");
         assert!(err.starts_with(&format!("m.toml:{line}: idle_state[1].timer_wake_ns")), "{err}");
+    }
+
+    #[test]
+    fn a_running_vcpus_timer_lateness_is_read_only_where_given() {
+        assert!(preset("smp-4").unwrap().costs.timer_late_running.is_none());
+        let text = edit("irq_exit_ns", "irq_exit_ns = 300\ntimer_late_running_ns = [14000, 19000]");
+        let m = machine_from_toml(&text, "m.toml").unwrap();
+        assert_eq!(m.costs.timer_late_running, Some(LatencyNs::new(14_000, 19_000)));
+        let text = edit("irq_exit_ns", "irq_exit_ns = 300\ntimer_late_running_ns = [19000, 14000]");
+        let err = machine_from_toml(&text, "m.toml").unwrap_err();
+        let line = line_number_of(&text, "timer_late_running_ns");
+        assert!(err.starts_with(&format!("m.toml:{line}: costs.timer_late_running_ns")), "{err}");
     }
 
     #[test]

@@ -477,7 +477,10 @@ pub fn dispatch<P: Programs>(k: &mut Kernel, p: &mut P, a: Action) {
             cpu
         }
         Action::Irq { cpu, vector } => {
-            if !irq_arrive(k, cpu, vector) {
+            // A local timer comes as an Irq only late, from a vCPU's expiry (below).
+            let taken =
+                if vector == Vector::LocalTimer { local_timer_injected(k, cpu) } else { irq_arrive(k, cpu, vector) };
+            if !taken {
                 return;
             }
             cpu
@@ -485,6 +488,11 @@ pub fn dispatch<P: Programs>(k: &mut Kernel, p: &mut P, a: Action) {
         Action::ApicTimer { cpu, gen } => {
             assert_eq!(k.cpus[cpu as usize].tick.timer_gen, gen, "cpu {cpu}: a stale ApicTimer was queued");
             k.cpus[cpu as usize].tick.armed = None;
+            if let Some(late) = k.m.costs.timer_late_running {
+                if timer_expired_in_guest(k, cpu, late) {
+                    return;
+                }
+            }
             if !irq_arrive(k, cpu, Vector::LocalTimer) {
                 return;
             }
@@ -547,6 +555,45 @@ fn irq_arrive(k: &mut Kernel, cpu: CpuId, vector: Vector) -> bool {
         }
         _ => !c.x.irqs_off && take_irq(k, cpu),
     }
+}
+
+/// A KVM guest's local timer expired on `cpu` (a vCPU) while it was in guest mode (running,
+/// or polling: not halted in HLT or an I/O-port state, whose wake is the idle state's
+/// `timer_wake_ns`): KVM makes the interrupt pending at the expiry and injects it at the
+/// vCPU's next VM entry (arch/x86/kvm/lapic.c, `apic_timer_expired()`; arch/x86/kvm/x86.c,
+/// `vcpu_run()` -> `kvm_inject_pending_timer_irqs()` @ v6.10), `late`
+/// (`hw::HwCosts::timer_late_running`, as measured) after the expiry. Queues that delivery and returns true, or false when the vCPU
+/// is halted (the caller delivers at once).
+#[cold]
+fn timer_expired_in_guest(k: &mut Kernel, cpu: CpuId, late: crate::hw::LatencyNs) -> bool {
+    let c = &mut k.cpus[cpu as usize];
+    if matches!(c.x.waiting, Some(WaitOn::Hlt { .. }) | Some(WaitOn::IoPort { .. })) {
+        return false;
+    }
+    let t = c.rng.range(late.lo_ns, late.hi_ns);
+    k.q.push(k.now + t, Action::Irq { cpu, vector: Vector::LocalTimer });
+    true
+}
+
+/// The late local timer of [`timer_expired_in_guest`] reaches `cpu`. A vCPU that halted since
+/// the expiry does not stay halted: the interrupt was pending at the host before the HLT
+/// (`kvm_vcpu_check_block()` sees it), so the halt ends at once, without the halted wake.
+/// Returns whether the interrupt preempted the CPU, as [`irq_arrive`].
+#[cold]
+fn local_timer_injected(k: &mut Kernel, cpu: CpuId) -> bool {
+    let c = &mut k.cpus[cpu as usize];
+    if !matches!(c.x.waiting, Some(WaitOn::Hlt { .. }) | Some(WaitOn::IoPort { .. })) {
+        return irq_arrive(k, cpu, Vector::LocalTimer);
+    }
+    c.x.pending |= vector_bit(Vector::LocalTimer);
+    if !c.x.busy {
+        if let Some(p) = k.m.host_halt_poll {
+            let halted = k.now - c.x.halted_since;
+            c.vcpu_halt_poll.kvm_vcpu_halt_end(&p, halted);
+        }
+        wake_at(k, cpu, 0);
+    }
+    false
 }
 
 /// The wake latency of `cpu`, a KVM guest's vCPU halted in HLT in idle state `idx`, reached by

@@ -164,8 +164,11 @@ pub fn silent_idle_cpus(text: &str, min_switches: u64) -> BTreeSet<u32> {
 /// What one trace says about one program.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Counts {
-    /// The program's lifetime in the trace, ns.
+    /// The stretch counted (the program's lifetime, or its forked tasks' with
+    /// [`Window::Forked`]), ns.
     pub span_ns: u64,
+    /// The counts cover the forked tasks' lifetime ([`Window::Forked`] found some).
+    pub forked_window: bool,
     pub pids: usize,
     pub wakeups: u64,
     /// `sched_waking` records of program tasks logged in softirq context (a socket's receive
@@ -216,9 +219,29 @@ impl Counts {
     }
 }
 
-/// Count what `program` did in `text`, dropping the idle task's task-context lines of the CPUs
-/// in `silent`.
+/// Which stretch of a trace the counts cover.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Window {
+    /// The program's lifetime: its tasks' first line to their last.
+    #[default]
+    Lifetime,
+    /// The lifetime of the tasks the program forked (a `sched_process_fork` by one of its
+    /// tasks): their first line (their first run) to their last (their exit). For rt-app, the
+    /// use case alone: its threads are created after its main process calibrated its busy loop
+    /// and set up its logs, and they have all exited before it writes the logs out and ends
+    /// (on this guest 2.0 s of threads in a 7 s process). A trace in which the program forked
+    /// nothing is counted over its lifetime ([`Counts::forked_window`] says which).
+    Forked,
+}
+
+/// Count what `program` did in `text` over its lifetime, dropping the idle task's task-context
+/// lines of the CPUs in `silent`.
 pub fn analyze(text: &str, program: &Program, silent: &BTreeSet<u32>) -> Counts {
+    analyze_in(text, program, silent, Window::Lifetime)
+}
+
+/// [`analyze`] over the stretch `window` of the program's run.
+pub fn analyze_in(text: &str, program: &Program, silent: &BTreeSet<u32>, window: Window) -> Counts {
     let (roots, follow_forks): (&[u32], bool) = match program {
         Program::Pids { roots, follow_forks } => (roots, *follow_forks),
         Program::Comms(_) => (&[], false),
@@ -229,27 +252,51 @@ pub fn analyze(text: &str, program: &Program, silent: &BTreeSet<u32>) -> Counts 
             if names.iter().any(|n| n == l.comm) {
                 pids.insert(l.pid);
             }
+            // A child created under one of the names (a thread renames itself later).
+            if l.event == "sched_process_fork" && l.arg("child_comm").is_some_and(|c| names.iter().any(|n| n == c)) {
+                if let Some(c) = l.num("child_pid") {
+                    pids.insert(c as u32);
+                }
+            }
         }
     }
     let mut first = u64::MAX;
     let mut last = 0;
     let mut nr_cpus = 0;
+    // The tasks a program task forked, and their first and last lines.
+    let mut forked: BTreeSet<u32> = BTreeSet::new();
+    let (mut forked_first, mut forked_last) = (u64::MAX, 0);
     // Pass 1: the program's pids and lifetime.
     for l in text.lines().filter_map(Line::parse) {
         nr_cpus = nr_cpus.max(l.cpu + 1);
-        if follow_forks && l.event == "sched_process_fork" && l.num("pid").is_some_and(|p| pids.contains(&(p as u32))) {
+        if l.event == "sched_process_fork" && l.num("pid").is_some_and(|p| pids.contains(&(p as u32))) {
             if let Some(c) = l.num("child_pid") {
-                pids.insert(c as u32);
+                let c = c as u32;
+                if follow_forks {
+                    pids.insert(c);
+                }
+                if pids.contains(&c) {
+                    forked.insert(c);
+                }
             }
         }
         if pids.contains(&l.pid) {
             first = first.min(l.ts_ns);
             last = last.max(l.ts_ns);
+            if forked.contains(&l.pid) {
+                forked_first = forked_first.min(l.ts_ns);
+                forked_last = forked_last.max(l.ts_ns);
+            }
         }
+    }
+    let forked_window = window == Window::Forked && forked_first <= forked_last;
+    if forked_window {
+        (first, last) = (forked_first, forked_last);
     }
     let mut c = Counts {
         pids: pids.len(),
         nr_cpus,
+        forked_window,
         lost_events: text.contains(" EVENTS]") && text.contains("[LOST "),
         ..Default::default()
     };
@@ -750,6 +797,39 @@ mod tests {
 ";
         assert_eq!(analyze(t, &Program::Pids { roots: &[5], follow_forks: true }, &BTreeSet::new()).pids, 2);
         assert_eq!(analyze(t, &Program::Pids { roots: &[5], follow_forks: false }, &BTreeSet::new()).pids, 1);
+    }
+
+    /// rt-app's shape: the main process (5) runs alone first (its calibration), forks two
+    /// threads that run and exit, then runs alone again (its logs). The forked window counts
+    /// the threads' stretch only, by pid or by name alike; without forks it is the lifetime.
+    #[test]
+    fn the_forked_window_spans_the_childrens_first_to_last_line() {
+        let t = "\
+          rt-app-5       [000] d..2.   1.000000: sched_waking: comm=rt-app pid=5 prio=120 target_cpu=000
+          rt-app-5       [000] d..2.   1.000001: sched_wakeup: comm=rt-app pid=5 prio=120 target_cpu=000
+          rt-app-5       [000] .....   4.000000: sched_process_fork: comm=rt-app pid=5 child_comm=rt-app child_pid=6
+          rt-app-5       [000] .....   4.000010: sched_process_fork: comm=rt-app pid=5 child_comm=rt-app child_pid=7
+            load-6       [001] d..2.   4.000100: sched_waking: comm=fifo pid=7 prio=120 target_cpu=000
+            load-6       [001] d..2.   4.000101: sched_wakeup: comm=fifo pid=7 prio=120 target_cpu=000
+            fifo-7       [000] d..2.   5.000000: sched_waking: comm=load pid=6 prio=120 target_cpu=001
+            fifo-7       [000] d..2.   5.000001: sched_wakeup: comm=load pid=6 prio=120 target_cpu=001
+            load-6       [001] .....   6.000100: sched_process_exit: comm=load pid=6 prio=120 group_dead=false
+          rt-app-5       [000] d..2.   9.000000: sched_waking: comm=rt-app pid=5 prio=120 target_cpu=000
+          rt-app-5       [000] d..2.   9.000001: sched_wakeup: comm=rt-app pid=5 prio=120 target_cpu=000
+";
+        let pids = Program::Pids { roots: &[5], follow_forks: true };
+        let life = analyze(t, &pids, &BTreeSet::new());
+        assert_eq!((life.span_ns, life.wakeups, life.forked_window), (8_000_001_000, 4, false));
+        let uc = analyze_in(t, &pids, &BTreeSet::new(), Window::Forked);
+        assert_eq!((uc.span_ns, uc.wakeups, uc.forked_window), (2_000_000_000, 2, true));
+        let names = ["rt-app".to_string()];
+        let by_name = analyze_in(t, &Program::Comms(&names), &BTreeSet::new(), Window::Forked);
+        assert_eq!((by_name.span_ns, by_name.wakeups, by_name.pids), (2_000_000_000, 2, 3));
+        // Nothing forked: the lifetime.
+        let model =
+            analyze_in(t, &Program::Pids { roots: &[6, 7], follow_forks: false }, &BTreeSet::new(), Window::Forked);
+        assert!(!model.forked_window);
+        assert_eq!(model.span_ns, 2_000_000_000);
     }
 
     #[test]
