@@ -59,3 +59,44 @@ fn a_zero_sis_util_budget_stops_the_idle_core_scan_too() {
     }
     assert_eq!(select_idle_sibling(&mut k, 0, p, t, t, &mut cost), 6);
 }
+
+/// Idle CPU `c` takes an interrupt (a timer tick, an IPI): it is in interrupt context.
+fn in_irq(k: &mut Kernel, c: usize) {
+    k.cpus[c].x.irq_phase = Some(schedsim::linux::engine::Phase::HardIrq);
+}
+
+/// A machine with `idle_search_in_idle_loop = false` (the measured 2-vCPU guest,
+/// docs/validate-guest.md, "Wakeup placement on the guest"): the search past target and prev
+/// (`recent_used_cpu` first, then the LLC scan) passes over idle CPUs in their idle loop and
+/// takes one handling an interrupt; an idle prev is taken either way.
+#[test]
+fn a_guest_search_takes_only_an_idle_vcpu_in_an_interrupt_but_the_prev_check_any() {
+    let (mut k, p) = guest();
+    let t = busy_target(&mut k);
+    k.tasks[p as usize].recent_used_cpu = Some(9);
+    let mut cost = 0;
+    // Upstream: recent_used_cpu (9, idle) is taken.
+    assert_eq!(select_idle_sibling(&mut k, 0, p, t, t, &mut cost), 9);
+
+    let (mut k, p) = guest();
+    k.m.idle_search_in_idle_loop = false;
+    let t = busy_target(&mut k);
+    // Every idle CPU sits in its idle loop: the busy target stays.
+    k.tasks[p as usize].recent_used_cpu = Some(9);
+    assert_eq!(select_idle_sibling(&mut k, 0, p, t, t, &mut cost), t);
+    // CPU 20 takes an interrupt: the scan ends on it.
+    in_irq(&mut k, 20);
+    k.tasks[p as usize].recent_used_cpu = Some(9);
+    assert_eq!(select_idle_sibling(&mut k, 0, p, t, t, &mut cost), 20);
+    // The prev check takes an idle prev in its idle loop.
+    assert_eq!(select_idle_sibling(&mut k, 0, p, 2, t, &mut cost), 2);
+}
+
+/// The shipped guest file says so, and a file without the key keeps the upstream search.
+#[test]
+fn the_guest_file_restricts_the_idle_search_and_presets_do_not() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let m = schedsim::run::machine(&format!("{root}/docs/guest-2vcpu.toml")).expect("the guest file parses");
+    assert!(!m.idle_search_in_idle_loop);
+    assert!(schedsim::hw::preset("icx-vm-32").expect("preset").idle_search_in_idle_loop);
+}

@@ -531,6 +531,16 @@ pub fn machine_toml_from_host(fs: &HostFs, name: &str) -> Result<String, String>
             std::env::consts::ARCH
         ),
     ));
+    if let Some(w) = cmdline.split_whitespace().find(|w| w.starts_with("sched_vcpu_pack=")) {
+        // Not an upstream parameter: what it does was measured on the one guest that has it.
+        t.push_str(&kv(
+            "idle_search_in_idle_loop",
+            "false",
+            &format!(
+                "guess: {w} on /proc/cmdline (no upstream kernel has it); on the guest where it was traced,                  select_idle_sibling()'s search took an idle vCPU only while it handled an interrupt                  (docs/validate-guest.md, \"Wakeup placement on the guest\")"
+            ),
+        ));
+    }
     t.push_str(&gov_line);
     t.push_str(&preempt_line);
     t.push_str(&kv(
@@ -828,6 +838,7 @@ mod tests {
         assert_eq!(m.governor, Governor::Haltpoll);
         assert_eq!(m.haltpoll.guest_halt_poll_ns, 0);
         assert_eq!(m.haltpoll.guest_halt_poll_grow_start, 50_000);
+        assert!(m.idle_search_in_idle_loop, "no sched_vcpu_pack: the upstream search");
         assert_eq!(m.preempt, "dynamic-none");
         assert_eq!(m.background, "server");
         assert!(
@@ -844,6 +855,24 @@ mod tests {
         assert!(text.contains("guess: preset icx-vm-32"), "{text}");
         assert_eq!(m.costs.ipi_send_ns, hw::preset("icx-vm-32").unwrap().costs.ipi_send_ns);
         assert!(!text.contains("warning:"), "{text}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A guest whose kernel command line has the non-upstream `sched_vcpu_pack=` gets the
+    /// idle search measured on such a guest, marked as a guess.
+    #[test]
+    fn a_guest_with_sched_vcpu_pack_gets_the_measured_idle_search() {
+        let dir = std::env::temp_dir().join(format!("schedsim-fromhost-pack-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        fake_guest(&dir, "0");
+        std::fs::write(dir.join("proc/cmdline"), "console=ttyS0 sched_vcpu_pack=15 quiet\n").unwrap();
+        let text = machine_toml_from_host(&HostFs { root: dir.clone() }, "vm").unwrap();
+        let m = hw::machine_from_toml(&text, "t").unwrap();
+        assert!(!m.idle_search_in_idle_loop);
+        assert!(
+            text.lines().any(|l| l.starts_with("idle_search_in_idle_loop = false") && l.contains("# guess: sched_vcpu_pack=15")),
+            "{text}"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

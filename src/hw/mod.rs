@@ -230,6 +230,12 @@ pub struct Machine {
     /// The architecture's idle task advertises polling with TIF_POLLING_NRFLAG (x86). On
     /// arm64 there is no such flag: every remote wakeup of an idle CPU needs an IPI.
     pub polling_idle: bool,
+    /// Whether the search of `select_idle_sibling()` past the target and previous CPUs
+    /// (`recent_used_cpu`, `select_idle_cpu()`) takes an idle CPU sitting in its idle loop, as
+    /// every upstream kernel does. `false` is a guest kernel measured to take an idle vCPU
+    /// there only while it handles an interrupt (machine file `idle_search_in_idle_loop =
+    /// false`; docs/validate-guest.md).
+    pub idle_search_in_idle_loop: bool,
     /// The cpuidle governor the machine's kernel uses.
     pub governor: Governor,
     /// The background profile this machine runs by default (a name `run` resolves), and the
@@ -410,6 +416,11 @@ struct RawMachine {
     /// The architecture has TIF_POLLING_NRFLAG (x86: true; arm64: false). Default true.
     #[serde(default = "default_true")]
     polling_idle: bool,
+    /// `select_idle_sibling()`'s search past the target and previous CPUs takes idle CPUs in
+    /// their idle loop (default true, as upstream); false: only one handling an interrupt, a
+    /// guest kernel measured so (docs/validate-guest.md).
+    #[serde(default = "default_true")]
+    idle_search_in_idle_loop: bool,
     /// The cpuidle governor: "menu" (default) or "haltpoll" (KVM guests with cpuidle-haltpoll).
     #[serde(default)]
     governor: Governor,
@@ -799,6 +810,7 @@ pub fn machine_from_toml(text: &str, origin: &str) -> Result<Machine, String> {
         idle_states,
         hz: *raw.hz.get_ref(),
         polling_idle: raw.polling_idle,
+        idle_search_in_idle_loop: raw.idle_search_in_idle_loop,
         governor: raw.governor,
         background: raw.background,
         preempt: raw.preempt,
