@@ -537,7 +537,9 @@ pub fn machine_toml_from_host(fs: &HostFs, name: &str) -> Result<String, String>
             "idle_search_in_idle_loop",
             "false",
             &format!(
-                "guess: {w} on /proc/cmdline (no upstream kernel has it); on the guest where it was traced,                  select_idle_sibling()'s search took an idle vCPU only while it handled an interrupt                  (docs/validate-guest.md, \"Wakeup placement on the guest\")"
+                "guess: {w} on /proc/cmdline (no upstream kernel has it); on the guest where it was \
+                 traced, select_idle_sibling()'s search took an idle vCPU only while it handled an \
+                 interrupt (docs/validate-guest.md, \"Wakeup placement on the guest\")"
             ),
         ));
     }
