@@ -108,7 +108,10 @@ fn pull_sequences(patches: &str) -> (u32, u32) {
 fn a_newidle_pull_costs_one_switch_in_schedule_and_two_via_the_post_schedule_hook() {
     let (one, two) = pull_sequences("");
     assert!(one > 0, "in __schedule(): task -> pulled task, one switch");
-    assert_eq!(two, 0, "never task -> idle -> pulled task");
+    // The idle task's own __schedule() (schedule_idle() for a NEED_RESCHED whose task was
+    // placed elsewhere) finds nothing queued and runs the same newidle balance: that pull is
+    // the idle task's, after a switch to idle, and rare.
+    assert!(two * 20 <= one, "task -> idle -> pulled task is the exception: {two} against {one}");
     let (one, two) = pull_sequences(POST);
     assert_eq!(one, 0, "the balance no longer runs inside __schedule()");
     assert!(two > 0, "post-schedule: task -> idle, pull, idle -> pulled task");
