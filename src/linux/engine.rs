@@ -562,8 +562,8 @@ fn irq_arrive(k: &mut Kernel, cpu: CpuId, vector: Vector) -> bool {
 /// `timer_wake_ns`): KVM makes the interrupt pending at the expiry and injects it at the
 /// vCPU's next VM entry (arch/x86/kvm/lapic.c, `apic_timer_expired()`; arch/x86/kvm/x86.c,
 /// `vcpu_run()` -> `kvm_inject_pending_timer_irqs()` @ v6.10), `late`
-/// (`hw::HwCosts::timer_late_running`, as measured) after the expiry. Queues that delivery and returns true, or false when the vCPU
-/// is halted (the caller delivers at once).
+/// (`hw::HwCosts::timer_late_running`, as measured) after the expiry. Queues that delivery
+/// and returns true, or false when the vCPU is halted (the caller delivers at once).
 #[cold]
 fn timer_expired_in_guest(k: &mut Kernel, cpu: CpuId, late: crate::hw::LatencyNs) -> bool {
     let c = &mut k.cpus[cpu as usize];
