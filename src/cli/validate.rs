@@ -682,7 +682,8 @@ fn bracketed(v: &str) -> Option<String> {
 }
 
 /// Run a command with Ctrl-C going to it (validate itself ignores SIGINT meanwhile, so that it
-/// can restore tracefs). Returns its stdout and pid.
+/// can restore tracefs). Returns its stdout and pid. Its stderr (rt-app's notices, perf's
+/// warnings) is kept out of validate's table and shown only if the command fails.
 pub(crate) fn run_child(command: &[String]) -> Result<(String, u32), String> {
     run_child_in(command, None, None)
 }
@@ -696,7 +697,7 @@ pub(crate) fn run_child_on(command: &[String], cpu: u32) -> Result<(String, u32)
 fn run_child_in(command: &[String], dir: Option<&Path>, pin: Option<u32>) -> Result<(String, u32), String> {
     use std::os::unix::process::CommandExt;
     let mut cmd = std::process::Command::new(&command[0]);
-    cmd.args(&command[1..]).stdout(std::process::Stdio::piped());
+    cmd.args(&command[1..]).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
     if let Some(d) = dir {
         cmd.current_dir(d);
     }
@@ -722,7 +723,11 @@ fn run_child_in(command: &[String], dir: Option<&Path>, pin: Option<u32>) -> Res
         let pid = child.id();
         let out = child.wait_with_output().map_err(|e| format!("waiting for {}: {e}", command.join(" ")))?;
         if !out.status.success() {
-            return Err(format!("{} failed ({})", command.join(" "), out.status));
+            let err = String::from_utf8_lossy(&out.stderr);
+            let lines: Vec<&str> = err.lines().collect();
+            let tail = lines[lines.len().saturating_sub(20)..].join("\n");
+            let said = if tail.is_empty() { String::new() } else { format!("; its stderr ended with:\n{tail}") };
+            return Err(format!("{} failed ({}){said}", command.join(" "), out.status));
         }
         Ok((String::from_utf8_lossy(&out.stdout).into_owned(), pid))
     })();
