@@ -197,8 +197,10 @@ fn sched_yield_hands_the_cpu_to_an_equal_priority_fifo_thread() {
         let (w, _) = run(file);
         let a: Vec<_> = w.threads[0].rows.clone();
         let b: Vec<_> = w.threads[1].rows.clone();
-        // Does the second thread start before the first has finished all its loops?
-        b[0].start < a.last().unwrap().end
+        // Does either thread start before the other has finished all its loops? (Which one
+        // goes first depends on where fork balancing put them: each moves itself to CPU 1 at
+        // its first phase, after the start barrier.)
+        b[0].start < a.last().unwrap().end && a[0].start < b.last().unwrap().end
     };
     assert!(overlap(&with.path()), "with yield the threads should alternate");
     assert!(!overlap(&without.path()), "FIFO without yield runs one thread to its end first");
@@ -351,4 +353,57 @@ fn run_json_carries_summaries_and_log_dir_needs_rows() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("logs=summary keeps none"));
+}
+
+/// rt-app 1.0's start (`thread_body()`): main creates every thread SCHED_OTHER, so the FIFO
+/// thread of periodic.json is created fair (its `sched_wakeup_new` at prio 120) and fork
+/// balancing spreads the two threads over two CPUs; the thread then makes itself FIFO 50
+/// (prio 49 in every later record of it). No thread starts its phases before every thread
+/// has reached the start barrier, and the timers count from thread 0's `t_zero`.
+#[test]
+fn the_periodic_fifo_thread_is_created_fair_and_becomes_fifo_at_its_start() {
+    let mut sp = spec("scenarios/rtapp/periodic.json");
+    sp.trace = true;
+    let mut k = build(&sp).unwrap();
+    k.run(sp.limit_ns);
+    assert!(k.finished());
+    let Workload::RtApp(w) = &k.progs.workload else { panic!() };
+    let pid = |name: &str| k.tasks[w.threads.iter().find(|t| t.name == name).unwrap().tid as usize].pid;
+    let (fifo, load) = (pid("fifo"), pid("load10"));
+    let recs = &k.trace.records;
+    let new_cpu = |p: u32| {
+        recs.iter()
+            .find_map(|r| match r.event {
+                Event::SchedWakeupNew { pid, prio, target_cpu } if pid == p => Some((prio, target_cpu)),
+                _ => None,
+            })
+            .unwrap()
+    };
+    let (fifo_new, load_new) = (new_cpu(fifo), new_cpu(load));
+    assert_eq!((fifo_new.0, load_new.0), (120, 120), "both threads are created SCHED_OTHER");
+    assert_ne!(fifo_new.1, load_new.1, "fork balancing put both threads on CPU {}", fifo_new.1);
+    assert_eq!(k.tasks[w.threads[1].tid as usize].prio, 49);
+    // Once it has run, the FIFO thread is switched in and out at its RT priority only.
+    let prios: Vec<i32> = recs
+        .iter()
+        .filter_map(|r| match r.event {
+            Event::SchedSwitch { prev_pid, prev_prio, .. } if prev_pid == fifo => Some(prev_prio),
+            Event::SchedWakeup { pid, prio, .. } if pid == fifo => Some(prio),
+            _ => None,
+        })
+        .collect();
+    assert!(prios.len() > 50);
+    assert_eq!(prios[0], 49, "the thread set its policy in its first run");
+    assert!(prios.iter().all(|&p| p == 49));
+    // The barrier: each thread's first phase starts after both threads first ran.
+    let first_run = |p: u32| {
+        recs.iter().find(|r| matches!(r.event, Event::SchedSwitch { next_pid, .. } if next_pid == p)).unwrap().ts_ns
+    };
+    let both_ran = first_run(fifo).max(first_run(load)) / 1000;
+    for t in &w.threads {
+        assert!(t.rows[0].start >= both_ran, "{} started at {} us, before {both_ran} us", t.name, t.rows[0].start);
+    }
+    assert!(w.t_zero >= first_run(load).min(first_run(fifo)));
+    // rel_st counts from main's start, before the threads exist.
+    assert!(w.main_start < w.t_zero);
 }

@@ -24,8 +24,17 @@
 //!
 //! What is not modelled: `nodes_membind` (memory placement has no cost in the model), and
 //! `util_min`/`util_max` (no uclamp, EAS or frequency selection): both are accepted, checked
-//! and reported as having no effect. The policy and priority are in force from the thread's
-//! creation (rt-app sets them as the thread starts), and task-level `cpus` likewise.
+//! and reported as having no effect.
+//!
+//! The start is rt-app 1.0's (`main()` and `thread_body()` of src/rt-app.c @ v1.0): main,
+//! SCHED_OTHER, creates every thread with `pthread_create()`, so each starts SCHED_OTHER at
+//! nice 0 and is placed by fork balancing as a fair task; each thread then names itself, sets
+//! its policy (`sched_setscheduler()`, or `setpriority()` for a SCHED_OTHER priority:
+//! `kernel::sched::syscalls::__sched_setscheduler`), thread 0 takes `t_zero`, and every thread
+//! waits on one `pthread_barrier_wait()` (a futex word: the last arriver wakes all) before its
+//! delay and its phases. The task-level `cpus` are set at the first phase
+//! (`set_thread_affinity()`), like a phase's. Forked threads (rt-app after 1.0) inherit the
+//! forker's policy, set their own and skip the barrier.
 
 use super::params::Params;
 use super::rtapp_json::{Calibration, Event, Policy, RtAppConfig};
@@ -233,7 +242,15 @@ pub struct RtApp {
     pub threads: Vec<Thread>,
     /// Forks made per task definition.
     nforks: Vec<u32>,
+    /// rt-app's `t_zero`: thread 0's `clock_gettime()` just before the start barrier (the
+    /// base of the timers and of a task's `delay`).
     pub t_zero: Time,
+    /// main's `t_start` before it creates the threads (`main_app_start`: the base of `rel_st`).
+    pub main_start: Time,
+    /// The start barrier (`threads_barrier`, `pthread_barrier_wait()` of every thread created
+    /// at start): its futex word (the round, bumped by the last arriver) and the arrivals.
+    start_barrier: FutexId,
+    start_arrived: u32,
     pub stop_at: Option<Time>,
     live: u32,
     /// Things the model did not do as rt-app would (fork limit), for the report.
@@ -367,6 +384,9 @@ impl RtApp {
             threads: Vec::new(),
             nforks: vec![0; n],
             t_zero: 0,
+            main_start: 0,
+            start_barrier: 0,
+            start_arrived: 0,
             stop_at: None,
             live: 0,
             notes: Vec::new(),
@@ -522,19 +542,17 @@ fn mask_of(cpus: &[u32], nr: u32) -> CpuMask {
     m
 }
 
-/// Create thread `ind` of definition `def` (not started).
-fn new_thread(w: &mut RtApp, k: &mut Kernel, def: usize, fork_id: Option<u32>) -> usize {
-    let nr = k.m.topo.nr_cpus;
+/// Create thread `ind` of definition `def` (not started), as `pthread_create()` does: with
+/// the creator's policy and priority (`sched_fork()` copies them; rt-app's main is SCHED_OTHER
+/// nice 0) and the creator's affinity (every CPU). The thread sets its own policy when it
+/// starts ([`ThreadAt::Start`]) and its task-level `cpus` at its first phase, as rt-app 1.0's
+/// `thread_body()` does.
+fn new_thread(w: &mut RtApp, k: &mut Kernel, def: usize, fork_id: Option<u32>, inherit: (u32, i32)) -> usize {
     let t = &w.cfg.tasks[def];
     let ind = w.threads.len() as u32;
     let name = t.name.clone();
     let comm: String = t.name.chars().take(15).collect();
-    let (policy, prio) = match t.policy {
-        Policy::Other => (SCHED_NORMAL, 120 + t.priority),
-        Policy::Fifo => (SCHED_FIFO, crate::linux::kernel::sched::rt::fifo_prio(t.priority)),
-        Policy::Rr => (SCHED_RR, crate::linux::kernel::sched::rt::fifo_prio(t.priority)),
-    };
-    let cpus = t.cpus.clone();
+    let (policy, prio) = inherit;
     let timers: Vec<TimerState> =
         w.unique_timers[def].iter().map(|&(_, abs)| TimerState { relative: !abs, ..Default::default() }).collect();
     let idx = w.threads.len();
@@ -544,11 +562,6 @@ fn new_thread(w: &mut RtApp, k: &mut Kernel, def: usize, fork_id: Option<u32>) -
         Some(first) => crate::linux::kernel::fork::copy_process_clone_vm(k, first.tid, comm, policy, prio, None, role),
         None => crate::linux::kernel::fork::copy_process(k, comm, policy, prio, None, role),
     };
-    if let Some(c) = &cpus {
-        // The task-level affinity, in force from creation (the creator is not modelled as
-        // running code, so the call costs nothing).
-        crate::linux::kernel::sched::syscalls::sched_setaffinity(k, 0, tid, &mask_of(c, nr));
-    }
     let th = Thread {
         def,
         ind,
@@ -567,7 +580,7 @@ fn new_thread(w: &mut RtApp, k: &mut Kernel, def: usize, fork_id: Option<u32>) -
         t_first: 0,
         ld: LogData::default(),
         timers,
-        cur_cpus: cpus,
+        cur_cpus: None,
         rows: Vec::new(),
         sum: RowSummary::default(),
         exited: false,
@@ -592,10 +605,14 @@ pub fn start(w: &mut RtApp, k: &mut Kernel) {
     let defs: Vec<u32> = w.cfg.tasks.iter().map(|t| t.instance).collect();
     for (d, n) in defs.into_iter().enumerate() {
         for _ in 0..n {
-            new_thread(w, k, d, None);
+            new_thread(w, k, d, None, (SCHED_NORMAL, 120));
         }
     }
+    // pthread_barrier_init(&threads_barrier, NULL, nthreads): a futex word on main's CPU.
+    w.start_barrier = futex_alloc(k, 0, 0);
+    w.start_arrived = 0;
     let load = super::load_time(k, 0x27a9);
+    w.main_start = load;
     w.t_zero = load;
     if let Some(d) = w.cfg.global.duration_s {
         let stop = load + d * NSEC_PER_SEC;
@@ -628,8 +645,33 @@ fn thread_exit(w: &mut RtApp, k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame, ti:
     super::exit_current(k, cpu, s)
 }
 
+/// The policy call at a thread's start (rt-app 1.0 `thread_body()`): SCHED_FIFO/RR by
+/// `pthread_setschedparam()` (`sched_setscheduler()`), SCHED_OTHER with a nonzero priority by
+/// `setpriority()` (its nice); SCHED_OTHER at nice 0 makes no call. A forked thread (rt-app
+/// after 1.0, `set_thread_param()`) always sets its policy, which it would otherwise inherit
+/// from the thread that forked it. Returns the cost, syscall included.
+fn thread_set_policy(w: &RtApp, k: &mut Kernel, cpu: CpuId, ti: usize) -> Time {
+    use crate::linux::kernel::sched::rt::fifo_prio;
+    use crate::linux::kernel::sched::syscalls::{__sched_setscheduler, set_user_nice};
+    let th = &w.threads[ti];
+    let t = &w.cfg.tasks[th.def];
+    let (tid, forked) = (th.tid, th.fork_id.is_some());
+    let syscall = k.costs.syscall;
+    match t.policy {
+        Policy::Fifo => syscall + __sched_setscheduler(k, cpu, tid, SCHED_FIFO, fifo_prio(t.priority)),
+        Policy::Rr => syscall + __sched_setscheduler(k, cpu, tid, SCHED_RR, fifo_prio(t.priority)),
+        Policy::Other if forked => syscall + __sched_setscheduler(k, cpu, tid, SCHED_NORMAL, 120 + t.priority),
+        Policy::Other if t.priority != 0 => syscall + set_user_nice(k, cpu, tid, t.priority),
+        Policy::Other => 0,
+    }
+}
+
 /// Start the current phase: affinity if it changes (`set_thread_affinity()`), then the clock.
-fn phase_begin(w: &mut RtApp, k: &mut Kernel, cpu: CpuId, ti: usize) -> Time {
+/// Returns the cost and whether the affinity call was made: rt-app reads the clock after that
+/// call returns, which for a running task moved away is on its new CPU once it runs there
+/// (`affine_move_task()` waits for the stopper's migration), so the caller takes the clock in
+/// a later step ([`phase_clock`]).
+fn phase_begin(w: &mut RtApp, k: &mut Kernel, cpu: CpuId, ti: usize) -> (Time, bool) {
     let nr = k.m.topo.nr_cpus;
     let (user_op, syscall) = (k.costs.user_op, k.costs.syscall);
     let th = &w.threads[ti];
@@ -644,20 +686,26 @@ fn phase_begin(w: &mut RtApp, k: &mut Kernel, cpu: CpuId, ti: usize) -> Time {
             None => CpuMask::full(nr),
         };
         c += syscall + crate::linux::kernel::sched::syscalls::sched_setaffinity(k, cpu, tid, &m);
+        return (c, true);
     }
+    phase_clock(w, k, ti);
+    (c, false)
+}
+
+/// The phase's `clock_gettime(t_start)` and its fresh log data.
+fn phase_clock(w: &mut RtApp, k: &Kernel, ti: usize) {
     let now = k.now;
     let th = &mut w.threads[ti];
     th.t_start = now;
     th.ld = LogData::default();
     th.ev = 0;
     th.sub = 0;
-    c
 }
 
 /// End of the phase: log a row, advance the loops. Returns false when the thread is done.
 fn phase_end(w: &mut RtApp, k: &mut Kernel, ti: usize) -> bool {
     let now = k.now;
-    let t0 = w.t_zero;
+    let t0 = w.main_start;
     let th = &w.threads[ti];
     let def = &w.cfg.tasks[th.def];
     let row = LogRow {
@@ -822,7 +870,9 @@ fn event_begin(
             }
             let fid = w.nforks[def];
             w.nforks[def] += 1;
-            let nt = new_thread(w, k, def, Some(fid));
+            let me = &k.tasks[k.curr(cpu) as usize];
+            let inherit = (me.policy, me.prio);
+            let nt = new_thread(w, k, def, Some(fid), inherit);
             let tid = w.threads[nt].tid;
             crate::linux::kernel::sched::core::sched_fork_and_wake(k, cpu, tid);
             Some(Next::Cont(*cost + k.costs.syscall + PTHREAD_CREATE_NS))
@@ -997,10 +1047,18 @@ fn op_step(w: &mut RtApp, k: &mut Kernel, cpu: CpuId, ti: usize, op: Op, sub: u8
 resume_points! {
     /// Where an rt-app thread resumes.
     enum ThreadAt {
-        /// Sleep until the thread's start delay has passed.
+        /// The thread's start: its name, its policy, `t_zero` (thread 0).
         Start,
+        /// Arrive at the start barrier.
+        Barrier,
+        /// Woken from the start barrier's futex.
+        BarrierWoken,
+        /// Past the barrier: sleep until the thread's start delay has passed.
+        Begin,
         /// Begin the current phase.
         Phase,
+        /// Take the phase's start time after its affinity call returned.
+        PhaseClock,
         /// Run the next event (or end the phase).
         Event,
         /// Continue the event in progress.
@@ -1017,6 +1075,58 @@ pub fn task_step(w: &mut RtApp, k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -
     let ti = s.task as usize;
     match ThreadAt::from_u8(s.at) {
         ThreadAt::Start => {
+            // thread_body(): pthread_setname_np() (a prctl(PR_SET_NAME) syscall), the policy
+            // line of the log (buffered), then the policy call.
+            let (syscall, user_op) = (k.costs.syscall, k.costs.user_op);
+            let mut c = syscall + user_op + thread_set_policy(w, k, cpu, ti);
+            // The timing buffer's malloc() (user work, no page touched yet).
+            c += user_op;
+            let th = &w.threads[ti];
+            if th.fork_id.is_some() {
+                // A forked thread joins no barrier (rt-app after 1.0: `if (!data->forked)`).
+                s.at = ThreadAt::Begin as u8;
+                return Next::Cont(c);
+            }
+            if th.ind == 0 {
+                // Only thread 0 sets t_zero (clock_gettime(), vDSO).
+                w.t_zero = k.now + c;
+                c += PHASE_CLOCKS_NS / 2;
+            }
+            s.at = ThreadAt::Barrier as u8;
+            Next::Cont(c)
+        }
+        ThreadAt::Barrier => {
+            // pthread_barrier_wait(&threads_barrier): an atomic increment of the arrivals; the
+            // last arriver starts the next round and FUTEX_WAKEs every waiter, the others
+            // FUTEX_WAIT on the round they read.
+            let f = w.start_barrier;
+            let c = k.line_write(cpu, k.futexes[f as usize].line) + k.costs.user_op;
+            w.start_arrived += 1;
+            let n = w.threads.iter().filter(|t| t.fork_id.is_none()).count() as u32;
+            if w.start_arrived >= n {
+                k.futexes[f as usize].val += 1;
+                s.at = ThreadAt::Begin as u8;
+                return Next::Call(c, FutexOp::wake(f, u32::MAX));
+            }
+            w.threads[ti].scratch = k.futexes[f as usize].val;
+            s.at = ThreadAt::BarrierWoken as u8;
+            Next::Call(c, FutexOp::wait(f, w.threads[ti].scratch))
+        }
+        ThreadAt::BarrierWoken => {
+            // Back from FUTEX_WAIT: go on once the round moved (a wakeup that finds it
+            // unchanged waits again).
+            let f = w.start_barrier;
+            let c = k.line_write(cpu, k.futexes[f as usize].line) + k.costs.user_op;
+            let seq = w.threads[ti].scratch;
+            if k.futexes[f as usize].val == seq {
+                return Next::Call(c, FutexOp::wait(f, seq));
+            }
+            s.at = ThreadAt::Begin as u8;
+            Next::Cont(c)
+        }
+        ThreadAt::Begin => {
+            // t_first = t_zero (+ the task's delay, slept to as an absolute time); the log
+            // header is buffered.
             let (delay, t0) = { (w.cfg.tasks[w.threads[ti].def].delay_us, w.t_zero) };
             let t_first = t0 + delay * NSEC_PER_USEC;
             w.threads[ti].t_first = t_first;
@@ -1025,12 +1135,17 @@ pub fn task_step(w: &mut RtApp, k: &mut Kernel, cpu: CpuId, s: &mut TaskFrame) -
                 let rt = k.tasks[k.curr(cpu) as usize].prio < crate::linux::kernel::sched::rt::MAX_RT_PRIO;
                 return Next::Call(k.costs.user_op, Nanosleep::clock_nanosleep(t_first, true, rt));
             }
-            Next::Cont(0)
+            Next::Cont(k.costs.user_op)
         }
         ThreadAt::Phase => {
-            let c = phase_begin(w, k, cpu, ti);
-            s.at = ThreadAt::Event as u8;
+            let (c, affinity) = phase_begin(w, k, cpu, ti);
+            s.at = if affinity { ThreadAt::PhaseClock } else { ThreadAt::Event } as u8;
             Next::Cont(c)
+        }
+        ThreadAt::PhaseClock => {
+            phase_clock(w, k, ti);
+            s.at = ThreadAt::Event as u8;
+            Next::Cont(0)
         }
         ThreadAt::Event => {
             let mut cost = 0;

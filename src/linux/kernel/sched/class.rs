@@ -14,8 +14,9 @@
 //! The deadline class (`dl_sched_class`, between stop and RT) is not modelled: a
 //! `SchedClass::Dl` variant between `Stop` and `Rt`, one arm per operation and an entry in
 //! [`SCHED_CLASSES`] is where it would go. Operations the model has no use for
-//! (`check_class_changed`, `prio_changed`, `task_fork`, `task_dead`, `update_curr`, ...) are
-//! not listed.
+//! (`task_fork`, `task_dead`, `update_curr`, ...) are not listed; `switched_from`,
+//! `switched_to` and `prio_changed` of a task changing its own policy are in `syscalls.rs`
+//! (`check_class_changed()`).
 
 use super::fair_class::{DequeueFlags, EnqueueFlags};
 use super::rt::MAX_RT_PRIO;
@@ -46,7 +47,8 @@ impl SchedClass {
     /// `p->sched_class` as `__setscheduler_prio()` chooses it — kernel/sched/core.c @ v6.10:
     /// the stopper and the idle task have their own classes; an RT priority (`prio <
     /// MAX_RT_PRIO`) is the RT class; everything else is fair. The model derives it from the
-    /// task's kind and priority, which never change after creation.
+    /// task's kind and priority; the priority changes only through
+    /// `syscalls::__sched_setscheduler()` (which moves the task between the classes' queues).
     #[inline]
     pub fn of(k: &Kernel, p: TaskId) -> SchedClass {
         let t = &k.tasks[p as usize];

@@ -135,10 +135,12 @@ fn should_we_balance(k: &Kernel, cpu: CpuId, sd: usize, idle: CpuIdleType) -> bo
 }
 
 /// Models `task_hot()` — kernel/sched/fair.c @ v6.10: a task that ran within
-/// `sysctl_sched_migration_cost` is cache hot.
+/// `sysctl_sched_migration_cost` is cache hot. "Ran" is `p->se.exec_start`, which
+/// `update_curr()` moves to the last accounting of its run (a preempted task's is the instant
+/// it was switched out), not the start of that run; a task moved off a CPU has it cleared
+/// (`migrate_task_rq_fair()`), so it is never hot at its new CPU until it runs there.
 fn task_hot(k: &Kernel, p: TaskId) -> bool {
-    let t = &k.tasks[p as usize];
-    k.now.saturating_sub(t.exec_start) < SYSCTL_SCHED_MIGRATION_COST
+    k.now.saturating_sub(k.ents[p as usize].exec_start) < SYSCTL_SCHED_MIGRATION_COST
 }
 
 /// Models `sched_balance_rq()` (was `load_balance()`) — kernel/sched/fair.c @ v6.10, for

@@ -1147,6 +1147,36 @@ impl CfsRq {
         self.nr_delayed -= 1;
     }
 
+    /// Models `reweight_entity()` — kernel/sched/fair.c @ v6.10 for an entity that is not on
+    /// the cfs_rq (its caller, `set_user_nice()` or `__sched_setscheduler()` ->
+    /// `set_load_weight()`, dequeued it first): EEVDF scales its lag by old/new weight, and its
+    /// PELT load average is rebuilt from its load sum at the new weight (taken out of the
+    /// cfs_rq's load and put back when it is attached here).
+    pub fn reweight_dequeued_entity(&mut self, ents: &mut [SchedEntity], id: u32, weight: u64) {
+        let weight = weight.max(1);
+        let divider = pelt_divider(&self.avg);
+        let se = &mut ents[id as usize];
+        debug_assert!(!se.on_rq, "reweight_dequeued_entity() of a queued entity");
+        let old = se.weight;
+        if old == weight {
+            return;
+        }
+        if self.policy == FairPolicy::Eevdf {
+            se.vlag = ((se.vlag as i128 * old as i128) / weight as i128) as i64;
+        }
+        if se.avg_attached {
+            self.avg.load_avg = self.avg.load_avg.saturating_sub(se.avg.load_avg);
+            self.avg.load_sum = self.avg.load_sum.saturating_sub(old * se.avg.load_sum);
+            self.avg.load_sum = self.avg.load_sum.max(self.avg.load_avg * PELT_MIN_DIVIDER);
+        }
+        se.weight = weight;
+        se.avg.load_avg = weight * se.avg.load_sum / divider.max(1);
+        if se.avg_attached {
+            self.avg.load_avg += se.avg.load_avg;
+            self.avg.load_sum += weight * se.avg.load_sum;
+        }
+    }
+
     /// Models the TASK_WAKING case of `migrate_task_rq_fair()` — kernel/sched/fair.c @ v6.10 /
     /// v6.5: a blocked entity that will be woken on another CPU leaves this (its previous)
     /// cfs_rq. CFS makes its vruntime relative to this `min_vruntime`; both remove its PELT

@@ -129,6 +129,11 @@ impl Cpupri {
         Cpupri { cpu_to_pri: vec![0; nr_cpus as usize], pri_to_cpu, count }
     }
 
+    /// `cpu`'s level (`cpu_to_pri`): 0 for no RT task queued, else its highest RT level.
+    pub fn level(&self, cpu: CpuId) -> i32 {
+        i32::from(self.cpu_to_pri[cpu as usize])
+    }
+
     /// `cpupri_set()`: `cpu`'s highest priority is now at `level`.
     pub fn set(&mut self, cpu: CpuId, level: i32) {
         let (old, new) = (self.cpu_to_pri[cpu as usize] as usize, level as usize);
