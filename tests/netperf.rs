@@ -271,7 +271,7 @@ fn the_lkp_matrix_rr_cells_have_converged_after_their_warmup() {
 /// reads its watchdog's distance (0-4 s) and every seed is C6-bound (docs/unknowns.md §11).
 /// A run's own halves are not asserted: which CPUs predict over or under C6's residency follows
 /// their watchdogs' 4 s cycle, which a 0.1 s window samples (the seeds' mean is the figure).
-/// About 5 CPU-minutes: `cargo test --release --test netperf -- --ignored`.
+/// About 1.5 minutes (93 s in the test profile on the shared 2-core host): `cargo test --test netperf -- --ignored`.
 #[test]
 #[ignore]
 fn the_lkp_matrix_udp_rr_cell_runs_one_regime_on_every_seed() {

@@ -46,7 +46,7 @@
 //! 0.1 s still differ by up to 25%: the cell's figure is the seeds' mean. The 0.8 s warm-up
 //! was not re-chosen by the rule above since `menu_select()` models v6.10. `tests/netperf.rs`
 //! checks the TCP_RR cells at the matrix's length and that UDP_RR at 50% runs one regime over
-//! seeds (both `--ignored`: 3 and 5 CPU-minutes). The hackbench
+//! seeds (both `--ignored`: 3 and 1.5 minutes). The hackbench
 //! time is the program's own `stop - start` in whole microseconds, not its printed
 //! milliseconds (a run of a few ms would lose most of its digits). schbench runs `-r`
 //! [`SCHBENCH_SECS`] (LKP: 300 s) and tbench `-t` [`TBENCH_SECS`] (LKP: 600 s);
