@@ -209,15 +209,25 @@ pub fn tick_nohz_idle_got_tick(k: &mut Kernel, cpu: CpuId) -> bool {
 /// `KTIME_MAX`: the distance to an event that is not coming.
 pub const KTIME_MAX: Time = i64::MAX as Time;
 
+/// The model's stand-in for the next timer event of a CPU that has none queued (a machine run
+/// without background, where the kernel would still have its softlockup watchdog's hrtimer,
+/// 0-4 s away): 1 s. Never used when any hrtimer or timer is queued on the CPU.
+pub const NO_TIMER_HORIZON: Time = NSEC_PER_SEC;
+
 /// Models `tick_nohz_get_sleep_length()` — kernel/time/tick-sched.c @ v6.10. Returns the time
 /// to the next timer event if the tick were stopped, and `delta_next`: the time to the event
 /// the CPU's clockevent device is programmed for now (the next tick while the tick runs, or an
-/// earlier hrtimer; [`KTIME_MAX`] if nothing is programmed). The first is the next sleeper,
-/// watchdog or non-deferrable timer-wheel expiry, capped at a 1 s horizon (what a machine
-/// without background sources stands in for); as `tick_nohz_next_event()` does, a running
-/// tick with a timer-wheel expiry due by the next tick gives `delta_next` instead.
-/// Simplifications: `can_stop_idle_tick()`'s and `rcu_needs_cpu()`'s vetoes are not modelled;
-/// "now" is the current instant, not `ts->idle_entrytime`.
+/// earlier hrtimer; [`KTIME_MAX`] if nothing is programmed). The first is the earliest of the
+/// next sleeper, the watchdog and the next non-deferrable timer-wheel expiry: the kernel's
+/// `tick_nohz_next_event()` (the timer wheel, [`KTIME_MAX`] when it is empty) lowered to
+/// `hrtimer_next_event_without()` (every hrtimer but the tick: sleepers, the softlockup
+/// watchdog, up to 4 s away), with no horizon of its own. As `tick_nohz_next_event()` does, a
+/// running tick with a timer-wheel expiry due by the next tick gives `delta_next` instead.
+/// When nothing at all is queued (a machine run without background: the kernel would still
+/// have its watchdog hrtimer) the model stands in a 1 s horizon, [`NO_TIMER_HORIZON`].
+/// Simplifications: `can_stop_idle_tick()`'s and `rcu_needs_cpu()`'s vetoes and the
+/// timekeeping CPU's `timekeeping_max_deferment()` cap (minutes for a TSC, beyond the
+/// watchdog) are not modelled; "now" is the current instant, not `ts->idle_entrytime`.
 pub fn tick_nohz_get_sleep_length(k: &Kernel, cpu: CpuId) -> (Time, Time) {
     let ts = &k.cpus[cpu as usize].tick;
     let delta_next = next_clock_event(k, cpu).map_or(KTIME_MAX, |t| t.saturating_sub(k.now));
@@ -225,16 +235,9 @@ pub fn tick_nohz_get_sleep_length(k: &Kernel, cpu: CpuId) -> (Time, Time) {
     if !ts.stopped && wheel.is_some_and(|t| t <= ts.next_tick) {
         return (delta_next, delta_next);
     }
-    let mut next = k.now + NSEC_PER_SEC;
-    for &(_, soft, _) in &ts.sleepers {
-        next = next.min(soft);
-    }
-    if let Some((t, _)) = ts.watchdog {
-        next = next.min(t);
-    }
-    if let Some(t) = wheel {
-        next = next.min(t);
-    }
+    let sleeper = ts.sleepers.iter().map(|&(_, soft, _)| soft).min();
+    let watchdog = ts.watchdog.map(|(t, _)| t);
+    let next = [sleeper, watchdog, wheel].into_iter().flatten().min().unwrap_or(k.now + NO_TIMER_HORIZON);
     (next.saturating_sub(k.now), delta_next)
 }
 
@@ -264,4 +267,46 @@ pub fn tick_nohz_idle_exit(k: &mut Kernel, cpu: CpuId) -> Time {
     ts.next_tick = nb;
     tick_program(k, cpu);
     k.costs.tick_restart
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Time = 1_000_000;
+
+    /// CPU 0 of `xeon-128-4n` at 10.3 ms with the tick running and nothing queued.
+    fn cpu() -> Kernel {
+        let mut k = Kernel::for_test("xeon-128-4n");
+        k.now = 10 * MS + 300_000;
+        let ts = &mut k.cpus[0].tick;
+        (ts.stopped, ts.next_tick, ts.watchdog) = (false, 11 * MS, None);
+        ts.sleepers.clear();
+        k.cpus[0].timers.timers.clear();
+        k
+    }
+
+    /// `tick_nohz_get_sleep_length()` has no horizon of its own: with only the softlockup
+    /// watchdog's hrtimer queued, 3 s away, the sleep length is those 3 s. The model once
+    /// capped it at 1 s on every CPU, so every CPU without a nearer timer read the same 1 s,
+    /// and menu's floor correction factor (7/8192) made that a prediction of 854 us on all of
+    /// them: under a tick period, over C6's 600 us residency (issue 38, UDP_RR at 25-50%).
+    #[test]
+    fn the_sleep_length_reaches_the_watchdog_past_one_second() {
+        let mut k = cpu();
+        k.cpus[0].tick.watchdog = Some((k.now + 3_000 * MS, 0));
+        assert_eq!(tick_nohz_get_sleep_length(&k, 0), (3_000 * MS, 700_000));
+        // A nearer hrtimer (a sleeper) comes first.
+        let t = k.now + 5 * MS;
+        k.cpus[0].tick.sleepers.push((t, t, 1));
+        assert_eq!(tick_nohz_get_sleep_length(&k, 0).0, 5 * MS);
+    }
+
+    /// Nothing queued at all (a machine run without background, whose kernel would still have
+    /// its watchdog): the model's stand-in horizon.
+    #[test]
+    fn with_nothing_queued_the_sleep_length_is_the_stand_in_horizon() {
+        let k = cpu();
+        assert_eq!(tick_nohz_get_sleep_length(&k, 0), (NO_TIMER_HORIZON, 700_000));
+    }
 }

@@ -429,6 +429,33 @@ mod select_tests {
         assert_eq!(menu_select(&mut k, 0), (2, true));
     }
 
+    /// The mechanism behind issue 38's UDP_RR cells: no typical interval (the ring's periods
+    /// spread), the far bucket's correction factor at its floor (7: `f - f/8` no longer moves
+    /// it and a 100 us period over seconds adds nothing), so the prediction is the timer
+    /// distance x 7/8192. With the softlockup watchdog 3 s away, the time
+    /// `tick_nohz_get_sleep_length()` returns, that is 2.56 ms: over a tick period, so C6 with
+    /// the tick stopped. Under the old 1 s horizon it was 854 us: under a tick period, so the
+    /// tick was kept and C6 taken only when the tick was at least C6's 600 us away (C1E here,
+    /// the tick 300 us away): a mix of C6 and C1E that depended on where in the tick period
+    /// each idle period began. With the watchdog 0.5 s away the prediction is 427 us: C1E.
+    #[test]
+    fn a_floor_correction_factor_times_the_watchdogs_distance_picks_the_state() {
+        let wild = [1, 9_000, 50, 3_000, 7, 20_000, 400, 12_000];
+        assert_eq!(get_typical_interval(&wild), NO_TYPICAL_US);
+        let at = |watchdog: Time| {
+            let mut k = cpu(0, 700 * US);
+            k.cpus[0].idle_dev.intervals = wild;
+            k.cpus[0].idle_dev.correction_factor[BUCKETS - 1] = 7;
+            k.cpus[0].tick.watchdog = Some((k.now + watchdog, 0));
+            let r = menu_select(&mut k, 0);
+            assert_eq!(k.cpus[0].idle_dev.next_timer_ns, watchdog);
+            r
+        };
+        assert_eq!(at(3_000 * MS), (3, true));
+        assert_eq!(at(1_000 * MS), (2, false), "854 us: tick kept, C6 does not fit before it");
+        assert_eq!(at(500 * MS), (2, false));
+    }
+
     /// Step 2: state 1's residency beyond the next timer: state 0, tick kept as it polls.
     #[test]
     fn a_timer_before_state_1s_residency_gives_state_0() {
