@@ -123,6 +123,34 @@ impl Shape {
     }
 }
 
+/// The misses of [`Lines::count_blocks`] by distance, packed: 16 bits per distance but `Local`
+/// (a miss is never local: the reader's own lines are not read, and a line a CPU owns it
+/// holds). Sums of several calls stay exact while they count fewer than 65536 misses of a
+/// distance ([`MissCounts::add`] checks it in debug builds).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MissCounts(u64);
+
+impl MissCounts {
+    /// The misses of both, each field summed (overflow of a field panics).
+    #[inline]
+    pub fn add(self, o: MissCounts) -> MissCounts {
+        // A field that overflowed would carry into the next (or out of the top): callers
+        // bound their sums (a balancing walk reads at most five lines of each CPU).
+        debug_assert!(
+            (0..4).all(|f| ((self.0 >> (COUNT_BITS * f)) & COUNT_MASK) + ((o.0 >> (COUNT_BITS * f)) & COUNT_MASK)
+                <= COUNT_MASK),
+            "MissCounts: more than {COUNT_MASK} misses of one distance"
+        );
+        MissCounts(self.0.wrapping_add(o.0))
+    }
+
+    /// The counts by distance, indexed by `Distance as usize`.
+    #[inline]
+    pub fn by_distance(self) -> [u64; 5] {
+        std::array::from_fn(|d| if d == 0 { 0 } else { (self.0 >> (COUNT_BITS * (d as u32 - 1))) & COUNT_MASK })
+    }
+}
+
 /// Per-CPU lines allocated together: CPU `c`'s block is the `width` lines from
 /// `first + stride * c` (see [`Lines::read_blocks`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -319,13 +347,13 @@ impl Lines {
     }
 
     /// [`Lines::read_blocks`] of blocks of `W` lines (`run.width == W`) with the misses counted
-    /// by distance instead of handed over one by one: `counts[d as usize]` grows by the number
-    /// of reads that missed at distance `d`. The lines end in the same state as after
-    /// [`Lines::read_blocks`]. A balancing walk charges its transfers by distance (one draw per
-    /// distance), so it needs only these counts; they are kept in one register (a 16-bit field
-    /// per distance) instead of an array in memory, whose increments would wait for each other
-    /// through the store, and the block's width is a constant, so its lines are visited
-    /// without a loop.
+    /// by distance instead of handed over one by one, packed: field `d - 1` of the returned
+    /// [`MissCounts`] holds the reads that missed at distance `d`. The lines end in the same
+    /// state as after [`Lines::read_blocks`]. A balancing walk charges its transfers by distance
+    /// (one draw per distance), so it needs only these counts; they are kept in one register (a
+    /// 16-bit field per distance) instead of an array in memory, whose increments would wait
+    /// for each other through the store, and the block's width is a constant, so its lines are
+    /// visited without a loop.
     #[inline]
     #[allow(clippy::too_many_arguments)]
     pub fn count_blocks<const W: usize>(
@@ -336,26 +364,20 @@ impl Lines {
         filter: impl Fn(usize) -> u64,
         reader: u32,
         topo: &Topology,
-        counts: &mut [u64; 5],
-    ) {
-        assert_eq!(run.width as usize, W, "count_blocks: a block of {} lines read as {W}", run.width);
+    ) -> MissCounts {
+        debug_assert_eq!(run.width as usize, W, "count_blocks: a block of {} lines read as {W}", run.width);
         // Every field must hold the run's reads: at most `W` lines of each CPU.
         const { assert!(W as u64 * MAX_CPUS as u64 <= COUNT_MASK) };
         let Lines { lines, shape, count_by_lz, .. } = self;
         let lines = &mut lines[run.first as usize..];
         let stride = run.stride as usize;
-        let packed = match *shape {
+        MissCounts(match *shape {
             Some(s) => Lines::count_run::<W>(lines, stride, lo, words, filter, reader, |c| s.core(c), count_by_lz),
             None => {
                 let places = topo.places();
                 Lines::count_run::<W>(lines, stride, lo, words, filter, reader, |c| places[c as usize], count_by_lz)
             }
-        };
-        // Field `d - 1` holds the misses at distance `d` (a miss is never `Local`: the reader's
-        // own lines are not read, and a line a CPU owns it holds).
-        for (d, n) in counts.iter_mut().enumerate().skip(1) {
-            *n += (packed >> (COUNT_BITS * (d as u32 - 1))) & COUNT_MASK;
-        }
+        })
     }
 
     /// [`Lines::read_run`] of `W`-line blocks with the misses counted in packed fields
@@ -644,12 +666,10 @@ mod tests {
                     lines.read_blocks(run, lo, ws, |i| other.word(i as u32), cpu, &topo, |d| got.push(d));
                 } else {
                     // Counted: the same reads, the misses as counts by distance.
-                    let mut counts = [0u64; 5];
-                    lines.count_blocks::<2>(run, lo, ws, |i| other.word(i as u32), cpu, &topo, &mut counts);
-                    let mut again = [0u64; 5];
-                    lines.count_blocks::<2>(run, lo, ws, |i| other.word(i as u32), cpu, &topo, &mut again);
-                    assert_eq!(again, [0; 5], "read again at once: every line hits");
-                    got = by_distance(&counts);
+                    let counts = lines.count_blocks::<2>(run, lo, ws, |i| other.word(i as u32), cpu, &topo);
+                    let again = lines.count_blocks::<2>(run, lo, ws, |i| other.word(i as u32), cpu, &topo);
+                    assert_eq!(again, MissCounts::default(), "read again at once: every line hits");
+                    got = by_distance(&counts.add(again).by_distance());
                 }
                 let mut want = Vec::new();
                 for c in span.iter().filter(|&c| c != cpu && other.test(c)) {
@@ -676,6 +696,18 @@ mod tests {
             .collect()
     }
 
+    /// A counted walk over the largest machine's every CPU, four lines each, fits its fields;
+    /// a sum past a field's capacity is refused (debug builds).
+    #[test]
+    #[cfg(debug_assertions)]
+    fn miss_counts_add_by_field_and_refuse_overflow() {
+        let a = MissCounts(1 | (2 << COUNT_BITS) | (COUNT_MASK << (3 * COUNT_BITS)));
+        let b = MissCounts(5 | (7 << (2 * COUNT_BITS)));
+        assert_eq!(a.add(b).by_distance(), [0, 6, 2, 7, COUNT_MASK]);
+        let full = std::panic::catch_unwind(|| a.add(MissCounts(1 << (3 * COUNT_BITS))));
+        assert!(full.is_err(), "the Remote field would overflow");
+    }
+
     /// A counted walk over the largest machine's every CPU, four lines each, fits its fields.
     #[test]
     fn counted_reads_fit_the_largest_machine() {
@@ -689,9 +721,8 @@ mod tests {
         }
         let span = CpuMask::full(MAX_CPUS);
         let (lo, ws) = span.stored_words();
-        let mut counts = [0u64; 5];
         let run = PerCpuLines { first: 0, stride: width, width };
-        lines.count_blocks::<4>(run, lo, ws, |_| !0, 0, &topo, &mut counts);
+        let counts = lines.count_blocks::<4>(run, lo, ws, |_| !0, 0, &topo).by_distance();
         assert_eq!(counts.iter().sum::<u64>(), u64::from((MAX_CPUS - 1) * width));
         assert_eq!(counts[Distance::Smt as usize], u64::from(width), "CPU 0's sibling");
         assert_eq!(counts[Distance::Local as usize], 0);

@@ -125,15 +125,16 @@ pub fn update_sg_lb_stats_reads(
 ) -> [u64; 5] {
     let (empty, curr_idle) = (sums.empty_mask(), sums.curr_idle_mask());
     let block = |j: u32, width: u32| PerCpuLines { first: sums.rq_line0 + j, stride: BLOCK, width };
-    let mut misses = [0u64; 5];
     // cpu_load(), cpu_util_cfs(), cpu_runnable(), cfs.h_nr_running, nr_running.
-    lines.count_blocks::<3>(block(LOCK, 3), lo, words, |_| !0, cpu, topo, &mut misses);
+    let misses = lines.count_blocks::<3>(block(LOCK, 3), lo, words, |_| !0, cpu, topo);
     // `if (!nr_running && idle_cpu(i))`: rq->curr, then (its idle task running) ttwu_pending.
-    lines.count_blocks::<1>(block(CURR, 1), lo, words, |i| empty.word(i as u32), cpu, topo, &mut misses);
+    let curr = lines.count_blocks::<1>(block(CURR, 1), lo, words, |i| empty.word(i as u32), cpu, topo);
     let pending = PerCpuLines { first: sums.pending_line0, stride: 1, width: 1 };
     let both = |i: usize| empty.word(i as u32) & curr_idle.word(i as u32);
-    lines.count_blocks::<1>(pending, lo, words, both, cpu, topo, &mut misses);
-    misses
+    let pending = lines.count_blocks::<1>(pending, lo, words, both, cpu, topo);
+    // At most five lines of each CPU: no field of the sum overflows.
+    const { assert!(BLOCK as u64 + 1 <= 65535 / crate::limits::MAX_CPUS as u64) };
+    misses.add(curr).add(pending).by_distance()
 }
 
 #[cfg(test)]
