@@ -126,14 +126,14 @@ impl Shape {
 /// The misses of [`Lines::count_blocks`] by distance, packed: 16 bits per distance but `Local`
 /// (a miss is never local: the reader's own lines are not read, and a line a CPU owns it
 /// holds). Sums of several calls stay exact while they count fewer than 65536 misses of a
-/// distance ([`MissCounts::add`] checks it in debug builds).
+/// distance ([`MissCounts::plus`] checks it in debug builds).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct MissCounts(u64);
 
 impl MissCounts {
     /// The misses of both, each field summed (overflow of a field panics).
     #[inline]
-    pub fn add(self, o: MissCounts) -> MissCounts {
+    pub fn plus(self, o: MissCounts) -> MissCounts {
         // A field that overflowed would carry into the next (or out of the top): callers
         // bound their sums (a balancing walk reads at most five lines of each CPU).
         debug_assert!(
@@ -669,7 +669,7 @@ mod tests {
                     let counts = lines.count_blocks::<2>(run, lo, ws, |i| other.word(i as u32), cpu, &topo);
                     let again = lines.count_blocks::<2>(run, lo, ws, |i| other.word(i as u32), cpu, &topo);
                     assert_eq!(again, MissCounts::default(), "read again at once: every line hits");
-                    got = by_distance(&counts.add(again).by_distance());
+                    got = by_distance(&counts.plus(again).by_distance());
                 }
                 let mut want = Vec::new();
                 for c in span.iter().filter(|&c| c != cpu && other.test(c)) {
@@ -703,8 +703,8 @@ mod tests {
     fn miss_counts_add_by_field_and_refuse_overflow() {
         let a = MissCounts(1 | (2 << COUNT_BITS) | (COUNT_MASK << (3 * COUNT_BITS)));
         let b = MissCounts(5 | (7 << (2 * COUNT_BITS)));
-        assert_eq!(a.add(b).by_distance(), [0, 6, 2, 7, COUNT_MASK]);
-        let full = std::panic::catch_unwind(|| a.add(MissCounts(1 << (3 * COUNT_BITS))));
+        assert_eq!(a.plus(b).by_distance(), [0, 6, 2, 7, COUNT_MASK]);
+        let full = std::panic::catch_unwind(|| a.plus(MissCounts(1 << (3 * COUNT_BITS))));
         assert!(full.is_err(), "the Remote field would overflow");
     }
 

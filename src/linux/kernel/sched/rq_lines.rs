@@ -133,8 +133,8 @@ pub fn update_sg_lb_stats_reads(
     let both = |i: usize| empty.word(i as u32) & curr_idle.word(i as u32);
     let pending = lines.count_blocks::<1>(pending, lo, words, both, cpu, topo);
     // At most five lines of each CPU: no field of the sum overflows.
-    const { assert!(BLOCK as u64 + 1 <= 65535 / crate::limits::MAX_CPUS as u64) };
-    misses.add(curr).add(pending).by_distance()
+    const { assert!((BLOCK as u64 + 1) * crate::limits::MAX_CPUS as u64 <= 65535) };
+    misses.plus(curr).plus(pending).by_distance()
 }
 
 #[cfg(test)]
