@@ -34,6 +34,11 @@ pub struct Line {
     w: [u16; 8],
 }
 
+/// Bits per distance of [`Lines::count_blocks`]' packed miss counts: four distances (a miss is
+/// never `Local`) in one `u64`.
+const COUNT_BITS: u32 = 16;
+const COUNT_MASK: u64 = (1 << COUNT_BITS) - 1;
+
 const NR: usize = MAX_SHARERS;
 const WATCHER: usize = MAX_SHARERS + 1;
 /// The watcher slot's tag: CPU ids stay below it.
@@ -118,6 +123,34 @@ impl Shape {
     }
 }
 
+/// The misses of [`Lines::count_blocks`] by distance, packed: 16 bits per distance but `Local`
+/// (a miss is never local: the reader's own lines are not read, and a line a CPU owns it
+/// holds). Sums of several calls stay exact while they count fewer than 65536 misses of a
+/// distance ([`MissCounts::plus`] checks it in debug builds).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MissCounts(u64);
+
+impl MissCounts {
+    /// The misses of both, each field summed (overflow of a field panics).
+    #[inline]
+    pub fn plus(self, o: MissCounts) -> MissCounts {
+        // A field that overflowed would carry into the next (or out of the top): callers
+        // bound their sums (a balancing walk reads at most five lines of each CPU).
+        debug_assert!(
+            (0..4).all(|f| ((self.0 >> (COUNT_BITS * f)) & COUNT_MASK) + ((o.0 >> (COUNT_BITS * f)) & COUNT_MASK)
+                <= COUNT_MASK),
+            "MissCounts: more than {COUNT_MASK} misses of one distance"
+        );
+        MissCounts(self.0.wrapping_add(o.0))
+    }
+
+    /// The counts by distance, indexed by `Distance as usize`.
+    #[inline]
+    pub fn by_distance(self) -> [u64; 5] {
+        std::array::from_fn(|d| if d == 0 { 0 } else { (self.0 >> (COUNT_BITS * (d as u32 - 1))) & COUNT_MASK })
+    }
+}
+
 /// Per-CPU lines allocated together: CPU `c`'s block is the `width` lines from
 /// `first + stride * c` (see [`Lines::read_blocks`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -137,6 +170,9 @@ pub struct Lines {
     /// The distance between two different CPUs whose keys ([`Lines::key`]) XOR to `x`, by
     /// `x.leading_zeros()`: it depends on nothing else, and grows with `x`.
     by_lz: [Distance; 65],
+    /// [`Lines::count_blocks`]' increment for a key XOR with that many leading zeros: one in
+    /// the packed field of its distance.
+    count_by_lz: [u64; 65],
 }
 
 impl Default for Lines {
@@ -162,7 +198,9 @@ impl Lines {
             let x = if lz == 64 { 0 } else { 1u64 << (63 - lz) };
             Distance::apart(shape.map_or(x, |s| s.spread(x)))
         });
-        Lines { lines: Vec::new(), shape, by_lz }
+        // A miss is never `Local` (two different CPUs), so field `d - 1` counts distance `d`.
+        let count_by_lz = std::array::from_fn(|lz| 1u64 << (COUNT_BITS * (by_lz[lz] as u32).saturating_sub(1)));
+        Lines { lines: Vec::new(), shape, by_lz, count_by_lz }
     }
 
     /// CPU `c`'s distance key: its core number when the shape is known, else its packed
@@ -257,7 +295,7 @@ impl Lines {
         topo: &Topology,
         miss: impl FnMut(Distance),
     ) {
-        let Lines { lines, shape, by_lz } = self;
+        let Lines { lines, shape, by_lz, .. } = self;
         let lines = &mut lines[run.first as usize..];
         // One loop for each way of finding keys, so the choice is made once per run.
         match *shape {
@@ -306,6 +344,92 @@ impl Lines {
                 }
             }
         }
+    }
+
+    /// [`Lines::read_blocks`] of blocks of `W` lines (`run.width == W`) with the misses counted
+    /// by distance instead of handed over one by one, packed: field `d - 1` of the returned
+    /// [`MissCounts`] holds the reads that missed at distance `d`. The lines end in the same
+    /// state as after [`Lines::read_blocks`]. A balancing walk charges its transfers by distance
+    /// (one draw per distance), so it needs only these counts; they are kept in one register (a
+    /// 16-bit field per distance) instead of an array in memory, whose increments would wait
+    /// for each other through the store, and the block's width is a constant, so its lines are
+    /// visited without a loop.
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    pub fn count_blocks<const W: usize>(
+        &mut self,
+        run: PerCpuLines,
+        lo: u32,
+        words: &[u64],
+        filter: impl Fn(usize) -> u64,
+        reader: u32,
+        topo: &Topology,
+    ) -> MissCounts {
+        debug_assert_eq!(run.width as usize, W, "count_blocks: a block of {} lines read as {W}", run.width);
+        // Every field must hold the run's reads: at most `W` lines of each CPU.
+        const { assert!(W as u64 * MAX_CPUS as u64 <= COUNT_MASK) };
+        let Lines { lines, shape, count_by_lz, .. } = self;
+        let lines = &mut lines[run.first as usize..];
+        let stride = run.stride as usize;
+        MissCounts(match *shape {
+            Some(s) => Lines::count_run::<W>(lines, stride, lo, words, filter, reader, |c| s.core(c), count_by_lz),
+            None => {
+                let places = topo.places();
+                Lines::count_run::<W>(lines, stride, lo, words, filter, reader, |c| places[c as usize], count_by_lz)
+            }
+        })
+    }
+
+    /// [`Lines::read_run`] of `W`-line blocks with the misses counted in packed fields
+    /// ([`Lines::count_blocks`]).
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn count_run<const W: usize>(
+        lines: &mut [Line],
+        stride: usize,
+        lo: u32,
+        words: &[u64],
+        filter: impl Fn(usize) -> u64,
+        reader: u32,
+        key: impl Fn(u32) -> u64,
+        inc: &[u64; 65],
+    ) -> u64 {
+        let rp = key(reader);
+        let r = reader as u16;
+        let mut packed = 0u64;
+        for (j, &w) in words.iter().enumerate() {
+            let i = lo as usize + j;
+            let base = i * 64;
+            let w = w & filter(i);
+            // The reader's own lines are not remote reads.
+            let mut rest = if reader as usize / 64 == i { w & !(1 << (reader % 64)) } else { w };
+            while rest != 0 {
+                let c = base + rest.trailing_zeros() as usize;
+                rest &= rest - 1;
+                let block: &mut [Line; W] = (&mut lines[c * stride..c * stride + W]).try_into().unwrap();
+                let mut visit = |l: &mut Line| {
+                    if !l.holds(r) {
+                        let x = key(u32::from(l.w[0])) ^ rp;
+                        l.add_sharer(r);
+                        packed = packed.wrapping_add(inc[x.leading_zeros() as usize]);
+                    }
+                };
+                // Unrolled: the compiler keeps a loop over a block of three lines.
+                if W >= 1 {
+                    visit(&mut block[0]);
+                }
+                if W >= 2 {
+                    visit(&mut block[1]);
+                }
+                if W >= 3 {
+                    visit(&mut block[2]);
+                }
+                for l in block.iter_mut().skip(3) {
+                    visit(l);
+                }
+            }
+        }
+        packed
     }
 
     /// Whether `cpu` holds `line` alone and no CPU watches it: a write by `cpu` then changes
@@ -537,16 +661,71 @@ mod tests {
                 let (lo, ws) = span.stored_words();
                 let run = PerCpuLines { first, stride, width };
                 let mut got = Vec::new();
-                lines.read_blocks(run, lo, ws, |i| other.word(i as u32), cpu, &topo, |d| got.push(d));
+                let counted = rng.range(0, 1) == 1;
+                if !counted {
+                    lines.read_blocks(run, lo, ws, |i| other.word(i as u32), cpu, &topo, |d| got.push(d));
+                } else {
+                    // Counted: the same reads, the misses as counts by distance.
+                    let counts = lines.count_blocks::<2>(run, lo, ws, |i| other.word(i as u32), cpu, &topo);
+                    let again = lines.count_blocks::<2>(run, lo, ws, |i| other.word(i as u32), cpu, &topo);
+                    assert_eq!(again, MissCounts::default(), "read again at once: every line hits");
+                    got = by_distance(&counts.plus(again).by_distance());
+                }
                 let mut want = Vec::new();
                 for c in span.iter().filter(|&c| c != cpu && other.test(c)) {
                     for j in 0..width {
                         want.extend(plain.read((first + stride * c + j) as usize, cpu, &topo));
                     }
                 }
+                if counted {
+                    // Counts keep no order: nearest first.
+                    want.sort();
+                }
                 assert_eq!(got, want);
             }
         }
+    }
+
+    /// Counts by distance as the distances, nearest first.
+    fn by_distance(counts: &[u64; 5]) -> Vec<Distance> {
+        use Distance::*;
+        [Local, Smt, Llc, Socket, Remote]
+            .into_iter()
+            .zip(counts)
+            .flat_map(|(d, &n)| std::iter::repeat_n(d, n as usize))
+            .collect()
+    }
+
+    /// A counted walk over the largest machine's every CPU, four lines each, fits its fields;
+    /// a sum past a field's capacity is refused (debug builds).
+    #[test]
+    #[cfg(debug_assertions)]
+    fn miss_counts_add_by_field_and_refuse_overflow() {
+        let a = MissCounts(1 | (2 << COUNT_BITS) | (COUNT_MASK << (3 * COUNT_BITS)));
+        let b = MissCounts(5 | (7 << (2 * COUNT_BITS)));
+        assert_eq!(a.plus(b).by_distance(), [0, 6, 2, 7, COUNT_MASK]);
+        let full = std::panic::catch_unwind(|| a.plus(MissCounts(1 << (3 * COUNT_BITS))));
+        assert!(full.is_err(), "the Remote field would overflow");
+    }
+
+    /// A counted walk over the largest machine's every CPU, four lines each, fits its fields.
+    #[test]
+    fn counted_reads_fit_the_largest_machine() {
+        let spec = TopologySpec::new(8, 1, 512, 8, 2);
+        let topo = Topology::new(&spec).unwrap();
+        assert_eq!(topo.nr_cpus, MAX_CPUS);
+        let mut lines = Lines::for_topology(&topo);
+        let width = 4;
+        for c in 0..MAX_CPUS * width {
+            lines.alloc(c / width);
+        }
+        let span = CpuMask::full(MAX_CPUS);
+        let (lo, ws) = span.stored_words();
+        let run = PerCpuLines { first: 0, stride: width, width };
+        let counts = lines.count_blocks::<4>(run, lo, ws, |_| !0, 0, &topo).by_distance();
+        assert_eq!(counts.iter().sum::<u64>(), u64::from((MAX_CPUS - 1) * width));
+        assert_eq!(counts[Distance::Smt as usize], u64::from(width), "CPU 0's sibling");
+        assert_eq!(counts[Distance::Local as usize], 0);
     }
 
     /// Distances follow from CPU ids on machines of power-of-two counts (SMT siblings adjacent

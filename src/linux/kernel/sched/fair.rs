@@ -74,10 +74,7 @@ fn update_sd_lb_stats_cost(k: &mut Kernel, cpu: CpuId, dst: CpuId, sd: usize) ->
     // counted by distance.
     let Kernel { sd: sds, lines, m, cpus, .. } = k;
     let (lo, ws) = sds.domains(dst)[sd].span.stored_words();
-    let mut misses = [0u64; 5];
-    super::rq_lines::update_sg_lb_stats_reads(lines, &sds.sums, &m.topo, cpu, lo, ws, |dist| {
-        misses[dist as usize] += 1;
-    });
+    let misses = super::rq_lines::update_sg_lb_stats_reads(lines, &sds.sums, &m.topo, cpu, lo, ws);
     let rng = &mut cpus[cpu as usize].rng;
     for (n, r) in misses.into_iter().zip(m.costs.line) {
         // `Prng::range(lo_ns, hi_ns)` summed n times: the ranges are not reversed

@@ -112,9 +112,9 @@ pub fn idle_cpu_reads(k: &mut Kernel, cpu: CpuId, other: CpuId) -> Time {
 /// The reads `update_sg_lb_stats()` makes, run by `cpu`, over every CPU of a span but `cpu`
 /// given by its stored words (`words[j]` holds CPUs `64 * (lo + j)` onwards): each CPU's
 /// `lock`, `cfs` and `pelt` lines, then the `curr` line of each CPU with no runnable task
-/// and the `pending` line of each of those running its idle task (`idle_cpu()`). `miss` gets
-/// the distance of every read that missed. The order of the misses differs from the kernel's
-/// per-CPU order; their sum does not.
+/// and the `pending` line of each of those running its idle task (`idle_cpu()`). Returns the
+/// reads that missed, counted by distance (indexed by `Distance as usize`): the walk charges
+/// them by distance, so their order does not matter.
 pub fn update_sg_lb_stats_reads(
     lines: &mut Lines,
     sums: &super::group_sums::GroupSums,
@@ -122,17 +122,19 @@ pub fn update_sg_lb_stats_reads(
     cpu: CpuId,
     lo: u32,
     words: &[u64],
-    mut miss: impl FnMut(crate::hw::topology::Distance),
-) {
+) -> [u64; 5] {
     let (empty, curr_idle) = (sums.empty_mask(), sums.curr_idle_mask());
     let block = |j: u32, width: u32| PerCpuLines { first: sums.rq_line0 + j, stride: BLOCK, width };
     // cpu_load(), cpu_util_cfs(), cpu_runnable(), cfs.h_nr_running, nr_running.
-    lines.read_blocks(block(LOCK, 3), lo, words, |_| !0, cpu, topo, &mut miss);
+    let misses = lines.count_blocks::<3>(block(LOCK, 3), lo, words, |_| !0, cpu, topo);
     // `if (!nr_running && idle_cpu(i))`: rq->curr, then (its idle task running) ttwu_pending.
-    lines.read_blocks(block(CURR, 1), lo, words, |i| empty.word(i as u32), cpu, topo, &mut miss);
+    let curr = lines.count_blocks::<1>(block(CURR, 1), lo, words, |i| empty.word(i as u32), cpu, topo);
     let pending = PerCpuLines { first: sums.pending_line0, stride: 1, width: 1 };
     let both = |i: usize| empty.word(i as u32) & curr_idle.word(i as u32);
-    lines.read_blocks(pending, lo, words, both, cpu, topo, &mut miss);
+    let pending = lines.count_blocks::<1>(pending, lo, words, both, cpu, topo);
+    // At most five lines of each CPU: no field of the sum overflows.
+    const { assert!((BLOCK as u64 + 1) * crate::limits::MAX_CPUS as u64 <= 65535) };
+    misses.plus(curr).plus(pending).by_distance()
 }
 
 #[cfg(test)]
@@ -145,14 +147,19 @@ mod tests {
         Kernel::for_test("smp-4")
     }
 
-    /// The distances of the misses of CPU 0's `update_sg_lb_stats()` reads over every CPU.
+    /// The distances of the misses of CPU 0's `update_sg_lb_stats()` reads over every CPU,
+    /// nearest first.
     fn lb_misses(k: &mut Kernel) -> Vec<crate::hw::topology::Distance> {
+        use crate::hw::topology::Distance::*;
         let span = crate::hw::cpumask::CpuMask::full(k.m.topo.nr_cpus);
         let (lo, ws) = span.stored_words();
-        let mut got = Vec::new();
         let Kernel { sd, lines, m, .. } = k;
-        update_sg_lb_stats_reads(lines, &sd.sums, &m.topo, 0, lo, ws, |d| got.push(d));
-        got
+        let counts = update_sg_lb_stats_reads(lines, &sd.sums, &m.topo, 0, lo, ws);
+        [Local, Smt, Llc, Socket, Remote]
+            .into_iter()
+            .zip(counts)
+            .flat_map(|(d, n)| std::iter::repeat_n(d, n as usize))
+            .collect()
     }
 
     /// An idle CPU costs the balancer five lines (nr_running, the fair counts, PELT, curr,
