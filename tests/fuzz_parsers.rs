@@ -4,7 +4,7 @@
 //! parsing and building must end in `Ok` or a clean `Err`, never a panic; what builds is also
 //! run for a few simulated milliseconds on a small quiet machine, so overflow in the
 //! conversions the model does from those numbers shows too. Each case is capped: the memory its
-//! thread holds ([`CAP_BYTES`], counted by this binary's allocator) and its wall time
+//! thread holds ([`CAP_BYTES`], counted by this binary's allocator) and its CPU time
 //! (`FUZZ_CASE_SECS`, default 120 s; a watchdog ends the process naming the case). Sized to stay
 //! within a few seconds per parser in `cargo test`; `FUZZ_CASES=N` runs more (docs/fuzzing.md,
 //! "The long run"), and `FUZZ_SAVE_RTAPP=DIR` keeps each generated rt-app file with schedsim's
@@ -95,9 +95,25 @@ unsafe impl std::alloc::GlobalAlloc for Counting {
 #[global_allocator]
 static ALLOC: Counting = Counting;
 
-/// The cases running now, by thread: (what, its text, when it started); the watchdog reads it.
-static RUNNING: std::sync::Mutex<Vec<(std::thread::ThreadId, String, std::time::Instant)>> =
+/// The cases running now, by thread: (what, its text, the thread's CPU clock, its reading when
+/// the case started); the watchdog reads it.
+static RUNNING: std::sync::Mutex<Vec<(std::thread::ThreadId, String, libc::clockid_t, u64)>> =
     std::sync::Mutex::new(Vec::new());
+
+/// A thread's CPU time, ns (None once the thread is gone).
+fn cpu_ns(clock: libc::clockid_t) -> Option<u64> {
+    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: t is a valid timespec.
+    (unsafe { libc::clock_gettime(clock, &mut t) } == 0).then(|| t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64)
+}
+
+/// This thread's CPU clock.
+fn own_cpu_clock() -> libc::clockid_t {
+    let mut c: libc::clockid_t = 0;
+    // SAFETY: pthread_self() is this live thread; c is a valid out-parameter.
+    unsafe { libc::pthread_getcpuclockid(libc::pthread_self(), &mut c) };
+    c
+}
 
 fn watchdog() {
     static START: std::sync::Once = std::sync::Once::new();
@@ -106,8 +122,11 @@ fn watchdog() {
         std::thread::spawn(move || loop {
             std::thread::sleep(std::time::Duration::from_secs(1));
             let r = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some((_, text, _)) = r.iter().find(|(_, _, t0)| t0.elapsed().as_secs() > secs) {
-                eprintln!("\nfuzz case over the time cap ({secs} s), aborting; the case:\n{text}");
+            // CPU time, not wall time: a loaded or stopped (SIGSTOP) test process is not a slow case.
+            let over =
+                |c: libc::clockid_t, t0: u64| cpu_ns(c).is_some_and(|t| t.saturating_sub(t0) > secs * 1_000_000_000);
+            if let Some((_, text, ..)) = r.iter().find(|(_, _, c, t0)| over(*c, *t0)) {
+                eprintln!("\nfuzz case over the time cap ({secs} s of CPU), aborting; the case:\n{text}");
                 std::process::abort();
             }
         });
@@ -124,7 +143,9 @@ fn capped(text: &str, f: impl FnOnce()) -> Result<(), TestCaseError> {
         c.clear();
         c.push_str(text);
     });
-    RUNNING.lock().unwrap_or_else(|e| e.into_inner()).push((me, text.to_string(), std::time::Instant::now()));
+    let clock = own_cpu_clock();
+    let t0 = cpu_ns(clock).unwrap_or(0);
+    RUNNING.lock().unwrap_or_else(|e| e.into_inner()).push((me, text.to_string(), clock, t0));
     let base = HELD.with(|h| h.get());
     PEAK.with(|p| p.set(base));
     f();
